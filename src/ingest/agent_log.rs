@@ -1,0 +1,625 @@
+//! Agent logs: link-assistant/agent (and OpenCode-style) JSON output, optionally wrapped by the
+//! hive-mind `solve.mjs` runner.
+//!
+//! The format (see `agent-log-format.md` in the reference) mixes:
+//! * wrapper lines prefixed `[2026-02-01T12:30:28.417Z] [INFO] ` — and, when the wrapper got a
+//!   multi-line chunk in one write, continuation lines with no prefix at all;
+//! * pretty-printed JSON objects (`{` alone on a line, 2-space indentation, `}` alone) or compact
+//!   NDJSON, one object per line;
+//! * lines longer than ~64 KiB that the wrapper split in two, inserting `\n[ts] [INFO] ` in the
+//!   middle of a JSON string (sometimes right after a backslash);
+//! * non-JSON lines: wrapper status text, blank lines, a raw `ZodError: [` dump from stderr.
+//!
+//! [`AgentLogReader`] streams the file line by line and yields [`LogRecord`]s. A JSON object is
+//! re-joined with a lexer ([`Depth`]): a newline inside a string is a split artifact and is
+//! dropped, any other newline is kept. Memory is bounded by the largest single record.
+
+use std::io::BufRead;
+use std::sync::LazyLock;
+
+use regex::bytes::Regex;
+use serde_json::Value;
+
+use super::IngestError;
+use super::json_scan::{Depth, Fed, Seg, locate};
+use crate::source::{FileId, Span};
+
+/// The `solve.mjs` wrapper prefix: `[ISO timestamp] [LEVEL] `.
+static PREFIX: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] \[(?:INFO|WARNING|ERROR|STDOUT|STDERR)\] ",
+    )
+    .ok()
+});
+
+/// A raw error dump printed by the runtime to stderr, e.g. `ZodError: [`.
+static RAW_ERROR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^([A-Za-z_][A-Za-z0-9_]*Error): *[\[{]").ok());
+
+/// Largest JSON value rewind re-joins (a single record bigger than this is reported, not read).
+const MAX_RECORD: usize = 256 << 20;
+
+/// Length of the wrapper prefix at the start of `line`, if there is one.
+pub fn prefix_len(line: &[u8]) -> Option<usize> {
+    if line.first() != Some(&b'[') {
+        return None;
+    }
+    PREFIX.as_ref()?.find(line).map(|m| m.end())
+}
+
+/// A JSON value re-joined from one or more physical lines.
+#[derive(Debug, Clone)]
+pub struct JsonRecord {
+    /// From the opening bracket to the closing one, in the file.
+    pub span: Span,
+    /// The re-joined JSON text (prefixes and split artifacts removed).
+    pub text: String,
+    pub value: Value,
+    /// Where each piece of `text` came from: `(offset in text, offset in file)`, ascending.
+    segments: Vec<(usize, u64)>,
+}
+
+impl JsonRecord {
+    /// The file span of `text[start..end]`.
+    pub fn span_of(&self, start: usize, end: usize) -> Span {
+        let from = self.file_offset(start);
+        let to = self.file_offset(end.max(start + 1) - 1) + 1;
+        Span::new(self.span.file, from, to.saturating_sub(from))
+    }
+
+    fn file_offset(&self, pos: usize) -> u64 {
+        let i = self.segments.partition_point(|(t, _)| *t <= pos);
+        let (t, f) = self.segments[i.saturating_sub(1)];
+        f + (pos - t) as u64
+    }
+
+    /// The file span of the value at `path` (e.g. `["part", "state", "status"]`).
+    pub fn locate(&self, path: &[Seg<'_>]) -> Option<Span> {
+        locate(&self.text, path).map(|(s, e)| self.span_of(s, e))
+    }
+
+    /// The file span of `needle` inside the string value at `path`, searched in the raw (escaped)
+    /// text, so it is exact for needles without characters JSON escapes (`data:`, `event:`).
+    pub fn locate_in_string(&self, path: &[Seg<'_>], needle: &str) -> Option<Span> {
+        let (s, e) = locate(&self.text, path)?;
+        let k = self.text[s..e].find(needle)?;
+        Some(self.span_of(s + k, s + k + needle.len()))
+    }
+}
+
+/// One record of an agent log.
+#[derive(Debug, Clone)]
+pub enum LogRecord {
+    /// A JSON object (pretty-printed or compact).
+    Json(JsonRecord),
+    /// A runtime error printed raw, e.g. `ZodError: [ … ]` (the name, then the JSON after it).
+    RawError { name: String, record: JsonRecord },
+    /// A line that is not part of any JSON value (wrapper status text, blank line, …).
+    Text(Span),
+    /// Something that looked like a JSON object but could not be decoded.
+    Undecodable {
+        span: Span,
+        reason: String,
+        /// Where the JSON parser stopped, when it got that far.
+        at: Option<Span>,
+        /// The log ends inside this value.
+        truncated: bool,
+    },
+}
+
+/// Counters about what the reader saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LogStats {
+    pub lines: u64,
+    pub prefixed_lines: u64,
+    pub json_objects: u64,
+    pub raw_errors: u64,
+    pub undecodable: u64,
+    pub text_lines: u64,
+    /// Newlines dropped because they fell inside a JSON string (64 KiB split artifacts).
+    pub rejoined_splits: u64,
+    /// The file ends inside a JSON value.
+    pub truncated: bool,
+}
+
+enum OpenKind {
+    Object,
+    RawError(String),
+}
+
+struct Open {
+    kind: OpenKind,
+    start: u64,
+    text: String,
+    segments: Vec<(usize, u64)>,
+    lexer: Depth,
+    /// One past the last byte consumed, in the file.
+    end: u64,
+}
+
+/// Streams [`LogRecord`]s out of an agent log.
+pub struct AgentLogReader<R> {
+    input: R,
+    file: FileId,
+    /// File offset of the next physical line.
+    offset: u64,
+    line_no: u64,
+    buf: Vec<u8>,
+    open: Option<Open>,
+    ready: std::collections::VecDeque<LogRecord>,
+    finished: bool,
+    stats: LogStats,
+}
+
+impl<R: BufRead> AgentLogReader<R> {
+    pub fn new(input: R, file: FileId) -> Self {
+        Self {
+            input,
+            file,
+            offset: 0,
+            line_no: 0,
+            buf: Vec::with_capacity(64 * 1024),
+            open: None,
+            ready: std::collections::VecDeque::new(),
+            finished: false,
+            stats: LogStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &LogStats {
+        &self.stats
+    }
+
+    /// Reads the next physical line and turns it into zero or more ready records.
+    fn step(&mut self) -> Result<bool, IngestError> {
+        self.buf.clear();
+        let n = self
+            .input
+            .read_until(b'\n', &mut self.buf)
+            .map_err(IngestError::Io)?;
+        if n == 0 {
+            self.finish_at_eof();
+            return Ok(false);
+        }
+        let start = self.offset;
+        self.offset += n as u64;
+        self.line_no += 1;
+        self.stats.lines += 1;
+        let has_newline = self.buf.last() == Some(&b'\n');
+        let mut line = std::mem::take(&mut self.buf);
+        let content_len = line.len() - usize::from(has_newline);
+        if let Some(k) = memchr::memchr(0, &line[..content_len]) {
+            return Err(IngestError::Binary {
+                offset: start + k as u64,
+                line: self.line_no,
+            });
+        }
+        if let Err(e) = std::str::from_utf8(&line[..content_len]) {
+            return Err(IngestError::InvalidUtf8 {
+                offset: start + e.valid_up_to() as u64,
+                line: self.line_no,
+            });
+        }
+        let prefix = prefix_len(&line[..content_len]).unwrap_or(0);
+        if prefix > 0 {
+            self.stats.prefixed_lines += 1;
+        }
+        let newline_at = has_newline.then_some(start + content_len as u64);
+        self.process(
+            &line[prefix..content_len],
+            start + prefix as u64,
+            start,
+            newline_at,
+        );
+        line.clear();
+        self.buf = line;
+        Ok(true)
+    }
+
+    /// Handles the content of one physical line (prefix already stripped).
+    fn process(&mut self, content: &[u8], at: u64, line_start: u64, newline_at: Option<u64>) {
+        let mut content = content;
+        let mut at = at;
+        if let Some(open) = &self.open
+            && !open.lexer.in_string()
+            && breaks_value(content, open.lexer.depth())
+        {
+            self.abort_open(format!(
+                "this JSON object is cut off: a line that cannot continue it starts at byte {at}"
+            ));
+        }
+        loop {
+            if let Some(open) = &mut self.open {
+                let mut piece = content;
+                // A raw `\r` inside a string can only be a line-ending artifact.
+                if open.lexer.in_string() && piece.last() == Some(&b'\r') {
+                    piece = &piece[..piece.len() - 1];
+                }
+                match open.lexer.feed(piece) {
+                    Fed::Open => {
+                        push_piece(open, piece, at);
+                        if open.lexer.in_string() {
+                            if newline_at.is_some() {
+                                self.stats.rejoined_splits += 1;
+                            }
+                        } else if let Some(nl) = newline_at {
+                            open.segments.push((open.text.len(), nl));
+                            open.text.push('\n');
+                            open.end = nl + 1;
+                        }
+                        if open.text.len() > MAX_RECORD {
+                            self.abort_open(format!(
+                                "a single JSON value larger than {} MiB",
+                                MAX_RECORD >> 20
+                            ));
+                        }
+                        return;
+                    }
+                    Fed::Closed(k) => {
+                        push_piece(open, &piece[..k], at);
+                        self.close_open();
+                        content = &piece[k..];
+                        at += k as u64;
+                        let rest = content.iter().position(|c| !c.is_ascii_whitespace());
+                        match rest {
+                            None => return,
+                            Some(skip) => {
+                                content = &content[skip..];
+                                at += skip as u64;
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            // No open value: start one, or this line is text.
+            if content.first() == Some(&b'{') {
+                self.open = Some(Open {
+                    kind: OpenKind::Object,
+                    start: at,
+                    text: String::new(),
+                    segments: Vec::new(),
+                    lexer: Depth::default(),
+                    end: at,
+                });
+                continue;
+            }
+            if let Some(re) = RAW_ERROR.as_ref()
+                && let Some(caps) = re.captures(content)
+                && let Some(name) = caps.get(1)
+            {
+                let bracket = caps.get(0).map_or(0, |m| m.end() - 1);
+                self.open = Some(Open {
+                    kind: OpenKind::RawError(String::from_utf8_lossy(name.as_bytes()).into()),
+                    start: at + bracket as u64,
+                    text: String::new(),
+                    segments: Vec::new(),
+                    lexer: Depth::default(),
+                    end: at,
+                });
+                content = &content[bracket..];
+                at += bracket as u64;
+                continue;
+            }
+            let end = newline_at.unwrap_or(at + content.len() as u64);
+            self.stats.text_lines += 1;
+            self.ready.push_back(LogRecord::Text(Span::new(
+                self.file,
+                line_start,
+                end - line_start,
+            )));
+            return;
+        }
+    }
+
+    fn close_open(&mut self) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
+        match serde_json::from_str::<Value>(&open.text) {
+            Ok(value) => {
+                let record = JsonRecord {
+                    span,
+                    text: open.text,
+                    value,
+                    segments: open.segments,
+                };
+                match open.kind {
+                    OpenKind::Object => {
+                        self.stats.json_objects += 1;
+                        self.ready.push_back(LogRecord::Json(record));
+                    }
+                    OpenKind::RawError(name) => {
+                        self.stats.raw_errors += 1;
+                        self.ready.push_back(LogRecord::RawError { name, record });
+                    }
+                }
+            }
+            Err(err) => {
+                let record = JsonRecord {
+                    span,
+                    text: open.text,
+                    value: Value::Null,
+                    segments: open.segments,
+                };
+                let at = text_offset(&record.text, err.line(), err.column())
+                    .map(|pos| record.span_of(pos, pos + 1));
+                match open.kind {
+                    OpenKind::Object => {
+                        self.stats.undecodable += 1;
+                        self.ready.push_back(LogRecord::Undecodable {
+                            span,
+                            reason: format!("invalid JSON: {err}"),
+                            at,
+                            truncated: false,
+                        });
+                    }
+                    // A raw dump that is not JSON after all is just text.
+                    OpenKind::RawError(_) => {
+                        self.stats.text_lines += 1;
+                        self.ready.push_back(LogRecord::Text(span));
+                    }
+                }
+            }
+        }
+    }
+
+    fn abort_open(&mut self, reason: String) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
+        match open.kind {
+            OpenKind::Object => {
+                self.stats.undecodable += 1;
+                self.ready.push_back(LogRecord::Undecodable {
+                    span,
+                    reason,
+                    at: None,
+                    truncated: false,
+                });
+            }
+            OpenKind::RawError(_) => {
+                self.stats.text_lines += 1;
+                self.ready.push_back(LogRecord::Text(span));
+            }
+        }
+    }
+
+    fn finish_at_eof(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        if let Some(open) = self.open.take() {
+            let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
+            match open.kind {
+                OpenKind::Object => {
+                    self.stats.undecodable += 1;
+                    self.stats.truncated = true;
+                    self.ready.push_back(LogRecord::Undecodable {
+                        span,
+                        reason: "the log ends inside this JSON object".into(),
+                        at: None,
+                        truncated: true,
+                    });
+                }
+                OpenKind::RawError(_) => {
+                    self.stats.text_lines += 1;
+                    self.ready.push_back(LogRecord::Text(span));
+                }
+            }
+        }
+    }
+}
+
+fn push_piece(open: &mut Open, piece: &[u8], at: u64) {
+    if piece.is_empty() {
+        return;
+    }
+    open.segments.push((open.text.len(), at));
+    // The whole line was validated as UTF-8 and pieces are cut at ASCII bytes.
+    open.text.push_str(&String::from_utf8_lossy(piece));
+    open.end = at + piece.len() as u64;
+}
+
+/// Whether a line cannot be the continuation of a value open at `depth` (outside a string).
+fn breaks_value(content: &[u8], depth: u32) -> bool {
+    // A new top-level object starts at column 0 while the previous one is still open.
+    if depth > 0 && content.first() == Some(&b'{') {
+        return true;
+    }
+    match content.iter().find(|c| !c.is_ascii_whitespace()) {
+        None => false,
+        Some(c) => !matches!(
+            c,
+            b'{' | b'}' | b'[' | b']' | b'"' | b',' | b':' | b'-' | b'0'
+                ..=b'9' | b't' | b'f' | b'n'
+        ),
+    }
+}
+
+/// Byte offset in `text` of a 1-based line/column position reported by serde_json.
+fn text_offset(text: &str, line: usize, column: usize) -> Option<usize> {
+    if line == 0 {
+        return None;
+    }
+    let mut start = 0;
+    for _ in 1..line {
+        start += text[start..].find('\n')? + 1;
+    }
+    let pos = start + column.saturating_sub(1);
+    (pos < text.len()).then_some(pos)
+}
+
+impl<R: BufRead> Iterator for AgentLogReader<R> {
+    type Item = Result<LogRecord, IngestError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(rec) = self.ready.pop_front() {
+                return Some(Ok(rec));
+            }
+            if self.finished {
+                return None;
+            }
+            match self.step() {
+                Ok(_) => {}
+                Err(e) => {
+                    self.finished = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> (Vec<LogRecord>, LogStats) {
+        let mut r = AgentLogReader::new(text.as_bytes(), FileId(0));
+        let recs = r.by_ref().collect::<Result<Vec<_>, _>>();
+        let stats = r.stats().clone();
+        (recs.unwrap_or_default(), stats)
+    }
+
+    fn jsons(recs: &[LogRecord]) -> Vec<&JsonRecord> {
+        recs.iter()
+            .filter_map(|r| match r {
+                LogRecord::Json(j) => Some(j),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const P: &str = "[2026-02-01T12:30:28.417Z] [INFO] ";
+
+    #[test]
+    fn pretty_printed_objects_with_prefixes() {
+        let log = format!(
+            "Solution draft log\n\n{P}{{\n{P}  \"type\": \"tool_use\",\n{P}  \"part\": {{\"id\": \"prt_1\"}}\n{P}}}\n{P}✅ done\n"
+        );
+        let (recs, stats) = read(&log);
+        let js = jsons(&recs);
+        assert_eq!(js.len(), 1);
+        assert_eq!(js[0].value["type"], "tool_use");
+        assert_eq!(stats.json_objects, 1);
+        assert_eq!(stats.text_lines, 3);
+        // The span covers `{` … `}` in the file.
+        let start = js[0].span.offset as usize;
+        assert_eq!(&log[start..start + 1], "{");
+        assert_eq!(
+            &log[js[0].span.end() as usize - 1..js[0].span.end() as usize],
+            "}"
+        );
+    }
+
+    #[test]
+    fn split_inside_a_string_is_rejoined_even_after_a_backslash() {
+        // The wrapper cut the line right after a backslash of `\"`.
+        let log = format!(
+            "{P}{{\"type\":\"text\",\"text\":\"say \\\n[2026-02-01T12:30:29.000Z] [INFO] \"hi\\\" now\"}}\n"
+        );
+        let (recs, stats) = read(&log);
+        let js = jsons(&recs);
+        assert_eq!(js.len(), 1, "{recs:?}");
+        assert_eq!(js[0].value["text"], "say \"hi\" now");
+        assert_eq!(stats.rejoined_splits, 1);
+        assert_eq!(stats.undecodable, 0);
+    }
+
+    #[test]
+    fn unprefixed_continuation_lines_and_compact_lines() {
+        let log = format!(
+            "{P}{{\n  \"type\": \"error\",\n  \"error\": \"The operation timed out.\"\n}}\n{{\"type\":\"step_start\"}}\n{{\"type\":\"a\"}}{{\"type\":\"b\"}}\n"
+        );
+        let (recs, _) = read(&log);
+        let types: Vec<_> = jsons(&recs)
+            .iter()
+            .map(|j| j.value["type"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(types, ["error", "step_start", "a", "b"]);
+    }
+
+    #[test]
+    fn raw_error_dump_is_one_record() {
+        let log = format!("{P}ZodError: [\n  {{\n    \"code\": \"invalid_union\"\n  }}\n]\n\n");
+        let (recs, stats) = read(&log);
+        assert!(
+            matches!(&recs[0], LogRecord::RawError { name, record } if name == "ZodError" && record.value[0]["code"] == "invalid_union")
+        );
+        assert_eq!(stats.raw_errors, 1);
+        assert_eq!(stats.json_objects, 0);
+    }
+
+    #[test]
+    fn truncated_object_is_reported_not_lost() {
+        let log = format!("{P}{{\n{P}  \"type\": \"tool_use\",\n{P}  \"part\": {{");
+        let (recs, stats) = read(&log);
+        assert!(matches!(
+            recs.last(),
+            Some(LogRecord::Undecodable {
+                truncated: true,
+                ..
+            })
+        ));
+        assert!(stats.truncated);
+    }
+
+    #[test]
+    fn object_cut_off_by_a_new_one_is_undecodable_and_the_new_one_survives() {
+        let log = format!(
+            "{P}{{\n{P}  \"type\": \"tool_use\",\n{P}✅ wrapper text\n{P}{{\"type\":\"ok\"}}\n"
+        );
+        let (recs, stats) = read(&log);
+        assert_eq!(stats.undecodable, 1);
+        assert_eq!(jsons(&recs)[0].value["type"], "ok");
+    }
+
+    #[test]
+    fn locate_maps_back_through_prefixes() {
+        let log = format!(
+            "{P}{{\n{P}  \"part\": {{\n{P}    \"state\": {{\"status\": \"running\"}}\n{P}  }}\n{P}}}\n"
+        );
+        let (recs, _) = read(&log);
+        let js = jsons(&recs);
+        let span = js[0]
+            .locate(&["part".into(), "state".into(), "status".into()])
+            .unwrap_or(Span::new(FileId(0), 0, 0));
+        assert_eq!(
+            &log[span.offset as usize..span.end() as usize],
+            "\"running\""
+        );
+    }
+
+    #[test]
+    fn locate_in_string_across_a_split() {
+        let log = format!(
+            "{P}{{\"error\":{{\"text\":\"{{\\\"id\\\":\\\"chat\n{P}cmpl-1data:{{\\\"id\\\":2}}\"}}}}\n"
+        );
+        let (recs, _) = read(&log);
+        let js = jsons(&recs);
+        let span = js[0]
+            .locate_in_string(&["error".into(), "text".into()], "data:")
+            .unwrap_or(Span::new(FileId(0), 0, 0));
+        assert_eq!(&log[span.offset as usize..span.end() as usize], "data:");
+    }
+
+    #[test]
+    fn invalid_utf8_and_nul_are_errors_with_a_position() {
+        let mut r = AgentLogReader::new(&b"ok\nbad \xff\n"[..], FileId(0));
+        let err = r.find_map(Result::err);
+        assert!(matches!(
+            err,
+            Some(IngestError::InvalidUtf8 { offset: 7, line: 2 })
+        ));
+        let mut r = AgentLogReader::new(&b"a\0b\n"[..], FileId(0));
+        assert!(matches!(
+            r.find_map(Result::err),
+            Some(IngestError::Binary { offset: 1, line: 1 })
+        ));
+    }
+}

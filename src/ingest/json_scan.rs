@@ -1,0 +1,259 @@
+//! Byte-level JSON scanning without a full parse.
+//!
+//! Two tools live here:
+//! * [`Depth`], a tiny lexer that follows string/escape state and bracket depth, so that a JSON
+//!   value spread over several physical lines (pretty-printed, or cut by a 64 KiB pipe split in the
+//!   middle of a string) can be re-joined: a newline met *inside a string* is an artifact and is
+//!   dropped, one met outside is whitespace and is kept.
+//! * [`locate`], which finds the byte range of the value at a path (`["part", "state", "status"]`)
+//!   in JSON text, so a diagnostic can point at `"failed"` rather than at a whole 200-line object.
+
+/// Lexer state carried across chunks of one JSON value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Depth {
+    depth: u32,
+    in_string: bool,
+    escape: bool,
+}
+
+/// What happened while feeding a chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fed {
+    /// The value is still open after the whole chunk.
+    Open,
+    /// The value closed; the index is one past its closing bracket.
+    Closed(usize),
+}
+
+impl Depth {
+    pub fn in_string(&self) -> bool {
+        self.in_string
+    }
+
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// Feeds bytes of a value that started with `{` or `[` (the opening bracket must be fed too).
+    pub fn feed(&mut self, bytes: &[u8]) -> Fed {
+        let mut i = 0;
+        while i < bytes.len() {
+            if self.in_string {
+                if self.escape {
+                    self.escape = false;
+                    i += 1;
+                    continue;
+                }
+                // Skip ahead to the next byte that can change string state.
+                match memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                    None => return Fed::Open,
+                    Some(k) => {
+                        i += k;
+                        if bytes[i] == b'\\' {
+                            self.escape = true;
+                        } else {
+                            self.in_string = false;
+                        }
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            match bytes[i] {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        return Fed::Closed(i + 1);
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Fed::Open
+    }
+}
+
+/// One step of a path into a JSON value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl<'a> From<&'a str> for Seg<'a> {
+    fn from(key: &'a str) -> Self {
+        Seg::Key(key)
+    }
+}
+
+impl From<usize> for Seg<'_> {
+    fn from(i: usize) -> Self {
+        Seg::Index(i)
+    }
+}
+
+/// Byte range `(start, end)` in `text` of the value found at `path`, or `None`.
+///
+/// Keys are compared with their raw (still escaped) text, which is exact for the ASCII keys rewind
+/// looks up. The text must be valid JSON up to the value; on anything unexpected the answer is
+/// `None`, never a panic.
+pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<(usize, usize)> {
+    let b = text.as_bytes();
+    let mut pos = skip_ws(b, 0);
+    for seg in path {
+        match (seg, b.get(pos)?) {
+            (Seg::Key(key), b'{') => {
+                pos = skip_ws(b, pos + 1);
+                loop {
+                    if *b.get(pos)? == b'}' {
+                        return None;
+                    }
+                    let (ks, ke) = string_range(b, pos)?;
+                    let found = &text[ks + 1..ke - 1] == *key;
+                    pos = skip_ws(b, ke);
+                    if *b.get(pos)? != b':' {
+                        return None;
+                    }
+                    pos = skip_ws(b, pos + 1);
+                    if found {
+                        break;
+                    }
+                    pos = skip_ws(b, value_end(b, pos)?);
+                    match *b.get(pos)? {
+                        b',' => pos = skip_ws(b, pos + 1),
+                        _ => return None,
+                    }
+                }
+            }
+            (Seg::Index(want), b'[') => {
+                pos = skip_ws(b, pos + 1);
+                let mut i = 0;
+                loop {
+                    if *b.get(pos)? == b']' {
+                        return None;
+                    }
+                    if i == *want {
+                        break;
+                    }
+                    pos = skip_ws(b, value_end(b, pos)?);
+                    match *b.get(pos)? {
+                        b',' => pos = skip_ws(b, pos + 1),
+                        _ => return None,
+                    }
+                    i += 1;
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some((pos, value_end(b, pos)?))
+}
+
+fn skip_ws(b: &[u8], mut pos: usize) -> usize {
+    while matches!(b.get(pos), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        pos += 1;
+    }
+    pos
+}
+
+/// Range of the string starting at `pos` (quotes included).
+fn string_range(b: &[u8], pos: usize) -> Option<(usize, usize)> {
+    if *b.get(pos)? != b'"' {
+        return None;
+    }
+    let mut i = pos + 1;
+    loop {
+        match *b.get(i)? {
+            b'\\' => i += 2,
+            b'"' => return Some((pos, i + 1)),
+            _ => i += 1,
+        }
+    }
+}
+
+/// One past the end of the value starting at `pos`.
+fn value_end(b: &[u8], pos: usize) -> Option<usize> {
+    match *b.get(pos)? {
+        b'"' => string_range(b, pos).map(|(_, e)| e),
+        b'{' | b'[' => {
+            let mut d = Depth::default();
+            match d.feed(&b[pos..]) {
+                Fed::Closed(n) => Some(pos + n),
+                Fed::Open => None,
+            }
+        }
+        _ => {
+            let mut i = pos;
+            while let Some(c) = b.get(i) {
+                if matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r') {
+                    break;
+                }
+                i += 1;
+            }
+            (i > pos).then_some(i)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_tracks_strings_and_escapes() {
+        let mut d = Depth::default();
+        assert_eq!(d.feed(br#"{"a": "x}\"{"#), Fed::Open);
+        assert!(d.in_string());
+        assert_eq!(d.feed(br#"", "b": [1, {"c": "]"}]}"#), Fed::Closed(24));
+    }
+
+    #[test]
+    fn escape_state_survives_a_chunk_boundary() {
+        // The chunk ends right after a backslash: the next quote is escaped, not a terminator.
+        let mut d = Depth::default();
+        assert_eq!(d.feed(br#"{"a": "x\"#), Fed::Open);
+        assert_eq!(d.feed(br#""}"#), Fed::Open);
+        assert!(d.in_string());
+        assert_eq!(d.feed(br#""}"#), Fed::Closed(2));
+    }
+
+    #[test]
+    fn locate_finds_nested_values() {
+        let text = r#"{
+  "type": "tool_use",
+  "part": {"id": "prt_1", "state": {"status": "running", "input": {}}},
+  "list": [1, "two", {"k": null}]
+}"#;
+        let at = |path: &[Seg<'_>]| locate(text, path).map(|(s, e)| &text[s..e]);
+        assert_eq!(at(&["type".into()]), Some("\"tool_use\""));
+        assert_eq!(
+            at(&["part".into(), "state".into(), "status".into()]),
+            Some("\"running\"")
+        );
+        assert_eq!(
+            at(&["part".into(), "state".into(), "input".into()]),
+            Some("{}")
+        );
+        assert_eq!(at(&["list".into(), 1.into()]), Some("\"two\""));
+        assert_eq!(at(&["list".into(), 2.into(), "k".into()]), Some("null"));
+        assert_eq!(at(&["missing".into()]), None);
+        assert_eq!(at(&["list".into(), 7.into()]), None);
+    }
+
+    #[test]
+    fn locate_survives_garbage() {
+        for text in [
+            "",
+            "{",
+            "{\"a\"",
+            "{\"a\":",
+            "[1,",
+            "{\"a\": \"unterminated",
+        ] {
+            assert_eq!(locate(text, &["a".into(), "b".into()]), None);
+        }
+    }
+}

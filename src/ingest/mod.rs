@@ -1,0 +1,284 @@
+//! Stage 1 of the pipeline: bytes → records with byte spans.
+//!
+//! Each input kind has a submodule that streams its records; [`detect`] recognises the kind from
+//! the content (never from the file name alone). Ingest knows framing, not meaning: deciding that
+//! an object is a tool update or a crash is the job of `replay`.
+
+pub mod agent_log;
+pub mod json_scan;
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+/// Size of the head read to recognise a format.
+const SNIFF_BYTES: usize = 16 * 1024;
+
+/// Errors of the ingest stage. Each one says what is wrong and where.
+#[derive(Debug, Error)]
+pub enum IngestError {
+    #[error("{0}")]
+    Io(#[source] std::io::Error),
+    #[error("invalid UTF-8 at byte {offset} (line {line})")]
+    InvalidUtf8 { offset: u64, line: u64 },
+    #[error("binary data (a NUL byte) at byte {offset} (line {line})")]
+    Binary { offset: u64, line: u64 },
+}
+
+/// Why a file could not be recognised or opened.
+#[derive(Debug, Error)]
+pub enum DetectError {
+    #[error("cannot read `{path}`: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{path}` is a directory; give a file (`rewind check` walks folders)")]
+    Directory { path: PathBuf },
+    #[error("`{path}` is empty: there is nothing to diagnose")]
+    Empty { path: PathBuf },
+    #[error("`{path}` is not text (NUL byte at offset {offset}): not a log, capture or recording")]
+    Binary { path: PathBuf, offset: u64 },
+    #[error("`{path}` is not valid UTF-8 (byte {offset}): rewind reads UTF-8 logs and captures")]
+    InvalidUtf8 { path: PathBuf, offset: u64 },
+    #[error(
+        "cannot tell what `{path}` is: expected an agent log, an SSE capture, an HTTP recording or an OpenCode session store (it starts with {head:?})"
+    )]
+    Unknown { path: PathBuf, head: String },
+}
+
+/// Kinds of input rewind reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// link-assistant/agent or OpenCode JSON output, optionally under the solve.mjs wrapper.
+    AgentLog,
+    /// A raw `text/event-stream` body.
+    Sse,
+    /// One provider stream event per line (`*.chunks.txt`, `.jsonl` captures).
+    JsonLines,
+    /// An HTTP recording (`{version, metadata, interactions: [...]}`).
+    HttpRecording,
+    /// A HAR 1.2 export.
+    Har,
+    /// An OpenCode SQLite database.
+    OpencodeDb,
+    /// An `opencode export` JSON document.
+    OpencodeExport,
+}
+
+impl Format {
+    /// The kind in words, with its article.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::AgentLog => "an agent log",
+            Format::Sse => "an SSE capture",
+            Format::JsonLines => "a JSON-lines stream capture",
+            Format::HttpRecording => "an HTTP recording",
+            Format::Har => "a HAR file",
+            Format::OpencodeDb => "an OpenCode database",
+            Format::OpencodeExport => "an OpenCode export",
+        }
+    }
+}
+
+/// Opens `path` for streaming with a 64 KiB buffer.
+pub fn open(path: &Path) -> Result<BufReader<File>, DetectError> {
+    File::open(path)
+        .map(|f| BufReader::with_capacity(64 * 1024, f))
+        .map_err(|source| DetectError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Recognises the format of `path` from its first bytes.
+pub fn detect(path: &Path) -> Result<Format, DetectError> {
+    let io = |source| DetectError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.is_dir() {
+        return Err(DetectError::Directory {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    File::open(path)
+        .map_err(io)?
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(io)?;
+    sniff(path, &head)
+}
+
+/// Recognises a format from the head of a file (exposed for tests).
+pub fn sniff(path: &Path, head: &[u8]) -> Result<Format, DetectError> {
+    let path_buf = || path.to_path_buf();
+    if head.is_empty() {
+        return Err(DetectError::Empty { path: path_buf() });
+    }
+    if head.starts_with(b"SQLite format 3\0") {
+        return Ok(Format::OpencodeDb);
+    }
+    if let Some(k) = memchr::memchr(0, head) {
+        return Err(DetectError::Binary {
+            path: path_buf(),
+            offset: k as u64,
+        });
+    }
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        // A multi-byte character cut by the end of the head is fine.
+        Err(e) if e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(e) => {
+            return Err(DetectError::InvalidUtf8 {
+                path: path_buf(),
+                offset: e.valid_up_to() as u64,
+            });
+        }
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Err(DetectError::Empty { path: path_buf() });
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    if lines
+        .iter()
+        .any(|l| agent_log::prefix_len(l.as_bytes()).is_some())
+        || text.starts_with("Solution draft log")
+        || text.starts_with("# Solve.mjs Log")
+    {
+        return Ok(Format::AgentLog);
+    }
+    let first = lines
+        .iter()
+        .map(|l| l.trim_start())
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    if first.starts_with("data:")
+        || first.starts_with("event:")
+        || first.starts_with("id:")
+        || first.starts_with("retry:")
+        || first.starts_with(':')
+    {
+        return Ok(Format::Sse);
+    }
+    if first.starts_with('{') {
+        return Ok(sniff_json(text, first));
+    }
+    Err(DetectError::Unknown {
+        path: path_buf(),
+        head: first.chars().take(60).collect(),
+    })
+}
+
+/// Tells JSON documents and JSON lines apart by the keys they start with.
+fn sniff_json(text: &str, first_line: &str) -> Format {
+    // A whole JSON document (pretty-printed or not): look at its first keys.
+    let probe: String = text.chars().take(4096).collect();
+    let has = |k: &str| probe.contains(&format!("\"{k}\""));
+    if has("interactions") {
+        return Format::HttpRecording;
+    }
+    if has("log") && has("entries") && !has("sessionID") {
+        return Format::Har;
+    }
+    // A one-line JSON object: classify by its shape.
+    if let Ok(serde_json::Value::Object(obj)) = serde_json::from_str(first_line) {
+        let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+        let provider_event = obj.contains_key("choices")
+            || obj.get("object").and_then(|o| o.as_str()) == Some("chat.completion.chunk")
+            || ty.starts_with("response.")
+            || ty.starts_with("message_")
+            || ty.starts_with("content_block_")
+            || matches!(ty, "ping" | "error" if !obj.contains_key("sessionID") && !obj.contains_key("errorType"))
+            || ty.chars().all(|c| c.is_ascii_uppercase() || c == '_') && !ty.is_empty();
+        if provider_event {
+            return Format::JsonLines;
+        }
+        if obj.contains_key("info") && obj.contains_key("messages") {
+            return Format::OpencodeExport;
+        }
+        return Format::AgentLog;
+    }
+    if has("info") && has("messages") && !has("sessionID\": \"ses") {
+        return Format::OpencodeExport;
+    }
+    // Pretty-printed objects: the agent's own output.
+    Format::AgentLog
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt(text: &[u8]) -> Result<Format, DetectError> {
+        sniff(Path::new("x"), text)
+    }
+
+    #[test]
+    fn recognises_each_kind() {
+        assert_eq!(
+            fmt(b"Solution draft log for x\n\n[2026-02-01T12:17:25.666Z] [INFO] hi\n").ok(),
+            Some(Format::AgentLog)
+        );
+        assert_eq!(
+            fmt(b"{\n  \"type\": \"status\",\n  \"mode\": \"stdin-stream\"\n}\n").ok(),
+            Some(Format::AgentLog)
+        );
+        assert_eq!(
+            fmt(b"{\"type\":\"step_start\",\"timestamp\":1,\"sessionID\":\"ses_1\"}\n").ok(),
+            Some(Format::AgentLog)
+        );
+        assert_eq!(fmt(b"data: {\"a\":1}\n\n").ok(), Some(Format::Sse));
+        assert_eq!(fmt(b"event: ping\ndata: {}\n\n").ok(), Some(Format::Sse));
+        assert_eq!(
+            fmt(b"{\"type\":\"message_start\",\"message\":{}}\n").ok(),
+            Some(Format::JsonLines)
+        );
+        assert_eq!(
+            fmt(b"{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[]}\n").ok(),
+            Some(Format::JsonLines)
+        );
+        assert_eq!(
+            fmt(b"{\"version\":1,\"metadata\":{},\"interactions\":[]}").ok(),
+            Some(Format::HttpRecording)
+        );
+        assert_eq!(
+            fmt(b"{\"log\":{\"version\":\"1.2\",\"entries\":[]}}").ok(),
+            Some(Format::Har)
+        );
+        assert_eq!(
+            fmt(b"{\"info\":{\"id\":\"ses_1\"},\"messages\":[]}").ok(),
+            Some(Format::OpencodeExport)
+        );
+        assert_eq!(fmt(b"SQLite format 3\0rest").ok(), Some(Format::OpencodeDb));
+    }
+
+    #[test]
+    fn rejects_bad_input_with_where() {
+        assert!(matches!(fmt(b""), Err(DetectError::Empty { .. })));
+        assert!(matches!(fmt(b"  \n\n"), Err(DetectError::Empty { .. })));
+        assert!(matches!(
+            fmt(b"ab\0cd"),
+            Err(DetectError::Binary { offset: 2, .. })
+        ));
+        assert!(matches!(
+            fmt(b"ok \xff\xfe"),
+            Err(DetectError::InvalidUtf8 { offset: 3, .. })
+        ));
+        assert!(matches!(
+            fmt(b"hello world\n"),
+            Err(DetectError::Unknown { .. })
+        ));
+        // A multi-byte character cut by the sniff window is not an error.
+        assert_eq!(fmt(b"data: \xc3").ok(), Some(Format::Sse));
+    }
+}
