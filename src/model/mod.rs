@@ -1,0 +1,506 @@
+//! OpenCode's message-v2 model (shared by link-assistant/agent): messages, the 12 part types and
+//! the tool state machine.
+//!
+//! These types are *lenient views*: they are built from JSON with every field defaulted, so a
+//! broken payload still yields a usable value (an unknown tool status becomes
+//! [`ToolState::Invalid`], an unknown part type [`PartBody::Unknown`]). Whether a payload actually
+//! satisfies the schema is decided separately, and strictly, by [`schema`]. Repair edits the
+//! original JSON, never a re-serialisation of these views, so nothing is lost on a round trip.
+
+pub mod ids;
+pub mod schema;
+pub mod zod;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// Tool statuses the schema allows, in order.
+pub const TOOL_STATUSES: [&str; 4] = ["pending", "running", "completed", "error"];
+
+/// The 12 part types of message-v2.
+pub const PART_TYPES: [&str; 12] = [
+    "text",
+    "subtask",
+    "reasoning",
+    "file",
+    "tool",
+    "step-start",
+    "step-finish",
+    "snapshot",
+    "patch",
+    "agent",
+    "retry",
+    "compaction",
+];
+
+/// The error OpenCode's cleanup writes on tool parts still pending or running when a step ends.
+pub const TOOL_ABORTED: &str = "Tool execution aborted";
+
+/// The marker rewind's repair leaves in a part's `metadata`.
+pub const REPAIR_MARKER: &str = "rewind";
+
+fn deser<T: Default + for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
+    T::deserialize(v).ok()
+}
+
+fn str_field(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `{start, end?}` times in epoch milliseconds.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TimeRange {
+    pub start: Option<f64>,
+    pub end: Option<f64>,
+    pub compacted: Option<f64>,
+}
+
+/// Token usage of a step or message.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Tokens {
+    pub total: Option<f64>,
+    pub input: f64,
+    pub output: f64,
+    pub reasoning: f64,
+    pub cache: CacheTokens,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CacheTokens {
+    pub read: f64,
+    pub write: f64,
+}
+
+/// A part: the unit OpenCode stores (one `part` row, one `storage/part/…` file).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    pub id: String,
+    pub session_id: String,
+    pub message_id: String,
+    pub body: PartBody,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PartBody {
+    Text(TextPart),
+    Subtask(SubtaskPart),
+    Reasoning(ReasoningPart),
+    File(FilePart),
+    Tool(Box<ToolPart>),
+    StepStart(StepStartPart),
+    StepFinish(StepFinishPart),
+    Snapshot(SnapshotPart),
+    Patch(PatchPart),
+    Agent(AgentPart),
+    Retry(RetryPart),
+    Compaction(CompactionPart),
+    /// A part whose `type` is not one of the 12, or whose fields could not be read at all.
+    Unknown {
+        type_name: Option<String>,
+    },
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct TextPart {
+    pub text: String,
+    pub synthetic: Option<bool>,
+    pub ignored: Option<bool>,
+    pub time: Option<TimeRange>,
+    pub metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct SubtaskPart {
+    pub prompt: String,
+    pub description: String,
+    pub agent: String,
+    pub command: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ReasoningPart {
+    pub text: String,
+    pub metadata: Option<Map<String, Value>>,
+    pub time: Option<TimeRange>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct FilePart {
+    pub mime: String,
+    pub filename: Option<String>,
+    pub url: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StepStartPart {
+    pub snapshot: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StepFinishPart {
+    pub reason: String,
+    pub snapshot: Option<String>,
+    pub cost: f64,
+    pub tokens: Tokens,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct SnapshotPart {
+    pub snapshot: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PatchPart {
+    pub hash: String,
+    pub files: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AgentPart {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RetryPart {
+    pub attempt: f64,
+    pub error: Value,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CompactionPart {
+    pub auto: Option<bool>,
+    pub overflow: Option<bool>,
+    pub tail_start_id: Option<String>,
+}
+
+/// A tool call and its state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolPart {
+    pub call_id: String,
+    pub tool: String,
+    pub state: ToolState,
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// `ToolState`: a discriminated union on `status`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolState {
+    Pending(ToolStateFields),
+    Running(ToolStateFields),
+    Completed(ToolStateFields),
+    Error(ToolStateFields),
+    /// A status outside `pending | running | completed | error` (e.g. `failed`), or none.
+    Invalid {
+        status: Option<String>,
+        fields: ToolStateFields,
+    },
+}
+
+/// The union of the fields the four tool states carry (each state requires its own subset; the
+/// schema module checks which).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ToolStateFields {
+    pub input: Value,
+    pub raw: Option<String>,
+    pub output: Option<String>,
+    pub title: Option<String>,
+    pub error: Option<String>,
+    pub metadata: Option<Map<String, Value>>,
+    pub time: Option<TimeRange>,
+    pub attachments: Option<Vec<Value>>,
+}
+
+impl ToolState {
+    pub fn from_value(v: &Value) -> ToolState {
+        let fields = deser::<ToolStateFields>(v).unwrap_or_default();
+        match v.get("status").and_then(Value::as_str) {
+            Some("pending") => ToolState::Pending(fields),
+            Some("running") => ToolState::Running(fields),
+            Some("completed") => ToolState::Completed(fields),
+            Some("error") => ToolState::Error(fields),
+            other => ToolState::Invalid {
+                status: other.map(str::to_owned),
+                fields,
+            },
+        }
+    }
+
+    /// The status as written (`failed` for an invalid one).
+    pub fn status(&self) -> &str {
+        match self {
+            ToolState::Pending(_) => "pending",
+            ToolState::Running(_) => "running",
+            ToolState::Completed(_) => "completed",
+            ToolState::Error(_) => "error",
+            ToolState::Invalid { status, .. } => status.as_deref().unwrap_or("(none)"),
+        }
+    }
+
+    pub fn fields(&self) -> &ToolStateFields {
+        match self {
+            ToolState::Pending(f)
+            | ToolState::Running(f)
+            | ToolState::Completed(f)
+            | ToolState::Error(f)
+            | ToolState::Invalid { fields: f, .. } => f,
+        }
+    }
+
+    /// `completed` or `error`.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, ToolState::Completed(_) | ToolState::Error(_))
+    }
+
+    /// Whether the input is `{}` (or missing): what a call that never left `pending` keeps.
+    pub fn input_is_empty(&self) -> bool {
+        match &self.fields().input {
+            Value::Null => true,
+            Value::Object(m) => m.is_empty(),
+            _ => false,
+        }
+    }
+
+    /// The error text of an `error` state.
+    pub fn error_text(&self) -> Option<&str> {
+        match self {
+            ToolState::Error(f) => f.error.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// `metadata` has the marker rewind's repair writes.
+    pub fn repaired_by_rewind(&self) -> bool {
+        self.fields()
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key(REPAIR_MARKER))
+    }
+}
+
+impl Part {
+    /// Builds the lenient view of a part from its JSON (ids may be absent, as in DB rows).
+    pub fn from_value(v: &Value) -> Part {
+        let type_name = v.get("type").and_then(Value::as_str);
+        let body = match type_name {
+            Some("text") => deser(v).map(PartBody::Text),
+            Some("subtask") => deser(v).map(PartBody::Subtask),
+            Some("reasoning") => deser(v).map(PartBody::Reasoning),
+            Some("file") => deser(v).map(PartBody::File),
+            Some("tool") => Some(PartBody::Tool(Box::new(ToolPart {
+                call_id: str_field(v, "callID"),
+                tool: str_field(v, "tool"),
+                state: ToolState::from_value(v.get("state").unwrap_or(&Value::Null)),
+                metadata: v.get("metadata").and_then(Value::as_object).cloned(),
+            }))),
+            Some("step-start") => deser(v).map(PartBody::StepStart),
+            Some("step-finish") => deser(v).map(PartBody::StepFinish),
+            Some("snapshot") => deser(v).map(PartBody::Snapshot),
+            Some("patch") => deser(v).map(PartBody::Patch),
+            Some("agent") => deser(v).map(PartBody::Agent),
+            Some("retry") => deser(v).map(PartBody::Retry),
+            Some("compaction") => deser(v).map(PartBody::Compaction),
+            _ => None,
+        }
+        .unwrap_or_else(|| PartBody::Unknown {
+            type_name: type_name.map(str::to_owned),
+        });
+        Part {
+            id: str_field(v, "id"),
+            session_id: str_field(v, "sessionID"),
+            message_id: str_field(v, "messageID"),
+            body,
+        }
+    }
+
+    pub fn type_name(&self) -> &str {
+        match &self.body {
+            PartBody::Text(_) => "text",
+            PartBody::Subtask(_) => "subtask",
+            PartBody::Reasoning(_) => "reasoning",
+            PartBody::File(_) => "file",
+            PartBody::Tool(_) => "tool",
+            PartBody::StepStart(_) => "step-start",
+            PartBody::StepFinish(_) => "step-finish",
+            PartBody::Snapshot(_) => "snapshot",
+            PartBody::Patch(_) => "patch",
+            PartBody::Agent(_) => "agent",
+            PartBody::Retry(_) => "retry",
+            PartBody::Compaction(_) => "compaction",
+            PartBody::Unknown { type_name } => type_name.as_deref().unwrap_or("(none)"),
+        }
+    }
+
+    pub fn tool(&self) -> Option<&ToolPart> {
+        match &self.body {
+            PartBody::Tool(t) => Some(t.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+/// A stored error: `{name, data}` (NamedError.toObject).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct NamedError {
+    pub name: String,
+    pub data: Value,
+}
+
+impl NamedError {
+    pub fn message(&self) -> Option<&str> {
+        self.data.get("message").and_then(Value::as_str)
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MessageTime {
+    pub created: Option<f64>,
+    pub completed: Option<f64>,
+}
+
+/// Message info (`role` discriminator).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageInfo {
+    pub id: String,
+    pub session_id: String,
+    pub body: MessageBody,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MessageBody {
+    User(UserMessage),
+    Assistant(AssistantMessage),
+    Unknown { role: Option<String> },
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ModelRef {
+    #[serde(rename = "providerID")]
+    pub provider_id: String,
+    #[serde(rename = "modelID")]
+    pub model_id: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct UserMessage {
+    pub time: MessageTime,
+    pub agent: String,
+    pub model: Option<ModelRef>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AssistantMessage {
+    pub time: MessageTime,
+    pub error: Option<NamedError>,
+    #[serde(rename = "parentID")]
+    pub parent_id: String,
+    #[serde(rename = "modelID")]
+    pub model_id: String,
+    #[serde(rename = "providerID")]
+    pub provider_id: String,
+    pub mode: String,
+    pub agent: Option<String>,
+    pub summary: Option<bool>,
+    pub cost: f64,
+    pub tokens: Tokens,
+    pub finish: Option<String>,
+}
+
+impl MessageInfo {
+    pub fn from_value(v: &Value) -> MessageInfo {
+        let role = v.get("role").and_then(Value::as_str);
+        let body = match role {
+            Some("user") => deser(v).map(MessageBody::User),
+            Some("assistant") => deser(v).map(MessageBody::Assistant),
+            _ => None,
+        }
+        .unwrap_or_else(|| MessageBody::Unknown {
+            role: role.map(str::to_owned),
+        });
+        MessageInfo {
+            id: str_field(v, "id"),
+            session_id: str_field(v, "sessionID"),
+            body,
+        }
+    }
+
+    pub fn assistant(&self) -> Option<&AssistantMessage> {
+        match &self.body {
+            MessageBody::Assistant(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tool_parts_keep_invalid_status() {
+        let p = Part::from_value(&json!({
+            "id": "prt_1", "type": "tool", "callID": "call_1", "tool": "edit",
+            "state": {"status": "failed", "input": {"filePath": "a"}, "error": "boom"}
+        }));
+        let t = p.tool().map(|t| (&t.state, t.tool.as_str()));
+        assert!(
+            matches!(t, Some((ToolState::Invalid { status: Some(s), .. }, "edit")) if s == "failed")
+        );
+        assert_eq!(p.type_name(), "tool");
+    }
+
+    #[test]
+    fn aborted_pending_tool_has_empty_input() {
+        let s = ToolState::from_value(&json!({
+            "status": "error", "input": {}, "error": TOOL_ABORTED, "time": {"start": 1, "end": 1}
+        }));
+        assert!(s.is_terminal());
+        assert!(s.input_is_empty());
+        assert_eq!(s.error_text(), Some(TOOL_ABORTED));
+    }
+
+    #[test]
+    fn wrong_field_types_do_not_lose_the_part() {
+        // `text` must be a string; the lenient view falls back to Unknown but keeps ids.
+        let p = Part::from_value(&json!({"id": "prt_2", "type": "text", "text": 5}));
+        assert_eq!(p.id, "prt_2");
+        assert!(matches!(p.body, PartBody::Unknown { .. }));
+        let p = Part::from_value(&json!({"type": "bogus"}));
+        assert_eq!(p.type_name(), "bogus");
+    }
+
+    #[test]
+    fn assistant_messages() {
+        let m = MessageInfo::from_value(&json!({
+            "id": "msg_1", "role": "assistant", "time": {"created": 1},
+            "error": {"name": "MessageAbortedError", "data": {"message": "aborted"}}
+        }));
+        let a = m
+            .assistant()
+            .map(|a| (a.time.completed, a.error.as_ref().map(|e| e.name.as_str())));
+        assert_eq!(a, Some((None, Some("MessageAbortedError"))));
+    }
+}
