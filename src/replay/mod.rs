@@ -1,0 +1,51 @@
+//! Stage 2 of the pipeline: records → the session model.
+//!
+//! Each input kind has a replay that turns its records into an [`Analysis`]: sessions, messages
+//! and parts (with every write that produced them) plus a timeline of events. For agent logs the
+//! parts are rebuilt from the part payloads the agent echoed; for stream captures (see the
+//! `stream` replays) they come from re-running the agent's stream processor.
+//!
+//! [`Analysis`]: crate::session::Analysis
+
+pub mod agent_log;
+
+use serde_json::Value;
+
+/// Longest string kept from a payload; longer ones are cut (the source keeps the full text).
+pub const MAX_KEPT_STRING: usize = 512;
+
+/// A copy of `v` with every string longer than `max` bytes cut, so that the model's memory does
+/// not grow with tool outputs and file contents.
+pub fn cap_strings(v: &Value, max: usize) -> Value {
+    match v {
+        Value::String(s) if s.len() > max => {
+            let mut end = max;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            Value::String(format!("{}…[{} bytes]", &s[..end], s.len()))
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|i| cap_strings(i, max)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, i)| (k.clone(), cap_strings(i, max)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn caps_long_strings_only() {
+        let v = json!({"a": "é".repeat(10), "b": [1, "short"], "c": {}});
+        let capped = cap_strings(&v, 5);
+        assert_eq!(capped["a"], "éé…[20 bytes]");
+        assert_eq!(capped["b"], json!([1, "short"]));
+        assert_eq!(capped["c"], json!({}));
+    }
+}

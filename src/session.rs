@@ -1,0 +1,277 @@
+//! The session model: what `replay` produces and `checks` read.
+//!
+//! An [`Analysis`] is one unit of diagnosis — a log file, a replayed capture, or one session of a
+//! database. It holds the sessions rebuilt from the input (messages and their parts, each part with
+//! the history of writes that produced it) and a timeline of [`Event`]s (errors, aborts, cancels).
+//! Everything keeps its [`Span`]; nothing keeps the input's text.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::ingest::Format;
+use crate::model::schema::SchemaIssue;
+use crate::model::{MessageInfo, Part};
+use crate::source::{FileId, Span};
+
+/// Position of a record in its input: orders parts and events against each other.
+pub type Seq = u64;
+
+/// One unit of diagnosis.
+#[derive(Debug)]
+pub struct Analysis {
+    pub file: FileId,
+    pub format: Format,
+    pub sessions: Vec<Session>,
+    /// Timeline of everything that is not a part write, in input order.
+    pub events: Vec<Event>,
+    /// Payloads that do not satisfy their schema.
+    pub schema_issues: Vec<PayloadIssues>,
+    /// Records that could not be decoded at all.
+    pub undecodable: Vec<Undecodable>,
+    /// Counters shown by `-v` and in JSON output ("json objects", "rejoined splits", …).
+    pub counts: BTreeMap<&'static str, u64>,
+}
+
+impl Analysis {
+    pub fn new(file: FileId, format: Format) -> Self {
+        Self {
+            file,
+            format,
+            sessions: Vec::new(),
+            events: Vec::new(),
+            schema_issues: Vec::new(),
+            undecodable: Vec::new(),
+            counts: BTreeMap::new(),
+        }
+    }
+
+    pub fn session(&self, id: &str) -> Option<&Session> {
+        self.sessions.iter().find(|s| s.id == id)
+    }
+
+    /// Events after `seq`, in order.
+    pub fn events_after(&self, seq: Seq) -> impl Iterator<Item = &Event> {
+        let start = self.events.partition_point(|e| e.seq <= seq);
+        self.events[start..].iter()
+    }
+
+    /// Every part of every message of every session.
+    pub fn parts(&self) -> impl Iterator<Item = (&Session, &Message, &PartRecord)> {
+        self.sessions.iter().flat_map(|s| {
+            s.messages
+                .iter()
+                .flat_map(move |m| m.parts.iter().map(move |p| (s, m, p)))
+        })
+    }
+
+    /// The last record position at which a session showed part activity.
+    pub fn last_activity(&self, session: &str) -> Option<Seq> {
+        self.session(session)?
+            .messages
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| p.history.last().map(|o| o.seq))
+            .max()
+    }
+}
+
+/// A session: its messages in id order.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub id: String,
+    /// Title, when the input stores one.
+    pub title: Option<String>,
+    pub messages: Vec<Message>,
+}
+
+impl Session {
+    pub fn message(&self, id: &str) -> Option<&Message> {
+        self.messages.iter().find(|m| m.id == id)
+    }
+}
+
+/// A message and its parts (ordered by part id, as OpenCode orders them).
+#[derive(Debug, Default)]
+pub struct Message {
+    pub id: String,
+    /// Message info, when the input has it (logs do not).
+    pub info: Option<MessageInfo>,
+    /// Where the message info is.
+    pub span: Option<Span>,
+    pub parts: Vec<PartRecord>,
+}
+
+impl Message {
+    pub fn count(&self, type_name: &str) -> usize {
+        self.parts
+            .iter()
+            .filter(|p| p.part.type_name() == type_name)
+            .count()
+    }
+}
+
+/// A part as it was last written, with every write that led there.
+#[derive(Debug, Clone)]
+pub struct PartRecord {
+    pub part: Part,
+    /// Every time the part was written, in order.
+    pub history: Vec<Observation>,
+}
+
+impl PartRecord {
+    /// The latest write.
+    pub fn last(&self) -> Option<&Observation> {
+        self.history.last()
+    }
+
+    /// Where the latest write is, preferring the exact bytes of the tool status.
+    pub fn status_span(&self) -> Option<Span> {
+        self.last().map(|o| o.status_span.unwrap_or(o.span))
+    }
+
+    /// Statuses in the order they were written, deduplicated: `pending → running → error`.
+    pub fn status_path(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for o in &self.history {
+            if let Some(s) = o.status.as_deref()
+                && out.last() != Some(&s)
+            {
+                out.push(s);
+            }
+        }
+        out
+    }
+}
+
+/// One write of a part.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    pub seq: Seq,
+    /// The whole record (log object, DB row rendering, …).
+    pub span: Span,
+    /// Tool status at that write.
+    pub status: Option<String>,
+    /// The exact bytes of the status value.
+    pub status_span: Option<Span>,
+}
+
+/// Payload problems of one record.
+#[derive(Debug, Clone)]
+pub struct PayloadIssues {
+    pub seq: Seq,
+    /// What the payload is ("tool part prt_…", "message msg_…").
+    pub what: String,
+    pub span: Span,
+    /// Where each issue is, when it can be located.
+    pub issues: Vec<(SchemaIssue, Option<Span>)>,
+    pub session_id: Option<String>,
+    pub message_id: Option<String>,
+    pub part_id: Option<String>,
+}
+
+/// A record that could not be decoded.
+#[derive(Debug, Clone)]
+pub struct Undecodable {
+    pub span: Span,
+    pub reason: String,
+    pub at: Option<Span>,
+    /// The input ends inside this record.
+    pub truncated: bool,
+}
+
+/// Something that happened, in input order.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub seq: Seq,
+    pub span: Span,
+    pub session: Option<String>,
+    pub kind: EventKind,
+}
+
+/// Kinds of events. Part writes are not events: they live in [`PartRecord::history`].
+#[derive(Debug, Clone)]
+pub enum EventKind {
+    /// A new agent process started (its `status` banner).
+    RunStart,
+    /// A user prompt arrived.
+    Prompt,
+    /// A logger entry at warn or error level.
+    Log {
+        level: LogLevel,
+        service: String,
+        message: String,
+        error: Option<ErrorInfo>,
+    },
+    /// The session's error (`session.error` payload) or a failed prompt request.
+    SessionError(ErrorInfo),
+    /// The process died (`UnhandledRejection`, uncaught exception).
+    ProcessCrash(ErrorInfo),
+    /// A runtime error printed raw to stderr (e.g. a `ZodError: [` dump).
+    RawError(ErrorInfo),
+    /// A stream event the processor did not handle (the AI SDK `abort`, …).
+    StreamUnhandled {
+        event_type: String,
+        reason: Option<String>,
+    },
+    /// The prompt loop was cancelled.
+    Cancel,
+    /// The session went idle.
+    Idle,
+    /// The bus published `session.error` (type only: the log has no payload).
+    BusSessionError,
+    /// The wrapper's own error classification (`{"type":"error","exitCode":…}`).
+    WrapperError { error_type: String, message: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// An error as logged, with the places its interesting parts are in the input.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorInfo {
+    /// Error class: `UnknownError`, `APIError`, `AI_JSONParseError`, `ZodError`, …
+    pub name: Option<String>,
+    /// The class of an error this one wraps, when the log says (`AI_RetryError` → `AI_APICallError`).
+    pub wrapped: Option<String>,
+    pub message: String,
+    pub retryable: Option<bool>,
+    /// The whole error value (strings capped), for checks that need more.
+    pub data: Value,
+    /// Where the message is.
+    pub message_span: Option<Span>,
+    /// A raw payload the error carries (`AI_JSONParseError.text`), and where it is.
+    pub payload: Option<(String, Span)>,
+    /// Where `data:` or `event:` occurs inside that payload, if it does (not at its start).
+    pub embedded_event: Option<Span>,
+}
+
+impl ErrorInfo {
+    /// A one-line label: `UnknownError: …` or the message alone (a ZodError's issue list is
+    /// summarised in words).
+    pub fn title(&self) -> String {
+        let msg = match crate::model::zod::parse_issues(&self.message) {
+            Some(issues) => format!("ZodError: {}", crate::model::zod::decode(&issues).headline),
+            None => first_line(&self.message, 160),
+        };
+        match &self.name {
+            Some(n) if !msg.starts_with(n.as_str()) => format!("{n}: {msg}"),
+            _ => msg,
+        }
+    }
+}
+
+/// The first line of `s`, at most `max` characters.
+pub fn first_line(s: &str, max: usize) -> String {
+    let line = s.lines().next().unwrap_or_default();
+    let mut out: String = line.chars().take(max).collect();
+    if out.len() < line.len() || s.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
