@@ -1,0 +1,228 @@
+//! Grouping a log's error events into incidents.
+//!
+//! One failure usually leaves several traces: the processor logs the exception, the session's
+//! error event repeats it, the runtime prints it again uncaught. Errors of one session with no part
+//! activity between them are one *incident*. An incident is *fatal* when the session never shows
+//! activity again (cleanup writes of "Tool execution aborted" do not count: they are the
+//! aftermath, not a recovery).
+
+use crate::model::TOOL_ABORTED;
+use crate::session::{Analysis, ErrorInfo, Event, EventKind, LogLevel, Seq};
+use crate::source::Span;
+
+/// Errors that belong together, and what came after them.
+#[derive(Debug)]
+pub struct Incident<'a> {
+    pub events: Vec<&'a Event>,
+    pub session: Option<&'a str>,
+    /// The session showed no further activity.
+    pub fatal: bool,
+    /// What followed, in order: ("cancel", span), ("idle", span), …
+    pub aftermath: Vec<(String, Span)>,
+}
+
+impl<'a> Incident<'a> {
+    /// The event that best names the failure: the session's error, else the first logged error
+    /// with an error object, else a crash, else whatever came first.
+    pub fn primary(&self) -> (&'a Event, &'a ErrorInfo) {
+        let pick =
+            |want: fn(&EventKind) -> bool| self.events.iter().copied().find(|e| want(&e.kind));
+        let event = pick(|k| matches!(k, EventKind::SessionError(_)))
+            .or_else(|| pick(|k| matches!(k, EventKind::Log { .. })))
+            .or_else(|| pick(|k| matches!(k, EventKind::ProcessCrash(_))))
+            .unwrap_or(self.events[0]);
+        (event, error_of(event).unwrap_or(&EMPTY))
+    }
+
+    /// Every error of the incident with its event.
+    pub fn errors(&self) -> impl Iterator<Item = (&'a Event, &'a ErrorInfo)> + '_ {
+        self.events
+            .iter()
+            .filter_map(|e| error_of(e).map(|i| (*e, i)))
+    }
+
+    /// The aftermath in words: "cancel, idle".
+    pub fn aftermath_words(&self) -> String {
+        let words: Vec<&str> = self.aftermath.iter().map(|(w, _)| w.as_str()).collect();
+        words.join(", ")
+    }
+}
+
+static EMPTY: ErrorInfo = ErrorInfo {
+    name: None,
+    wrapped: None,
+    message: String::new(),
+    retryable: None,
+    data: serde_json::Value::Null,
+    message_span: None,
+    payload: None,
+    embedded_event: None,
+};
+
+/// The error an event carries, if it is an incident error.
+pub fn error_of(e: &Event) -> Option<&ErrorInfo> {
+    match &e.kind {
+        EventKind::SessionError(i) | EventKind::ProcessCrash(i) | EventKind::RawError(i) => Some(i),
+        EventKind::Log {
+            level: LogLevel::Error,
+            service,
+            error: Some(i),
+            ..
+        } if service.starts_with("session") => Some(i),
+        _ => None,
+    }
+}
+
+/// Seqs of part writes that show a session alive (cleanup aborts excluded), by session id.
+struct Activity {
+    by_session: std::collections::HashMap<String, Vec<Seq>>,
+    all: Vec<Seq>,
+}
+
+impl Activity {
+    fn new(a: &Analysis) -> Self {
+        let mut by_session: std::collections::HashMap<String, Vec<Seq>> = Default::default();
+        for (s, _, p) in a.parts() {
+            let cleanup = p.part.tool().and_then(|t| t.state.error_text()) == Some(TOOL_ABORTED);
+            let last = p.history.len().saturating_sub(1);
+            let seqs = by_session.entry(s.id.clone()).or_default();
+            for (i, o) in p.history.iter().enumerate() {
+                if !(cleanup && i == last && o.status.as_deref() == Some("error")) {
+                    seqs.push(o.seq);
+                }
+            }
+        }
+        let mut all = Vec::new();
+        for seqs in by_session.values_mut() {
+            seqs.sort_unstable();
+            all.extend_from_slice(seqs);
+        }
+        all.sort_unstable();
+        Self { by_session, all }
+    }
+
+    fn of(&self, session: Option<&str>) -> &[Seq] {
+        match session {
+            Some(id) => self.by_session.get(id).map_or(&[], Vec::as_slice),
+            None => &self.all,
+        }
+    }
+
+    /// The first activity after `seq`.
+    fn next_after(&self, session: Option<&str>, seq: Seq) -> Option<Seq> {
+        let seqs = self.of(session);
+        seqs.get(seqs.partition_point(|s| *s <= seq)).copied()
+    }
+}
+
+/// The incidents of an analysis, in order.
+pub fn incidents(a: &Analysis) -> Vec<Incident<'_>> {
+    let activity = Activity::new(a);
+    let mut out: Vec<Incident<'_>> = Vec::new();
+    let mut boundary: Seq = 0;
+    for e in &a.events {
+        if matches!(e.kind, EventKind::RunStart | EventKind::Prompt) {
+            boundary = e.seq;
+            continue;
+        }
+        if error_of(e).is_none() {
+            continue;
+        }
+        let session = e.session.as_deref();
+        let joins = out.last().is_some_and(|inc| {
+            let last = inc.events.last().map_or(0, |l| l.seq);
+            let same_session = inc.session.is_none() || session.is_none() || inc.session == session;
+            let quiet = activity
+                .next_after(session.or(inc.session), last)
+                .is_none_or(|n| n > e.seq);
+            same_session && last > boundary && quiet
+        });
+        match out.last_mut() {
+            Some(inc) if joins => {
+                inc.events.push(e);
+                if inc.session.is_none() {
+                    inc.session = session;
+                }
+            }
+            _ => out.push(Incident {
+                events: vec![e],
+                session,
+                fatal: false,
+                aftermath: Vec::new(),
+            }),
+        }
+    }
+    for inc in &mut out {
+        let last = inc.events.last().map_or(0, |e| e.seq);
+        let next_activity = activity.next_after(inc.session, last);
+        inc.fatal = next_activity.is_none();
+        // What followed the error that names the failure (later traces of it included).
+        let from = inc.primary().0.seq;
+        for e in a.events_after(from) {
+            if next_activity.is_some_and(|n| e.seq > n) {
+                break;
+            }
+            let word = match &e.kind {
+                EventKind::Cancel => "cancel".to_owned(),
+                EventKind::Idle => "idle".to_owned(),
+                EventKind::ProcessCrash(i) => {
+                    format!("process crash ({})", i.name.as_deref().unwrap_or("error"))
+                }
+                EventKind::RawError(i) => {
+                    format!("uncaught {}", i.name.as_deref().unwrap_or("error"))
+                }
+                EventKind::RunStart => {
+                    inc.aftermath.push(("a new agent run".into(), e.span));
+                    break;
+                }
+                EventKind::WrapperError { error_type, .. } => {
+                    format!("the wrapper reported {error_type}")
+                }
+                _ => continue,
+            };
+            if !inc.aftermath.iter().any(|(w, _)| *w == word) {
+                inc.aftermath.push((word, e.span));
+            }
+        }
+    }
+    out
+}
+
+/// Whether an error is a stream parse error (one unparseable SSE event).
+pub fn is_stream_parse_error(info: &ErrorInfo) -> bool {
+    let name_says = info
+        .name
+        .as_deref()
+        .is_some_and(|n| n.contains("JSONParseError"));
+    name_says
+        || info.message.contains("AI_JSONParseError")
+        || info.message.contains("JSON parsing failed")
+}
+
+/// The first event after `after` (and before `before`, when given) in `session` that can end a
+/// step: a stream abort, the session's error, a crash. Returns it with a label.
+pub fn what_ended<'a>(
+    a: &'a Analysis,
+    session: &str,
+    after: Seq,
+    before: Option<Seq>,
+) -> Option<(&'a Event, String)> {
+    a.events_after(after)
+        .take_while(|e| before.is_none_or(|b| e.seq < b))
+        .filter(|e| e.session.as_deref().is_none_or(|s| s == session))
+        .find_map(|e| {
+            let label = match &e.kind {
+                EventKind::StreamUnhandled { event_type, .. } if event_type == "abort" => {
+                    "the stream was aborted here (AI SDK `abort` event, not handled)".to_owned()
+                }
+                EventKind::SessionError(i) => format!("the session failed here: {}", i.title()),
+                EventKind::ProcessCrash(i) => format!("the process crashed here: {}", i.title()),
+                EventKind::Log { service, .. } if error_of(e).is_some() => {
+                    let title = error_of(e).map(ErrorInfo::title).unwrap_or_default();
+                    format!("{service} failed here: {title}")
+                }
+                _ => return None,
+            };
+            Some((e, label))
+        })
+}

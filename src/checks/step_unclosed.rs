@@ -1,0 +1,95 @@
+use super::incidents::what_ended;
+use super::{Check, CheckMeta, declare_check};
+use crate::diagnostic::{Finding, Ids};
+use crate::model::PartBody;
+use crate::session::{Analysis, PartRecord};
+
+declare_check! {
+    /// ## What it does
+    /// Reports every `step-start` part that no `step-finish` closes before the next step starts or
+    /// the message ends, and points at what interrupted the step when the input shows it (a stream
+    /// abort, the session's error, a crash).
+    ///
+    /// ## Why it matters
+    /// The processor writes no `step-finish` on error or abort paths, so an unclosed step is the
+    /// signature of an interrupted one: its usage and cost are lost, and when a retry continues in
+    /// the same message the two steps merge — the next rebuilt request can then put text after a
+    /// `tool_use`, which providers reject.
+    ///
+    /// ## Example
+    /// ```text
+    /// "type": "step_start",  "part": { "id": "prt_…q0Ys6Z", "messageID": "msg_c5b490d94001…", "type": "step-start" }
+    /// … an error ends the stream; no "step_finish" for msg_c5b490d94001…
+    /// ```
+    ///
+    /// ## How to fix
+    /// Fix what interrupted the step (see the related label). For a stored session,
+    /// `rewind repair` adds a recovery `step-finish` (reason `error`, zero tokens and cost).
+    pub struct StepUnclosed {
+        name: "step-unclosed",
+        severity: Error,
+        summary: "A step-start has no step-finish: the step was interrupted",
+    }
+}
+
+impl Check for StepUnclosed {
+    fn meta(&self) -> &'static CheckMeta {
+        &Self::META
+    }
+
+    fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        for session in &analysis.sessions {
+            for message in &session.messages {
+                let starts = message.count("step-start");
+                let finishes = message.count("step-finish");
+                let mut open: Option<&PartRecord> = None;
+                let mut unclosed = Vec::new();
+                for part in &message.parts {
+                    match part.part.body {
+                        PartBody::StepStart(_) => {
+                            if let Some(prev) = open.replace(part) {
+                                unclosed.push((prev, Some(part)));
+                            }
+                        }
+                        PartBody::StepFinish(_) => open = None,
+                        _ => {}
+                    }
+                }
+                if let Some(prev) = open {
+                    unclosed.push((prev, None));
+                }
+                for (start, next) in unclosed {
+                    let Some(obs) = start.last() else {
+                        continue;
+                    };
+                    let mut f = Self::META
+                        .finding(format!(
+                            "a step of message {} started and never finished ({starts} step-start, {finishes} step-finish)",
+                            message.id
+                        ))
+                        .at(obs.span.head(), "step started here")
+                        .help("the step was interrupted before its step-finish was written; `rewind repair` closes it with a recovery step-finish");
+                    let before = next.and_then(|n| n.last()).map(|o| o.seq);
+                    if let Some((event, label)) = what_ended(analysis, &session.id, obs.seq, before)
+                    {
+                        f = f.also(Some(event.span.head()), label);
+                    }
+                    if let Some(n) = next.and_then(|n| n.last()) {
+                        f = f.also(
+                            Some(n.span.head()),
+                            "the next step starts here, in the same message",
+                        );
+                    }
+                    out.push(
+                        f.ids(
+                            Ids::default()
+                                .session(session.id.clone())
+                                .message(message.id.clone())
+                                .part(start.part.id.clone()),
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}

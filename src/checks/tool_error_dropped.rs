@@ -1,0 +1,89 @@
+use super::incidents::what_ended;
+use super::{Check, CheckMeta, declare_check};
+use crate::diagnostic::{Finding, Ids};
+use crate::model::{TOOL_ABORTED, ToolState};
+use crate::session::Analysis;
+
+declare_check! {
+    /// ## What it does
+    /// Finds evidence that a tool's error was lost: a tool part that ended `error`
+    /// "Tool execution aborted" with input `{}` — it never left `pending`, so whatever ended it
+    /// (a tool error, a stream error) was dropped and only the processor's cleanup closed it.
+    ///
+    /// ## Why it matters
+    /// The classic OpenCode processor applies `tool-error` only to `running` tools: an error that
+    /// arrives while the tool is still `pending` is silently dropped (PR #16751, layer 1). The
+    /// session then records "Tool execution aborted" with an empty input — the model never learns
+    /// what went wrong, and the empty input is replayed to the provider on every later turn.
+    ///
+    /// ## Example
+    /// ```text
+    /// "tool": "read",
+    /// "state": { "status": "error", "input": {}, "error": "Tool execution aborted",
+    ///            "time": { "start": 1771058052213, "end": 1771058052213 } }
+    /// ```
+    ///
+    /// ## How to fix
+    /// Make the processor accept `tool-error` for `pending` tools (PR #16751 layer 1) and skip
+    /// unparseable stream events instead of dying. The lost error text cannot be recovered from
+    /// the session; the related label shows what ended the step.
+    pub struct ToolErrorDropped {
+        name: "tool-error-dropped",
+        severity: Error,
+        summary: "A tool ended \"Tool execution aborted\" with input {}: its real error was dropped while it was pending",
+    }
+}
+
+impl Check for ToolErrorDropped {
+    fn meta(&self) -> &'static CheckMeta {
+        &Self::META
+    }
+
+    fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        for (session, message, part) in analysis.parts() {
+            let Some(tool) = part.part.tool() else {
+                continue;
+            };
+            let aborted_empty = matches!(tool.state, ToolState::Error(_))
+                && tool.state.error_text() == Some(TOOL_ABORTED)
+                && tool.state.input_is_empty();
+            let path = part.status_path();
+            if !aborted_empty || path.contains(&"running") || tool.state.repaired_by_rewind() {
+                continue;
+            }
+            let Some(at) = part.status_span() else {
+                continue;
+            };
+            let mut f = Self::META
+                .finding(format!(
+                    "tool `{}` ({}) ended \"{TOOL_ABORTED}\" with input {{}}: it never left `pending`, so whatever ended it was dropped",
+                    tool.tool, part.part.id
+                ))
+                .at(at, "closed by cleanup with an empty input")
+                .help("the processor ignores tool errors for pending tools (PR #16751 layer 1); the real error is not in the session — the related label shows what ended the step");
+            let pending = part
+                .history
+                .iter()
+                .find(|o| o.status.as_deref() == Some("pending"));
+            if let Some(p) = pending {
+                f = f.also(p.status_span, "it was pending here");
+                let final_seq = part.last().map(|o| o.seq);
+                if let Some((event, label)) = what_ended(analysis, &session.id, p.seq, final_seq) {
+                    f = f.also(Some(event.span.head()), label);
+                }
+            }
+            if path.len() > 1 {
+                f = f.note(format!("status history: {}", path.join(" → ")));
+            }
+            out.push(
+                f.ids(
+                    Ids::default()
+                        .session(session.id.clone())
+                        .message(message.id.clone())
+                        .part(part.part.id.clone())
+                        .call(tool.call_id.clone()),
+                ),
+            );
+        }
+    }
+}
