@@ -1,0 +1,493 @@
+//! Reading just enough of a source to show findings.
+//!
+//! [`scan`] reads a source once, front to back, and stops after the last line it needs: it turns
+//! byte offsets into line/column positions and keeps the few lines around each span (a bounded
+//! amount of text, however large the file). [`Snippet`] then serves those lines to miette as a
+//! [`SourceCode`], with lines escaped (a log must not drive the terminal) and cut to a readable
+//! width around the labels.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead};
+
+use miette::{MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
+
+/// Lines of context shown before and after a label.
+pub const CONTEXT: u64 = 2;
+/// A label spanning more lines than this is shown on its first line only.
+const MAX_LABEL_LINES: u64 = 6;
+/// Bytes of one line kept in memory for display.
+const MAX_KEPT_LINE: usize = 64 * 1024;
+/// Characters of one line shown.
+const DISPLAY_WIDTH: usize = 140;
+
+/// A position: 1-based line, 1-based column in characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Position {
+    pub line: u64,
+    pub column: u64,
+}
+
+/// What [`scan`] learned about one requested span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    pub start: Position,
+    pub end: Position,
+    /// The end offset used for display when the span was too tall (the end of its first line).
+    pub display_end: u64,
+}
+
+#[derive(Debug)]
+struct Captured {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+/// The result of one pass over a source.
+#[derive(Debug, Default)]
+pub struct Lines {
+    resolved: Vec<Option<Resolved>>,
+    captured: BTreeMap<u64, Captured>,
+}
+
+impl Lines {
+    /// What was found for the `i`-th requested span.
+    pub fn get(&self, i: usize) -> Option<Resolved> {
+        self.resolved.get(i).copied().flatten()
+    }
+}
+
+/// Reads `input` once and resolves each `(start, end)` byte range (end exclusive).
+///
+/// Cost: one pass up to the last line needed, O(lines + spans); memory: the captured lines.
+pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)]) -> io::Result<Lines> {
+    let mut out = Lines {
+        resolved: vec![None; spans.len()],
+        captured: BTreeMap::new(),
+    };
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by_key(|&i| spans[i].0);
+    let mut next = 0;
+    // Spans whose start was seen and whose end was not: (index, start position, start line end).
+    let mut active: Vec<(usize, Position, u64)> = Vec::new();
+    let mut ring: std::collections::VecDeque<(u64, Captured)> = Default::default();
+    let mut capture_until: u64 = 0;
+    let mut buf = Vec::new();
+    let mut offset: u64 = 0;
+    let mut line: u64 = 0;
+    while next < order.len() || !active.is_empty() || line < capture_until {
+        buf.clear();
+        let n = input.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        let ls = offset;
+        let le = offset + n as u64;
+        offset = le;
+        let content_end = ls
+            + buf
+                .iter()
+                .rposition(|c| *c != b'\n' && *c != b'\r')
+                .map_or(0, |k| k as u64 + 1);
+        let col = |o: u64| -> u64 {
+            let k = (o.saturating_sub(ls) as usize).min(buf.len());
+            String::from_utf8_lossy(&buf[..k]).chars().count() as u64 + 1
+        };
+        let mut capture_this = line <= capture_until;
+        while let Some(&i) = order.get(next) {
+            let start = spans[i].0;
+            if start >= le {
+                break;
+            }
+            next += 1;
+            if start < ls {
+                continue; // inside a line already passed: cannot happen for sorted starts
+            }
+            active.push((
+                i,
+                Position {
+                    line,
+                    column: col(start),
+                },
+                content_end.max(start),
+            ));
+            for (l, c) in ring.drain(..) {
+                out.captured.insert(l, c);
+            }
+        }
+        if !active.is_empty() {
+            capture_this = true;
+        }
+        active.retain(|&(i, start, start_line_end)| {
+            let end = spans[i].1;
+            let last_byte = end.max(spans[i].0 + 1) - 1;
+            if last_byte < le {
+                out.resolved[i] = Some(Resolved {
+                    start,
+                    end: Position {
+                        line,
+                        column: col(end),
+                    },
+                    display_end: end,
+                });
+                capture_until = capture_until.max(line + CONTEXT);
+                false
+            } else if line - start.line >= MAX_LABEL_LINES {
+                out.resolved[i] = Some(Resolved {
+                    start,
+                    end: start,
+                    display_end: start_line_end,
+                });
+                capture_until = capture_until.max(start.line + CONTEXT);
+                false
+            } else {
+                true
+            }
+        });
+        let kept = Captured {
+            start: ls,
+            bytes: buf[..buf.len().min(MAX_KEPT_LINE)].to_vec(),
+        };
+        if capture_this {
+            out.captured.insert(line, kept);
+        } else {
+            ring.push_back((line, kept));
+            if ring.len() > CONTEXT as usize {
+                ring.pop_front();
+            }
+        }
+    }
+    // Spans that run to the end of the input.
+    for (i, start, start_line_end) in active {
+        out.resolved[i] = Some(Resolved {
+            start,
+            end: start,
+            display_end: start_line_end,
+        });
+    }
+    Ok(out)
+}
+
+/// A label to show, in source byte offsets.
+#[derive(Clone, Debug)]
+pub struct SourceLabel {
+    pub start: u64,
+    pub end: u64,
+    pub text: String,
+    pub primary: bool,
+    pub resolved: Resolved,
+}
+
+#[derive(Debug)]
+struct Chunk {
+    base: usize,
+    text: String,
+    first_line: usize,
+}
+
+/// The lines a finding shows, served to miette.
+#[derive(Debug)]
+pub struct Snippet {
+    name: String,
+    chunks: Vec<Chunk>,
+    /// (display offset, 0-based line, 0-based column) of each label start, for miette's header.
+    starts: Vec<(usize, usize, usize)>,
+}
+
+/// A displayed line and where each original byte went.
+struct DisplayLine {
+    text: String,
+    /// (byte in the original line, byte in `text`) at each kept character boundary.
+    map: Vec<(usize, usize)>,
+}
+
+impl DisplayLine {
+    fn build(bytes: &[u8], marks: &[usize]) -> DisplayLine {
+        let raw = String::from_utf8_lossy(bytes);
+        let raw = raw.trim_end_matches(['\n', '\r']);
+        let chars: Vec<(usize, char)> = raw.char_indices().collect();
+        let (from, to) = if chars.len() <= DISPLAY_WIDTH {
+            (0, chars.len())
+        } else {
+            let first = marks
+                .iter()
+                .filter_map(|m| chars.iter().position(|(b, _)| *b >= *m))
+                .min()
+                .unwrap_or(0);
+            if first + 20 < DISPLAY_WIDTH {
+                (0, DISPLAY_WIDTH)
+            } else {
+                let from = first.saturating_sub(30);
+                (from, (from + DISPLAY_WIDTH).min(chars.len()))
+            }
+        };
+        let mut text = String::new();
+        let mut map = Vec::with_capacity(to - from + 2);
+        if from > 0 {
+            text.push('…');
+        }
+        for &(b, c) in &chars[from..to] {
+            map.push((b, text.len()));
+            push_escaped(&mut text, c);
+        }
+        let end_byte = chars.get(to).map_or(raw.len(), |(b, _)| *b);
+        map.push((end_byte, text.len()));
+        if to < chars.len() {
+            text.push('…');
+        }
+        DisplayLine { text, map }
+    }
+
+    /// Display byte of original byte `b` (clamped into the shown window).
+    fn at(&self, b: usize) -> usize {
+        let i = self.map.partition_point(|(o, _)| *o <= b);
+        match i {
+            0 => self.map.first().map_or(0, |(_, d)| *d),
+            _ => self.map[i - 1].1,
+        }
+    }
+}
+
+/// Appends `c`, escaping what could drive a terminal (controls, DEL, C1, bidi overrides).
+pub fn push_escaped(out: &mut String, c: char) {
+    let dangerous =
+        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    match c {
+        '\t' => out.push(' '),
+        _ if dangerous => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        _ => out.push(c),
+    }
+}
+
+/// `s` with control characters escaped (newlines kept when `keep_newlines`).
+pub fn escape(s: &str, keep_newlines: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if keep_newlines && c == '\n' {
+            out.push('\n');
+        } else {
+            push_escaped(&mut out, c);
+        }
+    }
+    out
+}
+
+impl Snippet {
+    /// Builds the snippet for `labels` (all in one source) from the scanned `lines`. Returns the
+    /// snippet and the labels moved into its coordinates.
+    pub fn build(
+        name: String,
+        lines: &Lines,
+        labels: &[SourceLabel],
+    ) -> (Snippet, Vec<miette::LabeledSpan>) {
+        // Line ranges to show, merged when they touch.
+        let mut ranges: Vec<(u64, u64)> = labels
+            .iter()
+            .map(|l| {
+                let end_line = if l.resolved.display_end < l.end {
+                    l.resolved.start.line
+                } else {
+                    l.resolved.end.line
+                };
+                (
+                    l.resolved.start.line.saturating_sub(CONTEXT).max(1),
+                    end_line + CONTEXT,
+                )
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (s, e) in ranges {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 + 1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        // Bytes of each line that labels start or end at, to choose what part of long lines shows.
+        let mut marks: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        for l in labels {
+            if let Some(c) = lines.captured.get(&l.resolved.start.line) {
+                marks
+                    .entry(l.resolved.start.line)
+                    .or_default()
+                    .push((l.start - c.start) as usize);
+            }
+        }
+        let mut chunks = Vec::new();
+        // (line number) → (chunk index, offset of the line in the chunk, display line)
+        let mut placed: BTreeMap<u64, (usize, usize, DisplayLine)> = BTreeMap::new();
+        let mut base = 0usize;
+        for (s, e) in merged {
+            let mut text = String::new();
+            let mut first_line = None;
+            for (&n, cap) in lines.captured.range(s..=e) {
+                first_line.get_or_insert(n);
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                let dl =
+                    DisplayLine::build(&cap.bytes, marks.get(&n).map_or(&[][..], Vec::as_slice));
+                let at = text.len();
+                text.push_str(&dl.text);
+                placed.insert(n, (chunks.len(), at, dl));
+            }
+            let Some(first_line) = first_line else {
+                continue;
+            };
+            let len = text.len();
+            chunks.push(Chunk {
+                base,
+                text,
+                first_line: first_line.saturating_sub(1) as usize,
+            });
+            // Leave a gap so that contexts of different chunks never merge in miette.
+            base += len + 2;
+        }
+        let to_display = |offset: u64, line: u64| -> Option<usize> {
+            let cap = lines.captured.get(&line)?;
+            let (ci, at, dl) = placed.get(&line)?;
+            let b = offset.saturating_sub(cap.start) as usize;
+            Some(chunks[*ci].base + at + dl.at(b))
+        };
+        let mut out = Vec::new();
+        let mut starts = Vec::new();
+        for l in labels {
+            let r = l.resolved;
+            let Some(start) = to_display(l.start, r.start.line) else {
+                continue;
+            };
+            let end = if r.display_end < l.end {
+                to_display(r.display_end, r.start.line)
+            } else {
+                to_display(l.end, r.end.line)
+            }
+            .unwrap_or(start)
+            .max(start);
+            starts.push((
+                start,
+                (r.start.line - 1) as usize,
+                (r.start.column - 1) as usize,
+            ));
+            let text = Some(escape(&l.text, false));
+            out.push(if l.primary {
+                miette::LabeledSpan::new_primary_with_span(text, (start, end - start))
+            } else {
+                miette::LabeledSpan::new_with_span(text, (start, end - start))
+            });
+        }
+        (
+            Snippet {
+                name,
+                chunks,
+                starts,
+            },
+            out,
+        )
+    }
+}
+
+impl SourceCode for Snippet {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let off = span.offset();
+        let chunk = self
+            .chunks
+            .iter()
+            .find(|c| off >= c.base && off <= c.base + c.text.len())
+            .ok_or(MietteError::OutOfBounds)?;
+        if before == 0 && after == 0 {
+            let local = off - chunk.base;
+            let len = span.len().min(chunk.text.len() - local);
+            let (line, column) = self
+                .starts
+                .iter()
+                .find(|(o, _, _)| *o == off)
+                .map(|(_, l, c)| (*l, *c))
+                .unwrap_or((chunk.first_line, 0));
+            return Ok(Box::new(MietteSpanContents::new_named(
+                self.name.clone(),
+                &chunk.text.as_bytes()[local..local + len],
+                *span,
+                line,
+                column,
+                1,
+            )));
+        }
+        let lines = chunk.text.lines().count().max(1);
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            chunk.text.as_bytes(),
+            SourceSpan::new(chunk.base.into(), chunk.text.len()),
+            chunk.first_line,
+            0,
+            lines,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pos(line: u64, column: u64) -> Position {
+        Position { line, column }
+    }
+
+    #[test]
+    fn resolves_lines_and_columns_and_stops_early() {
+        let text = "line one\nsecond é line\nthird\nfourth\nfifth\nsixth\nseventh\n";
+        let spans = [(9, 15), (19, 20)];
+        let lines = scan(text.as_bytes(), &spans).unwrap_or_default();
+        assert_eq!(
+            lines.get(0),
+            Some(Resolved {
+                start: pos(2, 1),
+                end: pos(2, 7),
+                display_end: 15
+            })
+        );
+        // Column counts characters, not bytes.
+        assert_eq!(lines.get(1).map(|r| r.start), Some(pos(2, 10)));
+        // Two lines of context after line 2, nothing beyond.
+        assert_eq!(
+            lines.captured.keys().copied().collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+    }
+
+    #[test]
+    fn tall_spans_are_cut_to_their_first_line() {
+        let text: String = (1..=20).map(|i| format!("l{i}\n")).collect();
+        let start = text.find("l2").unwrap_or(0) as u64;
+        let end = text.find("l15").unwrap_or(0) as u64;
+        let lines = scan(text.as_bytes(), &[(start, end)]).unwrap_or_default();
+        let r = lines.get(0);
+        assert_eq!(
+            r.map(|r| (r.start.line, r.display_end)),
+            Some((2, start + 2))
+        );
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            escape("a\u{1b}[31mred\u{7}", false),
+            "a\\u{1b}[31mred\\u{7}"
+        );
+        assert_eq!(escape("x\ny", true), "x\ny");
+        assert_eq!(escape("x\ny\u{202e}", false), "x\\u{a}y\\u{202e}");
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_label() {
+        let line = format!("{}TARGET{}", "a".repeat(500), "b".repeat(500));
+        let dl = DisplayLine::build(line.as_bytes(), &[500]);
+        assert!(dl.text.starts_with('…') && dl.text.ends_with('…'));
+        let at = dl.at(500);
+        assert_eq!(&dl.text[at..at + 6], "TARGET");
+    }
+}
