@@ -1,0 +1,58 @@
+//! Command-line interface: the argument definitions and the dispatch to one module per command.
+
+use clap::{Parser, Subcommand};
+
+use crate::commands;
+use crate::error::RewindError;
+use crate::report::ColorChoice;
+
+/// rewind: forensics and repair for AI coding-agent sessions.
+///
+/// Reads agent logs, raw SSE captures, HTTP recordings and OpenCode session stores, replays them
+/// through the agent's stream processor and its history reconstruction, and reports what broke —
+/// pointing at the exact bytes.
+#[derive(Debug, Parser)]
+#[command(name = "rewind", version, about, long_about, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    /// When to colour the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Diagnose logs, captures or session stores and report every finding.
+    Diagnose(commands::diagnose::Args),
+    /// List every rule with its default severity.
+    Rules(commands::rules::Args),
+    /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
+    Explain(commands::explain::Args),
+}
+
+/// The exit status contract: 0 clean, 1 findings at or above `--fail-on`, 2 usage, I/O or
+/// format errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    Clean = 0,
+    Findings = 1,
+    Error = 2,
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(s: ExitStatus) -> Self {
+        std::process::ExitCode::from(s as u8)
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
+    let color = cli.color.enabled();
+    match cli.command {
+        Command::Diagnose(args) => commands::diagnose::run(args, color),
+        Command::Rules(args) => commands::rules::run(args),
+        Command::Explain(args) => commands::explain::run(args),
+    }
+}

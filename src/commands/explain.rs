@@ -1,0 +1,24 @@
+//! `rewind explain RULE`: a rule's documentation.
+
+use std::io::Write;
+
+use crate::checks;
+use crate::cli::ExitStatus;
+use crate::error::RewindError;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The rule's name, as `rewind rules` lists it.
+    pub rule: String,
+}
+
+pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+    let check =
+        checks::find(&args.rule).ok_or_else(|| RewindError::UnknownRule(args.rule.clone()))?;
+    let meta = check.meta();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "# {} ({} by default)\n", meta.name, meta.severity)?;
+    writeln!(out, "{}\n", meta.summary)?;
+    writeln!(out, "{}", meta.doc_markdown())?;
+    Ok(ExitStatus::Clean)
+}

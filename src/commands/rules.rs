@@ -1,0 +1,47 @@
+//! `rewind rules`: the rule catalogue.
+
+use std::io::Write;
+
+use comfy_table::{Table, presets};
+use serde_json::json;
+
+use crate::checks;
+use crate::cli::ExitStatus;
+use crate::error::RewindError;
+use crate::report::OutputFormat;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub format: OutputFormat,
+}
+
+pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        OutputFormat::Human => {
+            let mut t = Table::new();
+            t.load_preset(presets::UTF8_FULL_CONDENSED);
+            t.set_header(["rule", "severity", "what it reports"]);
+            for c in checks::ALL {
+                let m = c.meta();
+                t.add_row([m.name, &m.severity.to_string(), m.summary]);
+            }
+            writeln!(out, "{t}")?;
+            writeln!(out, "`rewind explain RULE` prints a rule's documentation.")?;
+        }
+        OutputFormat::Json => {
+            let rules: Vec<_> = checks::ALL
+                .iter()
+                .map(|c| {
+                    let m = c.meta();
+                    json!({"name": m.name, "severity": m.severity, "summary": m.summary, "doc": m.doc_markdown()})
+                })
+                .collect();
+            serde_json::to_writer_pretty(&mut out, &rules).map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+    }
+    Ok(ExitStatus::Clean)
+}

@@ -1,0 +1,17 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use rewind::cli::{Cli, ExitStatus, run};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let color = cli.color.enabled();
+    match run(cli) {
+        Ok(status) => status.into(),
+        Err(err) if err.is_broken_pipe() => ExitStatus::Clean.into(),
+        Err(err) => {
+            rewind::commands::print_error(&err, color);
+            ExitStatus::Error.into()
+        }
+    }
+}
