@@ -199,18 +199,18 @@ pub fn is_stream_parse_error(info: &ErrorInfo) -> bool {
         || info.message.contains("JSON parsing failed")
 }
 
-/// The first event after `after` (and before `before`, when given) in `session` that can end a
-/// step: a stream abort, the session's error, a crash. Returns it with a label.
+/// The events after `after` (and before `before`, when given) in `session` that can end a step —
+/// a stream abort, the session's error, a crash — each with a label; at most three.
 pub fn what_ended<'a>(
     a: &'a Analysis,
     session: &str,
     after: Seq,
     before: Option<Seq>,
-) -> Option<(&'a Event, String)> {
+) -> Vec<(&'a Event, String)> {
     a.events_after(after)
         .take_while(|e| before.is_none_or(|b| e.seq < b))
         .filter(|e| e.session.as_deref().is_none_or(|s| s == session))
-        .find_map(|e| {
+        .filter_map(|e| {
             let label = match &e.kind {
                 EventKind::StreamUnhandled { event_type, .. } if event_type == "abort" => {
                     "the stream was aborted here (AI SDK `abort` event, not handled)".to_owned()
@@ -225,4 +225,6 @@ pub fn what_ended<'a>(
             };
             Some((e, label))
         })
+        .take(3)
+        .collect()
 }

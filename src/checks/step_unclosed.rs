@@ -70,8 +70,7 @@ impl Check for StepUnclosed {
                         .at(obs.span.head(), "step started here")
                         .help("the step was interrupted before its step-finish was written; `rewind repair` closes it with a recovery step-finish");
                     let before = next.and_then(|n| n.last()).map(|o| o.seq);
-                    if let Some((event, label)) = what_ended(analysis, &session.id, obs.seq, before)
-                    {
+                    for (event, label) in what_ended(analysis, &session.id, obs.seq, before) {
                         f = f.also(Some(event.span.head()), label);
                     }
                     if let Some(n) = next.and_then(|n| n.last()) {

@@ -68,7 +68,7 @@ impl Check for ToolErrorDropped {
             if let Some(p) = pending {
                 f = f.also(p.status_span, "it was pending here");
                 let final_seq = part.last().map(|o| o.seq);
-                if let Some((event, label)) = what_ended(analysis, &session.id, p.seq, final_seq) {
+                for (event, label) in what_ended(analysis, &session.id, p.seq, final_seq) {
                     f = f.also(Some(event.span.head()), label);
                 }
             }

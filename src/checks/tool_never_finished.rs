@@ -94,11 +94,10 @@ impl Check for ToolNeverFinished {
             if path.len() > 1 {
                 f = f.note(format!("status history: {}", path.join(" → ")));
             }
-            if let Some((event, label)) =
-                what_ended(analysis, &session.id, last_seq.saturating_sub(1), None)
-                && !matches!(tool.state, ToolState::Error(_))
-            {
-                f = f.also(Some(event.span.head()), label);
+            if !matches!(tool.state, ToolState::Error(_)) {
+                for (event, label) in what_ended(analysis, &session.id, last_seq, None) {
+                    f = f.also(Some(event.span.head()), label);
+                }
             }
             out.push(f.ids(ids));
         }
