@@ -4,6 +4,7 @@
 //!
 //! * [`ingest`]: bytes → records with byte spans (agent logs, SSE captures, recordings, stores);
 //! * [`replay`]: records → the session model ([`session`]), re-running the agent's processor;
+//! * [`reconstruct`]: sessions → the requests the model receives, and the providers' rules;
 //! * [`checks`]: the session model → [`diagnostic::Finding`]s, one check per file;
 //! * [`report`]: findings → people and machines (annotated snippets, JSON).
 //!
@@ -19,6 +20,7 @@ pub mod error;
 pub mod ingest;
 pub mod model;
 pub mod pipeline;
+pub mod reconstruct;
 pub mod replay;
 pub mod report;
 pub mod session;

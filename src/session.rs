@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::ingest::Format;
 use crate::model::schema::SchemaIssue;
 use crate::model::{MessageInfo, Part};
+use crate::reconstruct::ModelRequest;
 use crate::source::{FileId, Span};
 
 /// Position of a record in its input: orders parts and events against each other.
@@ -29,6 +30,9 @@ pub struct Analysis {
     pub schema_issues: Vec<PayloadIssues>,
     /// Records that could not be decoded at all.
     pub undecodable: Vec<Undecodable>,
+    /// Requests as the model receives them: recorded request bodies, or requests rebuilt from
+    /// the sessions (see `reconstruct`).
+    pub requests: Vec<ModelRequest>,
     /// Counters shown by `-v` and in JSON output ("json objects", "rejoined splits", …).
     pub counts: BTreeMap<&'static str, u64>,
 }
@@ -42,6 +46,7 @@ impl Analysis {
             events: Vec::new(),
             schema_issues: Vec::new(),
             undecodable: Vec::new(),
+            requests: Vec::new(),
             counts: BTreeMap::new(),
         }
     }

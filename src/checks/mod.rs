@@ -15,6 +15,7 @@ mod step_unclosed;
 mod stream_error_fatal;
 mod tool_error_dropped;
 mod tool_never_finished;
+mod tool_use_without_result;
 mod undecodable_record;
 mod validation_crash;
 
@@ -102,6 +103,7 @@ pub static ALL: &[&dyn Check] = &[
     &session_error::SessionError,
     &stream_error_fatal::StreamErrorFatal,
     &sse_concatenated_events::SseConcatenatedEvents,
+    &tool_use_without_result::ToolUseWithoutResult,
     &undecodable_record::UndecodableRecord,
 ];
 
