@@ -43,6 +43,11 @@ fn deser<T: Default + for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
     T::deserialize(v).ok()
 }
 
+/// `deser`, or the defaults when a field has the wrong type.
+fn lenient<T: Default + for<'de> Deserialize<'de>>(v: &Value) -> T {
+    deser(v).unwrap_or_default()
+}
+
 fn str_field(v: &Value, key: &str) -> String {
     v.get(key)
         .and_then(Value::as_str)
@@ -100,7 +105,7 @@ pub enum PartBody {
     Agent(AgentPart),
     Retry(RetryPart),
     Compaction(CompactionPart),
-    /// A part whose `type` is not one of the 12, or whose fields could not be read at all.
+    /// A part whose `type` is missing or not one of the 12.
     Unknown {
         type_name: Option<String>,
     },
@@ -299,29 +304,30 @@ impl Part {
     /// Builds the lenient view of a part from its JSON (ids may be absent, as in DB rows).
     pub fn from_value(v: &Value) -> Part {
         let type_name = v.get("type").and_then(Value::as_str);
+        // A known type keeps its kind even when a field has the wrong type (its fields are then
+        // defaulted): the schema check reports the field, and the part still counts as what it is.
         let body = match type_name {
-            Some("text") => deser(v).map(PartBody::Text),
-            Some("subtask") => deser(v).map(PartBody::Subtask),
-            Some("reasoning") => deser(v).map(PartBody::Reasoning),
-            Some("file") => deser(v).map(PartBody::File),
-            Some("tool") => Some(PartBody::Tool(Box::new(ToolPart {
+            Some("text") => PartBody::Text(lenient(v)),
+            Some("subtask") => PartBody::Subtask(lenient(v)),
+            Some("reasoning") => PartBody::Reasoning(lenient(v)),
+            Some("file") => PartBody::File(lenient(v)),
+            Some("tool") => PartBody::Tool(Box::new(ToolPart {
                 call_id: str_field(v, "callID"),
                 tool: str_field(v, "tool"),
                 state: ToolState::from_value(v.get("state").unwrap_or(&Value::Null)),
                 metadata: v.get("metadata").and_then(Value::as_object).cloned(),
-            }))),
-            Some("step-start") => deser(v).map(PartBody::StepStart),
-            Some("step-finish") => deser(v).map(PartBody::StepFinish),
-            Some("snapshot") => deser(v).map(PartBody::Snapshot),
-            Some("patch") => deser(v).map(PartBody::Patch),
-            Some("agent") => deser(v).map(PartBody::Agent),
-            Some("retry") => deser(v).map(PartBody::Retry),
-            Some("compaction") => deser(v).map(PartBody::Compaction),
-            _ => None,
-        }
-        .unwrap_or_else(|| PartBody::Unknown {
-            type_name: type_name.map(str::to_owned),
-        });
+            })),
+            Some("step-start") => PartBody::StepStart(lenient(v)),
+            Some("step-finish") => PartBody::StepFinish(lenient(v)),
+            Some("snapshot") => PartBody::Snapshot(lenient(v)),
+            Some("patch") => PartBody::Patch(lenient(v)),
+            Some("agent") => PartBody::Agent(lenient(v)),
+            Some("retry") => PartBody::Retry(lenient(v)),
+            Some("compaction") => PartBody::Compaction(lenient(v)),
+            _ => PartBody::Unknown {
+                type_name: type_name.map(str::to_owned),
+            },
+        };
         Part {
             id: str_field(v, "id"),
             session_id: str_field(v, "sessionID"),
@@ -484,10 +490,10 @@ mod tests {
 
     #[test]
     fn wrong_field_types_do_not_lose_the_part() {
-        // `text` must be a string; the lenient view falls back to Unknown but keeps ids.
-        let p = Part::from_value(&json!({"id": "prt_2", "type": "text", "text": 5}));
+        // `cost` must be a number; the part is still a step-finish (the schema check reports it).
+        let p = Part::from_value(&json!({"id": "prt_2", "type": "step-finish", "cost": "0.1"}));
         assert_eq!(p.id, "prt_2");
-        assert!(matches!(p.body, PartBody::Unknown { .. }));
+        assert_eq!(p.type_name(), "step-finish");
         let p = Part::from_value(&json!({"type": "bogus"}));
         assert_eq!(p.type_name(), "bogus");
     }
