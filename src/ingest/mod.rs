@@ -40,10 +40,22 @@ pub enum DetectError {
     Directory { path: PathBuf },
     #[error("`{path}` is empty: there is nothing to diagnose")]
     Empty { path: PathBuf },
-    #[error("`{path}` is not text (NUL byte at offset {offset}): not a log, capture or recording")]
-    Binary { path: PathBuf, offset: u64 },
-    #[error("`{path}` is not valid UTF-8 (byte {offset}): rewind reads UTF-8 logs and captures")]
-    InvalidUtf8 { path: PathBuf, offset: u64 },
+    #[error(
+        "`{path}` is not text (NUL byte at byte {offset}, line {line}): not a log, capture or recording"
+    )]
+    Binary {
+        path: PathBuf,
+        offset: u64,
+        line: u64,
+    },
+    #[error(
+        "`{path}`: invalid UTF-8 at byte {offset} (line {line}): rewind reads UTF-8 logs and captures"
+    )]
+    InvalidUtf8 {
+        path: PathBuf,
+        offset: u64,
+        line: u64,
+    },
     #[error(
         "cannot tell what `{path}` is: expected an agent log, an SSE capture, an HTTP recording or an OpenCode session store (it starts with {head:?})"
     )]
@@ -125,10 +137,12 @@ pub fn sniff(path: &Path, head: &[u8]) -> Result<Format, DetectError> {
     if head.starts_with(b"SQLite format 3\0") {
         return Ok(Format::OpencodeDb);
     }
+    let line_at = |k: usize| memchr::memchr_iter(b'\n', &head[..k]).count() as u64 + 1;
     if let Some(k) = memchr::memchr(0, head) {
         return Err(DetectError::Binary {
             path: path_buf(),
             offset: k as u64,
+            line: line_at(k),
         });
     }
     let text = match std::str::from_utf8(head) {
@@ -141,6 +155,7 @@ pub fn sniff(path: &Path, head: &[u8]) -> Result<Format, DetectError> {
             return Err(DetectError::InvalidUtf8 {
                 path: path_buf(),
                 offset: e.valid_up_to() as u64,
+                line: line_at(e.valid_up_to()),
             });
         }
     };
