@@ -199,32 +199,47 @@ pub fn is_stream_parse_error(info: &ErrorInfo) -> bool {
         || info.message.contains("JSON parsing failed")
 }
 
-/// The events after `after` (and before `before`, when given) in `session` that can end a step —
-/// a stream abort, the session's error, a crash — each with a label; at most three.
+/// What ended a step or tool: among the events after `after` (and before `before`, when given)
+/// in `session`, the first error (the session's error, a crash or a logged processor error) and
+/// the first stream abort, each with a label.
 pub fn what_ended<'a>(
     a: &'a Analysis,
     session: &str,
     after: Seq,
     before: Option<Seq>,
 ) -> Vec<(&'a Event, String)> {
-    a.events_after(after)
+    let mut error = None;
+    let mut abort = None;
+    for e in a
+        .events_after(after)
         .take_while(|e| before.is_none_or(|b| e.seq < b))
         .filter(|e| e.session.as_deref().is_none_or(|s| s == session))
-        .filter_map(|e| {
-            let label = match &e.kind {
-                EventKind::StreamUnhandled { event_type, .. } if event_type == "abort" => {
-                    "the stream was aborted here (AI SDK `abort` event, not handled)".to_owned()
+    {
+        match &e.kind {
+            EventKind::StreamUnhandled { event_type, .. } if event_type == "abort" => {
+                abort.get_or_insert((
+                    e,
+                    "the stream was aborted here (AI SDK `abort` event, not handled)".to_owned(),
+                ));
+            }
+            EventKind::SessionError(i) => {
+                error.get_or_insert((e, format!("the session failed here: {}", i.title())));
+            }
+            EventKind::ProcessCrash(i) => {
+                error.get_or_insert((e, format!("the process crashed here: {}", i.title())));
+            }
+            EventKind::Log { service, .. } => {
+                if let Some(i) = error_of(e) {
+                    error.get_or_insert((e, format!("{service} failed here: {}", i.title())));
                 }
-                EventKind::SessionError(i) => format!("the session failed here: {}", i.title()),
-                EventKind::ProcessCrash(i) => format!("the process crashed here: {}", i.title()),
-                EventKind::Log { service, .. } if error_of(e).is_some() => {
-                    let title = error_of(e).map(ErrorInfo::title).unwrap_or_default();
-                    format!("{service} failed here: {title}")
-                }
-                _ => return None,
-            };
-            Some((e, label))
-        })
-        .take(3)
-        .collect()
+            }
+            _ => {}
+        }
+        if error.is_some() && abort.is_some() {
+            break;
+        }
+    }
+    let mut out: Vec<(&Event, String)> = error.into_iter().chain(abort).collect();
+    out.sort_by_key(|(e, _)| e.seq);
+    out
 }
