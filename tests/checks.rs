@@ -1,0 +1,101 @@
+//! Every check has a fixture that triggers it and one that must not.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+
+/// (rule, fixture that triggers it, fixture that must not)
+const CASES: &[(&str, &str, &str)] = &[
+    (
+        "schema-violation",
+        "tests/fixtures/checks/schema-violation.log",
+        "samples/clean-session.log",
+    ),
+    (
+        "validation-crash",
+        "samples/zod-failed-status.log",
+        "samples/step-without-finish.log",
+    ),
+    (
+        "tool-never-finished",
+        "samples/zod-failed-status.log",
+        "tests/fixtures/checks/genuine-tool-error.log",
+    ),
+    (
+        "tool-error-dropped",
+        "samples/pending-tool-aborted.log",
+        "tests/fixtures/checks/genuine-tool-error.log",
+    ),
+    (
+        "step-unclosed",
+        "samples/step-without-finish.log",
+        "samples/clean-session.log",
+    ),
+    (
+        "session-error",
+        "samples/step-without-finish.log",
+        "samples/clean-session.log",
+    ),
+    (
+        "stream-error-fatal",
+        "samples/sse-concatenated.log",
+        "samples/zod-failed-status.log",
+    ),
+    (
+        "sse-concatenated-events",
+        "samples/sse-concatenated.log",
+        "samples/zod-failed-status.log",
+    ),
+    (
+        "undecodable-record",
+        "tests/fixtures/checks/undecodable-record.log",
+        "samples/clean-session.log",
+    ),
+];
+
+fn rules_reported(path: &str) -> Vec<String> {
+    let (_, doc) = diagnose_json(&repo(path), &[]);
+    findings(&doc)
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn each_check_triggers_on_its_fixture_and_not_on_the_clean_one() {
+    for (rule, bad, good) in CASES {
+        assert!(
+            rules_reported(bad).iter().any(|r| r == rule),
+            "{rule} does not trigger on {bad}"
+        );
+        assert!(
+            !rules_reported(good).iter().any(|r| r == rule),
+            "{rule} triggers on {good}"
+        );
+    }
+}
+
+#[test]
+fn each_check_has_a_case() {
+    let out = rewind()
+        .args(["rules", "--format", "json"])
+        .output()
+        .unwrap();
+    let rules: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let missing: Vec<&str> = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .filter(|name| !CASES.iter().any(|(rule, _, _)| rule == name))
+        .filter(|name| !OTHER_TESTS.contains(name))
+        .collect();
+    assert!(missing.is_empty(), "checks without fixtures: {missing:?}");
+}
+
+/// Checks whose trigger/must-not fixtures live in another test file.
+const OTHER_TESTS: &[&str] = &[
+    // recorded request bodies: tests/corpus_sse.rs and the unit tests of reconstruct::provider
+    "tool-use-without-result",
+];
