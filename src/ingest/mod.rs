@@ -185,8 +185,10 @@ pub fn sniff(path: &Path, head: &[u8]) -> Result<Format, DetectError> {
     {
         return Ok(Format::Sse);
     }
-    if first.starts_with('{') {
-        return Ok(sniff_json(text, first));
+    if first.starts_with('{')
+        && let Some(format) = sniff_json(text)
+    {
+        return Ok(format);
     }
     Err(DetectError::Unknown {
         path: path_buf(),
@@ -194,40 +196,111 @@ pub fn sniff(path: &Path, head: &[u8]) -> Result<Format, DetectError> {
     })
 }
 
-/// Tells JSON documents and JSON lines apart by the keys they start with.
-fn sniff_json(text: &str, first_line: &str) -> Format {
-    // A whole JSON document (pretty-printed or not): look at its first keys.
+/// Types of the objects an agent writes (`agent-log-format.md` §2.2).
+const AGENT_TYPES: &[&str] = &[
+    "log",
+    "status",
+    "input",
+    "step_start",
+    "step_finish",
+    "tool_use",
+    "text",
+    "reasoning",
+    "session_idle",
+    "permission_request",
+    "model_resolved",
+];
+
+/// An object an agent writes: a logger or bus entry, an output event, an error event.
+fn agent_object(obj: &serde_json::Map<String, serde_json::Value>) -> bool {
+    let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+    obj.contains_key("sessionID")
+        || (obj.contains_key("service") && obj.contains_key("message"))
+        || AGENT_TYPES.contains(&ty)
+        || (ty == "error" && (obj.contains_key("errorType") || obj.contains_key("exitCode")))
+}
+
+/// A provider or UI stream event: Chat Completions chunks, Responses and Anthropic events, AI SDK
+/// UI chunks (hyphenated types), AG-UI events (UPPER_CASE types).
+fn stream_object(obj: &serde_json::Map<String, serde_json::Value>) -> bool {
+    let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+    obj.contains_key("choices")
+        || obj.get("object").and_then(|o| o.as_str()) == Some("chat.completion.chunk")
+        || ty.starts_with("response.")
+        || ty.starts_with("message_")
+        || ty.starts_with("content_block_")
+        || ty.contains('-')
+        || matches!(ty, "ping" | "error" | "start" | "finish" | "abort")
+        || (!ty.is_empty() && ty.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+}
+
+/// Classifies one line of JSON; a line that is not valid JSON (a truncated capture line) is
+/// classified by the markers it contains.
+fn sniff_line(line: &str) -> Option<Format> {
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(obj)) => {
+            if obj.contains_key("info") && obj.contains_key("messages") {
+                Some(Format::OpencodeExport)
+            } else if agent_object(&obj) {
+                Some(Format::AgentLog)
+            } else if stream_object(&obj) {
+                Some(Format::JsonLines)
+            } else {
+                None
+            }
+        }
+        Ok(_) => None,
+        Err(_) => {
+            let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            let stream = [
+                "\"object\":\"chat.completion.chunk\"",
+                "\"type\":\"response.",
+                "\"type\":\"message_",
+                "\"type\":\"content_block_",
+            ];
+            if stream.iter().any(|m| compact.contains(m)) {
+                Some(Format::JsonLines)
+            } else if compact.contains("\"sessionID\"") {
+                Some(Format::AgentLog)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Tells JSON documents, JSON lines and the agent's pretty-printed output apart.
+fn sniff_json(text: &str) -> Option<Format> {
     let probe: String = text.chars().take(4096).collect();
     let has = |k: &str| probe.contains(&format!("\"{k}\""));
     if has("interactions") {
-        return Format::HttpRecording;
+        return Some(Format::HttpRecording);
     }
     if has("log") && has("entries") && !has("sessionID") {
-        return Format::Har;
+        return Some(Format::Har);
     }
-    // A one-line JSON object: classify by its shape.
-    if let Ok(serde_json::Value::Object(obj)) = serde_json::from_str(first_line) {
-        let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
-        let provider_event = obj.contains_key("choices")
-            || obj.get("object").and_then(|o| o.as_str()) == Some("chat.completion.chunk")
-            || ty.starts_with("response.")
-            || ty.starts_with("message_")
-            || ty.starts_with("content_block_")
-            || matches!(ty, "ping" | "error" if !obj.contains_key("sessionID") && !obj.contains_key("errorType"))
-            || ty.chars().all(|c| c.is_ascii_uppercase() || c == '_') && !ty.is_empty();
-        if provider_event {
-            return Format::JsonLines;
+    // One JSON value per line: the first line that tells, tells.
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('{') && l.len() > 1)
+        .take(50)
+    {
+        if let Some(f) = sniff_line(line) {
+            return Some(f);
         }
-        if obj.contains_key("info") && obj.contains_key("messages") {
-            return Format::OpencodeExport;
-        }
-        return Format::AgentLog;
     }
-    if has("info") && has("messages") && !has("sessionID\": \"ses") {
-        return Format::OpencodeExport;
+    // A pretty-printed document or stream of objects.
+    let compact: String = probe.chars().filter(|c| !c.is_whitespace()).collect();
+    if compact.starts_with("{\"info\":") && has("messages") {
+        return Some(Format::OpencodeExport);
     }
-    // Pretty-printed objects: the agent's own output.
-    Format::AgentLog
+    let agent = has("sessionID")
+        || (has("service") && has("message"))
+        || AGENT_TYPES
+            .iter()
+            .any(|t| compact.contains(&format!("\"type\":\"{t}\"")));
+    agent.then_some(Format::AgentLog)
 }
 
 #[cfg(test)]
@@ -275,6 +348,27 @@ mod tests {
             Some(Format::OpencodeExport)
         );
         assert_eq!(fmt(b"SQLite format 3\0rest").ok(), Some(Format::OpencodeDb));
+    }
+
+    #[test]
+    fn json_that_is_not_a_recording_is_unknown() {
+        assert!(matches!(
+            fmt(b"{\n  \"name\": \"webshop\",\n  \"version\": \"2.0.3\"\n}\n"),
+            Err(DetectError::Unknown { .. })
+        ));
+        // A capture whose first line is truncated JSON is still a capture.
+        assert_eq!(
+            fmt(b"{\"type\":\"response.created\",\"response\":{\"id\":\"r\"\n{\"type\":\"response.completed\"}\n").ok(),
+            Some(Format::JsonLines)
+        );
+        assert_eq!(
+            fmt(b"{\"type\":\"text-delta\",\"id\":\"0\",\"delta\":\"hi\"}\n").ok(),
+            Some(Format::JsonLines)
+        );
+        assert_eq!(
+            fmt(b"{\"type\":\"abort\",\"level\":\"info\",\"service\":\"session.processor\",\"message\":\"unhandled\"}\n").ok(),
+            Some(Format::AgentLog)
+        );
     }
 
     #[test]
