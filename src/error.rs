@@ -25,6 +25,12 @@ pub enum RewindError {
     },
     #[error("unknown rule `{0}` (`rewind rules` lists them)")]
     UnknownRule(String),
+    #[error("unknown rule `{rule}` in {origin} (`rewind rules` lists them)")]
+    UnknownRuleIn { rule: String, origin: String },
+    #[error("{0}")]
+    Config(String),
+    #[error("{path}: {message}")]
+    Baseline { path: PathBuf, message: String },
     #[error("{0}")]
     Usage(String),
     #[error("cannot write output: {0}")]

@@ -12,10 +12,13 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod baseline;
 pub mod checks;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod diagnostic;
+pub mod discover;
 pub mod error;
 pub mod ingest;
 pub mod model;

@@ -1,66 +1,22 @@
-//! The one-way pipeline, end to end: detect → ingest → replay → checks → printer.
+//! The one-way pipeline, end to end: detect → ingest → replay → checks → prepared output.
 //!
-//! [`diagnose`] streams: each unit (a log, a capture, one session of a database) is checked and
-//! handed to the printer as soon as it is replayed, so nothing accumulates across units.
+//! [`diagnose_file`] streams: each unit (a log, a capture, one session of a database) is checked
+//! and prepared for printing as soon as it is replayed, and handed over at once, so nothing
+//! accumulates across units. Every file gets its own [`SourceMap`], so files can be diagnosed
+//! on several threads.
 
+use std::collections::HashSet;
 use std::path::Path;
 
-use crate::checks::{self, CheckMeta};
-use crate::diagnostic::{Finding, Severity};
+use crate::checks;
+use crate::config::FilePolicy;
 use crate::error::RewindError;
 use crate::ingest::{self, Format};
 use crate::replay;
-use crate::report::Printer;
+use crate::report::human::Renderer;
+use crate::report::{self, UnitOutput};
 use crate::session::Analysis;
 use crate::source::SourceMap;
-
-/// Which rules run.
-#[derive(Clone, Debug, Default)]
-pub struct Selection {
-    /// Only these rules (all when empty).
-    pub select: Vec<String>,
-    /// Never these rules.
-    pub ignore: Vec<String>,
-}
-
-impl Selection {
-    /// Fails on a rule name that does not exist.
-    pub fn validate(&self) -> Result<(), RewindError> {
-        for name in self.select.iter().chain(&self.ignore) {
-            if checks::find(name).is_none() {
-                return Err(RewindError::UnknownRule(name.clone()));
-            }
-        }
-        Ok(())
-    }
-
-    pub fn enabled(&self, meta: &CheckMeta) -> bool {
-        (self.select.is_empty() || self.select.iter().any(|s| s == meta.name))
-            && !self.ignore.iter().any(|s| s == meta.name)
-    }
-}
-
-/// Options shared by the commands that diagnose.
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    pub selection: Selection,
-}
-
-/// What a run found, for the exit status.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Outcome {
-    pub worst: Option<Severity>,
-    pub findings: usize,
-}
-
-impl Outcome {
-    fn add(&mut self, findings: &[Finding]) {
-        self.findings += findings.len();
-        for f in findings {
-            self.worst = self.worst.max(Some(f.severity));
-        }
-    }
-}
 
 /// Replays `path` into analysis units, calling `each` for every one.
 pub fn analyze(
@@ -69,6 +25,16 @@ pub fn analyze(
     each: &mut dyn FnMut(&SourceMap, Analysis) -> Result<(), RewindError>,
 ) -> Result<(), RewindError> {
     let format = ingest::detect(path)?;
+    analyze_as(path, format, sources, each)
+}
+
+/// [`analyze`] for a format already known.
+pub fn analyze_as(
+    path: &Path,
+    format: Format,
+    sources: &mut SourceMap,
+    each: &mut dyn FnMut(&SourceMap, Analysis) -> Result<(), RewindError>,
+) -> Result<(), RewindError> {
     let ingest_err = |source| RewindError::Ingest {
         path: path.to_path_buf(),
         source,
@@ -88,19 +54,31 @@ pub fn analyze(
     }
 }
 
-/// Diagnoses `path` and prints each unit with `printer`.
-pub fn diagnose(
+/// Runs the checks `policy` enables on one unit, with its severity overrides applied.
+pub fn check(analysis: &Analysis, policy: &FilePolicy) -> Vec<crate::diagnostic::Finding> {
+    let mut findings = checks::run(analysis, &|m| policy.selection.enabled(m));
+    policy.apply(&mut findings);
+    findings
+}
+
+/// Diagnoses one file and hands each prepared unit to `each`.
+pub fn diagnose_file(
     path: &Path,
-    options: &Options,
-    sources: &mut SourceMap,
-    printer: &mut dyn Printer,
-) -> Result<Outcome, RewindError> {
-    let mut outcome = Outcome::default();
-    analyze(path, sources, &mut |sources, analysis| {
-        let findings = checks::run(&analysis, &|m| options.selection.enabled(m));
-        outcome.add(&findings);
-        printer.unit(sources, &analysis, &findings)?;
-        Ok(())
-    })?;
-    Ok(outcome)
+    format: Option<Format>,
+    policy: &FilePolicy,
+    baseline: Option<&HashSet<String>>,
+    renderer: Option<&Renderer>,
+    each: &mut dyn FnMut(UnitOutput) -> Result<(), RewindError>,
+) -> Result<(), RewindError> {
+    let mut sources = SourceMap::new();
+    let format = match format {
+        Some(f) => f,
+        None => ingest::detect(path)?,
+    };
+    analyze_as(path, format, &mut sources, &mut |sources, analysis| {
+        let findings = check(&analysis, policy);
+        each(report::prepare(
+            sources, &analysis, &findings, baseline, renderer,
+        ))
+    })
 }

@@ -95,7 +95,7 @@ fn finding(incident: &Incident<'_>) -> Finding {
     }
     let text = zod::parse_issues(&info.message)
         .map(|issues| format!("ZodError: {}", zod::decode(&issues).headline))
-        .unwrap_or_else(|| crate::session::first_line(&info.message, 200));
+        .unwrap_or_else(|| crate::session::first_line(&info.message, 120));
     let text = text.trim_end_matches('.');
     if !text.is_empty() {
         message.push_str(&format!(": {text}"));

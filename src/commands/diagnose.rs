@@ -3,14 +3,14 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{human_stdout, print_error};
+use super::{make_printer, print_error};
 use crate::cli::ExitStatus;
+use crate::config::{Flags, Policy};
 use crate::diagnostic::Severity;
 use crate::error::RewindError;
-use crate::pipeline::{self, Options, Selection};
-use crate::report::json::JsonPrinter;
-use crate::report::{OutputFormat, Printer};
-use crate::source::SourceMap;
+use crate::pipeline;
+use crate::report::human::{Renderer, Summary};
+use crate::report::{OutputFormat, RunSummary, Totals};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -40,41 +40,58 @@ pub struct Args {
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
-    let options = Options {
-        selection: Selection {
+    let policy = Policy::new(
+        None,
+        &Flags {
             select: args.select,
             ignore: args.ignore,
+            fail_on: Some(args.fail_on),
+            severity: Vec::new(),
         },
+    )?;
+    let summary = if args.no_summary {
+        Summary::None
+    } else {
+        Summary::Sessions
     };
-    options.selection.validate()?;
-    let mut printer: Box<dyn Printer> = match args.format {
-        OutputFormat::Human => Box::new(human_stdout(color).with_table(!args.no_summary)),
-        OutputFormat::Json => {
-            Box::new(JsonPrinter::new(std::io::BufWriter::new(std::io::stdout())))
-        }
+    let mut printer = make_printer(args.format, color, summary, policy.help_uri_base.clone());
+    let renderer = (args.format == OutputFormat::Human).then(|| Renderer::new(color));
+    let mut run = RunSummary {
+        fail_on: Some(policy.fail_on),
+        ..RunSummary::default()
     };
-    let mut sources = SourceMap::new();
-    let mut failed = false;
-    let mut worst = None;
+    let mut totals = Totals::default();
     for file in &args.files {
-        match pipeline::diagnose(file, &options, &mut sources, printer.as_mut()) {
-            Ok(outcome) => worst = worst.max(outcome.worst),
+        let file_policy = policy.for_path(file);
+        let result = pipeline::diagnose_file(
+            file,
+            None,
+            &file_policy,
+            None,
+            renderer.as_ref(),
+            &mut |unit| {
+                totals.merge(Totals::of(&unit.records));
+                printer.unit(&unit)?;
+                Ok(())
+            },
+        );
+        match result {
+            Ok(()) => run.files_checked += 1,
             Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
             Err(e) => {
                 std::io::stdout().flush().ok();
                 print_error(&e, color);
-                failed = true;
+                run.errors.push((file.display().to_string(), e.to_string()));
             }
         }
     }
-    match printer.finish(&sources) {
+    match printer.finish(&run) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Clean),
         other => other?,
     }
-    drop(printer);
-    Ok(if failed {
+    Ok(if !run.errors.is_empty() {
         ExitStatus::Error
-    } else if worst.is_some_and(|w| w >= args.fail_on) {
+    } else if totals.fails(policy.fail_on) {
         ExitStatus::Findings
     } else {
         ExitStatus::Clean

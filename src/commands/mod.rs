@@ -1,11 +1,20 @@
 //! One module per subcommand, each with its `Args` and a `run`.
 
+pub mod check;
 pub mod diagnose;
 pub mod explain;
 pub mod rules;
 
+use std::io::{BufWriter, Stdout};
+
 use crate::error::RewindError;
-use crate::report::human::HumanPrinter;
+use crate::report::github::GithubPrinter;
+use crate::report::human::{HumanPrinter, Summary};
+use crate::report::json::JsonPrinter;
+use crate::report::jsonl::JsonlPrinter;
+use crate::report::junit::JunitPrinter;
+use crate::report::sarif::SarifPrinter;
+use crate::report::{OutputFormat, Printer};
 
 /// Prints an error the way every command does: one line on standard error.
 pub fn print_error(err: &RewindError, color: bool) {
@@ -18,7 +27,23 @@ pub fn print_error(err: &RewindError, color: bool) {
     eprintln!("{label}: {text}");
 }
 
-/// A human printer on standard output.
-pub fn human_stdout(color: bool) -> HumanPrinter<std::io::BufWriter<std::io::Stdout>> {
-    HumanPrinter::new(std::io::BufWriter::new(std::io::stdout()), color)
+fn stdout() -> BufWriter<Stdout> {
+    BufWriter::new(std::io::stdout())
+}
+
+/// The printer for an output format, on standard output.
+pub fn make_printer(
+    format: OutputFormat,
+    color: bool,
+    summary: Summary,
+    help_uri_base: Option<String>,
+) -> Box<dyn Printer> {
+    match format {
+        OutputFormat::Human => Box::new(HumanPrinter::new(stdout(), color, summary)),
+        OutputFormat::Json => Box::new(JsonPrinter::new(stdout())),
+        OutputFormat::Jsonl => Box::new(JsonlPrinter::new(stdout())),
+        OutputFormat::Sarif => Box::new(SarifPrinter::new(stdout(), help_uri_base)),
+        OutputFormat::Github => Box::new(GithubPrinter::new(stdout())),
+        OutputFormat::Junit => Box::new(JunitPrinter::new(stdout())),
+    }
 }

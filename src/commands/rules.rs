@@ -8,19 +8,25 @@ use serde_json::json;
 use crate::checks;
 use crate::cli::ExitStatus;
 use crate::error::RewindError;
-use crate::report::OutputFormat;
+
+/// Output formats of the catalogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     let mut out = std::io::stdout().lock();
     match args.format {
-        OutputFormat::Human => {
+        Format::Human => {
             let mut t = Table::new();
             t.load_preset(presets::UTF8_FULL_CONDENSED);
             t.set_header(["rule", "severity", "what it reports"]);
@@ -31,7 +37,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             writeln!(out, "{t}")?;
             writeln!(out, "`rewind explain RULE` prints a rule's documentation.")?;
         }
-        OutputFormat::Json => {
+        Format::Json => {
             let rules: Vec<_> = checks::ALL
                 .iter()
                 .map(|c| {

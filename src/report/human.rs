@@ -1,5 +1,5 @@
-//! The human printer: each finding as an annotated snippet (miette), then a summary table
-//! (comfy-table) per session and a totals line.
+//! The human printer: each finding as an annotated snippet (miette), then a summary — a table per
+//! session for `diagnose`, findings by rule for `check` — and a totals line.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -8,61 +8,30 @@ use comfy_table::{Table, presets};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, SourceCode};
 
 use super::snippet::{self, Snippet, SourceLabel, escape};
-use super::{Located, Printer, SessionSummary, Totals, locate, summarize};
+use super::{Located, Printer, RunSummary, SessionSummary, Totals, UnitOutput, by_rule};
 use crate::diagnostic::{Finding, Severity};
-use crate::session::Analysis;
 use crate::source::{FileId, SourceMap};
 
-/// Prints findings for people.
-pub struct HumanPrinter<W: Write> {
-    out: W,
-    color: bool,
-    width: usize,
-    /// Print the per-session table.
-    table: bool,
-    rows: Vec<(String, SessionSummary)>,
-    files: Vec<(String, Totals, String)>,
-    totals: Totals,
+/// Renders findings as text.
+#[derive(Clone, Debug)]
+pub struct Renderer {
+    pub color: bool,
+    pub width: usize,
 }
 
-impl<W: Write> HumanPrinter<W> {
-    pub fn new(out: W, color: bool) -> Self {
+impl Renderer {
+    /// A renderer as wide as `COLUMNS` says (100 otherwise).
+    pub fn new(color: bool) -> Self {
         let width = std::env::var("COLUMNS")
             .ok()
             .and_then(|c| c.parse().ok())
             .unwrap_or(100usize)
             .clamp(60, 240);
-        Self {
-            out,
-            color,
-            width,
-            table: true,
-            rows: Vec::new(),
-            files: Vec::new(),
-            totals: Totals::default(),
-        }
-    }
-
-    pub fn with_width(mut self, width: usize) -> Self {
-        self.width = width;
-        self
-    }
-
-    pub fn with_table(mut self, table: bool) -> Self {
-        self.table = table;
-        self
-    }
-
-    pub fn into_inner(self) -> W {
-        self.out
+        Self { color, width }
     }
 
     fn paint(&self, text: &str, code: &str) -> String {
-        if self.color {
-            format!("\u{1b}[{code}m{text}\u{1b}[0m")
-        } else {
-            text.to_owned()
-        }
+        paint(self.color, text, code)
     }
 
     fn handler(&self) -> GraphicalReportHandler {
@@ -81,7 +50,7 @@ impl<W: Write> HumanPrinter<W> {
             .without_syntax_highlighting()
     }
 
-    /// Renders one finding to a string.
+    /// Renders one finding.
     pub fn render(&self, sources: &SourceMap, located: &Located, f: &Finding) -> String {
         let sev = match f.severity {
             Severity::Error => self.paint("error", "1;31"),
@@ -172,8 +141,55 @@ impl<W: Write> HumanPrinter<W> {
         }
         out
     }
+}
 
-    fn table(&self) -> String {
+fn paint(color: bool, text: &str, code: &str) -> String {
+    if color {
+        format!("\u{1b}[{code}m{text}\u{1b}[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Which summary closes the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Summary {
+    /// A table per session (`diagnose`).
+    Sessions,
+    /// Findings by rule (`check`).
+    Rules,
+    None,
+}
+
+/// Prints prepared units for people.
+pub struct HumanPrinter<W: Write> {
+    out: W,
+    color: bool,
+    summary: Summary,
+    rows: Vec<(String, SessionSummary)>,
+    files: Vec<(String, Totals, String)>,
+    rules: std::collections::BTreeMap<&'static str, Totals>,
+    totals: Totals,
+    sessions: usize,
+    baselined: usize,
+}
+
+impl<W: Write> HumanPrinter<W> {
+    pub fn new(out: W, color: bool, summary: Summary) -> Self {
+        Self {
+            out,
+            color,
+            summary,
+            rows: Vec::new(),
+            files: Vec::new(),
+            rules: Default::default(),
+            totals: Totals::default(),
+            sessions: 0,
+            baselined: 0,
+        }
+    }
+
+    fn session_table(&self) -> String {
         let mut t = Table::new();
         t.load_preset(presets::UTF8_FULL_CONDENSED);
         t.set_header([
@@ -214,74 +230,110 @@ impl<W: Write> HumanPrinter<W> {
         }
         t.to_string()
     }
+
+    fn rule_table(&self) -> String {
+        let mut t = Table::new();
+        t.load_preset(presets::UTF8_FULL_CONDENSED);
+        t.set_header(["rule", "errors", "warnings", "infos"]);
+        for (rule, n) in &self.rules {
+            t.add_row([
+                rule.to_string(),
+                n.errors.to_string(),
+                n.warnings.to_string(),
+                n.infos.to_string(),
+            ]);
+        }
+        t.to_string()
+    }
 }
 
 impl<W: Write> Printer for HumanPrinter<W> {
-    fn unit(
-        &mut self,
-        sources: &SourceMap,
-        analysis: &Analysis,
-        findings: &[Finding],
-    ) -> io::Result<()> {
-        let located = locate(sources, findings);
-        for f in findings {
-            let text = self.render(sources, &located, f);
-            writeln!(self.out, "{text}")?;
+    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+        self.out.write_all(unit.human.as_bytes())?;
+        for row in &unit.sessions {
+            self.rows.push((unit.file.clone(), row.clone()));
         }
-        let file = sources
-            .get(analysis.file)
-            .map(|s| s.path.display().to_string())
-            .unwrap_or_default();
-        for row in summarize(analysis, findings) {
-            self.rows.push((file.clone(), row));
+        self.sessions += unit.sessions.len();
+        self.baselined += unit.baselined;
+        let totals = Totals::of(&unit.records);
+        self.totals.merge(totals);
+        for (rule, n) in by_rule(unit.records.iter()) {
+            self.rules.entry(rule).or_default().merge(n);
         }
-        let mut totals = Totals::default();
-        totals.add(findings);
-        self.totals.add(findings);
-        let objects = analysis
+        let objects = unit
             .counts
             .get("json objects")
             .map(|n| {
-                let bad = analysis
-                    .counts
-                    .get("undecodable objects")
-                    .copied()
-                    .unwrap_or(0);
+                let bad = unit.counts.get("undecodable objects").copied().unwrap_or(0);
                 format!("{n} JSON objects, {bad} undecodable")
             })
             .unwrap_or_default();
-        match self.files.iter_mut().find(|(f, _, _)| *f == file) {
-            Some((_, t, _)) => {
-                t.errors += totals.errors;
-                t.warnings += totals.warnings;
-                t.infos += totals.infos;
-            }
-            None => self.files.push((file, totals, objects)),
+        match self.files.iter_mut().find(|(f, _, _)| *f == unit.file) {
+            Some((_, t, _)) => t.merge(totals),
+            None => self.files.push((unit.file.clone(), totals, objects)),
         }
         Ok(())
     }
 
-    fn finish(&mut self, _sources: &SourceMap) -> io::Result<()> {
-        if self.table && !self.rows.is_empty() {
-            writeln!(self.out, "{}", self.table())?;
+    fn finish(&mut self, run: &RunSummary) -> io::Result<()> {
+        match self.summary {
+            Summary::Sessions => {
+                if !self.rows.is_empty() {
+                    writeln!(self.out, "{}", self.session_table())?;
+                }
+                for (file, totals, objects) in &self.files {
+                    let detail = if objects.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({objects})")
+                    };
+                    let words = paint(self.color, &totals.words(), "1");
+                    writeln!(self.out, "{}: {words}{detail}", escape(file, false))?;
+                }
+                if self.files.len() > 1 {
+                    writeln!(self.out, "total: {}", self.totals.words())?;
+                }
+            }
+            Summary::Rules => {
+                if !self.rules.is_empty() {
+                    writeln!(self.out, "{}", self.rule_table())?;
+                }
+                if run.verbose {
+                    for (file, why) in &run.files_skipped {
+                        writeln!(
+                            self.out,
+                            "skipped {}: {}",
+                            escape(file, false),
+                            escape(why, false)
+                        )?;
+                    }
+                }
+                let skipped = match run.files_skipped.len() {
+                    0 => String::new(),
+                    n if run.verbose => format!(", {n} skipped"),
+                    n => format!(", {n} skipped (-v lists them)"),
+                };
+                let baselined = match self.baselined {
+                    0 => String::new(),
+                    n => format!(", {n} in the baseline"),
+                };
+                let errors = match run.errors.len() {
+                    0 => String::new(),
+                    n => format!(", {n} unreadable"),
+                };
+                writeln!(
+                    self.out,
+                    "{} file{} checked{skipped}{errors}, {} session{}: {}{baselined}",
+                    run.files_checked,
+                    if run.files_checked == 1 { "" } else { "s" },
+                    self.sessions,
+                    if self.sessions == 1 { "" } else { "s" },
+                    paint(self.color, &self.totals.words(), "1"),
+                )?;
+            }
+            Summary::None => {}
         }
-        for (file, totals, objects) in &self.files {
-            let detail = if objects.is_empty() {
-                String::new()
-            } else {
-                format!(" ({objects})")
-            };
-            writeln!(
-                self.out,
-                "{}: {}{detail}",
-                escape(file, false),
-                totals.words()
-            )?;
-        }
-        if self.files.len() > 1 {
-            writeln!(self.out, "total: {}", self.totals.words())?;
-        }
-        Ok(())
+        self.out.flush()
     }
 }
 

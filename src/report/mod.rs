@@ -1,20 +1,29 @@
 //! Stage 5 of the pipeline: printers.
 //!
-//! A printer receives each unit (an [`Analysis`] and its findings) as soon as it is diagnosed and
-//! writes it out; `finish` writes what needs the whole run (the summary table, the JSON document).
-//! Printers read the sources lazily — only the lines a finding shows (see [`snippet`]).
+//! Each diagnosed unit (an [`Analysis`] and its findings) is first *prepared* — positions
+//! resolved, records and fingerprints built, human snippets rendered — by [`prepare`], which reads
+//! the sources lazily (only the lines a finding shows, see [`snippet`]). Preparation can run on
+//! any thread; printers then receive the prepared units in order and write them out, and
+//! `finish` writes what needs the whole run (summary tables, the JSON or SARIF document).
 
+pub mod github;
 pub mod human;
 pub mod json;
+pub mod jsonl;
+pub mod junit;
+pub mod record;
+pub mod sarif;
 pub mod snippet;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 
 use crate::diagnostic::{Finding, Severity};
+use crate::ingest::Format;
 use crate::model::PartBody;
 use crate::session::Analysis;
 use crate::source::{FileId, SourceKind, SourceMap, Span};
+use record::FindingRecord;
 use snippet::{Lines, Resolved};
 
 /// Output formats.
@@ -24,6 +33,14 @@ pub enum OutputFormat {
     Human,
     /// One JSON document.
     Json,
+    /// One JSON object per finding per line, then a summary line.
+    Jsonl,
+    /// SARIF 2.1.0, for GitHub code scanning.
+    Sarif,
+    /// GitHub Actions workflow commands (annotations), plus a step summary.
+    Github,
+    /// JUnit XML, one test case per recording.
+    Junit,
 }
 
 /// Whether to colour the output.
@@ -51,17 +68,85 @@ impl ColorChoice {
     }
 }
 
+/// A diagnosed unit, ready to print.
+#[derive(Debug, Clone)]
+pub struct UnitOutput {
+    /// The input file, as shown.
+    pub file: String,
+    pub format: Format,
+    pub counts: BTreeMap<&'static str, u64>,
+    pub sessions: Vec<SessionSummary>,
+    /// Findings kept (after baseline filtering), in source order.
+    pub records: Vec<FindingRecord>,
+    /// Findings dropped because the baseline has them.
+    pub baselined: usize,
+    /// The human rendering of the kept findings, when asked for.
+    pub human: String,
+}
+
+/// Prepares a unit: resolves positions, fingerprints every finding, drops those in `baseline`,
+/// and renders the rest for people when `human` is given.
+pub fn prepare(
+    sources: &SourceMap,
+    analysis: &Analysis,
+    findings: &[Finding],
+    baseline: Option<&HashSet<String>>,
+    human: Option<&human::Renderer>,
+) -> UnitOutput {
+    let located = locate(sources, findings);
+    let all = record::records(sources, &located, findings);
+    let mut kept_findings = Vec::new();
+    let mut records = Vec::new();
+    let mut baselined = 0;
+    for (f, rec) in findings.iter().zip(all) {
+        if baseline.is_some_and(|b| b.contains(&rec.fingerprint)) {
+            baselined += 1;
+            continue;
+        }
+        kept_findings.push(f.clone());
+        records.push(rec);
+    }
+    let rendered = human
+        .map(|r| {
+            kept_findings
+                .iter()
+                .map(|f| r.render(sources, &located, f) + "\n")
+                .collect::<String>()
+        })
+        .unwrap_or_default();
+    let file = sources
+        .get(analysis.file)
+        .map(|s| record::display_path(&s.path))
+        .unwrap_or_default();
+    UnitOutput {
+        file,
+        format: analysis.format,
+        counts: analysis.counts.clone(),
+        sessions: summarize(analysis, &kept_findings),
+        records,
+        baselined,
+        human: rendered,
+    }
+}
+
+/// What a whole run did, for the printers' last words.
+#[derive(Debug, Default, Clone)]
+pub struct RunSummary {
+    pub files_checked: usize,
+    pub files_skipped: Vec<(String, String)>,
+    /// Inputs that could not be read: (file, error).
+    pub errors: Vec<(String, String)>,
+    /// Findings at or above this severity fail the run.
+    pub fail_on: Option<Severity>,
+    pub verbose: bool,
+}
+
 /// A printer of diagnoses.
 pub trait Printer {
-    /// Writes one diagnosed unit.
-    fn unit(
-        &mut self,
-        sources: &SourceMap,
-        analysis: &Analysis,
-        findings: &[Finding],
-    ) -> io::Result<()>;
+    /// Writes one prepared unit.
+    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()>;
     /// Writes what needs the whole run.
-    fn finish(&mut self, sources: &SourceMap) -> io::Result<()>;
+    fn finish(&mut self, run: &RunSummary) -> io::Result<()>;
 }
 
 /// Per-session figures for the summary table and JSON output.
@@ -125,13 +210,38 @@ pub struct Totals {
 }
 
 impl Totals {
-    pub fn add(&mut self, findings: &[Finding]) {
-        for f in findings {
-            match f.severity {
-                Severity::Error => self.errors += 1,
-                Severity::Warning => self.warnings += 1,
-                Severity::Info => self.infos += 1,
-            }
+    pub fn count(&mut self, severity: Severity) {
+        match severity {
+            Severity::Error => self.errors += 1,
+            Severity::Warning => self.warnings += 1,
+            Severity::Info => self.infos += 1,
+        }
+    }
+
+    pub fn of(records: &[FindingRecord]) -> Totals {
+        let mut t = Totals::default();
+        for r in records {
+            t.count(r.severity);
+        }
+        t
+    }
+
+    pub fn merge(&mut self, other: Totals) {
+        self.errors += other.errors;
+        self.warnings += other.warnings;
+        self.infos += other.infos;
+    }
+
+    pub fn total(&self) -> usize {
+        self.errors + self.warnings + self.infos
+    }
+
+    /// Whether any finding reaches `fail_on`.
+    pub fn fails(&self, fail_on: Severity) -> bool {
+        match fail_on {
+            Severity::Error => self.errors > 0,
+            Severity::Warning => self.errors + self.warnings > 0,
+            Severity::Info => self.total() > 0,
         }
     }
 
@@ -205,6 +315,17 @@ pub fn locate(sources: &SourceMap, findings: &[Finding]) -> Located {
             }
         }
         out.lines.insert(file, lines);
+    }
+    out
+}
+
+/// Findings by rule and severity, for summaries.
+pub fn by_rule<'a>(
+    records: impl Iterator<Item = &'a FindingRecord>,
+) -> BTreeMap<&'static str, Totals> {
+    let mut out: BTreeMap<&'static str, Totals> = BTreeMap::new();
+    for r in records {
+        out.entry(r.rule).or_default().count(r.severity);
     }
     out
 }

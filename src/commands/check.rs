@@ -1,0 +1,279 @@
+//! `rewind check [PATH…]`: gate CI on recorded sessions.
+//!
+//! Walks files, folders and glob patterns (respecting `.gitignore`), recognises each file's
+//! format, skips what is not a recording, diagnoses the rest in parallel on every core, and prints
+//! them in a stable order with a summary. Reads `rewind.toml` (found upward from the working
+//! directory); flags override it. Exit status: 0 clean, 1 findings at or above `--fail-on`,
+//! 2 when an input could not be read or the configuration is wrong.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+use super::{make_printer, print_error};
+use crate::cli::ExitStatus;
+use crate::config::{self, Flags, Policy};
+use crate::diagnostic::Severity;
+use crate::error::RewindError;
+use crate::ingest::{self, DetectError};
+use crate::pipeline;
+use crate::report::human::{Renderer, Summary};
+use crate::report::{OutputFormat, RunSummary, Totals, UnitOutput};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files, folders or glob patterns to check (default: the current directory).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub format: OutputFormat,
+
+    /// Exit with status 1 when a finding has this severity or a higher one [default: error].
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<Severity>,
+
+    /// Exit 0 even when there are findings (still 2 when an input cannot be read).
+    #[arg(long)]
+    pub exit_zero: bool,
+
+    /// Run only these rules (comma-separated or repeated); replaces `select` of rewind.toml.
+    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    pub select: Vec<String>,
+
+    /// Skip these rules (comma-separated or repeated); added to `ignore` of rewind.toml.
+    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    pub ignore: Vec<String>,
+
+    /// Change a rule's severity, e.g. `--severity session-error=info` (repeatable).
+    #[arg(long, value_name = "RULE=SEVERITY", value_parser = parse_severity)]
+    pub severity: Vec<(String, Severity)>,
+
+    /// Use this configuration file instead of looking for rewind.toml.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+
+    /// Ignore any rewind.toml.
+    #[arg(long)]
+    pub no_config: bool,
+
+    /// Report only findings that are not in this baseline.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+
+    /// Record every current finding in this baseline file, then exit 0.
+    #[arg(long, value_name = "FILE", conflicts_with = "baseline")]
+    pub write_baseline: Option<PathBuf>,
+
+    /// Diagnose files on this many threads [default: all cores].
+    #[arg(long, short = 'j', value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// List the files skipped because they are not recordings.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+fn parse_severity(s: &str) -> Result<(String, Severity), String> {
+    let (rule, level) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected RULE=SEVERITY, got `{s}`"))?;
+    let sev = match level {
+        "error" => Severity::Error,
+        "warning" => Severity::Warning,
+        "info" => Severity::Info,
+        other => {
+            return Err(format!(
+                "unknown severity `{other}` (error, warning or info)"
+            ));
+        }
+    };
+    Ok((rule.to_owned(), sev))
+}
+
+/// What happened to one file.
+enum Outcome {
+    Checked(Vec<UnitOutput>),
+    Skipped(String),
+    Failed(String),
+}
+
+/// Detection failures that mean "not a recording" rather than "broken recording".
+fn not_a_recording(e: &RewindError) -> Option<String> {
+    match e {
+        RewindError::Detect(
+            d @ (DetectError::Unknown { .. }
+            | DetectError::Empty { .. }
+            | DetectError::Binary { .. }
+            | DetectError::InvalidUtf8 { .. }),
+        ) => Some(match d {
+            DetectError::Unknown { .. } => "not a recording".to_owned(),
+            DetectError::Empty { .. } => "empty".to_owned(),
+            DetectError::Binary { .. } => "binary".to_owned(),
+            _ => "not UTF-8 text".to_owned(),
+        }),
+        RewindError::Unsupported { format, .. } => {
+            Some(format!("{} (not supported yet)", format.describe()))
+        }
+        _ => None,
+    }
+}
+
+pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let config_path = match (&args.config, args.no_config) {
+        (Some(p), _) => Some(p.clone()),
+        (None, true) => None,
+        (None, false) => config::find(&cwd),
+    };
+    let policy = Policy::new(
+        config_path.as_deref(),
+        &Flags {
+            select: args.select.clone(),
+            ignore: args.ignore.clone(),
+            fail_on: args.fail_on,
+            severity: args.severity.clone(),
+        },
+    )?;
+    let baseline_path = if args.write_baseline.is_some() {
+        None
+    } else {
+        args.baseline.clone().or_else(|| policy.baseline.clone())
+    };
+    let baseline: Option<HashSet<String>> = baseline_path
+        .as_deref()
+        .map(crate::baseline::read)
+        .transpose()?;
+
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    let found = crate::discover::discover(&paths);
+    let mut files: Vec<(PathBuf, bool)> = found
+        .explicit
+        .into_iter()
+        .map(|p| (p, true))
+        .chain(found.walked.into_iter().map(|p| (p, false)))
+        .filter(|(p, _)| !policy.excluded(p))
+        .collect();
+    files.dedup_by(|a, b| a.0 == b.0);
+
+    let renderer = (args.format == OutputFormat::Human).then(|| Renderer::new(color));
+    let diagnose_one = |path: &PathBuf, explicit: bool| -> Outcome {
+        let format = match ingest::detect(path) {
+            Ok(f) => f,
+            Err(e) => {
+                let e = RewindError::from(e);
+                return match not_a_recording(&e) {
+                    Some(why) if !explicit => Outcome::Skipped(why),
+                    _ => Outcome::Failed(e.to_string()),
+                };
+            }
+        };
+        let file_policy = policy.for_path(path);
+        let mut units = Vec::new();
+        let result = pipeline::diagnose_file(
+            path,
+            Some(format),
+            &file_policy,
+            baseline.as_ref(),
+            renderer.as_ref(),
+            &mut |unit| {
+                units.push(unit);
+                Ok(())
+            },
+        );
+        match result {
+            Ok(()) => Outcome::Checked(units),
+            Err(e) => match not_a_recording(&e) {
+                Some(why) if !explicit => Outcome::Skipped(why),
+                _ => Outcome::Failed(e.to_string()),
+            },
+        }
+    };
+    let threads = args.threads.unwrap_or(0);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| RewindError::Usage(format!("cannot start worker threads: {e}")))?;
+    let outcomes: Vec<Outcome> = pool.install(|| {
+        files
+            .par_iter()
+            .map(|(path, explicit)| diagnose_one(path, *explicit))
+            .collect()
+    });
+
+    let mut printer = make_printer(
+        args.format,
+        color,
+        Summary::Rules,
+        policy.help_uri_base.clone(),
+    );
+    let mut run = RunSummary {
+        fail_on: Some(policy.fail_on),
+        verbose: args.verbose,
+        ..RunSummary::default()
+    };
+    for (arg, why) in &found.missing {
+        let e = RewindError::Usage(format!("`{arg}`: {why}"));
+        print_error(&e, color);
+        run.errors.push((arg.clone(), why.clone()));
+    }
+    let mut totals = Totals::default();
+    let mut all_records = Vec::new();
+    let io = |e: std::io::Error| RewindError::Output(e);
+    for ((path, _), outcome) in files.iter().zip(outcomes) {
+        let shown = crate::report::record::display_path(path);
+        match outcome {
+            Outcome::Checked(units) => {
+                run.files_checked += 1;
+                for unit in &units {
+                    totals.merge(Totals::of(&unit.records));
+                    if args.write_baseline.is_some() {
+                        all_records.extend(unit.records.iter().cloned());
+                    }
+                    match printer.unit(unit) {
+                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                            return Ok(ExitStatus::Clean);
+                        }
+                        other => other.map_err(io)?,
+                    }
+                }
+            }
+            Outcome::Skipped(why) => run.files_skipped.push((shown, why)),
+            Outcome::Failed(error) => {
+                print_error(&RewindError::Usage(error.clone()), color);
+                run.errors.push((shown, error));
+            }
+        }
+    }
+    match printer.finish(&run) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Clean),
+        other => other.map_err(io)?,
+    }
+    if let Some(path) = &args.write_baseline {
+        crate::baseline::write(path, &all_records)?;
+        eprintln!(
+            "wrote {} finding{} to the baseline {}",
+            all_records.len(),
+            if all_records.len() == 1 { "" } else { "s" },
+            path.display()
+        );
+        return Ok(if run.errors.is_empty() {
+            ExitStatus::Clean
+        } else {
+            ExitStatus::Error
+        });
+    }
+    Ok(if !run.errors.is_empty() {
+        ExitStatus::Error
+    } else if totals.fails(policy.fail_on) && !args.exit_zero {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    })
+}

@@ -1,0 +1,123 @@
+//! Finding the recordings to check: files, folders (walked like ripgrep walks them: `.gitignore`
+//! and `.ignore` respected, hidden files skipped) and glob patterns (`'recordings/**/*.sse'`).
+
+use std::path::{Path, PathBuf};
+
+use globset::Glob;
+use ignore::WalkBuilder;
+
+/// What discovery found.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Files named explicitly: errors about them are errors.
+    pub explicit: Vec<PathBuf>,
+    /// Files found by walking: those that are not recordings are skipped.
+    pub walked: Vec<PathBuf>,
+    /// Arguments that matched nothing: (argument, why).
+    pub missing: Vec<(String, String)>,
+}
+
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+fn walker(root: &Path) -> ignore::Walk {
+    WalkBuilder::new(root)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_path(|a, b| a.cmp(b))
+        .build()
+}
+
+/// Expands `args` into files.
+pub fn discover(args: &[PathBuf]) -> Found {
+    let mut found = Found::default();
+    for arg in args {
+        let text = arg.to_string_lossy();
+        if is_glob(&text) && !arg.exists() {
+            // Walk from the longest literal prefix and keep what the pattern matches.
+            let literal: PathBuf = arg
+                .components()
+                .take_while(|c| !is_glob(&c.as_os_str().to_string_lossy()))
+                .collect();
+            let root = if literal.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                literal
+            };
+            let matcher = match Glob::new(&text) {
+                Ok(g) => g.compile_matcher(),
+                Err(e) => {
+                    found
+                        .missing
+                        .push((text.into_owned(), format!("bad pattern: {e}")));
+                    continue;
+                }
+            };
+            let before = found.walked.len();
+            for entry in walker(&root).flatten() {
+                let p = entry.path();
+                let shown = p.strip_prefix("./").unwrap_or(p);
+                if entry.file_type().is_some_and(|t| t.is_file()) && matcher.is_match(shown) {
+                    found.walked.push(shown.to_path_buf());
+                }
+            }
+            if found.walked.len() == before {
+                found
+                    .missing
+                    .push((text.into_owned(), "no file matches this pattern".into()));
+            }
+            continue;
+        }
+        match std::fs::metadata(arg) {
+            Err(e) => found.missing.push((text.into_owned(), e.to_string())),
+            Ok(m) if m.is_dir() => {
+                for entry in walker(arg).flatten() {
+                    if entry.file_type().is_some_and(|t| t.is_file()) {
+                        found.walked.push(entry.into_path());
+                    }
+                }
+            }
+            Ok(_) => found.explicit.push(arg.clone()),
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_folders_respecting_gitignore_and_globs() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("rec/sub")).unwrap();
+        std::fs::create_dir_all(d.join("rec/.hidden")).unwrap();
+        for f in [
+            "rec/a.sse",
+            "rec/sub/b.log",
+            "rec/skip.log",
+            "rec/.hidden/c.sse",
+        ] {
+            std::fs::write(d.join(f), "data: {}\n\n").unwrap();
+        }
+        std::fs::write(d.join("rec/.gitignore"), "skip.log\n").unwrap();
+        let found = discover(&[d.join("rec")]);
+        let names: Vec<String> = found
+            .walked
+            .iter()
+            .map(|p| p.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["rec/a.sse", "rec/sub/b.log"]);
+
+        let pattern = d.join("rec/**/*.log");
+        let found = discover(&[pattern]);
+        assert_eq!(found.walked.len(), 1);
+        assert!(found.walked[0].ends_with("sub/b.log"));
+
+        let found = discover(&[d.join("nope"), d.join("rec/a.sse")]);
+        assert_eq!(found.missing.len(), 1);
+        assert_eq!(found.explicit.len(), 1);
+    }
+}

@@ -1,0 +1,136 @@
+//! JUnit XML: one test case per recording. A recording with findings at or above `--fail-on`
+//! fails (the failure lists them); one rewind could not read is an error.
+
+use std::io::{self, Write};
+
+use super::record::FindingRecord;
+use super::{Printer, RunSummary, Totals, UnitOutput};
+
+/// Escapes text for XML 1.0 (characters XML cannot carry are dropped).
+pub fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+struct Case {
+    file: String,
+    format: crate::ingest::Format,
+    records: Vec<FindingRecord>,
+}
+
+pub struct JunitPrinter<W: Write> {
+    out: W,
+    cases: Vec<Case>,
+}
+
+impl<W: Write> JunitPrinter<W> {
+    pub fn new(out: W) -> Self {
+        Self {
+            out,
+            cases: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> Printer for JunitPrinter<W> {
+    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+        match self.cases.iter_mut().find(|c| c.file == unit.file) {
+            Some(c) => c.records.extend(unit.records.iter().cloned()),
+            None => self.cases.push(Case {
+                file: unit.file.clone(),
+                format: unit.format,
+                records: unit.records.clone(),
+            }),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, run: &RunSummary) -> io::Result<()> {
+        let fail_on = run.fail_on.unwrap_or(crate::diagnostic::Severity::Error);
+        let failures = self
+            .cases
+            .iter()
+            .filter(|c| Totals::of(&c.records).fails(fail_on))
+            .count();
+        let tests = self.cases.len() + run.errors.len();
+        let errors = run.errors.len();
+        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+        x.push_str(&format!(
+            "<testsuites name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n"
+        ));
+        x.push_str(&format!(
+            "  <testsuite name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\">\n"
+        ));
+        for c in &self.cases {
+            let totals = Totals::of(&c.records);
+            x.push_str(&format!(
+                "    <testcase name=\"{}\" classname=\"rewind.{}\">\n",
+                xml_escape(&c.file),
+                serde_json::to_value(c.format)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            ));
+            if totals.fails(fail_on) {
+                let mut body = String::new();
+                for r in &c.records {
+                    let at = match (r.line, r.column, &r.locator) {
+                        (Some(l), Some(col), _) => format!("{}:{l}:{col}", c.file),
+                        (_, _, Some(loc)) => format!("{} › {loc}", c.file),
+                        _ => c.file.clone(),
+                    };
+                    body.push_str(&format!(
+                        "{} [{}] {at}: {}\n",
+                        r.severity, r.rule, r.message
+                    ));
+                }
+                x.push_str(&format!(
+                    "      <failure message=\"{}\" type=\"rewind\">{}</failure>\n",
+                    xml_escape(&totals.words()),
+                    xml_escape(&body)
+                ));
+            } else if totals.total() > 0 {
+                x.push_str(&format!(
+                    "      <system-out>{}</system-out>\n",
+                    xml_escape(&totals.words())
+                ));
+            }
+            x.push_str("    </testcase>\n");
+        }
+        for (file, error) in &run.errors {
+            x.push_str(&format!(
+                "    <testcase name=\"{}\" classname=\"rewind.unreadable\">\n      <error message=\"{}\" type=\"rewind\"/>\n    </testcase>\n",
+                xml_escape(file),
+                xml_escape(error)
+            ));
+        }
+        x.push_str("  </testsuite>\n</testsuites>\n");
+        self.out.write_all(x.as_bytes())?;
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_drops_controls() {
+        assert_eq!(
+            xml_escape("a<b>&\"c'\u{1b}d\n"),
+            "a&lt;b&gt;&amp;&quot;c&apos;d\n"
+        );
+    }
+}

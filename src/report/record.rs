@@ -1,0 +1,251 @@
+//! Findings resolved for machine output: positions computed, ids flattened, and a stable
+//! fingerprint. Every machine format (JSON, JSON Lines, SARIF, GitHub, JUnit) and baselines are
+//! built from these records.
+
+use std::io::{Read, Seek, SeekFrom};
+
+use serde::Serialize;
+
+use super::Located;
+use crate::diagnostic::{Finding, Ids, Label, Severity};
+use crate::source::{SourceKind, SourceMap, Span};
+
+/// A byte range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct SpanRecord {
+    pub offset: u64,
+    pub length: u64,
+}
+
+/// A place: the file, and either line/column (files) or a locator (rows rendered by rewind).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LabelRecord {
+    pub message: String,
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locator: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_column: Option<u64>,
+    pub span: SpanRecord,
+}
+
+/// A finding ready for machine output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FindingRecord {
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locator: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_column: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span: Option<SpanRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(flatten)]
+    pub ids: Ids,
+    pub related: Vec<LabelRecord>,
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+    /// Stable across runs and unrelated edits of the input (see [`fingerprints`]).
+    pub fingerprint: String,
+}
+
+/// A path as shown in machine output: relative to the working directory when it is under it,
+/// with `/` separators and no leading `./`.
+pub fn display_path(path: &std::path::Path) -> String {
+    let rel = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(&cwd).ok().map(|p| p.to_path_buf()))
+        .unwrap_or_else(|| path.to_path_buf());
+    let s = rel.to_string_lossy().replace('\\', "/");
+    s.strip_prefix("./").map(str::to_owned).unwrap_or(s)
+}
+
+fn label_record(sources: &SourceMap, located: &Located, label: &Label) -> LabelRecord {
+    let mut rec = LabelRecord {
+        message: label.text.clone(),
+        file: String::new(),
+        locator: None,
+        line: None,
+        column: None,
+        end_line: None,
+        end_column: None,
+        span: SpanRecord {
+            offset: label.span.offset,
+            length: label.span.len,
+        },
+    };
+    if let Some(source) = sources.get(label.span.file) {
+        rec.file = display_path(&source.path);
+        match &source.kind {
+            // Rows rendered by rewind: no line numbers of a file that does not have them.
+            SourceKind::Virtual { locator, .. } => rec.locator = Some(locator.clone()),
+            SourceKind::File => {
+                if let Some(r) = located.get(&label.span) {
+                    rec.line = Some(r.start.line);
+                    rec.column = Some(r.start.column);
+                    rec.end_line = Some(r.end.line);
+                    rec.end_column = Some(r.end.column);
+                }
+            }
+        }
+    }
+    rec
+}
+
+/// Records for `findings` (in order), with fingerprints.
+pub fn records(sources: &SourceMap, located: &Located, findings: &[Finding]) -> Vec<FindingRecord> {
+    let mut out: Vec<FindingRecord> = findings
+        .iter()
+        .map(|f| {
+            let at = f
+                .primary
+                .as_ref()
+                .map(|p| label_record(sources, located, p));
+            FindingRecord {
+                rule: f.rule,
+                severity: f.severity,
+                message: f.message.clone(),
+                file: at.as_ref().map(|a| a.file.clone()),
+                locator: at.as_ref().and_then(|a| a.locator.clone()),
+                line: at.as_ref().and_then(|a| a.line),
+                column: at.as_ref().and_then(|a| a.column),
+                end_line: at.as_ref().and_then(|a| a.end_line),
+                end_column: at.as_ref().and_then(|a| a.end_column),
+                span: at.as_ref().map(|a| a.span),
+                label: f.primary.as_ref().map(|p| p.text.clone()),
+                ids: f.ids.clone(),
+                related: f
+                    .related
+                    .iter()
+                    .map(|l| label_record(sources, located, l))
+                    .collect(),
+                notes: f.notes.clone(),
+                help: f.help.clone(),
+                fingerprint: String::new(),
+            }
+        })
+        .collect();
+    let prints = fingerprints(sources, findings);
+    for (rec, fp) in out.iter_mut().zip(prints) {
+        rec.fingerprint = fp;
+    }
+    out
+}
+
+/// FNV-1a, 64 bits: a stable hash (std's hasher is not stable across releases).
+fn fnv(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.iter().chain(std::iter::once(&0xff)) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The bytes a span covers (at most 4 KiB), read from the source.
+fn span_bytes(sources: &SourceMap, span: &Span) -> Vec<u8> {
+    let Some(source) = sources.get(span.file) else {
+        return Vec::new();
+    };
+    let len = span.len.min(4096) as usize;
+    match &source.kind {
+        SourceKind::Virtual { text, .. } => text
+            .as_bytes()
+            .get(span.offset as usize..span.offset as usize + len)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default(),
+        SourceKind::File => {
+            let mut buf = vec![0; len];
+            let read = std::fs::File::open(&source.path).and_then(|mut f| {
+                f.seek(SeekFrom::Start(span.offset))?;
+                f.read_exact(&mut buf)
+            });
+            if read.is_ok() { buf } else { Vec::new() }
+        }
+    }
+}
+
+/// Stable fingerprints: the rule and the session/message/part/call ids when the finding has them,
+/// otherwise the rule, the file and the bytes the finding points at (plus an occurrence number
+/// for identical ones). No line numbers: a fingerprint survives edits elsewhere in the file.
+pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
+    let mut seen: Vec<u64> = Vec::new();
+    findings
+        .iter()
+        .map(|f| {
+            let ids = &f.ids;
+            let id = |o: &Option<String>| o.clone().unwrap_or_default();
+            let content = f
+                .primary
+                .as_ref()
+                .map(|p| span_bytes(sources, &p.span))
+                .unwrap_or_default();
+            let has_ids =
+                ids.part_id.is_some() || ids.message_id.is_some() || ids.call_id.is_some();
+            let base = if has_ids {
+                fnv(&[
+                    f.rule.as_bytes(),
+                    id(&ids.session_id).as_bytes(),
+                    id(&ids.message_id).as_bytes(),
+                    id(&ids.part_id).as_bytes(),
+                    id(&ids.call_id).as_bytes(),
+                ])
+            } else {
+                let file = f
+                    .primary
+                    .as_ref()
+                    .and_then(|p| sources.get(p.span.file))
+                    .map(|s| display_path(&s.path))
+                    .unwrap_or_default();
+                fnv(&[
+                    f.rule.as_bytes(),
+                    id(&ids.session_id).as_bytes(),
+                    file.as_bytes(),
+                    &content,
+                ])
+            };
+            let n = seen.iter().filter(|h| **h == base).count();
+            seen.push(base);
+            format!("{:016x}", fnv(&[&base.to_le_bytes(), &n.to_le_bytes()]))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_is_stable() {
+        // Pinned: a changed value would invalidate every baseline users have written.
+        assert_eq!(fnv(&[b"rule", b"id"]), 0x922f_632b_1fcd_db22);
+        assert_ne!(fnv(&[b"ab", b"c"]), fnv(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn paths_are_relative_and_slashed() {
+        assert_eq!(display_path(std::path::Path::new("./a/b.log")), "a/b.log");
+        let cwd = std::env::current_dir().unwrap_or_default();
+        assert_eq!(display_path(&cwd.join("x/y.sse")), "x/y.sse");
+    }
+}
