@@ -228,7 +228,7 @@ impl State {
 
     fn apply_part(&mut self, seq: Seq, rec: &JsonRecord, session_id: Option<String>) {
         let raw = &rec.value["part"];
-        let capped_part = cap_strings(raw, MAX_KEPT_STRING);
+        let capped_part = slim(raw);
         let part = Part::from_value(&capped_part);
         let session_id = match part.session_id.as_str() {
             "" => session_id
@@ -321,6 +321,29 @@ impl State {
         self.message_index.insert(key, i);
         i
     }
+}
+
+/// What a log's part keeps in memory: what the checks read (ids, type, tool, call id, status,
+/// error, title, whether the input was empty), without tool inputs and outputs, metadata or file
+/// contents — so the model grows with the number of parts, not with what the tools printed. (The
+/// schema was checked on the full payload before this.)
+fn slim(part: &Value) -> Value {
+    let mut v = part.clone();
+    if let Some(state) = v.get_mut("state").and_then(Value::as_object_mut) {
+        for heavy in ["output", "metadata", "attachments", "raw"] {
+            state.remove(heavy);
+        }
+        // A non-empty input becomes `true`: `input_is_empty()` still answers right.
+        if let Some(input) = state.get_mut("input")
+            && input.as_object().is_some_and(|m| !m.is_empty())
+        {
+            *input = Value::Bool(true);
+        }
+    }
+    if let Some(obj) = v.as_object_mut() {
+        obj.remove("metadata");
+    }
+    cap_strings(&v, MAX_KEPT_STRING)
 }
 
 fn capped(s: &str, max: usize) -> String {
