@@ -394,7 +394,7 @@ pub struct MessageInfo {
 #[derive(Clone, Debug, PartialEq)]
 pub enum MessageBody {
     User(UserMessage),
-    Assistant(AssistantMessage),
+    Assistant(Box<AssistantMessage>),
     Unknown { role: Option<String> },
 }
 
@@ -439,7 +439,7 @@ impl MessageInfo {
         let role = v.get("role").and_then(Value::as_str);
         let body = match role {
             Some("user") => deser(v).map(MessageBody::User),
-            Some("assistant") => deser(v).map(MessageBody::Assistant),
+            Some("assistant") => deser(v).map(|a| MessageBody::Assistant(Box::new(a))),
             _ => None,
         }
         .unwrap_or_else(|| MessageBody::Unknown {
@@ -454,7 +454,7 @@ impl MessageInfo {
 
     pub fn assistant(&self) -> Option<&AssistantMessage> {
         match &self.body {
-            MessageBody::Assistant(a) => Some(a),
+            MessageBody::Assistant(a) => Some(a.as_ref()),
             _ => None,
         }
     }
