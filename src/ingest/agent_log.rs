@@ -222,7 +222,7 @@ impl<R: BufRead> AgentLogReader<R> {
         let mut at = at;
         if let Some(open) = &self.open
             && !open.lexer.in_string()
-            && breaks_value(content, open.lexer.depth())
+            && breaks_value(content, &open.text)
         {
             self.abort_open(format!(
                 "this JSON object is cut off: a line that cannot continue it starts at byte {at}"
@@ -424,11 +424,15 @@ fn push_piece(open: &mut Open, piece: &[u8], at: u64) {
     open.end = at + piece.len() as u64;
 }
 
-/// Whether a line cannot be the continuation of a value open at `depth` (outside a string).
-fn breaks_value(content: &[u8], depth: u32) -> bool {
-    // A new top-level object starts at column 0 while the previous one is still open.
-    if depth > 0 && content.first() == Some(&b'{') {
-        return true;
+/// Whether a line cannot continue the value whose text so far is `open` (outside a string).
+fn breaks_value(content: &[u8], open: &str) -> bool {
+    if content.first() == Some(&b'{') {
+        // A pretty-printed top-level object starts with `{` alone on its line; nested ones are
+        // indented. A `{` at column 0 can only continue the value if the wrapper split a compact
+        // line right where a value was expected (after `:`, `,` or `[`).
+        let alone = content.iter().skip(1).all(u8::is_ascii_whitespace);
+        let expects_value = matches!(open.trim_end().as_bytes().last(), Some(b':' | b',' | b'['));
+        return alone || !expects_value;
     }
     match content.iter().find(|c| !c.is_ascii_whitespace()) {
         None => false,
@@ -577,6 +581,18 @@ mod tests {
         let (recs, stats) = read(&log);
         assert_eq!(stats.undecodable, 1);
         assert_eq!(jsons(&recs)[0].value["type"], "ok");
+    }
+
+    #[test]
+    fn compact_line_split_before_a_nested_object_is_rejoined() {
+        let log = format!(
+            "{P}{{\"type\":\"tool_use\",\"part\":\n{P}{{\"id\":\"prt_1\",\"state\":{{\"status\":\"running\"}}}}}}\n{P}{{\"type\":\"next\"}}\n"
+        );
+        let (recs, stats) = read(&log);
+        let js = jsons(&recs);
+        assert_eq!(stats.undecodable, 0, "{recs:?}");
+        assert_eq!(js[0].value["part"]["id"], "prt_1");
+        assert_eq!(js[1].value["type"], "next");
     }
 
     #[test]
