@@ -5,7 +5,11 @@
 //! an object is a tool update or a crash is the job of `replay`.
 
 pub mod agent_log;
+pub mod capture;
 pub mod json_scan;
+pub mod json_stream;
+pub mod json_string;
+pub mod sse;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -25,6 +29,14 @@ pub enum IngestError {
     InvalidUtf8 { offset: u64, line: u64 },
     #[error("binary data (a NUL byte) at byte {offset} (line {line})")]
     Binary { offset: u64, line: u64 },
+    #[error("a line longer than {} MiB at byte {offset} (line {line})", max >> 20)]
+    LineTooLong { offset: u64, line: u64, max: usize },
+    #[error("invalid JSON at byte {offset} (line {line}): {reason}")]
+    InvalidJson {
+        offset: u64,
+        line: u64,
+        reason: String,
+    },
 }
 
 /// Why a file could not be recognised or opened.
