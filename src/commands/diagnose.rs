@@ -7,7 +7,9 @@ use super::{human_stdout, print_error};
 use crate::cli::ExitStatus;
 use crate::diagnostic::Severity;
 use crate::error::RewindError;
+use crate::ingest::Format;
 use crate::pipeline::{self, Options, Selection};
+use crate::replay::stream::Profile;
 use crate::report::json::JsonPrinter;
 use crate::report::{OutputFormat, Printer};
 use crate::source::SourceMap;
@@ -37,6 +39,15 @@ pub struct Args {
     /// Do not print the per-session summary table.
     #[arg(long)]
     pub no_summary: bool,
+
+    /// Read the files as this kind of input instead of recognising it from their content.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub input: Option<Format>,
+
+    /// Stream captures: the processor to replay them with (what `opencode` or the fixed processor
+    /// would have done differently is reported too).
+    #[arg(long, value_enum, default_value_t = Profile::OpencodeFixed, value_name = "PROFILE")]
+    pub processor: Profile,
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
@@ -45,6 +56,9 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             select: args.select,
             ignore: args.ignore,
         },
+        input: args.input,
+        profiles: vec![args.processor, pipeline::counterpart(args.processor)],
+        protocol: None,
     };
     options.selection.validate()?;
     let mut printer: Box<dyn Printer> = match args.format {

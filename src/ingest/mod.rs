@@ -9,6 +9,7 @@ pub mod capture;
 pub mod json_scan;
 pub mod json_stream;
 pub mod json_string;
+pub mod recording;
 pub mod sse;
 
 use std::fs::File;
@@ -63,7 +64,7 @@ pub enum DetectError {
 }
 
 /// Kinds of input rewind reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// link-assistant/agent or OpenCode JSON output, optionally under the solve.mjs wrapper.
@@ -203,7 +204,12 @@ fn sniff_json(text: &str, first_line: &str) -> Format {
         return Format::Har;
     }
     // A one-line JSON object: classify by its shape.
-    if let Ok(serde_json::Value::Object(obj)) = serde_json::from_str(first_line) {
+    let parsed = serde_json::from_str::<serde_json::Value>(first_line);
+    if parsed.is_err() && looks_like_provider_event(first_line) {
+        // A provider event cut short (a corrupt first line) is still a stream capture.
+        return Format::JsonLines;
+    }
+    if let Ok(serde_json::Value::Object(obj)) = parsed {
         let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
         let provider_event = obj.contains_key("choices")
             || obj.get("object").and_then(|o| o.as_str()) == Some("chat.completion.chunk")
@@ -225,6 +231,28 @@ fn sniff_json(text: &str, first_line: &str) -> Format {
     }
     // Pretty-printed objects: the agent's own output.
     Format::AgentLog
+}
+
+/// Whether a line that is not valid JSON starts like a provider stream event.
+fn looks_like_provider_event(line: &str) -> bool {
+    if line.contains("\"chat.completion.chunk\"") {
+        return true;
+    }
+    let Some(k) = line.find("\"type\"") else {
+        return false;
+    };
+    let rest = line[k + 6..].trim_start();
+    let Some(rest) = rest.strip_prefix(':').map(str::trim_start) else {
+        return false;
+    };
+    let Some(value) = rest.strip_prefix('"') else {
+        return false;
+    };
+    let ty: String = value.chars().take_while(|c| *c != '"').collect();
+    ty.starts_with("response.")
+        || ty.starts_with("message_")
+        || ty.starts_with("content_block_")
+        || (!ty.is_empty() && ty.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
 }
 
 #[cfg(test)]
@@ -272,6 +300,11 @@ mod tests {
             Some(Format::OpencodeExport)
         );
         assert_eq!(fmt(b"SQLite format 3\0rest").ok(), Some(Format::OpencodeDb));
+        // A corrupt first event is still a stream capture.
+        assert_eq!(
+            fmt(b"{\"type\":\"response.created\",\"response\":{\"id\":\"r\"}\n{\"type\":\"response.in_progress\"}\n").ok(),
+            Some(Format::JsonLines)
+        );
     }
 
     #[test]
