@@ -26,6 +26,9 @@ pub struct Cli {
 pub enum Command {
     /// Diagnose logs, captures or session stores and report every finding.
     Diagnose(commands::diagnose::Args),
+    /// Replay a stream capture through an agent's processor: the timeline, then the diagnosis;
+    /// `--compare P1 P2` shows where two processors' outcomes differ.
+    Replay(commands::replay::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
@@ -52,6 +55,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
     let color = cli.color.enabled();
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
+        Command::Replay(args) => commands::replay::run(args, color),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
     }

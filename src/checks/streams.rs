@@ -29,7 +29,7 @@ pub fn alternative_note(a: &Analysis, seq: Seq) -> Option<String> {
         let later: Vec<&str> = alt
             .differences
             .iter()
-            .filter(|(s, text)| *s >= seq && !text.starts_with("ends the session"))
+            .filter(|(s, _)| *s > seq)
             .map(|(_, t)| t.as_str())
             .collect();
         if !later.is_empty() {

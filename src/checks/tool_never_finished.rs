@@ -164,9 +164,14 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
                     .history
                     .first()
                     .map(|o| o.status_span.unwrap_or(o.span));
+                let when = if facts.outcome.failed_at().is_some() {
+                    "the processor stopped"
+                } else {
+                    "the stream ended"
+                };
                 let mut f = ToolNeverFinished::META
                     .finding(format!(
-                        "tool `{}` ({}) was `{before_cleanup}` when the processor stopped, and its cleanup closed it as \"{TOOL_ABORTED}\": {input}",
+                        "tool `{}` ({}) was `{before_cleanup}` when {when}, and the processor's cleanup closed it as \"{TOOL_ABORTED}\": {input}",
                         tool.tool, tool.call_id
                     ))
                     .at(first.unwrap_or(ev.span), format!("the tool call starts here ({before_cleanup})"))

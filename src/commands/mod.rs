@@ -2,6 +2,7 @@
 
 pub mod diagnose;
 pub mod explain;
+pub mod replay;
 pub mod rules;
 
 use crate::error::RewindError;

@@ -199,7 +199,7 @@ impl Opencode {
             self.outcome = StreamOutcome::Retrying {
                 seq: a.seq,
                 span: a.span,
-                error: format!("APIError: {}", info.message),
+                error: format!("APIError: {}", headline(&info.message)),
             };
             self.run = Run::Retrying;
             return;
@@ -226,10 +226,7 @@ impl Opencode {
         self.outcome = StreamOutcome::Failed {
             seq: a.seq,
             span: a.span,
-            error: format!(
-                "UnknownError: {}",
-                crate::session::first_line(&message, 160)
-            ),
+            error: format!("UnknownError: {}", headline(&message)),
         };
         self.run = Run::Stopped;
         self.stopped_event = Some(self.store.analysis.events.len());
@@ -574,4 +571,17 @@ fn zod_message(issues: &[schema::SchemaIssue]) -> String {
         })
         .collect();
     serde_json::to_string_pretty(&items).unwrap_or_default()
+}
+
+/// The first words of an error message: up to the quoted payload (`…: Text: {…}`), one line.
+pub fn headline(message: &str) -> String {
+    let cut = ["Text:", "Value:"]
+        .iter()
+        .filter_map(|m| message.find(m))
+        .min()
+        .map_or(message, |k| &message[..k]);
+    crate::session::first_line(
+        cut.trim_end().trim_end_matches(':').trim_end_matches('.'),
+        160,
+    )
 }
