@@ -120,7 +120,10 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
                 "`{profile}` drops the error of tool `{tool}` ({call_id}) at event {}: {reason}",
                 e.seq + 1
             ))
-            .at(e.span, "the tool's error arrives here and is dropped");
+            .at(
+                e.span.head(),
+                "the tool's error arrives here and is dropped",
+            );
         let mut ids = Ids::default().call(call_id.clone()).part(part_id.clone());
         if let Some((session, message, part)) = found {
             let state = part
