@@ -138,8 +138,24 @@ pub fn analyze_with(
         Format::AgentLog => {
             let file = sources.add_file(path);
             let reader = ingest::open(path)?;
-            let analysis = replay::agent_log::replay(reader, file).map_err(ingest_err)?;
-            each(sources, vec![analysis])
+            let mut analysis = replay::agent_log::replay(reader, file).map_err(ingest_err)?;
+            let embedded = std::mem::take(&mut analysis.embedded_streams);
+            each(sources, vec![analysis])?;
+            for (n, body) in embedded.into_iter().enumerate() {
+                let mut o = stream_options(format);
+                o.session_id = format!("http-stream-{}", n + 1);
+                o.hint = body.url.as_deref().and_then(protocol_of_url);
+                let units = replay::stream::replay_text(
+                    &body.text,
+                    Envelope::Sse,
+                    body.locator,
+                    o,
+                    body.cut,
+                )
+                .map_err(ingest_err)?;
+                each(sources, units)?;
+            }
+            Ok(())
         }
         Format::Sse | Format::JsonLines => {
             let file = sources.add_file(path);

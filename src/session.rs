@@ -37,6 +37,23 @@ pub struct Analysis {
     pub counts: BTreeMap<&'static str, u64>,
     /// For a replayed stream capture: the stream, and how the processor ended it.
     pub stream: Option<Box<StreamFacts>>,
+    /// Streams found inside this input (an agent log's verbose HTTP `bodyPreview`s), to replay as
+    /// units of their own.
+    pub embedded_streams: Vec<EmbeddedStream>,
+}
+
+/// A stream body found inside another input.
+#[derive(Debug, Clone)]
+pub struct EmbeddedStream {
+    /// What it is: `HTTP response body (stream) of call 3`.
+    pub label: String,
+    /// The decoded body (truncation marker removed).
+    pub text: String,
+    pub locator: crate::ingest::capture::Locator,
+    /// The logger cut the body.
+    pub cut: Option<BodyCut>,
+    /// The request URL, when the log gives it.
+    pub url: Option<String>,
 }
 
 impl Analysis {
@@ -51,6 +68,7 @@ impl Analysis {
             requests: Vec::new(),
             counts: BTreeMap::new(),
             stream: None,
+            embedded_streams: Vec::new(),
         }
     }
 

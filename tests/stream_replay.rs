@@ -251,3 +251,18 @@ fn snapshots_of_the_samples() {
         human(&["diagnose", "samples/har-streaming-response.har"])
     );
 }
+
+#[test]
+fn agent_log_body_preview_is_replayed_and_its_cut_is_said() {
+    let log = repo("tests/fixtures/agent-log-body-preview.log");
+    let (code, doc) = diagnose_json(&log, &[]);
+    assert_eq!(code, 0);
+    let f = findings(&doc);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "stream-truncated");
+    assert_eq!(f[0]["severity"], "info");
+    assert!(f[0]["message"].as_str().unwrap().contains("of 48213"));
+    assert!(span_text(&log, &f[0]).starts_with("... [truncated, total 48213 chars]"));
+    let sessions = doc["files"][0]["sessions"].to_string();
+    assert!(sessions.contains("http-stream-1"), "{sessions}");
+}

@@ -116,6 +116,10 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
     let Some(facts) = analysis.stream.as_deref() else {
         return;
     };
+    if facts.body_cut.is_some() {
+        // The capture stops where its logger cut it; the stream went on.
+        return;
+    }
     for (session, message, part) in analysis.parts() {
         let Some(tool) = part.part.tool() else {
             continue;

@@ -90,8 +90,9 @@ pub trait Processor {
     fn apply(&mut self, a: &Applied<'_>);
     /// Records a stream-level event.
     fn event(&mut self, seq: Seq, span: Span, kind: EventKind);
-    /// The stream ended after `total` events, the last at `last`.
-    fn finish(self: Box<Self>, last: (Seq, Span), total: u64) -> Analysis;
+    /// The stream ended after `total` events, the last at `last`; `cut`: the capture stops there
+    /// but the stream went on (a body its logger cut), so nothing is closed.
+    fn finish(self: Box<Self>, last: (Seq, Span), total: u64, cut: bool) -> Analysis;
 }
 
 fn processor(
@@ -608,7 +609,7 @@ impl StreamReplay {
             protocol_name = decoder.protocol().name().to_owned();
             expected = decoder.protocol().terminal_words().to_owned();
             open = decoder.open_at_end();
-            if !self.fatal {
+            if !self.fatal && self.cut.is_none() {
                 self.out.clear();
                 decoder.flush(&mut self.out);
                 let out = std::mem::take(&mut self.out);
@@ -633,10 +634,11 @@ impl StreamReplay {
             }
         }
         let total = self.events;
+        let cut = self.cut.is_some();
         let mut analyses: Vec<Analysis> = self
             .processors
             .into_iter()
-            .map(|p| p.finish(last, total))
+            .map(|p| p.finish(last, total, cut))
             .collect();
         for a in &mut analyses {
             a.schema_issues = self.schema_issues.clone();

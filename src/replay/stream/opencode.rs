@@ -474,8 +474,16 @@ impl Processor for Opencode {
         }
     }
 
-    fn finish(mut self: Box<Self>, last: (Seq, Span), total: u64) -> Analysis {
+    fn finish(mut self: Box<Self>, last: (Seq, Span), total: u64, cut: bool) -> Analysis {
         let (last_seq, last_span) = last;
+        if cut {
+            // The stream went on past the capture: nothing ended, nothing is cleaned up.
+            let mut analysis = self.store.analysis;
+            let facts = analysis.stream.get_or_insert_with(Default::default);
+            facts.profile = self.profile.name().into();
+            facts.outcome = self.outcome;
+            return analysis;
+        }
         let (at_seq, at_span) = self.threw.unwrap_or((last_seq, last_span));
         let threw = self.threw.is_some();
         let mut closed = Vec::new();

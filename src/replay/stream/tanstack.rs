@@ -316,9 +316,9 @@ impl Processor for Tanstack {
         }
     }
 
-    fn finish(mut self: Box<Self>, last: (Seq, Span), total: u64) -> Analysis {
+    fn finish(mut self: Box<Self>, last: (Seq, Span), total: u64, cut: bool) -> Analysis {
         let (seq, span) = last;
-        if !self.stopped {
+        if !self.stopped && !cut {
             self.complete_all(seq, span);
         }
         let mut awaiting = Vec::new();
