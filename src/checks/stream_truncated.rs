@@ -79,8 +79,11 @@ impl Check for StreamTruncated {
         };
         let mut finding = Self::META
             .finding(format!(
-                "the {} stream ends without its terminal event ({}) after {} events",
-                f.protocol, f.expected_terminal, f.events
+                "the {} stream ends without its terminal event ({}) after {} event{}",
+                f.protocol,
+                f.expected_terminal,
+                f.events,
+                if f.events == 1 { "" } else { "s" }
             ))
             .at(last, "the stream ends after this event");
         for (what, span) in &f.open_at_end {
