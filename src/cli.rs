@@ -28,6 +28,9 @@ pub enum Command {
     Diagnose(commands::diagnose::Args),
     /// Check recordings in CI: many files, rewind.toml, baselines, SARIF/GitHub/JUnit/JSON Lines.
     Check(commands::check::Args),
+    /// Replay a stream capture through an agent's processor: the timeline, then the diagnosis;
+    /// `--compare P1 P2` shows where two processors' outcomes differ.
+    Replay(commands::replay::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
@@ -55,6 +58,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Check(args) => commands::check::run(args, color),
+        Command::Replay(args) => commands::replay::run(args, color),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
     }

@@ -35,6 +35,25 @@ pub struct Analysis {
     pub requests: Vec<ModelRequest>,
     /// Counters shown by `-v` and in JSON output ("json objects", "rejoined splits", …).
     pub counts: BTreeMap<&'static str, u64>,
+    /// For a replayed stream capture: the stream, and how the processor ended it.
+    pub stream: Option<Box<StreamFacts>>,
+    /// Streams found inside this input (an agent log's verbose HTTP `bodyPreview`s), to replay as
+    /// units of their own.
+    pub embedded_streams: Vec<EmbeddedStream>,
+}
+
+/// A stream body found inside another input.
+#[derive(Debug, Clone)]
+pub struct EmbeddedStream {
+    /// What it is: `HTTP response body (stream) of call 3`.
+    pub label: String,
+    /// The decoded body (truncation marker removed).
+    pub text: String,
+    pub locator: crate::ingest::capture::Locator,
+    /// The logger cut the body.
+    pub cut: Option<BodyCut>,
+    /// The request URL, when the log gives it.
+    pub url: Option<String>,
 }
 
 impl Analysis {
@@ -48,6 +67,8 @@ impl Analysis {
             undecodable: Vec::new(),
             requests: Vec::new(),
             counts: BTreeMap::new(),
+            stream: None,
+            embedded_streams: Vec::new(),
         }
     }
 
@@ -227,6 +248,145 @@ pub enum EventKind {
     BusSessionError,
     /// The wrapper's own error classification (`{"type":"error","exitCode":…}`).
     WrapperError { error_type: String, message: String },
+    /// A stream event whose payload could not be decoded (not JSON, or not the protocol's shape).
+    StreamPayload(Box<PayloadProblem>),
+    /// The provider reported an error inside the stream (`overloaded_error`, `response.failed`,
+    /// `{"error":…}`, a UI `error` chunk, AG-UI `RUN_ERROR`).
+    StreamProviderError(ErrorInfo),
+    /// An event that breaks the protocol's order (a second `message_start`, a delta after its end,
+    /// an event after the terminal one, a tool error before its call).
+    StreamOutOfOrder {
+        problem: String,
+        /// Only a warning: the clients in use tolerate it.
+        benign: bool,
+        related: Vec<(Span, String)>,
+    },
+    /// The processor skipped this event and read on.
+    ProcessorSkipped { reason: String },
+    /// The processor ignored a tool's outcome (an error or result for a tool in the wrong state).
+    ProcessorDropped {
+        part_id: String,
+        call_id: String,
+        tool: String,
+        /// `tool-error`, `tool-result`.
+        what: String,
+        reason: String,
+    },
+    /// The processor stopped reading the stream here; `remaining` events were never processed.
+    ProcessorStopped { remaining: u64 },
+    /// The processor's cleanup closed these tool parts ("Tool execution aborted").
+    ProcessorCleanup { part_ids: Vec<String> },
+}
+
+/// What was wrong with one stream payload.
+#[derive(Debug, Clone)]
+pub struct PayloadProblem {
+    /// The parser's words (`expected `,` or `}` at line 1 column 32`), or the schema issue.
+    pub reason: String,
+    /// The payload is valid JSON but not the protocol's shape (a schema violation).
+    pub schema: bool,
+    /// Where the parser stopped.
+    pub at: Option<Span>,
+    /// The payload text (capped) and where it is.
+    pub payload: (String, Span),
+    /// Where a second event (`data:`/`event:`) or a second JSON value begins inside it.
+    pub embedded: Option<Span>,
+    /// The embedded text is a second JSON value, not an SSE field.
+    pub second_value: bool,
+    /// The event type its text starts with, when it can be read (`response.completed`).
+    pub looks_like: Option<String>,
+    /// It looks like the protocol's terminal event.
+    pub terminal: bool,
+}
+
+/// What rewind knows about a replayed stream.
+#[derive(Debug, Clone, Default)]
+pub struct StreamFacts {
+    /// The protocol, in words (`OpenAI Chat Completions`).
+    pub protocol: String,
+    /// The processor profile the parts were written with.
+    pub profile: String,
+    /// Provider events read.
+    pub events: u64,
+    /// The protocol's terminal event, when the stream has one (`[DONE]`, `message_stop`, …).
+    pub terminal: Option<(String, Span)>,
+    /// What the protocol's terminal event is, in words (for messages).
+    pub expected_terminal: String,
+    /// The last event.
+    pub last_event: Option<Span>,
+    /// The last event was still open when the input ended (no blank line after it).
+    pub unterminated_last: Option<Span>,
+    /// The body was cut by whoever logged it (an agent log's `bodyPreview`).
+    pub body_cut: Option<BodyCut>,
+    /// The finish reason the provider gave.
+    pub finish_reason: Option<String>,
+    /// Blocks, items or tool calls still open when the stream ended.
+    pub open_at_end: Vec<(String, Span)>,
+    /// Tool parts (ids) that asked for execution: the tool runs after the stream, so they are
+    /// complete as far as the stream goes.
+    pub awaiting_execution: Vec<String>,
+    pub outcome: StreamOutcome,
+    /// The processor's own state names for each tool part (TanStack's `input-complete`…), by
+    /// part id, when they differ from the stored statuses.
+    pub native_states: Vec<(String, Vec<(Seq, String)>)>,
+    /// What another profile (`opencode` when replaying with `opencode-fixed`) did differently.
+    pub alternative: Option<Alternative>,
+}
+
+/// A stream body cut by its logger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyCut {
+    pub kept: u64,
+    pub total: Option<u64>,
+    /// The truncation marker.
+    pub span: Span,
+}
+
+/// How the processor's run over a stream ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum StreamOutcome {
+    /// The processor reached the stream's finish.
+    Completed { finish: Option<String> },
+    /// The processor threw at event `seq` and the session stopped.
+    Failed { seq: Seq, span: Span, error: String },
+    /// The processor would retry (a new request, not in the capture).
+    Retrying { seq: Seq, span: Span, error: String },
+    /// The stream ended without a finish.
+    #[default]
+    Ended,
+}
+
+impl StreamOutcome {
+    /// In words: `completed (finish: tool-calls)`, `failed at event 5: …`.
+    pub fn words(&self) -> String {
+        match self {
+            StreamOutcome::Completed { finish: Some(f) } => format!("completed (finish: {f})"),
+            StreamOutcome::Completed { finish: None } => "completed".into(),
+            StreamOutcome::Failed { seq, error, .. } => {
+                format!("failed at event {}: {error}", seq + 1)
+            }
+            StreamOutcome::Retrying { seq, error, .. } => {
+                format!("would retry after event {}: {error}", seq + 1)
+            }
+            StreamOutcome::Ended => "ended without a finish".into(),
+        }
+    }
+
+    pub fn failed_at(&self) -> Option<Seq> {
+        match self {
+            StreamOutcome::Failed { seq, .. } | StreamOutcome::Retrying { seq, .. } => Some(*seq),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of the same stream under another profile.
+#[derive(Debug, Clone, Default)]
+pub struct Alternative {
+    pub profile: String,
+    pub outcome: StreamOutcome,
+    /// What the other profile did differently, by event: (seq, words).
+    pub differences: Vec<(Seq, String)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

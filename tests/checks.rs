@@ -52,6 +52,31 @@ const CASES: &[(&str, &str, &str)] = &[
         "tests/fixtures/checks/undecodable-record.log",
         "samples/clean-session.log",
     ),
+    (
+        "tool-use-without-result",
+        "tests/fixtures/checks/tool-use-without-result.json",
+        "tests/fixtures/checks/tool-pairing-ok.json",
+    ),
+    (
+        "sse-invalid-json",
+        "tests/fixtures/stream/invalid-json.sse",
+        "tests/fixtures/stream/healthy-chat.sse",
+    ),
+    (
+        "stream-truncated",
+        "tests/fixtures/stream/truncated.sse",
+        "tests/fixtures/stream/healthy-anthropic.sse",
+    ),
+    (
+        "stream-out-of-order",
+        "tests/fixtures/stream/out-of-order.sse",
+        "tests/fixtures/stream/healthy-anthropic.sse",
+    ),
+    (
+        "stream-provider-error",
+        "tests/fixtures/stream/provider-error.sse",
+        "tests/fixtures/stream/healthy-chat.sse",
+    ),
 ];
 
 fn rules_reported(path: &str) -> Vec<String> {
@@ -89,13 +114,6 @@ fn each_check_has_a_case() {
         .iter()
         .filter_map(|r| r["name"].as_str())
         .filter(|name| !CASES.iter().any(|(rule, _, _)| rule == name))
-        .filter(|name| !OTHER_TESTS.contains(name))
         .collect();
     assert!(missing.is_empty(), "checks without fixtures: {missing:?}");
 }
-
-/// Checks whose trigger/must-not fixtures live in another test file.
-const OTHER_TESTS: &[&str] = &[
-    // recorded request bodies: tests/corpus_sse.rs and the unit tests of reconstruct::provider
-    "tool-use-without-result",
-];

@@ -7,12 +7,17 @@
 //! never opens files and never prints.
 
 mod incidents;
+mod streams;
 
 mod schema_violation;
 mod session_error;
 mod sse_concatenated_events;
+mod sse_invalid_json;
 mod step_unclosed;
 mod stream_error_fatal;
+mod stream_out_of_order;
+mod stream_provider_error;
+mod stream_truncated;
 mod tool_error_dropped;
 mod tool_never_finished;
 mod tool_use_without_result;
@@ -105,6 +110,10 @@ pub static ALL: &[&dyn Check] = &[
     &sse_concatenated_events::SseConcatenatedEvents,
     &tool_use_without_result::ToolUseWithoutResult,
     &undecodable_record::UndecodableRecord,
+    &sse_invalid_json::SseInvalidJson,
+    &stream_truncated::StreamTruncated,
+    &stream_out_of_order::StreamOutOfOrder,
+    &stream_provider_error::StreamProviderError,
 ];
 
 /// The check called `name`.

@@ -60,6 +60,14 @@ impl Check for SchemaViolation {
                     _ => f.note(issue.to_string()),
                 };
             }
+            if analysis.stream.is_some() {
+                if let Some(r) = super::streams::reaction(analysis, payload.seq) {
+                    f = f.note(r);
+                }
+                if let Some(n) = super::streams::alternative_note(analysis, payload.seq) {
+                    f = f.note(n);
+                }
+            }
             let mut ids = Ids::default();
             ids.session_id.clone_from(&payload.session_id);
             ids.message_id.clone_from(&payload.message_id);

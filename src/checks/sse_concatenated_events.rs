@@ -37,6 +37,17 @@ impl Check for SseConcatenatedEvents {
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let mut seen: Vec<&str> = Vec::new();
+        for (seq, _, p) in super::streams::payload_problems(analysis) {
+            let Some(at) = p.embedded else {
+                continue;
+            };
+            let payload = p.payload.0.as_str();
+            if seen.contains(&payload) {
+                continue;
+            }
+            seen.push(payload);
+            out.push(stream_finding(analysis, seq, p, at));
+        }
         let candidates: Vec<(&Event, &ErrorInfo)> = analysis
             .events
             .iter()
@@ -91,6 +102,63 @@ impl Check for SseConcatenatedEvents {
             out.push(f);
         }
     }
+}
+
+/// A concatenation found in a stream payload.
+fn stream_finding(
+    analysis: &Analysis,
+    seq: crate::session::Seq,
+    p: &crate::session::PayloadProblem,
+    at: crate::source::Span,
+) -> Finding {
+    let payload = p.payload.0.as_str();
+    let session = analysis.sessions.first().map(|s| s.id.clone());
+    let mut f = if p.second_value {
+        SseConcatenatedEvents::META
+            .finding(format!(
+                "event {} holds two JSON values: a second one begins right after the first ends",
+                seq + 1
+            ))
+            .at(at, "the second JSON value starts here")
+            .help("two events were written as one (a missing blank line, or two `data:` lines joined); split at the value boundary or skip the event")
+    } else {
+        let cut = payload
+            .find("data:")
+            .into_iter()
+            .chain(payload.find("event:"))
+            .filter(|k| *k > 0)
+            .min()
+            .unwrap_or(0);
+        let (first, second) = payload.split_at(cut);
+        let inside = enclosing_key(first)
+            .map(|k| format!(" inside the first event's `{k}` value"))
+            .unwrap_or_default();
+        let second_short: String = second.chars().take(48).collect();
+        let field = &second[..second.find(':').map_or(0, |k| k + 1)];
+        let mut f = SseConcatenatedEvents::META
+            .finding(format!(
+                "a second SSE event begins inside event {}'s JSON: {first:?} (cut after {} bytes) is followed by {:?}…",
+                seq + 1,
+                first.len(),
+                second_short
+            ))
+            .at(at, format!("the next event's `{field}` starts here{inside}"))
+            .help("two events were concatenated on one line (a gateway wrote a partial event, then the next one); the client should skip the unparseable event and continue");
+        if let Some(gap) = created_gap(first, second) {
+            f = f.note(format!("the two fragments' `created` times differ by {gap} s: the second stream started later (a retry)"));
+        }
+        f
+    };
+    if let Some(r) = super::streams::reaction(analysis, seq) {
+        f = f.note(r);
+    }
+    if let Some(n) = super::streams::alternative_note(analysis, seq) {
+        f = f.note(n);
+    }
+    f.ids(Ids {
+        session_id: session,
+        ..Ids::default()
+    })
 }
 
 /// The key whose value the fragment was cut in: `{"id":"chatcmpl-jQugN` → `id`.

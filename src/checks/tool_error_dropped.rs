@@ -40,6 +40,10 @@ impl Check for ToolErrorDropped {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        if analysis.stream.is_some() {
+            stream_level(analysis, out);
+            return;
+        }
         for (session, message, part) in analysis.parts() {
             let Some(tool) = part.part.tool() else {
                 continue;
@@ -85,5 +89,69 @@ impl Check for ToolErrorDropped {
                 ),
             );
         }
+    }
+}
+
+/// In a replayed stream the processor's drops are known exactly: report each tool error it
+/// ignored, at the event that carried it.
+fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
+    let profile = analysis
+        .stream
+        .as_ref()
+        .map(|f| f.profile.clone())
+        .unwrap_or_default();
+    for e in &analysis.events {
+        let crate::session::EventKind::ProcessorDropped {
+            part_id,
+            call_id,
+            tool,
+            what,
+            reason,
+        } = &e.kind
+        else {
+            continue;
+        };
+        if what != "tool-error" {
+            continue;
+        }
+        let found = analysis.parts().find(|(_, _, p)| p.part.id == *part_id);
+        let mut f = ToolErrorDropped::META
+            .finding(format!(
+                "`{profile}` drops the error of tool `{tool}` ({call_id}) at event {}: {reason}",
+                e.seq + 1
+            ))
+            .at(
+                e.span.head(),
+                "the tool's error arrives here and is dropped",
+            );
+        let mut ids = Ids::default().call(call_id.clone()).part(part_id.clone());
+        if let Some((session, message, part)) = found {
+            let state = part
+                .part
+                .tool()
+                .map(|t| t.state.status().to_owned())
+                .unwrap_or_default();
+            let native = analysis
+                .stream
+                .as_ref()
+                .and_then(|f| f.native_states.iter().find(|(id, _)| id == part_id))
+                .and_then(|(_, h)| h.last().map(|(_, s)| s.clone()));
+            let shown = native.unwrap_or(state);
+            f = f.also(
+                part.status_span(),
+                format!("the tool part is left `{shown}`"),
+            );
+            let path = part.status_path();
+            if path.len() > 1 {
+                f = f.note(format!("status history: {}", path.join(" → ")));
+            }
+            ids = ids.session(session.id.clone()).message(message.id.clone());
+        }
+        if profile.starts_with("tanstack") {
+            f = f.help("upgrade TanStack AI to a version with PR #727 (`ToolCallState` gains `error`), or render tool state from the tool-result part");
+        } else {
+            f = f.help("apply tool errors to `pending` tools too (PR #16751 layer 1); the model never learns what went wrong otherwise");
+        }
+        out.push(f.ids(ids));
     }
 }

@@ -40,6 +40,10 @@ impl Check for ToolNeverFinished {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        if analysis.stream.is_some() {
+            stream_level(analysis, out);
+            return;
+        }
         for (session, message, part) in analysis.parts() {
             let Some(tool) = part.part.tool() else {
                 continue;
@@ -101,5 +105,96 @@ impl Check for ToolNeverFinished {
             }
             out.push(f.ids(ids));
         }
+    }
+}
+
+/// In a replayed stream: tools left open when the stream ended, and tools the processor's cleanup
+/// closed after it stopped. A tool that asked for execution in a stream that ended normally is
+/// complete (the tool runs after the stream), and one whose error was dropped is
+/// `tool-error-dropped`'s.
+fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
+    let Some(facts) = analysis.stream.as_deref() else {
+        return;
+    };
+    if facts.body_cut.is_some() {
+        // The capture stops where its logger cut it; the stream went on.
+        return;
+    }
+    for (session, message, part) in analysis.parts() {
+        let Some(tool) = part.part.tool() else {
+            continue;
+        };
+        let id = &part.part.id;
+        if facts.awaiting_execution.contains(id) || super::streams::dropped_error(analysis, id) {
+            continue;
+        }
+        let ids = Ids::default()
+            .session(session.id.clone())
+            .message(message.id.clone())
+            .part(id.clone())
+            .call(tool.call_id.clone());
+        let path = part.status_path();
+        let cleanup = super::streams::closed_by_cleanup(analysis, id);
+        let before_cleanup = path
+            .iter()
+            .rev()
+            .find(|s| **s != "error")
+            .copied()
+            .unwrap_or("pending");
+        let mut f = match (&tool.state, cleanup) {
+            (ToolState::Pending(_) | ToolState::Running(_), _) => ToolNeverFinished::META
+                .finding(format!(
+                    "tool `{}` ({}) was left `{}` when the stream ended: {}",
+                    tool.tool,
+                    tool.call_id,
+                    tool.state.status(),
+                    if matches!(tool.state, ToolState::Pending(_)) {
+                        "its input never completed"
+                    } else {
+                        "it never completed or errored"
+                    }
+                ))
+                .at(
+                    part.status_span().unwrap_or(part.history[0].span),
+                    format!("last write: `{}`", tool.state.status()),
+                ),
+            (ToolState::Error(_), Some(ev)) => {
+                let input = if before_cleanup == "pending" {
+                    "its input never completed"
+                } else {
+                    "its real result was never recorded"
+                };
+                let first = part
+                    .history
+                    .first()
+                    .map(|o| o.status_span.unwrap_or(o.span));
+                let when = if facts.outcome.failed_at().is_some() {
+                    "the processor stopped"
+                } else {
+                    "the stream ended"
+                };
+                let mut f = ToolNeverFinished::META
+                    .finding(format!(
+                        "tool `{}` ({}) was `{before_cleanup}` when {when}, and the processor's cleanup closed it as \"{TOOL_ABORTED}\": {input}",
+                        tool.tool, tool.call_id
+                    ))
+                    .at(first.unwrap_or(ev.span), format!("the tool call starts here ({before_cleanup})"))
+                    .also(Some(ev.span.head()), "the processor stopped here; cleanup closed the tool");
+                if before_cleanup == "running" {
+                    f = f.severity(Severity::Warning);
+                }
+                f
+            }
+            _ => continue,
+        };
+        if path.len() > 1 {
+            f = f.note(format!("status history: {}", path.join(" → ")));
+        }
+        for (what, span) in &facts.open_at_end {
+            if what.contains(tool.call_id.as_str()) {
+                f = f.also(Some(span.head()), what.clone());
+            }
+        }
+        out.push(f.help("the tool call never reached an outcome of its own; re-run it if its effect matters").ids(ids));
     }
 }

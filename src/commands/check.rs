@@ -175,10 +175,14 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             }
         };
         let file_policy = policy.for_path(path);
+        let options = pipeline::Options {
+            input: Some(format),
+            ..pipeline::Options::default()
+        };
         let mut units = Vec::new();
         let result = pipeline::diagnose_file(
             path,
-            Some(format),
+            &options,
             &file_policy,
             baseline.as_ref(),
             renderer.as_ref(),

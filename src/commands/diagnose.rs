@@ -8,7 +8,9 @@ use crate::cli::ExitStatus;
 use crate::config::{Flags, Policy};
 use crate::diagnostic::Severity;
 use crate::error::RewindError;
-use crate::pipeline;
+use crate::ingest::Format;
+use crate::pipeline::{self, Options};
+use crate::replay::stream::Profile;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals};
 
@@ -37,6 +39,15 @@ pub struct Args {
     /// Do not print the per-session summary table.
     #[arg(long)]
     pub no_summary: bool,
+
+    /// Read the files as this kind of input instead of recognising it from their content.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub input: Option<Format>,
+
+    /// Stream captures: the processor to replay them with (what `opencode` or the fixed processor
+    /// would have done differently is reported too).
+    #[arg(long, value_enum, default_value_t = Profile::OpencodeFixed, value_name = "PROFILE")]
+    pub processor: Profile,
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
@@ -49,6 +60,11 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             severity: Vec::new(),
         },
     )?;
+    let options = Options {
+        input: args.input,
+        profiles: vec![args.processor, pipeline::counterpart(args.processor)],
+        protocol: None,
+    };
     let summary = if args.no_summary {
         Summary::None
     } else {
@@ -65,7 +81,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         let file_policy = policy.for_path(file);
         let result = pipeline::diagnose_file(
             file,
-            None,
+            &options,
             &file_policy,
             None,
             renderer.as_ref(),

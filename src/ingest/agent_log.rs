@@ -60,6 +60,11 @@ pub struct JsonRecord {
 }
 
 impl JsonRecord {
+    /// Where each piece of `text` came from: `(offset in text, offset in file)`, ascending.
+    pub fn segments(&self) -> &[(usize, u64)] {
+        &self.segments
+    }
+
     /// The file span of `text[start..end]`.
     pub fn span_of(&self, start: usize, end: usize) -> Span {
         let from = self.file_offset(start);

@@ -5,7 +5,12 @@
 //! an object is a tool update or a crash is the job of `replay`.
 
 pub mod agent_log;
+pub mod capture;
 pub mod json_scan;
+pub mod json_stream;
+pub mod json_string;
+pub mod recording;
+pub mod sse;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -25,6 +30,14 @@ pub enum IngestError {
     InvalidUtf8 { offset: u64, line: u64 },
     #[error("binary data (a NUL byte) at byte {offset} (line {line})")]
     Binary { offset: u64, line: u64 },
+    #[error("a line longer than {} MiB at byte {offset} (line {line})", max >> 20)]
+    LineTooLong { offset: u64, line: u64, max: usize },
+    #[error("invalid JSON at byte {offset} (line {line}): {reason}")]
+    InvalidJson {
+        offset: u64,
+        line: u64,
+        reason: String,
+    },
 }
 
 /// Why a file could not be recognised or opened.
@@ -63,7 +76,7 @@ pub enum DetectError {
 }
 
 /// Kinds of input rewind reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// link-assistant/agent or OpenCode JSON output, optionally under the solve.mjs wrapper.
@@ -348,6 +361,11 @@ mod tests {
             Some(Format::OpencodeExport)
         );
         assert_eq!(fmt(b"SQLite format 3\0rest").ok(), Some(Format::OpencodeDb));
+        // A corrupt first event is still a stream capture.
+        assert_eq!(
+            fmt(b"{\"type\":\"response.created\",\"response\":{\"id\":\"r\"}\n{\"type\":\"response.in_progress\"}\n").ok(),
+            Some(Format::JsonLines)
+        );
     }
 
     #[test]

@@ -52,7 +52,7 @@ impl Union {
     }
 }
 
-const fn req(name: &'static str, ty: Ty) -> Field {
+pub const fn req(name: &'static str, ty: Ty) -> Field {
     Field {
         name,
         ty,
@@ -60,7 +60,7 @@ const fn req(name: &'static str, ty: Ty) -> Field {
     }
 }
 
-const fn opt(name: &'static str, ty: Ty) -> Field {
+pub const fn opt(name: &'static str, ty: Ty) -> Field {
     Field {
         name,
         ty,

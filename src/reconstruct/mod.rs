@@ -11,6 +11,7 @@
 //! SDK's `convertToModelMessages`).
 
 pub mod provider;
+pub mod request;
 
 use crate::source::Span;
 

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::{MAX_KEPT_STRING, cap_strings};
 use crate::ingest::agent_log::{AgentLogReader, JsonRecord, LogRecord};
+use crate::ingest::capture;
 use crate::ingest::json_scan::Seg;
 use crate::ingest::{Format, IngestError};
 use crate::model::Part;
@@ -193,7 +194,73 @@ impl State {
         }
     }
 
+    /// A verbose HTTP entry whose `bodyPreview` is an SSE body: kept to be replayed as a stream.
+    fn embedded_stream(&mut self, rec: &JsonRecord) {
+        let Some(preview) = rec.value.get("bodyPreview").and_then(Value::as_str) else {
+            return;
+        };
+        if capture::sniff_envelope(preview) != Some(capture::Envelope::Sse) {
+            return;
+        }
+        let Some((s, e)) = crate::ingest::json_scan::locate(&rec.text, &[Seg::Key("bodyPreview")])
+        else {
+            return;
+        };
+        let Some(raw) = rec.text.get(s + 1..e.saturating_sub(1)) else {
+            return;
+        };
+        let Ok((mut text, anchors)) = crate::ingest::json_string::decode(raw.as_bytes()) else {
+            return;
+        };
+        let locator = capture::Locator::JsonString {
+            file: rec.span.file,
+            anchors,
+            base: (s + 1) as u64,
+            segments: rec
+                .segments()
+                .iter()
+                .map(|(t, f)| (*t as u64, *f))
+                .collect(),
+        };
+        let mut cut = None;
+        if let Some(k) = text.rfind("... [truncated") {
+            let marker = &text[k..];
+            let total = marker
+                .split("total ")
+                .nth(1)
+                .and_then(|t| t.split(' ').next())
+                .and_then(|n| n.parse().ok());
+            cut = Some(crate::session::BodyCut {
+                kept: text[..k].chars().count() as u64,
+                total,
+                span: locator.span(k as u64, text.len() as u64),
+            });
+            text.truncate(k);
+        }
+        let call = rec
+            .value
+            .get("callNum")
+            .map(Value::to_string)
+            .unwrap_or_default();
+        self.analysis
+            .embedded_streams
+            .push(crate::session::EmbeddedStream {
+                label: format!("HTTP response body (stream) of call {call}"),
+                text,
+                locator,
+                cut,
+                url: rec
+                    .value
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            });
+    }
+
     fn apply_log(&mut self, seq: Seq, rec: &JsonRecord, service: &str, message: &str) {
+        if service == "http" {
+            self.embedded_stream(rec);
+        }
         let level = match rec.value.get("level").and_then(Value::as_str) {
             Some("error") => LogLevel::Error,
             Some("warn") => LogLevel::Warn,
@@ -554,6 +621,29 @@ mod tests {
         assert_eq!(
             &log[span.offset as usize..span.end() as usize],
             "\"failed\""
+        );
+    }
+
+    #[test]
+    fn sse_body_previews_become_embedded_streams() {
+        let log = format!(
+            "{P}{{\"type\":\"log\",\"level\":\"debug\",\"service\":\"http\",\"callNum\":3,\"bodyPreview\":\"data: {{\\\"id\\\":1}}\\n\\ndata: {{\\\"id\\\":2... [truncated, total 9000 chars]\",\"message\":\"HTTP response body (stream)\"}}\n"
+        );
+        let a = run(&log);
+        assert_eq!(a.embedded_streams.len(), 1, "{log}");
+        let e = &a.embedded_streams[0];
+        assert_eq!(e.text, "data: {\"id\":1}\n\ndata: {\"id\":2");
+        let cut = e.cut.clone().unwrap_or(crate::session::BodyCut {
+            kept: 0,
+            total: None,
+            span: Span::new(FileId(0), 0, 0),
+        });
+        assert_eq!(cut.total, Some(9000));
+        assert!(log[cut.span.offset as usize..].starts_with("... [truncated"));
+        let span = e.locator.span(6, 14);
+        assert_eq!(
+            &log[span.offset as usize..span.end() as usize],
+            "{\\\"id\\\":1}"
         );
     }
 

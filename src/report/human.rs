@@ -158,6 +158,8 @@ pub enum Summary {
     Sessions,
     /// Findings by rule (`check`).
     Rules,
+    /// Only the totals line of each file (`replay`).
+    Totals,
     None,
 }
 
@@ -277,8 +279,8 @@ impl<W: Write> Printer for HumanPrinter<W> {
 
     fn finish(&mut self, run: &RunSummary) -> io::Result<()> {
         match self.summary {
-            Summary::Sessions => {
-                if !self.rows.is_empty() {
+            Summary::Sessions | Summary::Totals => {
+                if self.summary == Summary::Sessions && !self.rows.is_empty() {
                     writeln!(self.out, "{}", self.session_table())?;
                 }
                 for (file, totals, objects) in &self.files {

@@ -286,11 +286,18 @@ impl Located {
 /// Resolves the spans of `findings`. A source that cannot be read any more simply resolves
 /// nothing: the findings are still printed, without snippets.
 pub fn locate(sources: &SourceMap, findings: &[Finding]) -> Located {
+    let spans = findings
+        .iter()
+        .flat_map(|f| f.primary.iter().chain(f.related.iter()))
+        .map(|l| l.span);
+    locate_spans(sources, spans)
+}
+
+/// Resolves arbitrary spans (one pass per source), e.g. for a replay's timeline.
+pub fn locate_spans(sources: &SourceMap, spans: impl Iterator<Item = Span>) -> Located {
     let mut by_file: BTreeMap<FileId, Vec<Span>> = BTreeMap::new();
-    for f in findings {
-        for l in f.primary.iter().chain(f.related.iter()) {
-            by_file.entry(l.span.file).or_default().push(l.span);
-        }
+    for span in spans {
+        by_file.entry(span.file).or_default().push(span);
     }
     let mut out = Located::default();
     for (file, mut spans) in by_file {

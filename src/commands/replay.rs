@@ -1,0 +1,603 @@
+//! `rewind replay CAPTURE`: re-run a stream capture through an agent's processor and show what
+//! happened — steps, tools and their state transitions, skipped events, errors — then the
+//! diagnosis; `--compare P1 P2` shows side by side where two processors' outcomes differ.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use comfy_table::{Table, presets};
+use serde_json::{Value, json};
+
+use super::print_error;
+use crate::checks;
+use crate::cli::ExitStatus;
+use crate::diagnostic::{Finding, Severity};
+use crate::error::RewindError;
+use crate::ingest::Format;
+use crate::model::PartBody;
+use crate::pipeline::{self, Options};
+use crate::replay::stream::Profile;
+use crate::report::human::{HumanPrinter, Renderer, Summary};
+use crate::report::snippet::escape;
+use crate::report::{Located, Printer, RunSummary, locate, locate_spans, prepare, record};
+use crate::session::{Analysis, EventKind, Seq};
+use crate::source::{SourceMap, Span};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The stream capture: a raw SSE body, a JSON-lines capture, an HTTP recording or a HAR file.
+    #[arg(value_name = "CAPTURE")]
+    pub capture: PathBuf,
+
+    /// The processor to replay the stream with.
+    #[arg(long, value_enum, default_value_t = Profile::OpencodeFixed, value_name = "PROFILE")]
+    pub processor: Profile,
+
+    /// Replay with two processors and show where their outcomes differ.
+    #[arg(long, num_args = 2, value_names = ["P1", "P2"], value_enum)]
+    pub compare: Option<Vec<Profile>>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReplayFormat::Human)]
+    pub format: ReplayFormat,
+
+    /// Read the capture as this kind of input instead of recognising it from its content.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub input: Option<Format>,
+
+    /// Exit with status 1 when a finding (of the first processor) has this severity or a higher one.
+    #[arg(long, value_enum, default_value_t = Severity::Error, value_name = "SEVERITY")]
+    pub fail_on: Severity,
+}
+
+/// Output formats of a replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayFormat {
+    Human,
+    Json,
+}
+
+/// One line of a timeline.
+struct Entry {
+    seq: Seq,
+    span: Span,
+    what: String,
+    detail: String,
+}
+
+pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
+    let profiles = match &args.compare {
+        Some(p) if p.len() == 2 => p.clone(),
+        Some(_) => return Err(RewindError::Usage("--compare takes two profiles".into())),
+        None => vec![args.processor, pipeline::counterpart(args.processor)],
+    };
+    let options = Options {
+        input: args.input,
+        profiles: profiles.clone(),
+        protocol: None,
+    };
+    let mut sources = SourceMap::new();
+    let mut worst = None;
+    let mut docs: Vec<Value> = Vec::new();
+    let renderer = Renderer::new(color);
+    let mut human = HumanPrinter::new(
+        std::io::BufWriter::new(std::io::stdout()),
+        color,
+        Summary::Totals,
+    );
+    let comparing = args.compare.is_some();
+    let result = pipeline::analyze_with(
+        &args.capture,
+        &options,
+        &mut sources,
+        &mut |sources, units| {
+            let Some(main) = units.first() else {
+                return Ok(());
+            };
+            if main.stream.is_none() && main.requests.is_empty() {
+                return Err(RewindError::Usage(format!(
+                    "`{}` is not a stream capture: `rewind replay` replays SSE captures, JSON-lines captures, HTTP recordings and HAR files (use `rewind diagnose` for logs and stores)",
+                    args.capture.display()
+                )));
+            }
+            let findings: Vec<Vec<Finding>> =
+                units.iter().map(|a| checks::run(a, &|_| true)).collect();
+            for f in &findings[0] {
+                worst = worst.max(Some(f.severity));
+            }
+            match (args.format, comparing) {
+                (ReplayFormat::Human, false) => {
+                    let text = timeline_text(sources, main, &args.capture);
+                    print_out(&text)?;
+                    human.unit(&prepare(sources, main, &findings[0], None, Some(&renderer)))?;
+                }
+                (ReplayFormat::Human, true) => {
+                    let text = compare_text(sources, &units, &findings, &args.capture);
+                    print_out(&text)?;
+                }
+                (ReplayFormat::Json, _) => {
+                    let shown = if comparing { units.len() } else { 1 };
+                    let runs: Vec<Value> = units
+                        .iter()
+                        .zip(&findings)
+                        .take(shown)
+                        .map(|(a, f)| run_json(sources, a, f))
+                        .collect();
+                    let mut unit = json!({
+                        "session": main.sessions.first().map(|s| s.id.clone()),
+                        "protocol": main.stream.as_ref().map(|f| f.protocol.clone()),
+                        "events": main.stream.as_ref().map_or(0, |f| f.events),
+                        "runs": runs,
+                    });
+                    if comparing {
+                        unit["differences"] = Value::Array(
+                        differences(sources, &units, &findings)
+                            .into_iter()
+                            .map(|(row, a, b)| json!({"what": row, profiles[0].name(): a, profiles[1].name(): b}))
+                            .collect(),
+                    );
+                    }
+                    docs.push(unit);
+                }
+            }
+            Ok(())
+        },
+    );
+    match result {
+        Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
+        Err(e) => {
+            std::io::stdout().flush().ok();
+            print_error(&e, color);
+            return Ok(ExitStatus::Error);
+        }
+        Ok(()) => {}
+    }
+    match args.format {
+        ReplayFormat::Json => {
+            let doc = json!({
+                "version": crate::report::json::SCHEMA_VERSION,
+                "tool": {"name": "rewind", "version": env!("CARGO_PKG_VERSION")},
+                "file": args.capture.display().to_string(),
+                "profiles": profiles.iter().take(if comparing { 2 } else { 1 }).map(|p| p.name()).collect::<Vec<_>>(),
+                "units": docs,
+            });
+            let mut out = std::io::stdout().lock();
+            serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        ReplayFormat::Human => {
+            if !comparing {
+                match human.finish(&RunSummary::default()) {
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                        return Ok(ExitStatus::Clean);
+                    }
+                    other => other?,
+                }
+            }
+        }
+    }
+    Ok(if worst.is_some_and(|w| w >= args.fail_on) {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Clean
+    })
+}
+
+fn print_out(text: &str) -> Result<(), RewindError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `event 5 (line 9)`.
+fn at(located: &Located, seq: Seq, span: Span) -> String {
+    match located.get(&span) {
+        Some(r) => format!("event {} (line {})", seq + 1, r.start.line),
+        None => format!("event {}", seq + 1),
+    }
+}
+
+fn preview(text: &str) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let short: String = one.chars().take(60).collect();
+    if short.len() < one.len() {
+        format!("{short:?}…")
+    } else {
+        format!("{short:?}")
+    }
+}
+
+/// The timeline of one run: parts (steps, text, tools with their transitions) and the
+/// processor's and the stream's events, in stream order.
+fn timeline(a: &Analysis) -> Vec<Entry> {
+    let mut out = Vec::new();
+    let awaiting = a
+        .stream
+        .as_ref()
+        .map(|f| f.awaiting_execution.clone())
+        .unwrap_or_default();
+    let native = a
+        .stream
+        .as_ref()
+        .map(|f| f.native_states.clone())
+        .unwrap_or_default();
+    let mut step = 0;
+    for (_, _, p) in a.parts() {
+        let Some(first) = p.history.first() else {
+            continue;
+        };
+        match &p.part.body {
+            PartBody::StepStart(_) => {
+                step += 1;
+                out.push(Entry {
+                    seq: first.seq,
+                    span: first.span,
+                    what: format!("step {step}"),
+                    detail: "starts".into(),
+                });
+            }
+            PartBody::StepFinish(f) => out.push(Entry {
+                seq: first.seq,
+                span: first.span,
+                what: format!("step {step}"),
+                detail: format!("finishes: {}", f.reason),
+            }),
+            PartBody::Text(t) => out.push(Entry {
+                seq: first.seq,
+                span: first.span,
+                what: format!("text {}", p.part.id),
+                detail: preview(&t.text),
+            }),
+            PartBody::Reasoning(t) => out.push(Entry {
+                seq: first.seq,
+                span: first.span,
+                what: format!("reasoning {}", p.part.id),
+                detail: preview(&t.text),
+            }),
+            PartBody::Tool(t) => {
+                let states: Vec<(Seq, Span, String)> =
+                    match native.iter().find(|(id, _)| *id == p.part.id) {
+                        Some((_, h)) => h
+                            .iter()
+                            .map(|(s, st)| {
+                                let span = p
+                                    .history
+                                    .iter()
+                                    .find(|o| o.seq == *s)
+                                    .map_or(first.span, |o| o.span);
+                                (*s, span, st.clone())
+                            })
+                            .collect(),
+                        None => {
+                            let mut v: Vec<(Seq, Span, String)> = Vec::new();
+                            for o in &p.history {
+                                let st = o.status.clone().unwrap_or_default();
+                                if v.last().map(|(_, _, s)| s) != Some(&st) {
+                                    v.push((o.seq, o.span, st));
+                                }
+                            }
+                            v
+                        }
+                    };
+                let mut detail = states
+                    .iter()
+                    .map(|(s, _, st)| format!("{st} (event {})", s + 1))
+                    .collect::<Vec<_>>()
+                    .join(" → ");
+                if let Some(e) = t.state.error_text() {
+                    detail.push_str(&format!(": {e:?}"));
+                }
+                if awaiting.contains(&p.part.id) {
+                    detail.push_str(" · awaiting execution (the tool runs after the stream)");
+                }
+                out.push(Entry {
+                    seq: first.seq,
+                    span: first.span,
+                    what: format!("tool `{}` {}", t.tool, t.call_id),
+                    detail,
+                });
+            }
+            _ => {}
+        }
+    }
+    let stop = a.stream.as_ref().and_then(|f| f.outcome.failed_at());
+    for e in &a.events {
+        let seq = match (&e.kind, stop) {
+            (EventKind::ProcessorCleanup { .. }, Some(s)) => s,
+            _ => e.seq,
+        };
+        let (what, detail) = match &e.kind {
+            EventKind::ProcessorSkipped { reason } => ("skipped".to_owned(), reason.clone()),
+            EventKind::ProcessorDropped {
+                what, tool, reason, ..
+            } => (
+                format!("dropped {what}"),
+                format!("tool `{tool}`: {reason}"),
+            ),
+            EventKind::ProcessorStopped { remaining } => (
+                "stopped".to_owned(),
+                format!("the processor reads no further ({remaining} events never processed)"),
+            ),
+            EventKind::ProcessorCleanup { part_ids } => (
+                "cleanup".to_owned(),
+                format!(
+                    "closed {} as \"Tool execution aborted\"",
+                    part_ids.join(", ")
+                ),
+            ),
+            EventKind::Log { error: Some(i), .. } => (
+                "threw".to_owned(),
+                crate::replay::stream::opencode::headline(&i.title()),
+            ),
+            EventKind::SessionError(i) => (
+                "session error".to_owned(),
+                crate::replay::stream::opencode::headline(&i.title()),
+            ),
+            EventKind::RawError(i) => ("uncaught".to_owned(), i.title()),
+            EventKind::StreamProviderError(i) => ("provider error".to_owned(), i.title()),
+            EventKind::StreamPayload(p) => (
+                if p.schema { "bad shape" } else { "not JSON" }.to_owned(),
+                crate::session::first_line(&p.reason, 120),
+            ),
+            EventKind::StreamOutOfOrder { problem, .. } => {
+                ("out of order".to_owned(), problem.clone())
+            }
+            EventKind::StreamUnhandled { event_type, .. } => {
+                ("unhandled".to_owned(), event_type.clone())
+            }
+            _ => continue,
+        };
+        out.push(Entry {
+            seq,
+            span: e.span,
+            what,
+            detail,
+        });
+    }
+    out.sort_by_key(|e| e.seq);
+    out
+}
+
+fn header(a: &Analysis, path: &Path) -> String {
+    let Some(f) = a.stream.as_ref() else {
+        return format!("{} — recorded request only (no stream)\n", path.display());
+    };
+    let session = a
+        .sessions
+        .first()
+        .map(|s| s.id.as_str())
+        .unwrap_or_default();
+    format!(
+        "{} — {} · {} · {} events · processor {}\n",
+        escape(&path.display().to_string(), false),
+        session,
+        f.protocol,
+        f.events,
+        f.profile
+    )
+}
+
+fn timeline_text(sources: &SourceMap, a: &Analysis, path: &Path) -> String {
+    let entries = timeline(a);
+    let located = locate_spans(sources, entries.iter().map(|e| e.span));
+    let mut out = header(a, path);
+    let width = entries
+        .iter()
+        .map(|e| e.what.chars().count())
+        .max()
+        .unwrap_or(0);
+    for e in &entries {
+        out.push_str(&format!(
+            "  {:<18} {:<width$}  {}\n",
+            at(&located, e.seq, e.span),
+            e.what,
+            escape(&e.detail, false)
+        ));
+    }
+    if let Some(f) = a.stream.as_ref() {
+        out.push_str(&format!("  outcome: {}\n", f.outcome.words()));
+    }
+    out.push('\n');
+    out
+}
+
+/// The rows where two runs differ: (what, first run, second run).
+fn differences(
+    sources: &SourceMap,
+    units: &[Analysis],
+    findings: &[Vec<Finding>],
+) -> Vec<(String, String, String)> {
+    let (Some(a), Some(b)) = (units.first(), units.get(1)) else {
+        return Vec::new();
+    };
+    let (ta, tb) = (timeline(a), timeline(b));
+    let located = locate_spans(sources, ta.iter().chain(tb.iter()).map(|e| e.span));
+    let mut rows = Vec::new();
+    let outcome = |x: &Analysis| {
+        x.stream
+            .as_ref()
+            .map(|f| f.outcome.words())
+            .unwrap_or_default()
+    };
+    rows.push(("outcome".to_owned(), outcome(a), outcome(b)));
+    // Processor reactions, event by event.
+    let reactions = |t: &[Entry]| -> Vec<(Seq, Span, String)> {
+        t.iter()
+            .filter(|e| {
+                matches!(
+                    e.what.as_str(),
+                    "skipped" | "threw" | "session error" | "stopped" | "cleanup" | "uncaught"
+                ) || e.what.starts_with("dropped")
+            })
+            .map(|e| (e.seq, e.span, format!("{}: {}", e.what, e.detail)))
+            .collect()
+    };
+    let (ra, rb) = (reactions(&ta), reactions(&tb));
+    let mut seqs: Vec<(Seq, Span)> = ra
+        .iter()
+        .chain(rb.iter())
+        .map(|(s, sp, _)| (*s, *sp))
+        .collect();
+    seqs.sort_by_key(|(s, _)| *s);
+    seqs.dedup_by_key(|(s, _)| *s);
+    for (seq, span) in seqs {
+        let join = |r: &[(Seq, Span, String)]| {
+            let v: Vec<&str> = r
+                .iter()
+                .filter(|(s, _, _)| *s == seq)
+                .map(|(_, _, t)| t.as_str())
+                .collect();
+            if v.is_empty() {
+                "—".to_owned()
+            } else {
+                v.join("\n")
+            }
+        };
+        let (x, y) = (join(&ra), join(&rb));
+        if x != y {
+            rows.push((at(&located, seq, span), x, y));
+        }
+    }
+    // Tools, by call id.
+    let tools = |t: &[Entry]| -> Vec<(String, String)> {
+        t.iter()
+            .filter(|e| e.what.starts_with("tool "))
+            .map(|e| (e.what.clone(), e.detail.clone()))
+            .collect()
+    };
+    let (xa, xb) = (tools(&ta), tools(&tb));
+    let mut names: Vec<&String> = xa.iter().chain(xb.iter()).map(|(n, _)| n).collect();
+    names.dedup();
+    for name in names {
+        let get = |v: &[(String, String)]| {
+            v.iter()
+                .find(|(n, _)| n == name)
+                .map_or("—".to_owned(), |(_, d)| d.clone())
+        };
+        let (x, y) = (get(&xa), get(&xb));
+        if x != y {
+            rows.push((name.clone(), x, y));
+        }
+    }
+    let steps = |x: &Analysis| {
+        let count = |ty: &str| {
+            x.sessions
+                .iter()
+                .flat_map(|s| &s.messages)
+                .map(|m| m.count(ty))
+                .sum::<usize>()
+        };
+        format!(
+            "{} started, {} finished",
+            count("step-start"),
+            count("step-finish")
+        )
+    };
+    let (sa, sb) = (steps(a), steps(b));
+    if sa != sb {
+        rows.push(("steps".to_owned(), sa, sb));
+    }
+    let rules = |f: &[Finding]| {
+        let mut names: Vec<String> = Vec::new();
+        for x in f {
+            let label = format!("{} ({})", x.rule, x.severity);
+            if !names.contains(&label) {
+                names.push(label);
+            }
+        }
+        if names.is_empty() {
+            "no findings".to_owned()
+        } else {
+            names.join("\n")
+        }
+    };
+    rows.push((
+        "findings".to_owned(),
+        rules(&findings[0]),
+        rules(findings.get(1).map_or(&[][..], Vec::as_slice)),
+    ));
+    rows
+}
+
+fn compare_text(
+    sources: &SourceMap,
+    units: &[Analysis],
+    findings: &[Vec<Finding>],
+    path: &Path,
+) -> String {
+    let (Some(a), Some(b)) = (units.first(), units.get(1)) else {
+        return String::new();
+    };
+    let name = |x: &Analysis| {
+        x.stream
+            .as_ref()
+            .map(|f| f.profile.clone())
+            .unwrap_or_default()
+    };
+    let mut out = String::new();
+    if let Some(f) = a.stream.as_ref() {
+        out.push_str(&format!(
+            "{} — {} · {} events · {} vs {}\n",
+            escape(&path.display().to_string(), false),
+            f.protocol,
+            f.events,
+            name(a),
+            name(b)
+        ));
+    }
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header(["", name(a).as_str(), name(b).as_str()]);
+    t.set_width(100);
+    t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    for (row, x, y) in differences(sources, units, findings) {
+        t.add_row([escape(&row, false), escape(&x, true), escape(&y, true)]);
+    }
+    out.push_str(&format!("{t}\n"));
+    for (x, f) in units.iter().zip(findings) {
+        out.push_str(&format!("\nunder {}:\n", name(x)));
+        if f.is_empty() {
+            out.push_str("  no findings\n");
+        }
+        for finding in f {
+            out.push_str(&format!(
+                "  {}[{}]: {}\n",
+                finding.severity,
+                finding.rule,
+                escape(&crate::session::first_line(&finding.message, 140), false)
+            ));
+        }
+    }
+    out
+}
+
+fn run_json(sources: &SourceMap, a: &Analysis, findings: &[Finding]) -> Value {
+    let entries = timeline(a);
+    let located = locate_spans(sources, entries.iter().map(|e| e.span));
+    let timeline: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let mut v = json!({
+                "event": e.seq + 1,
+                "what": e.what,
+                "detail": e.detail,
+                "span": {"offset": e.span.offset, "length": e.span.len},
+            });
+            if let Some(r) = located.get(&e.span) {
+                v["line"] = json!(r.start.line);
+            }
+            v
+        })
+        .collect();
+    let flocated = locate(sources, findings);
+    let f = a.stream.as_ref();
+    json!({
+        "profile": f.map(|f| f.profile.clone()),
+        "outcome": f.map(|f| f.outcome.words()),
+        "failed": f.is_some_and(|f| f.outcome.failed_at().is_some()),
+        "awaiting_execution": f.map(|f| f.awaiting_execution.clone()),
+        "timeline": timeline,
+        "findings": record::records(sources, &flocated, findings),
+    })
+}

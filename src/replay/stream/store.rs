@@ -1,0 +1,155 @@
+//! What a processor writes: one session, one assistant message, its parts with every write.
+
+use serde_json::{Value, json};
+
+use crate::ingest::Format;
+use crate::model::Part;
+use crate::replay::{MAX_KEPT_STRING, cap_strings};
+use crate::session::{Analysis, Event, EventKind, Message, Observation, PartRecord, Seq, Session};
+use crate::source::{FileId, Span};
+
+/// A synthetic clock: every write is "now" = an instant derived from the event's position, so
+/// stored times are ordered like the stream without pretending to know wall-clock times.
+pub fn now(seq: Seq) -> u64 {
+    1_700_000_000_000 + seq
+}
+
+/// The session a processor builds.
+pub struct Store {
+    pub analysis: Analysis,
+    session_id: String,
+    next_part: u32,
+}
+
+impl Store {
+    pub fn new(file: FileId, format: Format, session_id: &str) -> Self {
+        let mut analysis = Analysis::new(file, format);
+        analysis.sessions.push(Session {
+            id: session_id.to_owned(),
+            title: None,
+            messages: vec![Message {
+                id: "msg_0001".into(),
+                ..Message::default()
+            }],
+        });
+        Self {
+            analysis,
+            session_id: session_id.to_owned(),
+            next_part: 0,
+        }
+    }
+
+    fn message(&mut self) -> &mut Message {
+        // The session and its message are created in `new` and never removed.
+        &mut self.analysis.sessions[0].messages[0]
+    }
+
+    pub fn message_id(&self) -> &str {
+        self.analysis
+            .sessions
+            .first()
+            .and_then(|s| s.messages.first())
+            .map_or("", |m| m.id.as_str())
+    }
+
+    /// Names the message after the response's id, while it has no parts.
+    pub fn name_message(&mut self, id: &str) {
+        if !id.is_empty() && self.message().parts.is_empty() {
+            id.clone_into(&mut self.message().id);
+        }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Writes a part: `idx` None creates it. `body` holds the type-specific fields.
+    pub fn write(
+        &mut self,
+        idx: Option<usize>,
+        mut body: Value,
+        seq: Seq,
+        span: Span,
+        status_span: Option<Span>,
+    ) -> usize {
+        let message_id = self.message_id().to_owned();
+        let part_id = match idx {
+            Some(i) => self.message().parts[i].part.id.clone(),
+            None => {
+                self.next_part += 1;
+                format!("prt_{:04}", self.next_part)
+            }
+        };
+        if let Value::Object(map) = &mut body {
+            map.insert("id".into(), json!(part_id));
+            map.insert("sessionID".into(), json!(self.session_id));
+            map.insert("messageID".into(), json!(message_id));
+        }
+        let part = Part::from_value(&cap_strings(&body, MAX_KEPT_STRING));
+        let status = part.tool().map(|t| t.state.status().to_owned());
+        let observation = Observation {
+            seq,
+            span,
+            status,
+            status_span,
+        };
+        let message = self.message();
+        match idx {
+            Some(i) => {
+                let rec = &mut message.parts[i];
+                rec.part = part;
+                rec.history.push(observation);
+                i
+            }
+            None => {
+                message.parts.push(PartRecord {
+                    part,
+                    history: vec![observation],
+                });
+                message.parts.len() - 1
+            }
+        }
+    }
+
+    pub fn part(&self, idx: usize) -> Option<&PartRecord> {
+        self.analysis
+            .sessions
+            .first()
+            .and_then(|s| s.messages.first())
+            .and_then(|m| m.parts.get(idx))
+    }
+
+    pub fn event(&mut self, seq: Seq, span: Span, kind: EventKind) {
+        let session = Some(self.session_id.clone());
+        self.analysis.events.push(Event {
+            seq,
+            span,
+            session,
+            kind,
+        });
+    }
+}
+
+/// A text or reasoning part being streamed: only its start and end are recorded as writes, so
+/// memory does not grow with the number of deltas; the text is kept up to the usual cap.
+#[derive(Debug, Default)]
+pub struct Streaming {
+    pub idx: Option<usize>,
+    pub text: String,
+    pub len: u64,
+    pub start: u64,
+}
+
+impl Streaming {
+    pub fn push(&mut self, delta: &str) {
+        self.len += delta.len() as u64;
+        if self.text.len() < MAX_KEPT_STRING {
+            let room = MAX_KEPT_STRING - self.text.len();
+            let mut end = delta.len().min(room);
+            while !delta.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.text.push_str(&delta[..end]);
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The binary on stream captures: `replay` (timeline, `--compare`, JSON), `diagnose` on the
+//! samples (snapshots of the rendered diagnostics), a fixture that triggers each stream check and
+//! healthy ones that must not, and bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    repo("tests/fixtures/stream").join(name)
+}
+
+fn human(args: &[&str]) -> String {
+    let out = rewind().args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // Paths are shown as given; keep snapshots independent of the checkout's location.
+    text.replace(env!("CARGO_MANIFEST_DIR"), "[repo]")
+}
+
+fn json_of(args: &[&str]) -> (i32, Value) {
+    let out = rewind().args(args).output().unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON: {e}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), doc)
+}
+
+const SAMPLE_169: &str = "samples/sse-concatenated-chunk.sse";
+
+#[test]
+fn compare_shows_opencode_failing_and_the_fixed_processor_completing() {
+    let text = human(&[
+        "replay",
+        SAMPLE_169,
+        "--compare",
+        "opencode",
+        "opencode-fixed",
+    ]);
+    let outcome = text
+        .lines()
+        .find(|l| l.contains("outcome"))
+        .unwrap_or_default();
+    assert!(outcome.contains("failed at event 4"), "{text}");
+    assert!(outcome.contains("completed (finish: tool-calls)"), "{text}");
+    assert!(text.contains("stream-error-fatal"), "{text}");
+    assert!(text.contains("skipped"), "{text}");
+    let fixed = text
+        .split("under opencode-fixed:")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        fixed.contains("sse-concatenated-events") && !fixed.contains("stream-error-fatal"),
+        "{text}"
+    );
+}
+
+#[test]
+fn compare_in_json() {
+    let (_, doc) = json_of(&[
+        "replay",
+        SAMPLE_169,
+        "--compare",
+        "opencode",
+        "opencode-fixed",
+        "--format",
+        "json",
+    ]);
+    let runs = doc["units"][0]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["profile"], "opencode");
+    assert_eq!(runs[0]["failed"], true);
+    assert_eq!(runs[1]["profile"], "opencode-fixed");
+    assert_eq!(runs[1]["failed"], false);
+    let rules = |r: &Value| -> Vec<String> {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["rule"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(rules(&runs[0]).contains(&"stream-error-fatal".to_owned()));
+    assert_eq!(rules(&runs[1]), ["sse-concatenated-events"]);
+    let diffs = doc["units"][0]["differences"].to_string();
+    assert!(
+        diffs.contains("Tool execution aborted") && diffs.contains("awaiting execution"),
+        "{diffs}"
+    );
+}
+
+#[test]
+fn diagnose_reports_what_opencode_would_have_done() {
+    let (code, doc) = diagnose_json(&repo(SAMPLE_169), &[]);
+    assert_eq!(code, 1);
+    let f = findings(&doc);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "sse-concatenated-events");
+    assert_eq!(span_text(&repo(SAMPLE_169), &f[0]), "data:");
+    let notes = f[0]["notes"].to_string();
+    assert!(
+        notes.contains("under `opencode` this event ends the session"),
+        "{notes}"
+    );
+}
+
+#[test]
+fn replay_timeline_and_json() {
+    let text = human(&["replay", SAMPLE_169]);
+    assert!(text.contains("tool `read` call_read_0"), "{text}");
+    assert!(
+        text.contains("pending (event 3) → running (event 8)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("outcome: completed (finish: tool-calls)"),
+        "{text}"
+    );
+    let (_, doc) = json_of(&[
+        "replay",
+        SAMPLE_169,
+        "--format",
+        "json",
+        "--processor",
+        "opencode",
+    ]);
+    let run = &doc["units"][0]["runs"][0];
+    assert_eq!(run["profile"], "opencode");
+    assert_eq!(run["failed"], true);
+    assert!(
+        run["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["what"] == "cleanup")
+    );
+}
+
+#[test]
+fn tanstack_718_under_both_profiles() {
+    let s = "samples/tanstack-tool-error.sse";
+    let (_, pre) = diagnose_json(&repo(s), &["--processor", "tanstack-pre-727"]);
+    let f = findings(&pre);
+    assert_eq!(
+        of_rule(&f, "tool-error-dropped").len(),
+        1,
+        "{}",
+        describe(&f)
+    );
+    assert!(f[0]["related"].to_string().contains("input-complete"));
+    let (_, post) = diagnose_json(&repo(s), &["--processor", "tanstack"]);
+    assert!(findings(&post).is_empty(), "{}", describe(&findings(&post)));
+}
+
+#[test]
+fn each_stream_check_has_a_trigger() {
+    for (file, rule) in [
+        ("invalid-json.sse", "sse-invalid-json"),
+        ("truncated.sse", "stream-truncated"),
+        ("out-of-order.sse", "stream-out-of-order"),
+        ("provider-error.sse", "stream-provider-error"),
+    ] {
+        let (_, doc) = diagnose_json(&fixture(file), &[]);
+        let f = findings(&doc);
+        assert_eq!(of_rule(&f, rule).len(), 1, "{file}: {}", describe(&f));
+    }
+    let (_, doc) = diagnose_json(&repo("samples/har-streaming-response.har"), &[]);
+    let f = findings(&doc);
+    let t = of_rule(&f, "stream-truncated");
+    assert_eq!(t.len(), 1, "{}", describe(&f));
+    // A span inside the HAR's JSON string still points at the event's bytes in the file.
+    assert!(
+        span_text(&repo("samples/har-streaming-response.har"), t[0])
+            .starts_with("event: content_block_delta")
+    );
+}
+
+#[test]
+fn healthy_streams_trigger_nothing() {
+    for file in ["healthy-chat.sse", "healthy-anthropic.sse"] {
+        let (code, doc) = diagnose_json(&fixture(file), &[]);
+        assert_eq!(code, 0, "{file}");
+        assert!(
+            findings(&doc).is_empty(),
+            "{file}: {}",
+            describe(&findings(&doc))
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_one_error_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.sse");
+    std::fs::write(&p, b"data: {\"a\":1}\n\ndata: \xff\xfe\n\n").unwrap();
+    let out = rewind().arg("replay").arg(&p).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("UTF-8") && err.contains("byte 21"), "{err}");
+    let out = rewind()
+        .args(["diagnose", "--input", "sse"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let rec = dir.path().join("cut.json");
+    std::fs::write(
+        &rec,
+        br#"{"version":1,"interactions":[{"request":{"body":"x"#,
+    )
+    .unwrap();
+    let out = rewind()
+        .args(["diagnose", "--input", "http-recording"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ends inside this string"));
+}
+
+#[test]
+fn snapshots_of_the_samples() {
+    insta::assert_snapshot!("diagnose-169", human(&["diagnose", SAMPLE_169]));
+    insta::assert_snapshot!(
+        "compare-169",
+        human(&[
+            "replay",
+            SAMPLE_169,
+            "--compare",
+            "opencode",
+            "opencode-fixed"
+        ])
+    );
+    insta::assert_snapshot!(
+        "diagnose-tanstack-pre-727",
+        human(&[
+            "diagnose",
+            "samples/tanstack-tool-error.sse",
+            "--processor",
+            "tanstack-pre-727"
+        ])
+    );
+    insta::assert_snapshot!(
+        "diagnose-har",
+        human(&["diagnose", "samples/har-streaming-response.har"])
+    );
+}
+
+#[test]
+fn agent_log_body_preview_is_replayed_and_its_cut_is_said() {
+    let log = repo("tests/fixtures/agent-log-body-preview.log");
+    let (code, doc) = diagnose_json(&log, &[]);
+    assert_eq!(code, 0);
+    let f = findings(&doc);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "stream-truncated");
+    assert_eq!(f[0]["severity"], "info");
+    assert!(f[0]["message"].as_str().unwrap().contains("of 48213"));
+    assert!(span_text(&log, &f[0]).starts_with("... [truncated, total 48213 chars]"));
+    let sessions = doc["files"][0]["sessions"].to_string();
+    assert!(sessions.contains("http-stream-1"), "{sessions}");
+}
