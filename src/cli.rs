@@ -26,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Diagnose logs, captures or session stores and report every finding.
     Diagnose(commands::diagnose::Args),
+    /// List the sessions of an OpenCode store with their size and findings.
+    Sessions(commands::sessions::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
@@ -52,6 +54,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
     let color = cli.color.enabled();
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
+        Command::Sessions(args) => commands::sessions::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
     }

@@ -8,11 +8,15 @@
 
 mod incidents;
 
+mod empty_text_part;
+mod message_incomplete;
 mod schema_violation;
 mod session_error;
 mod sse_concatenated_events;
+pub mod step_merged;
 mod step_unclosed;
 mod stream_error_fatal;
+mod tool_call_duplicate;
 mod tool_error_dropped;
 mod tool_never_finished;
 mod tool_use_without_result;
@@ -105,6 +109,10 @@ pub static ALL: &[&dyn Check] = &[
     &sse_concatenated_events::SseConcatenatedEvents,
     &tool_use_without_result::ToolUseWithoutResult,
     &undecodable_record::UndecodableRecord,
+    &step_merged::StepMerged,
+    &empty_text_part::EmptyTextPart,
+    &tool_call_duplicate::ToolCallDuplicate,
+    &message_incomplete::MessageIncomplete,
 ];
 
 /// The check called `name`.

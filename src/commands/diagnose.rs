@@ -8,6 +8,7 @@ use crate::cli::ExitStatus;
 use crate::diagnostic::Severity;
 use crate::error::RewindError;
 use crate::pipeline::{self, Options, Selection};
+use crate::reconstruct::opencode::ProviderChoice;
 use crate::report::json::JsonPrinter;
 use crate::report::{OutputFormat, Printer};
 use crate::source::SourceMap;
@@ -37,15 +38,45 @@ pub struct Args {
     /// Do not print the per-session summary table.
     #[arg(long)]
     pub no_summary: bool,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Options for OpenCode session stores (a database, a storage folder, an export).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// Only this session of a session store (repeat for more; default: all).
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
+
+    /// Rebuild requests as this OpenCode version does (default: the newest version that created
+    /// a session in the store). From 1.14 on, pending/running tools are sent as interrupted.
+    #[arg(long, value_name = "VERSION")]
+    pub opencode_version: Option<String>,
+
+    /// Check rebuilt requests against these provider rules (auto: from the session's model).
+    #[arg(long, value_enum, default_value_t = ProviderChoice::Auto)]
+    pub provider: ProviderChoice,
+}
+
+impl StoreArgs {
+    pub fn apply(self, options: &mut Options) {
+        options.sessions = self.sessions;
+        options.opencode_version = self.opencode_version;
+        options.provider = self.provider;
+    }
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
-    let options = Options {
+    let mut options = Options {
         selection: Selection {
             select: args.select,
             ignore: args.ignore,
         },
+        ..Options::default()
     };
+    args.store.apply(&mut options);
     options.selection.validate()?;
     let mut printer: Box<dyn Printer> = match args.format {
         OutputFormat::Human => Box::new(human_stdout(color).with_table(!args.no_summary)),

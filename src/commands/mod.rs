@@ -3,6 +3,7 @@
 pub mod diagnose;
 pub mod explain;
 pub mod rules;
+pub mod sessions;
 
 use crate::error::RewindError;
 use crate::report::human::HumanPrinter;

@@ -6,6 +6,9 @@
 
 pub mod agent_log;
 pub mod json_scan;
+pub mod opencode_db;
+pub mod opencode_export;
+pub mod opencode_storage;
 
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -36,7 +39,9 @@ pub enum DetectError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is a directory; give a file (`rewind check` walks folders)")]
+    #[error(
+        "`{path}` is a directory but not an OpenCode storage folder (no `session/` and `message/` in it or in `storage/`); give a file"
+    )]
     Directory { path: PathBuf },
     #[error("`{path}` is empty: there is nothing to diagnose")]
     Empty { path: PathBuf },
@@ -68,6 +73,8 @@ pub enum Format {
     OpencodeDb,
     /// An `opencode export` JSON document.
     OpencodeExport,
+    /// OpenCode's legacy JSON storage folder (`storage/session|message|part/…`).
+    OpencodeStorage,
 }
 
 impl Format {
@@ -81,6 +88,7 @@ impl Format {
             Format::Har => "a HAR file",
             Format::OpencodeDb => "an OpenCode database",
             Format::OpencodeExport => "an OpenCode export",
+            Format::OpencodeStorage => "an OpenCode storage folder",
         }
     }
 }
@@ -103,6 +111,9 @@ pub fn detect(path: &Path) -> Result<Format, DetectError> {
     };
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.is_dir() {
+        if opencode_storage::root(path).is_some() {
+            return Ok(Format::OpencodeStorage);
+        }
         return Err(DetectError::Directory {
             path: path.to_path_buf(),
         });
@@ -208,6 +219,11 @@ fn sniff_json(text: &str, first_line: &str) -> Format {
         }
         return Format::AgentLog;
     }
+    // `opencode export` prints `{"info": {…session…}, "messages": […]}`, info first.
+    let first_key = text.trim_start().strip_prefix('{').map(str::trim_start);
+    if first_key.is_some_and(|k| k.starts_with("\"info\"")) && has("messages") {
+        return Format::OpencodeExport;
+    }
     if has("info") && has("messages") && !has("sessionID\": \"ses") {
         return Format::OpencodeExport;
     }
@@ -260,6 +276,10 @@ mod tests {
             Some(Format::OpencodeExport)
         );
         assert_eq!(fmt(b"SQLite format 3\0rest").ok(), Some(Format::OpencodeDb));
+        assert_eq!(
+            fmt(b"{\n  \"info\": {\n    \"id\": \"ses_1\"\n  },\n  \"messages\": [\n    {\"info\": {\"sessionID\": \"ses_1\"}}\n  ]\n}").ok(),
+            Some(Format::OpencodeExport)
+        );
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! original JSON, never a re-serialisation of these views, so nothing is lost on a round trip.
 
 pub mod ids;
-pub mod version;
 pub mod schema;
+pub mod version;
 pub mod zod;
 
 use serde::Deserialize;

@@ -8,6 +8,7 @@
 //! [`Analysis`]: crate::session::Analysis
 
 pub mod agent_log;
+pub mod opencode;
 
 use serde_json::Value;
 
