@@ -31,6 +31,8 @@ pub enum Command {
     /// Replay a stream capture through an agent's processor: the timeline, then the diagnosis;
     /// `--compare P1 P2` shows where two processors' outcomes differ.
     Replay(commands::replay::Args),
+    /// List the sessions of an OpenCode store with their size and findings.
+    Sessions(commands::sessions::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
@@ -59,6 +61,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Check(args) => commands::check::run(args, color),
         Command::Replay(args) => commands::replay::run(args, color),
+        Command::Sessions(args) => commands::sessions::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
     }

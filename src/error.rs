@@ -23,6 +23,14 @@ pub enum RewindError {
         format: Format,
         hint: String,
     },
+    #[error("`{path}`: {source}")]
+    Db {
+        path: PathBuf,
+        #[source]
+        source: crate::ingest::opencode_db::DbError,
+    },
+    #[error("`{path}` has no session {id} (`rewind sessions {path}` lists them)")]
+    NoSuchSession { path: PathBuf, id: String },
     #[error("unknown rule `{0}` (`rewind rules` lists them)")]
     UnknownRule(String),
     #[error("unknown rule `{rule}` in {origin} (`rewind rules` lists them)")]

@@ -1,11 +1,12 @@
-//! The one-way pipeline, end to end: detect → ingest → replay → checks → prepared output.
+//! The one-way pipeline, end to end: detect → ingest → replay → reconstruct → checks →
+//! prepared output.
 //!
 //! [`diagnose_file`] streams: each unit (a log, a capture, one recorded exchange, one session of
-//! a database) is checked and prepared for printing as soon as it is replayed, and handed over at
+//! a store) is checked and prepared for printing as soon as it is replayed, and handed over at
 //! once, so nothing accumulates across units. Every file gets its own [`SourceMap`], so files can
 //! be diagnosed on several threads.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::checks;
@@ -13,10 +14,14 @@ use crate::config::FilePolicy;
 use crate::diagnostic::Finding;
 use crate::error::RewindError;
 use crate::ingest::capture::{self, Envelope, Locator};
+use crate::ingest::opencode_db::{Db, DbError, Schema};
 use crate::ingest::recording::{self, Exchange};
 use crate::ingest::{self, Format};
+use crate::model::version;
+use crate::reconstruct::opencode::{self as rebuild, ProviderChoice};
 use crate::reconstruct::{RecordedResponse, request};
 use crate::replay;
+use crate::replay::opencode::{Place, Render, StoredMessage, StoredRecord, StoredSession};
 use crate::replay::stream::protocol::Protocol;
 use crate::replay::stream::{Profile, StreamOptions};
 use crate::report::human::Renderer;
@@ -24,7 +29,7 @@ use crate::report::{self, UnitOutput};
 use crate::session::Analysis;
 use crate::source::SourceMap;
 
-/// How inputs are read and replayed.
+/// How inputs are read, replayed and rebuilt.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Read every input as this kind instead of recognising it (`--input`).
@@ -34,6 +39,12 @@ pub struct Options {
     pub profiles: Vec<Profile>,
     /// Force the stream protocol instead of recognising it.
     pub protocol: Option<Protocol>,
+    /// Only these sessions of a session store (all when empty).
+    pub sessions: Vec<String>,
+    /// The OpenCode version whose history reconstruction to follow (default: the store's).
+    pub opencode_version: Option<String>,
+    /// Which provider rules the rebuilt requests are checked against.
+    pub provider: ProviderChoice,
 }
 
 impl Default for Options {
@@ -42,33 +53,95 @@ impl Default for Options {
             input: None,
             profiles: vec![Profile::OpencodeFixed, Profile::Opencode],
             protocol: None,
+            sessions: Vec::new(),
+            opencode_version: None,
+            provider: ProviderChoice::default(),
         }
     }
 }
 
-/// Replays `path` into analysis units, calling `each` for every one.
-pub fn analyze(
-    path: &Path,
-    sources: &mut SourceMap,
-    each: &mut dyn FnMut(&SourceMap, Analysis) -> Result<(), RewindError>,
-) -> Result<(), RewindError> {
-    analyze_with(
-        path,
-        &Options::default(),
-        sources,
-        &mut |sources, mut units| match units.is_empty() {
-            true => Ok(()),
-            false => each(sources, units.swap_remove(0)),
-        },
-    )
+impl Options {
+    /// How a store's sessions are rebuilt: the version given, else the newest version that
+    /// created a session in the store, else what the migration journal says (the `migration`
+    /// journal came with the core package, after the interrupted-result change).
+    pub fn rebuild_options(
+        &self,
+        store_version: Option<&str>,
+        schema: Option<&Schema>,
+    ) -> rebuild::Options {
+        let given = self.opencode_version.as_deref().or(store_version);
+        let interrupted_results = match given.and_then(version::parse) {
+            Some(v) => v >= version::INTERRUPTED_RESULT_SINCE,
+            None => schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations")),
+        };
+        rebuild::Options {
+            interrupted_results,
+            provider: self.provider,
+        }
+    }
 }
 
-/// Receives each unit: one analysis per processor profile.
-pub type UnitSink<'a> = dyn FnMut(&SourceMap, Vec<Analysis>) -> Result<(), RewindError> + 'a;
+/// Rebuilds a unit with its rows rendered.
+type RenderFn<'a> = Box<dyn FnOnce(&mut SourceMap) -> Analysis + 'a>;
 
-/// Replays `path` into analysis units; `each` gets, for every unit, one analysis per processor
-/// profile of `options` (one only for inputs that are not streams).
-pub fn analyze_with(
+/// One unit of diagnosis: one analysis per processor profile for stream captures (the first is
+/// the one diagnosed), one analysis otherwise. Units of a database come unrendered (rendering
+/// every row would cost more than the rest of the diagnosis); [`Unit::rendered`] renders one when
+/// it is worth showing.
+pub struct Unit<'a> {
+    pub analyses: Vec<Analysis>,
+    render: Option<RenderFn<'a>>,
+}
+
+impl<'a> Unit<'a> {
+    pub fn ready(analysis: Analysis) -> Self {
+        Self {
+            analyses: vec![analysis],
+            render: None,
+        }
+    }
+
+    /// A stream's unit: one analysis per profile.
+    pub fn profiles(analyses: Vec<Analysis>) -> Self {
+        Self {
+            analyses,
+            render: None,
+        }
+    }
+
+    /// The analysis that is diagnosed (the first profile's).
+    pub fn primary(&self) -> Option<&Analysis> {
+        self.analyses.first()
+    }
+
+    /// The primary analysis, with its rows rendered as virtual sources when it has rows.
+    pub fn rendered(mut self, sources: &mut SourceMap) -> Option<Analysis> {
+        match self.render.take() {
+            Some(f) => Some(f(sources)),
+            None => (!self.analyses.is_empty()).then(|| self.analyses.swap_remove(0)),
+        }
+    }
+
+    /// Whether [`Unit::rendered`] renders anything new.
+    pub fn renders(&self) -> bool {
+        self.render.is_some()
+    }
+
+    /// The primary analysis, rendered only when `render` is true.
+    pub fn rendered_if(mut self, render: bool, sources: &mut SourceMap) -> Option<Analysis> {
+        if render {
+            self.rendered(sources)
+        } else {
+            (!self.analyses.is_empty()).then(|| self.analyses.swap_remove(0))
+        }
+    }
+}
+
+/// Receives each unit. The sources a unit adds are forgotten once it has returned.
+pub type UnitSink<'a> = dyn FnMut(&mut SourceMap, Unit<'_>) -> Result<(), RewindError> + 'a;
+
+/// Replays `path` into analysis units, calling `each` for every one.
+pub fn analyze(
     path: &Path,
     options: &Options,
     sources: &mut SourceMap,
@@ -76,7 +149,7 @@ pub fn analyze_with(
 ) -> Result<(), RewindError> {
     let format = match options.input {
         Some(f) => {
-            if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            if f != Format::OpencodeStorage && std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
                 return Err(ingest::DetectError::Directory {
                     path: path.to_path_buf(),
                 }
@@ -101,7 +174,7 @@ pub fn analyze_with(
             let reader = ingest::open(path)?;
             let mut analysis = replay::agent_log::replay(reader, file).map_err(ingest_err)?;
             let embedded = std::mem::take(&mut analysis.embedded_streams);
-            each(sources, vec![analysis])?;
+            each(sources, Unit::ready(analysis))?;
             for (n, body) in embedded.into_iter().enumerate() {
                 let mut o = stream_options(format);
                 o.session_id = format!("http-stream-{}", n + 1);
@@ -114,7 +187,7 @@ pub fn analyze_with(
                     body.cut,
                 )
                 .map_err(ingest_err)?;
-                each(sources, units)?;
+                each(sources, Unit::profiles(units))?;
             }
             Ok(())
         }
@@ -133,12 +206,11 @@ pub fn analyze_with(
                 stream_options(format),
             )
             .map_err(ingest_err)?;
-            each(sources, units)
+            each(sources, Unit::profiles(units))
         }
         Format::HttpRecording | Format::Har => {
             let file = sources.add_file(path);
             let reader = ingest::open(path)?;
-            let sources: &SourceMap = sources;
             let mut failure: Option<RewindError> = None;
             let opts = stream_options(format);
             recording::read(reader, file, format, &mut |ex| {
@@ -146,7 +218,7 @@ pub fn analyze_with(
                     return Ok(());
                 }
                 let units = exchange_units(&ex, file, format, &opts)?;
-                if let Err(e) = each(sources, units) {
+                if let Err(e) = each(sources, Unit::profiles(units)) {
                     failure = Some(e);
                 }
                 Ok(())
@@ -157,11 +229,12 @@ pub fn analyze_with(
                 None => Ok(()),
             }
         }
-        other => Err(RewindError::Unsupported {
-            path: path.to_path_buf(),
-            format: other,
-            hint: String::new(),
-        }),
+        Format::OpencodeDb => {
+            let db = Db::open(path).map_err(|source| db_error(path, source))?;
+            analyze_db(path, &db, options, sources, each)
+        }
+        Format::OpencodeExport => analyze_export(path, options, sources, each),
+        Format::OpencodeStorage => analyze_storage(path, options, sources, each),
     }
 }
 
@@ -285,6 +358,205 @@ pub fn counterpart(primary: Profile) -> Profile {
     }
 }
 
+pub fn db_error(path: &Path, source: DbError) -> RewindError {
+    RewindError::Db {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Reads one session's rows: its messages, and its parts attached to them (parts whose message
+/// is not in the session are counted, not kept).
+pub fn load_db_session(
+    db: &Db,
+    row: crate::ingest::opencode_db::SessionRow,
+) -> Result<(StoredSession, u64), DbError> {
+    let rows = db.messages(&row.id)?;
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(rows.len());
+    let mut messages: Vec<StoredMessage> = Vec::with_capacity(rows.len());
+    for r in rows {
+        index.insert(r.id.clone(), messages.len());
+        messages.push(StoredMessage {
+            id: r.id.clone(),
+            info: Some(StoredRecord {
+                id: r.id,
+                text: r.data,
+                place: Place::Row,
+            }),
+            parts: Vec::new(),
+        });
+    }
+    let mut orphans = 0;
+    db.for_each_part(&row.id, |p| match index.get(&p.message_id) {
+        Some(&i) => messages[i].parts.push(StoredRecord {
+            id: p.id,
+            text: p.data,
+            place: Place::Row,
+        }),
+        None => orphans += 1,
+    })?;
+    Ok((
+        StoredSession {
+            id: row.id,
+            title: row.title,
+            parent_id: row.parent_id,
+            version: row.version,
+            time_created: row.time_created,
+            time_updated: row.time_updated,
+            messages,
+        },
+        orphans,
+    ))
+}
+
+fn analyze_db(
+    path: &Path,
+    db: &Db,
+    options: &Options,
+    sources: &mut SourceMap,
+    each: &mut UnitSink<'_>,
+) -> Result<(), RewindError> {
+    let v2 = db.v2_rows();
+    if v2 > 0 {
+        eprintln!(
+            "note: `{}` also has {v2} rows in the v2 `session_message` store, which rewind does not support yet; only the v1 `message`/`part` tables are diagnosed",
+            path.display()
+        );
+    }
+    let file = sources.add_file(path);
+    let placeholder = sources.add_virtual(path, "(rows not rendered)".into(), String::new());
+    let ropts = options.rebuild_options(
+        db.schema.newest_session_version.as_deref(),
+        Some(&db.schema),
+    );
+    let mut found = 0;
+    let err = |e| db_error(path, e);
+    db.for_each_session(&options.sessions, err, |row| -> Result<(), RewindError> {
+        found += 1;
+        let (stored, orphans) = load_db_session(db, row).map_err(|e| db_error(path, e))?;
+        let mark = sources.len();
+        let mut analysis = replay::opencode::replay(
+            &stored,
+            Format::OpencodeDb,
+            file,
+            &Render::Placeholder(placeholder),
+            sources,
+        );
+        if orphans > 0 {
+            analysis.counts.insert("orphan parts", orphans);
+        }
+        rebuild::rebuild(&mut analysis, &ropts);
+        let stored = &stored;
+        let render = move |sources: &mut SourceMap| {
+            let mut a = replay::opencode::replay(
+                stored,
+                Format::OpencodeDb,
+                file,
+                &Render::Virtual {
+                    origin: path.to_path_buf(),
+                },
+                sources,
+            );
+            if orphans > 0 {
+                a.counts.insert("orphan parts", orphans);
+            }
+            rebuild::rebuild(&mut a, &ropts);
+            a
+        };
+        let result = each(
+            sources,
+            Unit {
+                analyses: vec![analysis],
+                render: Some(Box::new(render)),
+            },
+        );
+        sources.truncate(mark);
+        result
+    })?;
+    missing_sessions(path, options, found)
+}
+
+/// Fails when `--session` named sessions that were not found.
+fn missing_sessions(path: &Path, options: &Options, found: usize) -> Result<(), RewindError> {
+    if options.sessions.is_empty() || found >= options.sessions.len() {
+        return Ok(());
+    }
+    Err(RewindError::NoSuchSession {
+        path: path.to_path_buf(),
+        id: options.sessions.join(", "),
+    })
+}
+
+fn analyze_export(
+    path: &Path,
+    options: &Options,
+    sources: &mut SourceMap,
+    each: &mut UnitSink<'_>,
+) -> Result<(), RewindError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RewindError::Ingest {
+        path: path.to_path_buf(),
+        source: ingest::IngestError::Io(e),
+    })?;
+    let file = sources.add_file(path);
+    let stored = ingest::opencode_export::load(&text, file)
+        .map_err(|e| RewindError::Usage(format!("`{}`: {e}", path.display())))?;
+    drop(text);
+    if !options.sessions.is_empty() && !options.sessions.contains(&stored.id) {
+        return missing_sessions(path, options, 0);
+    }
+    let ropts = options.rebuild_options(stored.version.as_deref(), None);
+    let mut analysis = replay::opencode::replay(
+        &stored,
+        Format::OpencodeExport,
+        file,
+        &Render::Placeholder(file),
+        sources,
+    );
+    rebuild::rebuild(&mut analysis, &ropts);
+    each(sources, Unit::ready(analysis))
+}
+
+fn analyze_storage(
+    path: &Path,
+    options: &Options,
+    sources: &mut SourceMap,
+    each: &mut UnitSink<'_>,
+) -> Result<(), RewindError> {
+    let io = |e| RewindError::Ingest {
+        path: path.to_path_buf(),
+        source: ingest::IngestError::Io(e),
+    };
+    let Some(root) = ingest::opencode_storage::root(path) else {
+        return Err(ingest::DetectError::Directory {
+            path: path.to_path_buf(),
+        }
+        .into());
+    };
+    let file = sources.add_file(path);
+    let mut found = 0;
+    for session in ingest::opencode_storage::sessions(&root).map_err(io)? {
+        if !options.sessions.is_empty() && !options.sessions.contains(&session.id) {
+            continue;
+        }
+        found += 1;
+        let mark = sources.len();
+        let stored = ingest::opencode_storage::load(&root, &session, sources).map_err(io)?;
+        let ropts = options.rebuild_options(stored.version.as_deref(), None);
+        let mut analysis = replay::opencode::replay(
+            &stored,
+            Format::OpencodeStorage,
+            file,
+            &Render::Placeholder(file),
+            sources,
+        );
+        rebuild::rebuild(&mut analysis, &ropts);
+        let result = each(sources, Unit::ready(analysis));
+        sources.truncate(mark);
+        result?;
+    }
+    missing_sessions(path, options, found)
+}
+
 /// Runs the checks `policy` enables on one unit, with its severity overrides applied.
 pub fn check(analysis: &Analysis, policy: &FilePolicy) -> Vec<Finding> {
     let mut findings = checks::run(analysis, &|m| policy.selection.enabled(m));
@@ -293,7 +565,7 @@ pub fn check(analysis: &Analysis, policy: &FilePolicy) -> Vec<Finding> {
 }
 
 /// Diagnoses one file (with the first processor profile for streams) and hands each prepared
-/// unit to `each`.
+/// unit to `each`. Rows of a store are rendered only for units with findings.
 pub fn diagnose_file(
     path: &Path,
     options: &Options,
@@ -303,12 +575,18 @@ pub fn diagnose_file(
     each: &mut dyn FnMut(UnitOutput) -> Result<(), RewindError>,
 ) -> Result<(), RewindError> {
     let mut sources = SourceMap::new();
-    analyze_with(path, options, &mut sources, &mut |sources, mut units| {
-        if units.is_empty() {
+    analyze(path, options, &mut sources, &mut |sources, unit| {
+        let Some(primary) = unit.primary() else {
             return Ok(());
+        };
+        let mut findings = check(primary, policy);
+        let must_render = !findings.is_empty() && unit.renders();
+        let Some(analysis) = unit.rendered_if(must_render, sources) else {
+            return Ok(());
+        };
+        if must_render {
+            findings = check(&analysis, policy);
         }
-        let analysis = units.swap_remove(0);
-        let findings = check(&analysis, policy);
         each(report::prepare(
             sources, &analysis, &findings, baseline, renderer,
         ))

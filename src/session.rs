@@ -109,6 +109,13 @@ pub struct Session {
     /// Title, when the input stores one.
     pub title: Option<String>,
     pub messages: Vec<Message>,
+    /// The parent session (a subagent's session), when the store says.
+    pub parent_id: Option<String>,
+    /// The OpenCode version that created the session, when the store says.
+    pub version: Option<String>,
+    /// Creation and last update time (epoch milliseconds), when the store says.
+    pub time_created: Option<i64>,
+    pub time_updated: Option<i64>,
 }
 
 impl Session {
@@ -126,6 +133,8 @@ pub struct Message {
     /// Where the message info is.
     pub span: Option<Span>,
     pub parts: Vec<PartRecord>,
+    /// Where the message's `time` object is (stores only), for labels about completion.
+    pub time_span: Option<Span>,
 }
 
 impl Message {

@@ -123,6 +123,11 @@ impl SourceMap {
         base
     }
 
+    /// Forgets the sources added after the first `len` (a unit's sources, once it is printed).
+    pub fn truncate(&mut self, len: usize) {
+        self.sources.truncate(len);
+    }
+
     pub fn len(&self) -> usize {
         self.sources.len()
     }

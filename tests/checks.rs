@@ -77,6 +77,26 @@ const CASES: &[(&str, &str, &str)] = &[
         "tests/fixtures/stream/provider-error.sse",
         "tests/fixtures/stream/healthy-chat.sse",
     ),
+    (
+        "step-merged",
+        "tests/fixtures/checks/step-merged.json",
+        "tests/fixtures/checks/export-healthy.json",
+    ),
+    (
+        "empty-text-part",
+        "tests/fixtures/checks/empty-text-part.json",
+        "tests/fixtures/checks/export-healthy.json",
+    ),
+    (
+        "tool-call-duplicate",
+        "tests/fixtures/checks/tool-call-duplicate.json",
+        "tests/fixtures/checks/export-healthy.json",
+    ),
+    (
+        "message-incomplete",
+        "tests/fixtures/checks/message-incomplete.json",
+        "tests/fixtures/checks/export-healthy.json",
+    ),
 ];
 
 fn rules_reported(path: &str) -> Vec<String> {

@@ -9,15 +9,19 @@
 mod incidents;
 mod streams;
 
+mod empty_text_part;
+mod message_incomplete;
 mod schema_violation;
 mod session_error;
 mod sse_concatenated_events;
 mod sse_invalid_json;
+pub mod step_merged;
 mod step_unclosed;
 mod stream_error_fatal;
 mod stream_out_of_order;
 mod stream_provider_error;
 mod stream_truncated;
+mod tool_call_duplicate;
 mod tool_error_dropped;
 mod tool_never_finished;
 mod tool_use_without_result;
@@ -114,6 +118,10 @@ pub static ALL: &[&dyn Check] = &[
     &stream_truncated::StreamTruncated,
     &stream_out_of_order::StreamOutOfOrder,
     &stream_provider_error::StreamProviderError,
+    &step_merged::StepMerged,
+    &empty_text_part::EmptyTextPart,
+    &tool_call_duplicate::ToolCallDuplicate,
+    &message_incomplete::MessageIncomplete,
 ];
 
 /// The check called `name`.

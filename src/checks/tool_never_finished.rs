@@ -1,6 +1,7 @@
 use super::incidents::what_ended;
 use super::{Check, CheckMeta, declare_check};
 use crate::diagnostic::{Finding, Ids, Severity};
+use crate::ingest::Format;
 use crate::model::{TOOL_ABORTED, ToolState};
 use crate::session::Analysis;
 
@@ -97,6 +98,13 @@ impl Check for ToolNeverFinished {
             };
             if path.len() > 1 {
                 f = f.note(format!("status history: {}", path.join(" → ")));
+            }
+            let at_rest = matches!(
+                analysis.format,
+                Format::OpencodeDb | Format::OpencodeExport | Format::OpencodeStorage
+            );
+            if at_rest && !matches!(tool.state, ToolState::Error(_)) {
+                f = f.note("at rest in a session store this means the OpenCode process died (or lost its runner) while the tool ran; OpenCode only closes tools at the end of its own prompt loop");
             }
             if !matches!(tool.state, ToolState::Error(_)) {
                 for (event, label) in what_ended(analysis, &session.id, last_seq, None) {

@@ -1,3 +1,5 @@
+use std::collections::HashSet;
+
 use super::{Check, CheckMeta, declare_check};
 use crate::diagnostic::{Finding, Ids};
 use crate::reconstruct::provider;
@@ -40,11 +42,18 @@ impl Check for ToolUseWithoutResult {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        // A session checked against two providers' rules reports a broken part once.
+        let mut reported: HashSet<(Option<String>, String)> = HashSet::new();
         for req in &analysis.requests {
             for v in provider::check(req) {
                 let Some(span) = v.span.or(req.span) else {
                     continue;
                 };
+                if let Some(part) = &v.part_id
+                    && !reported.insert((req.session_id.clone(), part.clone()))
+                {
+                    continue;
+                }
                 let confirmed = req.response.as_ref().filter(|r| {
                     r.status >= 400
                         && r.error.as_deref().is_some_and(|e| {

@@ -10,6 +10,7 @@ use crate::diagnostic::Severity;
 use crate::error::RewindError;
 use crate::ingest::Format;
 use crate::pipeline::{self, Options};
+use crate::reconstruct::opencode::ProviderChoice;
 use crate::replay::stream::Profile;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals};
@@ -48,6 +49,34 @@ pub struct Args {
     /// would have done differently is reported too).
     #[arg(long, value_enum, default_value_t = Profile::OpencodeFixed, value_name = "PROFILE")]
     pub processor: Profile,
+
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Options for OpenCode session stores (a database, a storage folder, an export).
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// Only this session of a session store (repeat for more; default: all).
+    #[arg(long = "session", value_name = "ID")]
+    pub sessions: Vec<String>,
+
+    /// Rebuild requests as this OpenCode version does (default: the newest version that created
+    /// a session in the store). From 1.14 on, pending/running tools are sent as interrupted.
+    #[arg(long, value_name = "VERSION")]
+    pub opencode_version: Option<String>,
+
+    /// Check rebuilt requests against these provider rules (auto: from the session's model).
+    #[arg(long, value_enum, default_value_t = ProviderChoice::Auto)]
+    pub provider: ProviderChoice,
+}
+
+impl StoreArgs {
+    pub fn apply(self, options: &mut Options) {
+        options.sessions = self.sessions;
+        options.opencode_version = self.opencode_version;
+        options.provider = self.provider;
+    }
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
@@ -60,11 +89,12 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             severity: Vec::new(),
         },
     )?;
-    let options = Options {
+    let mut options = Options {
         input: args.input,
         profiles: vec![args.processor, pipeline::counterpart(args.processor)],
-        protocol: None,
+        ..Options::default()
     };
+    args.store.apply(&mut options);
     let summary = if args.no_summary {
         Summary::None
     } else {

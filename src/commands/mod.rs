@@ -5,6 +5,7 @@ pub mod diagnose;
 pub mod explain;
 pub mod replay;
 pub mod rules;
+pub mod sessions;
 
 use std::io::{BufWriter, Stdout};
 
@@ -16,6 +17,13 @@ use crate::report::jsonl::JsonlPrinter;
 use crate::report::junit::JunitPrinter;
 use crate::report::sarif::SarifPrinter;
 use crate::report::{OutputFormat, Printer};
+
+/// Output formats of the commands that print a table or a document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HumanOrJson {
+    Human,
+    Json,
+}
 
 /// Prints an error the way every command does: one line on standard error.
 pub fn print_error(err: &RewindError, color: bool) {

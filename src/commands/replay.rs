@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use comfy_table::{Table, presets};
 use serde_json::{Value, json};
 
-use super::print_error;
+use super::{HumanOrJson, print_error};
 use crate::checks;
 use crate::cli::ExitStatus;
 use crate::diagnostic::{Finding, Severity};
@@ -38,8 +38,8 @@ pub struct Args {
     pub compare: Option<Vec<Profile>>,
 
     /// Output format.
-    #[arg(long, value_enum, default_value_t = ReplayFormat::Human)]
-    pub format: ReplayFormat,
+    #[arg(long, value_enum, default_value_t = HumanOrJson::Human)]
+    pub format: HumanOrJson,
 
     /// Read the capture as this kind of input instead of recognising it from its content.
     #[arg(long, value_enum, value_name = "KIND")]
@@ -48,13 +48,6 @@ pub struct Args {
     /// Exit with status 1 when a finding (of the first processor) has this severity or a higher one.
     #[arg(long, value_enum, default_value_t = Severity::Error, value_name = "SEVERITY")]
     pub fail_on: Severity,
-}
-
-/// Output formats of a replay.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReplayFormat {
-    Human,
-    Json,
 }
 
 /// One line of a timeline.
@@ -74,7 +67,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let options = Options {
         input: args.input,
         profiles: profiles.clone(),
-        protocol: None,
+        ..Options::default()
     };
     let mut sources = SourceMap::new();
     let mut worst = None;
@@ -86,11 +79,13 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         Summary::Totals,
     );
     let comparing = args.compare.is_some();
-    let result = pipeline::analyze_with(
+    let result = pipeline::analyze(
         &args.capture,
         &options,
         &mut sources,
-        &mut |sources, units| {
+        &mut |sources, unit| {
+            let units = unit.analyses;
+            let sources: &SourceMap = sources;
             let Some(main) = units.first() else {
                 return Ok(());
             };
@@ -106,16 +101,16 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 worst = worst.max(Some(f.severity));
             }
             match (args.format, comparing) {
-                (ReplayFormat::Human, false) => {
+                (HumanOrJson::Human, false) => {
                     let text = timeline_text(sources, main, &args.capture);
                     print_out(&text)?;
                     human.unit(&prepare(sources, main, &findings[0], None, Some(&renderer)))?;
                 }
-                (ReplayFormat::Human, true) => {
+                (HumanOrJson::Human, true) => {
                     let text = compare_text(sources, &units, &findings, &args.capture);
                     print_out(&text)?;
                 }
-                (ReplayFormat::Json, _) => {
+                (HumanOrJson::Json, _) => {
                     let shown = if comparing { units.len() } else { 1 };
                     let runs: Vec<Value> = units
                         .iter()
@@ -153,7 +148,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         Ok(()) => {}
     }
     match args.format {
-        ReplayFormat::Json => {
+        HumanOrJson::Json => {
             let doc = json!({
                 "version": crate::report::json::SCHEMA_VERSION,
                 "tool": {"name": "rewind", "version": env!("CARGO_PKG_VERSION")},
@@ -165,7 +160,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
-        ReplayFormat::Human => {
+        HumanOrJson::Human => {
             if !comparing {
                 match human.finish(&RunSummary::default()) {
                     Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {

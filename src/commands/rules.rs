@@ -5,16 +5,10 @@ use std::io::Write;
 use comfy_table::{Table, presets};
 use serde_json::json;
 
+use super::HumanOrJson as Format;
 use crate::checks;
 use crate::cli::ExitStatus;
 use crate::error::RewindError;
-
-/// Output formats of the catalogue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -152,6 +152,107 @@ pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<(usize, usize)> {
     Some((pos, value_end(b, pos)?))
 }
 
+/// Byte ranges of the items of the array at `path` (one pass over the array), or `None` when
+/// there is no array there.
+pub fn array_items(text: &str, path: &[Seg<'_>]) -> Option<Vec<(usize, usize)>> {
+    let (start, _) = locate(text, path)?;
+    let b = text.as_bytes();
+    if *b.get(start)? != b'[' {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut pos = skip_ws(b, start + 1);
+    if *b.get(pos)? == b']' {
+        return Some(out);
+    }
+    loop {
+        let end = value_end(b, pos)?;
+        out.push((pos, end));
+        pos = skip_ws(b, end);
+        match *b.get(pos)? {
+            b',' => pos = skip_ws(b, pos + 1),
+            b']' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// Re-indents JSON text (two spaces per level), keeping every key, value and escape exactly as
+/// written and the keys in their stored order. Text that is not JSON comes back unchanged.
+pub fn pretty(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + text.len() / 4);
+    let mut depth = 0usize;
+    let mut i = 0;
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str("  ");
+        }
+    };
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let Some((s, e)) = string_range(b, i) else {
+                    return text.to_owned();
+                };
+                out.push_str(&text[s..e]);
+                i = e;
+                continue;
+            }
+            b'{' | b'[' => {
+                let close = if b[i] == b'{' { b'}' } else { b']' };
+                let next = skip_ws(b, i + 1);
+                if b.get(next) == Some(&close) {
+                    out.push(b[i] as char);
+                    out.push(close as char);
+                    i = next + 1;
+                    continue;
+                }
+                out.push(b[i] as char);
+                depth += 1;
+                newline(&mut out, depth);
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(b[i] as char);
+            }
+            b',' => {
+                out.push(',');
+                newline(&mut out, depth);
+            }
+            b':' => out.push_str(": "),
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => {
+                // A number, literal or anything else: copy up to the next structural byte.
+                let start = i;
+                while i < b.len()
+                    && !matches!(
+                        b[i],
+                        b'"' | b'{'
+                            | b'['
+                            | b'}'
+                            | b']'
+                            | b','
+                            | b':'
+                            | b' '
+                            | b'\t'
+                            | b'\n'
+                            | b'\r'
+                    )
+                {
+                    i += 1;
+                }
+                out.push_str(&text[start..i]);
+                continue;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
 fn skip_ws(b: &[u8], mut pos: usize) -> usize {
     while matches!(b.get(pos), Some(b' ' | b'\t' | b'\n' | b'\r')) {
         pos += 1;
@@ -201,6 +302,32 @@ fn value_end(b: &[u8], pos: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pretty_keeps_order_and_escapes() {
+        let raw =
+            r#"{"type":"tool","state":{"status":"error","input":{},"list":[1,"a\"b"]},"x":[]}"#;
+        let p = pretty(raw);
+        assert_eq!(
+            p,
+            "{\n  \"type\": \"tool\",\n  \"state\": {\n    \"status\": \"error\",\n    \"input\": {},\n    \"list\": [\n      1,\n      \"a\\\"b\"\n    ]\n  },\n  \"x\": []\n}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&p).ok(),
+            serde_json::from_str::<serde_json::Value>(raw).ok()
+        );
+        assert_eq!(pretty("not json \"open"), "not json \"open");
+    }
+
+    #[test]
+    fn array_items_in_one_pass() {
+        let text = r#"{"messages": [ {"a": [1, 2]}, "x" , 3 ], "n": []}"#;
+        let items = array_items(text, &["messages".into()]).unwrap();
+        let got: Vec<&str> = items.iter().map(|(s, e)| &text[*s..*e]).collect();
+        assert_eq!(got, [r#"{"a": [1, 2]}"#, "\"x\"", "3"]);
+        assert_eq!(array_items(text, &["n".into()]), Some(vec![]));
+        assert_eq!(array_items(text, &["missing".into()]), None);
+    }
 
     #[test]
     fn depth_tracks_strings_and_escapes() {

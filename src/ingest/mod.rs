@@ -9,6 +9,9 @@ pub mod capture;
 pub mod json_scan;
 pub mod json_stream;
 pub mod json_string;
+pub mod opencode_db;
+pub mod opencode_export;
+pub mod opencode_storage;
 pub mod recording;
 pub mod sse;
 
@@ -49,7 +52,9 @@ pub enum DetectError {
         #[source]
         source: std::io::Error,
     },
-    #[error("`{path}` is a directory; give a file (`rewind check` walks folders)")]
+    #[error(
+        "`{path}` is a directory but not an OpenCode storage folder (no `session/` and `message/` in it or in `storage/`); give a file"
+    )]
     Directory { path: PathBuf },
     #[error("`{path}` is empty: there is nothing to diagnose")]
     Empty { path: PathBuf },
@@ -93,6 +98,8 @@ pub enum Format {
     OpencodeDb,
     /// An `opencode export` JSON document.
     OpencodeExport,
+    /// OpenCode's legacy JSON storage folder (`storage/session|message|part/…`).
+    OpencodeStorage,
 }
 
 impl Format {
@@ -106,6 +113,7 @@ impl Format {
             Format::Har => "a HAR file",
             Format::OpencodeDb => "an OpenCode database",
             Format::OpencodeExport => "an OpenCode export",
+            Format::OpencodeStorage => "an OpenCode storage folder",
         }
     }
 }
@@ -128,6 +136,9 @@ pub fn detect(path: &Path) -> Result<Format, DetectError> {
     };
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.is_dir() {
+        if opencode_storage::root(path).is_some() {
+            return Ok(Format::OpencodeStorage);
+        }
         return Err(DetectError::Directory {
             path: path.to_path_buf(),
         });

@@ -9,6 +9,7 @@
 
 pub mod ids;
 pub mod schema;
+pub mod version;
 pub mod zod;
 
 use serde::Deserialize;

@@ -10,6 +10,7 @@
 //! session rebuilt the way the agent rebuilds it (OpenCode's `toModelMessages` followed by the AI
 //! SDK's `convertToModelMessages`).
 
+pub mod opencode;
 pub mod provider;
 pub mod request;
 

@@ -8,6 +8,7 @@
 //! [`Analysis`]: crate::session::Analysis
 
 pub mod agent_log;
+pub mod opencode;
 pub mod stream;
 
 use serde_json::Value;
@@ -36,6 +37,25 @@ pub fn cap_strings(v: &Value, max: usize) -> Value {
     }
 }
 
+/// Cuts, in place, every string of `v` longer than `max` bytes (as [`cap_strings`] does, without
+/// copying the value).
+pub fn cap_strings_in_place(v: &mut Value, max: usize) {
+    match v {
+        Value::String(s) if s.len() > max => {
+            let mut end = max;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            let total = s.len();
+            s.truncate(end);
+            s.push_str(&format!("…[{total} bytes]"));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| cap_strings_in_place(i, max)),
+        Value::Object(map) => map.values_mut().for_each(|i| cap_strings_in_place(i, max)),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +68,8 @@ mod tests {
         assert_eq!(capped["a"], "éé…[20 bytes]");
         assert_eq!(capped["b"], json!([1, "short"]));
         assert_eq!(capped["c"], json!({}));
+        let mut in_place = v.clone();
+        cap_strings_in_place(&mut in_place, 5);
+        assert_eq!(in_place, capped);
     }
 }

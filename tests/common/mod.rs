@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: run the real binary, read its JSON output.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod opencode;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;

@@ -31,6 +31,7 @@ impl Store {
                 id: "msg_0001".into(),
                 ..Message::default()
             }],
+            ..Session::default()
         });
         Self {
             analysis,

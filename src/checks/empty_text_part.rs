@@ -1,0 +1,70 @@
+use super::{Check, CheckMeta, declare_check};
+use crate::diagnostic::{Finding, Ids};
+use crate::model::{PartBody, REPAIR_MARKER};
+use crate::session::Analysis;
+
+declare_check! {
+    /// ## What it does
+    /// Reports text parts whose text is empty (or only whitespace).
+    ///
+    /// ## Why it matters
+    /// Cancelling mid-response, or a `text-start` persisted before any text arrived, leaves a
+    /// `{"type":"text","text":""}` part (opencode#16220, #29647). Providers reject empty text
+    /// blocks, so versions that replay it send a request that fails on every later prompt
+    /// ("permanently bricking the session"); the UI shows a blank message.
+    ///
+    /// ## Example
+    /// ```text
+    /// // part prt_…
+    /// { "type": "text", "text": "" }
+    /// ```
+    ///
+    /// ## How to fix
+    /// `rewind repair` replaces the empty text with a short placeholder (`[empty]`) and records
+    /// the original in `metadata.rewind`. By hand: `UPDATE part SET data = json_set(data,
+    /// '$.text', '[aborted]') WHERE id = '…'`, with OpenCode closed and a backup made.
+    pub struct EmptyTextPart {
+        name: "empty-text-part",
+        severity: Warning,
+        summary: "A text part has empty text: providers reject the empty block",
+    }
+}
+
+impl Check for EmptyTextPart {
+    fn meta(&self) -> &'static CheckMeta {
+        &Self::META
+    }
+
+    fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        for (session, message, part) in analysis.parts() {
+            let PartBody::Text(t) = &part.part.body else {
+                continue;
+            };
+            let repaired = t
+                .metadata
+                .as_ref()
+                .is_some_and(|m| m.contains_key(REPAIR_MARKER));
+            if !t.text.trim().is_empty() || repaired {
+                continue;
+            }
+            let Some(obs) = part.last() else {
+                continue;
+            };
+            let f = Self::META
+                .finding(format!(
+                    "text part {} of message {} is empty",
+                    part.part.id, message.id
+                ))
+                .at(obs.span.head(), "this text part has no text")
+                .help("an empty text block is rejected by providers; `rewind repair` gives it a short placeholder text");
+            out.push(
+                f.ids(
+                    Ids::default()
+                        .session(session.id.clone())
+                        .message(message.id.clone())
+                        .part(part.part.id.clone()),
+                ),
+            );
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `rewind sessions STORE`: the sessions of an OpenCode store, each with its size and findings.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use comfy_table::{Table, presets};
+use serde_json::json;
+
+use super::diagnose::StoreArgs;
+use crate::checks;
+use crate::cli::ExitStatus;
+use crate::error::RewindError;
+use crate::pipeline::{self, Options};
+use crate::report::Totals;
+use crate::report::snippet::escape;
+use crate::source::SourceMap;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// An OpenCode database, storage folder or export.
+    #[arg(value_name = "STORE")]
+    pub store: PathBuf,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = super::HumanOrJson::Human)]
+    pub format: super::HumanOrJson,
+
+    #[command(flatten)]
+    pub store_args: StoreArgs,
+}
+
+/// `2026-09-28 10:01` (UTC) for epoch milliseconds.
+pub fn utc_minutes(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+    let mut options = Options::default();
+    args.store_args.apply(&mut options);
+    let mut sources = SourceMap::new();
+    let mut rows = Vec::new();
+    let enabled = |_: &checks::CheckMeta| true;
+    pipeline::analyze(&args.store, &options, &mut sources, &mut |_, unit| {
+        let Some(a) = unit.primary() else {
+            return Ok(());
+        };
+        let findings = checks::run(a, &enabled);
+        for s in &a.sessions {
+            let mut totals = Totals::default();
+            for f in findings
+                .iter()
+                .filter(|f| f.ids.session_id.as_deref() == Some(s.id.as_str()))
+            {
+                totals.count(f.severity);
+            }
+            let parts: usize = s.messages.iter().map(|m| m.parts.len()).sum();
+            rows.push((
+                s.id.clone(),
+                s.title.clone(),
+                s.parent_id.clone(),
+                s.time_updated,
+                s.messages.len(),
+                parts,
+                totals,
+            ));
+        }
+        Ok(())
+    })?;
+    let mut out = std::io::stdout().lock();
+    match args.format {
+        super::HumanOrJson::Human => {
+            let mut t = Table::new();
+            t.load_preset(presets::UTF8_FULL_CONDENSED);
+            t.set_header([
+                "id",
+                "title",
+                "updated (UTC)",
+                "messages",
+                "parts",
+                "findings",
+            ]);
+            for (id, title, parent, updated, messages, parts, totals) in &rows {
+                let id = match parent {
+                    Some(p) => format!("{id}\n(child of {p})"),
+                    None => id.clone(),
+                };
+                t.add_row([
+                    escape(&id, true),
+                    escape(title.as_deref().unwrap_or("-"), true),
+                    updated.map_or("-".to_owned(), utc_minutes),
+                    messages.to_string(),
+                    parts.to_string(),
+                    totals.words(),
+                ]);
+            }
+            writeln!(out, "{t}")?;
+            writeln!(
+                out,
+                "{} session{}; `rewind diagnose {} --session ID` shows the findings of one",
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" },
+                escape(&args.store.display().to_string(), false)
+            )?;
+        }
+        super::HumanOrJson::Json => {
+            let list: Vec<_> = rows
+                .iter()
+                .map(|(id, title, parent, updated, messages, parts, totals)| {
+                    json!({
+                        "id": id, "title": title, "parent_id": parent, "time_updated": updated,
+                        "messages": messages, "parts": parts, "findings": totals,
+                    })
+                })
+                .collect();
+            serde_json::to_writer_pretty(&mut out, &json!({ "sessions": list }))
+                .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+    }
+    Ok(ExitStatus::Clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_utc_minutes() {
+        assert_eq!(utc_minutes(0), "1970-01-01 00:00");
+        assert_eq!(utc_minutes(1_790_589_700_000), "2026-09-28 10:01");
+        assert_eq!(utc_minutes(951_782_400_000), "2000-02-29 00:00");
+    }
+}

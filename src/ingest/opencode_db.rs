@@ -1,0 +1,488 @@
+//! OpenCode's SQLite database (`~/.local/share/opencode/opencode.db`), opened without touching it.
+//!
+//! Opening (`opencode-storage.md` §1.2): OpenCode keeps the database in WAL mode, so recent writes
+//! may live only in `opencode.db-wal`. A plain read-only connection would still create `-wal` and
+//! `-shm` files beside the database and write to the `-shm`, so rewind picks the mode from the
+//! companion files present:
+//!
+//! * none (`-wal`, `-shm`, `-journal` all absent): the file is the whole database; it is opened
+//!   `immutable=1`, which reads it without locks and creates nothing;
+//! * `-wal` and `-shm`: opened `mode=ro&readonly_shm=1`, which reads the WAL through the existing
+//!   shared-memory index (or, when that cannot be trusted, straight from the WAL) without writing
+//!   either file — this is also what works while OpenCode is running;
+//! * anything else (a `-wal` without its `-shm`, a hot rollback `-journal`): the database and its
+//!   companions are copied to a private temporary directory and the copy is opened, so SQLite can
+//!   recover it there. The user's files are never opened for writing.
+//!
+//! The schema is probed (`PRAGMA table_info`, the migration journal) rather than assumed: versions
+//! 1.2 through 1.18 differ (§1.3, §1.4). Rows are streamed: sessions one by one, and for each
+//! session its messages and parts.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension};
+use thiserror::Error;
+
+/// How long a read waits for a lock held by a writer (OpenCode's own transactions are short).
+const BUSY_TIMEOUT: Duration = Duration::from_millis(2000);
+
+/// Why a database could not be read. Each variant's text ends with SQLite's own words.
+#[derive(Debug, Error)]
+pub enum DbError {
+    #[error("not an SQLite database (SQLite: {0})")]
+    NotADatabase(String),
+    #[error("the database is corrupt (SQLite: {0}); work on a copy and try `sqlite3 DB .recover`")]
+    Corrupt(String),
+    #[error(
+        "the database is locked by another process (SQLite: {0}); close OpenCode or wait and retry"
+    )]
+    Locked(String),
+    #[error("cannot open the database (SQLite: {0})")]
+    CannotOpen(String),
+    #[error(
+        "not an OpenCode database: table{} {} missing (found: {found})",
+        if missing.len() == 1 { "" } else { "s" },
+        missing.join(", ")
+    )]
+    MissingTables { missing: Vec<String>, found: String },
+    #[error("table `{table}` has no column `{column}`: an OpenCode schema rewind does not know")]
+    MissingColumn { table: String, column: String },
+    #[error(
+        "this database keeps its conversations in the v2 `session_message` store, which rewind does not support yet (it reads the v1 `message`/`part` tables)"
+    )]
+    V2Only,
+    #[error("cannot copy the database to a private snapshot: {0}")]
+    Snapshot(#[source] std::io::Error),
+    #[error("SQLite: {0}")]
+    Other(String),
+}
+
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> Self {
+        let words = e.to_string();
+        match e.sqlite_error_code() {
+            Some(ErrorCode::NotADatabase) => DbError::NotADatabase(words),
+            Some(ErrorCode::DatabaseCorrupt) => DbError::Corrupt(words),
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => DbError::Locked(words),
+            Some(ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => DbError::CannotOpen(words),
+            _ => DbError::Other(words),
+        }
+    }
+}
+
+/// Which migration journal the database has, and what it says.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Journal {
+    /// `migration` (core package, ~1.14+), `__drizzle_migrations` (1.2 → ~1.14), or none.
+    pub table: Option<&'static str>,
+    /// Number of applied migrations.
+    pub applied: usize,
+    /// The newest applied migration.
+    pub last: Option<String>,
+}
+
+/// What the schema probe found.
+#[derive(Clone, Debug, Default)]
+pub struct Schema {
+    pub journal: Journal,
+    /// Columns of `session`.
+    pub session_columns: Vec<String>,
+    /// `event` and `event_sequence` exist (OpenCode ≥ 1.14's event log).
+    pub event_log: bool,
+    /// The v2 `session_message` table exists.
+    pub v2_store: bool,
+    /// The newest `session.version` (the newest OpenCode that created a session here).
+    pub newest_session_version: Option<String>,
+}
+
+impl Schema {
+    pub fn session_has(&self, column: &str) -> bool {
+        self.session_columns.iter().any(|c| c == column)
+    }
+}
+
+/// How the database was opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// No companion files: `immutable=1`.
+    Immutable,
+    /// `-wal` and `-shm` present: `mode=ro&readonly_shm=1`.
+    ReadOnlyShm,
+    /// A private copy (a `-wal` without `-shm`, or a hot `-journal`).
+    Snapshot,
+}
+
+/// A session row.
+#[derive(Clone, Debug, Default)]
+pub struct SessionRow {
+    pub id: String,
+    pub title: Option<String>,
+    pub parent_id: Option<String>,
+    pub version: Option<String>,
+    pub directory: Option<String>,
+    pub time_created: Option<i64>,
+    pub time_updated: Option<i64>,
+}
+
+/// A `message` or `part` row: its ids and its JSON `data` (ids stripped, §1.5).
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    pub id: String,
+    /// The message id (parts only).
+    pub message_id: String,
+    pub time_created: i64,
+    pub time_updated: i64,
+    pub data: String,
+}
+
+/// A private copy of a database, removed when dropped.
+#[derive(Debug)]
+struct SnapshotDir(PathBuf);
+
+impl Drop for SnapshotDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// An open OpenCode database.
+#[derive(Debug)]
+pub struct Db {
+    conn: Connection,
+    pub schema: Schema,
+    pub mode: OpenMode,
+    _snapshot: Option<SnapshotDir>,
+}
+
+/// `path` with `suffix` appended to its file name (`opencode.db` → `opencode.db-wal`).
+pub fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// A `file:` URI for `path` with `query` (SQLite URI rules: `%`, `?` and `#` must be escaped).
+pub fn uri(path: &Path, query: &str) -> String {
+    let raw = path.to_string_lossy();
+    let mut out = String::from("file:");
+    for b in raw.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            #[cfg(windows)]
+            b'\\' => out.push('/'),
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out.push('?');
+    out.push_str(query);
+    out
+}
+
+impl Db {
+    /// Opens `path` read-only (see the module docs) and probes its schema.
+    pub fn open(path: &Path) -> Result<Db, DbError> {
+        let wal = companion(path, "-wal").exists();
+        let shm = companion(path, "-shm").exists();
+        let journal = companion(path, "-journal").exists();
+        let ro = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let (conn, mode, snapshot) = if !wal && !shm && !journal {
+            let conn = Connection::open_with_flags(uri(path, "immutable=1"), ro)?;
+            (conn, OpenMode::Immutable, None)
+        } else if wal && shm && !journal {
+            let conn = Connection::open_with_flags(uri(path, "mode=ro&readonly_shm=1"), ro)?;
+            (conn, OpenMode::ReadOnlyShm, None)
+        } else {
+            let dir = snapshot(path, &["-wal", "-journal"]).map_err(DbError::Snapshot)?;
+            let copy = dir.0.join("opencode.db");
+            let rw = OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = Connection::open_with_flags(&copy, rw)?;
+            (conn, OpenMode::Snapshot, Some(dir))
+        };
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let schema = probe(&conn)?;
+        Ok(Db {
+            conn,
+            schema,
+            mode,
+            _snapshot: snapshot,
+        })
+    }
+
+    /// Wraps a connection the caller opened (repair opens its own, writable one).
+    pub fn from_connection(conn: Connection) -> Result<Db, DbError> {
+        let schema = probe(&conn)?;
+        Ok(Db {
+            conn,
+            schema,
+            mode: OpenMode::Immutable,
+            _snapshot: None,
+        })
+    }
+
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn into_connection(self) -> Connection {
+        self.conn
+    }
+
+    /// Number of rows in the v2 `session_message` store (0 when there is none).
+    pub fn v2_rows(&self) -> u64 {
+        if !self.schema.v2_store {
+            return 0;
+        }
+        self.conn
+            .query_row("SELECT count(*) FROM session_message", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map_or(0, |n| u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Streams the sessions (oldest first), or only those in `only`, calling `f` for each.
+    pub fn for_each_session<E>(
+        &self,
+        only: &[String],
+        err: impl Fn(DbError) -> E,
+        mut f: impl FnMut(SessionRow) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let col = |c: &str| {
+            if self.schema.session_has(c) {
+                format!("`{c}`")
+            } else {
+                "NULL".to_owned()
+            }
+        };
+        let sql = format!(
+            "SELECT id, {}, {}, {}, {}, {}, {} FROM session ORDER BY time_created, id",
+            col("title"),
+            col("parent_id"),
+            col("version"),
+            col("directory"),
+            col("time_created"),
+            col("time_updated"),
+        );
+        let e = |x: rusqlite::Error| err(DbError::from(x));
+        let mut stmt = self.conn.prepare(&sql).map_err(e)?;
+        let mut rows = stmt.query([]).map_err(e)?;
+        while let Some(r) = rows.next().map_err(e)? {
+            let row = SessionRow {
+                id: text(r, 0).unwrap_or_default(),
+                title: text(r, 1),
+                parent_id: text(r, 2),
+                version: text(r, 3),
+                directory: text(r, 4),
+                time_created: r.get::<_, Option<i64>>(5).ok().flatten(),
+                time_updated: r.get::<_, Option<i64>>(6).ok().flatten(),
+            };
+            if !only.is_empty() && !only.contains(&row.id) {
+                continue;
+            }
+            f(row)?;
+        }
+        Ok(())
+    }
+
+    /// The messages of a session, in OpenCode's replay order (`time_created, id`).
+    pub fn messages(&self, session: &str) -> Result<Vec<Row>, DbError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, time_created, time_updated, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
+        )?;
+        let rows = stmt.query_map([session], |r| {
+            Ok(Row {
+                id: text(r, 0).unwrap_or_default(),
+                message_id: String::new(),
+                time_created: r.get::<_, Option<i64>>(1).ok().flatten().unwrap_or(0),
+                time_updated: r.get::<_, Option<i64>>(2).ok().flatten().unwrap_or(0),
+                data: text(r, 3).unwrap_or_default(),
+            })
+        })?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(DbError::from)
+    }
+
+    /// The parts of a session, in OpenCode's order (`message_id, id`), streamed to `f`.
+    pub fn for_each_part(&self, session: &str, mut f: impl FnMut(Row)) -> Result<(), DbError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, message_id, time_created, time_updated, data FROM part WHERE session_id = ?1 ORDER BY message_id, id",
+        )?;
+        let mut rows = stmt.query([session])?;
+        while let Some(r) = rows.next()? {
+            f(Row {
+                id: text(r, 0).unwrap_or_default(),
+                message_id: text(r, 1).unwrap_or_default(),
+                time_created: r.get::<_, Option<i64>>(2).ok().flatten().unwrap_or(0),
+                time_updated: r.get::<_, Option<i64>>(3).ok().flatten().unwrap_or(0),
+                data: text(r, 4).unwrap_or_default(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A text column (a BLOB is read as lossy UTF-8, an integer or real as its decimal text).
+fn text(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
+    use rusqlite::types::ValueRef;
+    match r.get_ref(i).ok()? {
+        ValueRef::Null => None,
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Real(x) => Some(x.to_string()),
+    }
+}
+
+/// Copies `path` and its companions into a new private temporary directory.
+fn snapshot(path: &Path, suffixes: &[&str]) -> std::io::Result<SnapshotDir> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("rewind-{}-{nanos}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    let guard = SnapshotDir(dir);
+    let copy = guard.0.join("opencode.db");
+    std::fs::copy(path, &copy)?;
+    for s in suffixes {
+        let from = companion(path, s);
+        if from.exists() {
+            std::fs::copy(&from, companion(&copy, s))?;
+        }
+    }
+    Ok(guard)
+}
+
+fn table_columns(conn: &Connection, table: &str) -> Result<Vec<String>, DbError> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info(`{table}`)"))?;
+    let cols = stmt.query_map([], |r| r.get::<_, String>(1))?;
+    cols.collect::<Result<Vec<_>, _>>().map_err(DbError::from)
+}
+
+/// Probes the tables, columns and migration journal.
+fn probe(conn: &Connection) -> Result<Schema, DbError> {
+    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+    let tables: Vec<String> = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<_, _>>()?;
+    drop(stmt);
+    let has = |t: &str| tables.iter().any(|x| x == t);
+    let missing: Vec<String> = ["session", "message", "part"]
+        .into_iter()
+        .filter(|t| !has(t))
+        .map(str::to_owned)
+        .collect();
+    if !missing.is_empty() {
+        if has("session_message") {
+            return Err(DbError::V2Only);
+        }
+        let mut found = tables.clone();
+        found.sort();
+        found.truncate(12);
+        let found = if found.is_empty() {
+            "no tables".to_owned()
+        } else {
+            found.join(", ")
+        };
+        return Err(DbError::MissingTables { missing, found });
+    }
+    for (table, needed) in [
+        ("session", &["id"][..]),
+        (
+            "message",
+            &["id", "session_id", "time_created", "time_updated", "data"][..],
+        ),
+        (
+            "part",
+            &[
+                "id",
+                "message_id",
+                "session_id",
+                "time_created",
+                "time_updated",
+                "data",
+            ][..],
+        ),
+    ] {
+        let cols = table_columns(conn, table)?;
+        if let Some(c) = needed.iter().find(|c| !cols.iter().any(|x| x == *c)) {
+            return Err(DbError::MissingColumn {
+                table: table.to_owned(),
+                column: (*c).to_owned(),
+            });
+        }
+    }
+    let session_columns = table_columns(conn, "session")?;
+    let journal = if has("migration") {
+        journal(conn, "migration", "id")?
+    } else if has("__drizzle_migrations") {
+        let cols = table_columns(conn, "__drizzle_migrations")?;
+        let col = if cols.iter().any(|c| c == "name") {
+            "name"
+        } else {
+            "hash"
+        };
+        journal(conn, "__drizzle_migrations", col)?
+    } else {
+        Journal::default()
+    };
+    let mut schema = Schema {
+        journal,
+        event_log: has("event") && has("event_sequence"),
+        v2_store: has("session_message"),
+        newest_session_version: None,
+        session_columns,
+    };
+    if schema.session_has("version") {
+        let mut stmt = conn.prepare("SELECT DISTINCT version FROM session")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            if let Some(v) = text(r, 0)
+                && crate::model::version::newer(&v, schema.newest_session_version.as_deref())
+            {
+                schema.newest_session_version = Some(v);
+            }
+        }
+    }
+    Ok(schema)
+}
+
+fn journal(conn: &Connection, table: &'static str, column: &str) -> Result<Journal, DbError> {
+    let applied: i64 =
+        conn.query_row(&format!("SELECT count(*) FROM `{table}`"), [], |r| r.get(0))?;
+    let last: Option<String> = conn
+        .query_row(
+            &format!("SELECT `{column}` FROM `{table}` ORDER BY `{column}` DESC LIMIT 1"),
+            [],
+            |r| r.get::<_, Option<String>>(0),
+        )
+        .optional()
+        .ok()
+        .flatten()
+        .flatten();
+    Ok(Journal {
+        table: Some(table),
+        applied: usize::try_from(applied).unwrap_or(0),
+        last,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_escape_what_sqlite_would_misread() {
+        assert_eq!(
+            uri(Path::new("/tmp/a b/x?.db"), "mode=ro"),
+            "file:/tmp/a%20b/x%3F.db?mode=ro"
+        );
+        assert_eq!(
+            companion(Path::new("/d/opencode.db"), "-wal"),
+            PathBuf::from("/d/opencode.db-wal")
+        );
+    }
+}

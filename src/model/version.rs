@@ -1,0 +1,42 @@
+//! OpenCode version numbers (`1.18.33`), for behaviour that changed between releases.
+
+/// `major.minor.patch` of a version string (`v1.2.15`, `1.18.33-beta.1` → `(1, 18, 33)`).
+pub fn parse(v: &str) -> Option<(u64, u64, u64)> {
+    let v = v.trim().trim_start_matches('v');
+    let core = v.split(['-', '+']).next()?;
+    let mut it = core.split('.');
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next().map_or(Some(0), |s| s.parse().ok())?;
+    let patch = it.next().map_or(Some(0), |s| s.parse().ok())?;
+    Some((major, minor, patch))
+}
+
+/// Whether `v` is a version newer than `than` (any parseable version is newer than none).
+pub fn newer(v: &str, than: Option<&str>) -> bool {
+    match (parse(v), than.and_then(parse)) {
+        (Some(a), Some(b)) => a > b,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// The first release whose `toModelMessages` answers a `pending`/`running` tool part with an
+/// "[Tool execution was interrupted]" error result (older ones send nothing for it).
+pub const INTERRUPTED_RESULT_SINCE: (u64, u64, u64) = (1, 14, 0);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_orders() {
+        assert_eq!(parse("1.18.33"), Some((1, 18, 33)));
+        assert_eq!(parse("v1.2"), Some((1, 2, 0)));
+        assert_eq!(parse("1.14.0-beta.2"), Some((1, 14, 0)));
+        assert_eq!(parse("dev"), None);
+        assert!(newer("1.18.2", Some("1.9.40")));
+        assert!(!newer("1.2.15", Some("1.14.0")));
+        assert!(newer("1.0.0", None));
+        assert!(!newer("local", Some("1.0.0")));
+    }
+}

@@ -1,0 +1,613 @@
+//! What OpenCode sends the model when a stored session is resumed: its `toModelMessages`
+//! (stored messages → AI SDK UI messages) followed by the AI SDK's `convertToModelMessages`
+//! (UI messages → model messages), as `opencode-storage.md` §2.5–2.7 describe them.
+//!
+//! * `filterCompacted`: only the history from the last completed compaction on is replayed.
+//! * Messages with no parts are skipped. An assistant message with an `error` is skipped, unless
+//!   the error is `MessageAbortedError` and the message has a part other than `step-start` or
+//!   `reasoning`.
+//! * User parts: text (not `ignored`), files (not `text/plain` or directories), compaction and
+//!   subtask (both become text). Assistant parts, in stored (id) order: text, reasoning,
+//!   `step-start` (the only block separator) and tools; the others are not sent.
+//! * Tool states: `completed` → a result; `error` → an error result (or the partial output of an
+//!   interrupted call); `pending`/`running` → an "[Tool execution was interrupted]" error result
+//!   from OpenCode 1.14 on ([`version::INTERRUPTED_RESULT_SINCE`]), nothing before; an invalid
+//!   status → nothing. Provider-executed tools carry their result inline and are not paired.
+//! * Each block of an assistant message becomes one `assistant` model message followed by one
+//!   `tool` message with the results of the block's tools.
+//!
+//! The provider is chosen from the model the next prompt would use (the last user message's
+//! model, else the last assistant's): Anthropic for `anthropic` providers or Claude models, OpenAI
+//! for `openai`/`azure` providers or GPT/o-series models, and both rule sets when it is neither —
+//! a gateway (`opencode`, `openrouter`, …) may forward to either, and a history valid for both is
+//! valid for the others. For Anthropic the messages are grouped the way its API receives them:
+//! consecutive assistant messages merge, and `tool` messages merge into the following user turn.
+//!
+//! [`version::INTERRUPTED_RESULT_SINCE`]: crate::model::version::INTERRUPTED_RESULT_SINCE
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::{Block, BlockKind, ModelMessage, ModelRequest, Provider, Role};
+use crate::model::{MessageBody, PartBody, ToolState};
+use crate::session::{Analysis, Message, Session};
+
+/// The text OpenCode sends for a tool part still pending or running.
+pub const INTERRUPTED_RESULT: &str = "[Tool execution was interrupted]";
+
+/// Which provider rules the rebuilt requests are checked against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderChoice {
+    /// From the session's model (both rule sets when the provider is neither).
+    #[default]
+    Auto,
+    Anthropic,
+    #[value(name = "openai")]
+    OpenAi,
+    /// Both rule sets.
+    Both,
+}
+
+/// How the request is rebuilt.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Pending/running tools get an "[Tool execution was interrupted]" result (OpenCode ≥ 1.14).
+    pub interrupted_results: bool,
+    pub provider: ProviderChoice,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            interrupted_results: true,
+            provider: ProviderChoice::Auto,
+        }
+    }
+}
+
+/// Adds to `analysis.requests` the request each session would send next.
+pub fn rebuild(analysis: &mut Analysis, options: &Options) {
+    let mut requests = Vec::new();
+    for session in &analysis.sessions {
+        let history = filter_compacted(&session.messages);
+        let messages = to_model_messages(history, options);
+        if messages.is_empty() {
+            continue;
+        }
+        let version = if options.interrupted_results {
+            "OpenCode ≥ 1.14"
+        } else {
+            "OpenCode < 1.14"
+        };
+        for provider in providers(session, options.provider) {
+            let msgs = match provider {
+                Provider::Anthropic => group_for_anthropic(&messages),
+                Provider::OpenAi => messages.clone(),
+            };
+            requests.push(ModelRequest {
+                provider,
+                messages: msgs,
+                span: None,
+                origin: format!(
+                    "the request rebuilt from session {} (as {version} sends it)",
+                    session.id
+                ),
+                thinking: provider == Provider::Anthropic && thinking(history),
+                response: None,
+                session_id: Some(session.id.clone()),
+            });
+        }
+    }
+    analysis.requests.extend(requests);
+}
+
+/// The messages OpenCode replays: from the last completed compaction on (§2.7).
+pub fn filter_compacted(messages: &[Message]) -> &[Message] {
+    let mut summarized: HashSet<&str> = HashSet::new();
+    for (i, m) in messages.iter().enumerate().rev() {
+        let Some(info) = &m.info else {
+            continue;
+        };
+        match &info.body {
+            MessageBody::User(_)
+                if summarized.contains(m.id.as_str())
+                    && m.parts
+                        .iter()
+                        .any(|p| matches!(p.part.body, PartBody::Compaction(_))) =>
+            {
+                return &messages[i..];
+            }
+            MessageBody::Assistant(a)
+                if a.summary == Some(true) && a.finish.is_some() && a.error.is_none() =>
+            {
+                summarized.insert(a.parent_id.as_str());
+            }
+            _ => {}
+        }
+    }
+    messages
+}
+
+/// The model the next prompt would use: `(providerID, modelID)`.
+fn target_model(session: &Session) -> Option<(&str, &str)> {
+    session
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match &m.info.as_ref()?.body {
+            MessageBody::User(u) => u
+                .model
+                .as_ref()
+                .map(|r| (r.provider_id.as_str(), r.model_id.as_str())),
+            MessageBody::Assistant(a) => Some((a.provider_id.as_str(), a.model_id.as_str())),
+            MessageBody::Unknown { .. } => None,
+        })
+}
+
+fn providers(session: &Session, choice: ProviderChoice) -> Vec<Provider> {
+    match choice {
+        ProviderChoice::Anthropic => vec![Provider::Anthropic],
+        ProviderChoice::OpenAi => vec![Provider::OpenAi],
+        ProviderChoice::Both => vec![Provider::Anthropic, Provider::OpenAi],
+        ProviderChoice::Auto => match target_model(session).and_then(|(p, m)| classify(p, m)) {
+            Some(p) => vec![p],
+            None => vec![Provider::Anthropic, Provider::OpenAi],
+        },
+    }
+}
+
+/// Which rules a provider/model follows, when that is clear.
+pub fn classify(provider: &str, model: &str) -> Option<Provider> {
+    let p = provider.to_ascii_lowercase();
+    let m = model.to_ascii_lowercase();
+    if p.contains("anthropic") || m.contains("claude") {
+        return Some(Provider::Anthropic);
+    }
+    let openai_model = ["gpt-", "o1", "o3", "o4", "codex"]
+        .iter()
+        .any(|x| m.starts_with(x));
+    if p == "openai" || p.starts_with("azure") || openai_model {
+        return Some(Provider::OpenAi);
+    }
+    None
+}
+
+/// Extended thinking is on when reasoning parts carry Anthropic signatures.
+fn thinking(history: &[Message]) -> bool {
+    history
+        .iter()
+        .flat_map(|m| &m.parts)
+        .any(|p| match &p.part.body {
+            PartBody::Reasoning(r) => r
+                .metadata
+                .as_ref()
+                .and_then(|md| md.get("anthropic"))
+                .and_then(|a| a.get("signature"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty()),
+            _ => false,
+        })
+}
+
+/// A UI message part, as far as pairing is concerned.
+enum UiPart {
+    StepStart,
+    Block(Block),
+    Tool { call: Block, result: Option<Block> },
+}
+
+/// OpenCode's `toModelMessages` and the AI SDK's `convertToModelMessages`.
+pub fn to_model_messages(history: &[Message], options: &Options) -> Vec<ModelMessage> {
+    let mut out = Vec::new();
+    for m in history {
+        if m.parts.is_empty() {
+            continue;
+        }
+        let Some(info) = &m.info else {
+            continue;
+        };
+        let span = m.span.map(|s| s.head());
+        match &info.body {
+            MessageBody::User(_) => {
+                let content: Vec<Block> = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| {
+                        let kind = match &p.part.body {
+                            PartBody::Text(t) if t.ignored != Some(true) => BlockKind::Text,
+                            PartBody::File(f)
+                                if f.mime != "text/plain"
+                                    && f.mime != "application/x-directory" =>
+                            {
+                                BlockKind::Other("file".into())
+                            }
+                            PartBody::Compaction(_) | PartBody::Subtask(_) => BlockKind::Text,
+                            _ => return None,
+                        };
+                        Some(block(kind, p))
+                    })
+                    .collect();
+                if !content.is_empty() {
+                    out.push(ModelMessage {
+                        role: Role::User,
+                        content,
+                        span,
+                        message_id: Some(m.id.clone()),
+                    });
+                }
+            }
+            MessageBody::Assistant(a) => {
+                if let Some(err) = &a.error {
+                    let has_content = m.parts.iter().any(|p| {
+                        !matches!(p.part.body, PartBody::StepStart(_) | PartBody::Reasoning(_))
+                    });
+                    if !(err.name == "MessageAbortedError" && has_content) {
+                        continue;
+                    }
+                }
+                let ui: Vec<UiPart> = m.parts.iter().filter_map(|p| ui_part(p, options)).collect();
+                if ui.iter().all(|u| matches!(u, UiPart::StepStart)) {
+                    continue;
+                }
+                convert_assistant(&m.id, span, ui, &mut out);
+            }
+            MessageBody::Unknown { .. } => {}
+        }
+    }
+    out
+}
+
+fn block(kind: BlockKind, p: &crate::session::PartRecord) -> Block {
+    Block {
+        kind,
+        span: p.last().map(|o| o.span.head()),
+        part_id: Some(p.part.id.clone()),
+    }
+}
+
+fn ui_part(p: &crate::session::PartRecord, options: &Options) -> Option<UiPart> {
+    match &p.part.body {
+        PartBody::Text(_) => Some(UiPart::Block(block(BlockKind::Text, p))),
+        PartBody::Reasoning(_) => Some(UiPart::Block(block(BlockKind::Reasoning, p))),
+        PartBody::StepStart(_) => Some(UiPart::StepStart),
+        PartBody::Tool(t) => {
+            let provider_executed = t
+                .metadata
+                .as_ref()
+                .and_then(|m| m.get("providerExecuted"))
+                .and_then(Value::as_bool)
+                == Some(true);
+            let result = |is_error: bool| {
+                Some(block(
+                    BlockKind::ToolResult {
+                        id: t.call_id.clone(),
+                        is_error,
+                    },
+                    p,
+                ))
+            };
+            let result = match &t.state {
+                ToolState::Completed(_) => result(false),
+                ToolState::Error(f) => {
+                    let partial = f.metadata.as_ref().is_some_and(|md| {
+                        md.get("interrupted").and_then(Value::as_bool) == Some(true)
+                            && md.get("output").is_some_and(Value::is_string)
+                    });
+                    result(!partial)
+                }
+                ToolState::Pending(_) | ToolState::Running(_) if options.interrupted_results => {
+                    result(true)
+                }
+                ToolState::Pending(_) | ToolState::Running(_) | ToolState::Invalid { .. } => {
+                    return None;
+                }
+            };
+            if provider_executed {
+                return Some(UiPart::Block(block(
+                    BlockKind::Other("provider-executed tool".into()),
+                    p,
+                )));
+            }
+            Some(UiPart::Tool {
+                call: block(
+                    BlockKind::ToolCall {
+                        id: t.call_id.clone(),
+                        name: t.tool.clone(),
+                    },
+                    p,
+                ),
+                result,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Splits an assistant UI message at each `step-start`: one assistant message per block, then
+/// one tool message with the block's results.
+fn convert_assistant(
+    id: &str,
+    span: Option<crate::source::Span>,
+    ui: Vec<UiPart>,
+    out: &mut Vec<ModelMessage>,
+) {
+    let mut content: Vec<Block> = Vec::new();
+    let mut results: Vec<Block> = Vec::new();
+    let mut has_tools = false;
+    let flush = |content: &mut Vec<Block>,
+                 results: &mut Vec<Block>,
+                 has_tools: &mut bool,
+                 out: &mut Vec<ModelMessage>| {
+        if content.is_empty() {
+            return;
+        }
+        out.push(ModelMessage {
+            role: Role::Assistant,
+            content: std::mem::take(content),
+            span,
+            message_id: Some(id.to_owned()),
+        });
+        if *has_tools {
+            out.push(ModelMessage {
+                role: Role::Tool,
+                content: std::mem::take(results),
+                span,
+                message_id: Some(id.to_owned()),
+            });
+        }
+        results.clear();
+        *has_tools = false;
+    };
+    for u in ui {
+        match u {
+            UiPart::StepStart => flush(&mut content, &mut results, &mut has_tools, out),
+            UiPart::Block(b) => content.push(b),
+            UiPart::Tool { call, result } => {
+                content.push(call);
+                has_tools = true;
+                results.extend(result);
+            }
+        }
+    }
+    flush(&mut content, &mut results, &mut has_tools, out);
+}
+
+/// Groups model messages the way Anthropic's API receives them: consecutive assistant messages
+/// merge; tool results and user content merge into one user message.
+pub fn group_for_anthropic(messages: &[ModelMessage]) -> Vec<ModelMessage> {
+    let mut out: Vec<ModelMessage> = Vec::new();
+    for m in messages {
+        let role = match m.role {
+            Role::Tool => Role::User,
+            r => r,
+        };
+        if role == Role::System {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.role == role => last.content.extend(m.content.iter().cloned()),
+            _ => {
+                let mut m = m.clone();
+                m.role = role;
+                out.push(m);
+            }
+        }
+    }
+    out.retain(|m| !m.content.is_empty());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{MessageInfo, Part};
+    use crate::reconstruct::provider;
+    use crate::session::{Observation, PartRecord};
+    use crate::source::{FileId, Span};
+    use serde_json::json;
+
+    fn part(id: &str, v: Value) -> PartRecord {
+        let mut part = Part::from_value(&v);
+        part.id = id.into();
+        PartRecord {
+            part,
+            history: vec![Observation {
+                seq: 0,
+                span: Span::new(FileId(0), 0, 1),
+                status: None,
+                status_span: None,
+            }],
+        }
+    }
+
+    fn message(id: &str, info: Value, parts: Vec<PartRecord>) -> Message {
+        Message {
+            id: id.into(),
+            info: Some(MessageInfo::from_value(&info)),
+            parts,
+            ..Message::default()
+        }
+    }
+
+    fn user(id: &str) -> Message {
+        message(
+            id,
+            json!({"role": "user", "model": {"providerID": "anthropic", "modelID": "claude"}}),
+            vec![part("prt_u", json!({"type": "text", "text": "hi"}))],
+        )
+    }
+
+    fn tool(id: &str, call: &str, status: &str) -> PartRecord {
+        part(
+            id,
+            json!({"type": "tool", "tool": "read", "callID": call, "state": {"status": status, "input": {}}}),
+        )
+    }
+
+    fn assistant(id: &str, parts: Vec<PartRecord>) -> Message {
+        message(
+            id,
+            json!({"role": "assistant", "providerID": "anthropic", "modelID": "claude"}),
+            parts,
+        )
+    }
+
+    fn text(id: &str) -> PartRecord {
+        part(id, json!({"type": "text", "text": "t"}))
+    }
+
+    fn step() -> PartRecord {
+        part("prt_s", json!({"type": "step-start"}))
+    }
+
+    fn shape(msgs: &[ModelMessage]) -> Vec<String> {
+        msgs.iter()
+            .map(|m| {
+                let blocks: Vec<String> = m
+                    .content
+                    .iter()
+                    .map(|b| match &b.kind {
+                        BlockKind::Text => "text".to_owned(),
+                        BlockKind::Reasoning => "reasoning".to_owned(),
+                        BlockKind::ToolCall { id, .. } => format!("call {id}"),
+                        BlockKind::ToolResult { id, is_error } => {
+                            format!("{} {id}", if *is_error { "error" } else { "result" })
+                        }
+                        BlockKind::Other(o) => o.clone(),
+                    })
+                    .collect();
+                format!("{:?}: {}", m.role, blocks.join(", "))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pr_16751_message_puts_text_after_tool_use() {
+        let history = vec![
+            user("msg_1"),
+            assistant(
+                "msg_2",
+                vec![
+                    step(),
+                    text("prt_a"),
+                    tool("prt_b", "toolu_A", "error"),
+                    text("prt_c"),
+                    tool("prt_d", "toolu_B", "completed"),
+                    part("prt_e", json!({"type": "step-finish"})),
+                ],
+            ),
+        ];
+        let msgs = to_model_messages(&history, &Options::default());
+        assert_eq!(
+            shape(&msgs),
+            [
+                "User: text",
+                "Assistant: text, call toolu_A, text, call toolu_B",
+                "Tool: error toolu_A, result toolu_B"
+            ]
+        );
+        let req = ModelRequest {
+            provider: Provider::Anthropic,
+            messages: group_for_anthropic(&msgs),
+            span: None,
+            origin: "t".into(),
+            thinking: false,
+            response: None,
+            session_id: None,
+        };
+        let v = provider::check(&req);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].error.starts_with("messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_A."));
+        assert_eq!(v[0].part_id.as_deref(), Some("prt_c"));
+    }
+
+    #[test]
+    fn step_starts_split_blocks_and_pending_depends_on_version() {
+        let history = vec![
+            user("msg_1"),
+            assistant(
+                "msg_2",
+                vec![
+                    step(),
+                    tool("prt_b", "c1", "completed"),
+                    step(),
+                    text("prt_c"),
+                    tool("prt_d", "c2", "pending"),
+                ],
+            ),
+        ];
+        let new = to_model_messages(&history, &Options::default());
+        assert_eq!(
+            shape(&group_for_anthropic(&new)),
+            [
+                "User: text",
+                "Assistant: call c1",
+                "User: result c1",
+                "Assistant: text, call c2",
+                "User: error c2"
+            ]
+        );
+        let old = to_model_messages(
+            &history,
+            &Options {
+                interrupted_results: false,
+                ..Options::default()
+            },
+        );
+        assert_eq!(
+            shape(&old),
+            [
+                "User: text",
+                "Assistant: call c1",
+                "Tool: result c1",
+                "Assistant: text"
+            ]
+        );
+    }
+
+    #[test]
+    fn errored_assistants_are_skipped_unless_aborted_with_content() {
+        let mut failed = assistant("msg_2", vec![step(), text("prt_a")]);
+        let mut aborted = assistant("msg_3", vec![step(), text("prt_b")]);
+        let err = |name: &str| json!({"role": "assistant", "error": {"name": name, "data": {}}, "providerID": "anthropic"});
+        failed.info = Some(MessageInfo::from_value(&err("APIError")));
+        aborted.info = Some(MessageInfo::from_value(&err("MessageAbortedError")));
+        let history = vec![user("msg_1"), failed, aborted];
+        let msgs = to_model_messages(&history, &Options::default());
+        assert_eq!(shape(&msgs), ["User: text", "Assistant: text"]);
+        assert_eq!(msgs[1].message_id.as_deref(), Some("msg_3"));
+    }
+
+    #[test]
+    fn compaction_keeps_the_summary_and_what_follows() {
+        let old = user("msg_0");
+        let compaction = message(
+            "msg_1",
+            json!({"role": "user"}),
+            vec![part("prt_c", json!({"type": "compaction", "auto": true}))],
+        );
+        let summary = message(
+            "msg_2",
+            json!({"role": "assistant", "summary": true, "finish": "stop", "parentID": "msg_1"}),
+            vec![text("prt_s")],
+        );
+        let history = vec![old, compaction, summary, user("msg_3")];
+        let kept: Vec<&str> = filter_compacted(&history)
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect();
+        assert_eq!(kept, ["msg_1", "msg_2", "msg_3"]);
+    }
+
+    #[test]
+    fn providers_from_the_model() {
+        assert_eq!(classify("anthropic", "x"), Some(Provider::Anthropic));
+        assert_eq!(
+            classify("openrouter", "anthropic/claude-4"),
+            Some(Provider::Anthropic)
+        );
+        assert_eq!(classify("openai", "gpt-5.4"), Some(Provider::OpenAi));
+        assert_eq!(classify("opencode", "big-pickle"), None);
+    }
+}

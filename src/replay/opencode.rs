@@ -1,0 +1,476 @@
+//! Replay of OpenCode session stores (the SQLite database, the legacy JSON storage folder, and
+//! `opencode export` documents).
+//!
+//! A store holds each message and part at rest, one row (or file, or array item) each: there is
+//! one [`Observation`] per part. Every message and part JSON is validated against message-v2
+//! (`schema-violation`), then read into the lenient model.
+//!
+//! Where the records live decides where labels point:
+//! * database rows have no lines: each message is rendered as a *virtual* source — its info and
+//!   then its parts as pretty JSON, one block per part headed by its id — and labels point into
+//!   that text (the JSON printer gives the database path and a locator instead of line numbers);
+//! * export items and storage files are real files: labels point at their bytes.
+//!
+//! Rendering costs time, so a first pass can use a placeholder source ([`Render::Placeholder`])
+//! and the pipeline renders only the sessions that have findings.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{MAX_KEPT_STRING, cap_strings_in_place};
+use crate::ingest::Format;
+use crate::ingest::json_scan::{self, Seg};
+use crate::model::{MessageInfo, Part, PartBody, schema};
+use crate::session::{
+    Analysis, Message, Observation, PartRecord, PayloadIssues, Seq, Session, Undecodable,
+};
+use crate::source::{FileId, SourceMap, Span};
+
+/// Where a stored record's text is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// A database row: rendered into the message's virtual source.
+    Row,
+    /// The exact bytes of a file at `offset` (an export item, a storage file).
+    At { file: FileId, offset: u64 },
+}
+
+/// One stored message or part: its id and its JSON text as stored.
+#[derive(Clone, Debug)]
+pub struct StoredRecord {
+    pub id: String,
+    pub text: String,
+    pub place: Place,
+}
+
+/// A stored message with its parts, in OpenCode's order (parts by id).
+#[derive(Clone, Debug, Default)]
+pub struct StoredMessage {
+    pub id: String,
+    pub info: Option<StoredRecord>,
+    pub parts: Vec<StoredRecord>,
+}
+
+/// A stored session with its messages, in OpenCode's replay order.
+#[derive(Clone, Debug, Default)]
+pub struct StoredSession {
+    pub id: String,
+    pub title: Option<String>,
+    pub parent_id: Option<String>,
+    pub version: Option<String>,
+    pub time_created: Option<i64>,
+    pub time_updated: Option<i64>,
+    pub messages: Vec<StoredMessage>,
+}
+
+impl StoredSession {
+    pub fn part_count(&self) -> usize {
+        self.messages.iter().map(|m| m.parts.len()).sum()
+    }
+}
+
+/// How database rows are shown.
+#[derive(Clone, Debug)]
+pub enum Render {
+    /// Not rendered: every row span points at this (empty) source.
+    Placeholder(FileId),
+    /// Each message becomes a virtual source of `origin` (the database path).
+    Virtual { origin: PathBuf },
+}
+
+/// A record placed in a source: where its text starts, and the text labels are located in.
+struct Placed<'a> {
+    file: FileId,
+    base: u64,
+    text: &'a str,
+    /// Spans are real (false for the placeholder).
+    real: bool,
+}
+
+impl Placed<'_> {
+    fn whole(&self) -> Span {
+        if self.real {
+            Span::new(self.file, self.base, self.text.len() as u64)
+        } else {
+            Span::new(self.file, 0, 0)
+        }
+    }
+
+    fn locate(&self, path: &[Seg<'_>]) -> Option<Span> {
+        if !self.real {
+            return None;
+        }
+        let (s, e) = json_scan::locate(self.text, path)?;
+        Some(Span::new(self.file, self.base + s as u64, (e - s) as u64))
+    }
+}
+
+/// Builds the session model of one stored session.
+pub fn replay(
+    stored: &StoredSession,
+    format: Format,
+    file: FileId,
+    render: &Render,
+    sources: &mut SourceMap,
+) -> Analysis {
+    let mut analysis = Analysis::new(file, format);
+    let mut session = Session {
+        id: stored.id.clone(),
+        title: stored.title.clone(),
+        parent_id: stored.parent_id.clone(),
+        version: stored.version.clone(),
+        time_created: stored.time_created,
+        time_updated: stored.time_updated,
+        ..Session::default()
+    };
+    let mut seq: Seq = 0;
+    let mut parts_seen = 0u64;
+    for m in &stored.messages {
+        let parsed_info = m.info.as_ref().map(|r| parse(&r.text));
+        let parsed_parts: Vec<Result<Value, String>> =
+            m.parts.iter().map(|p| parse(&p.text)).collect();
+        // Rendering of database rows: one virtual source per message.
+        let rendered = render_rows(stored, m, parsed_info.as_ref(), &parsed_parts, render);
+        let virtual_file = match (&rendered, render) {
+            (Some(r), Render::Virtual { origin }) => Some(sources.add_virtual(
+                origin,
+                format!("session {} › message {}", stored.id, m.id),
+                r.text.clone(),
+            )),
+            _ => None,
+        };
+        let place = |rec: &StoredRecord, k: usize| -> (FileId, u64, bool) {
+            match rec.place {
+                Place::At { file, offset } => (file, offset, true),
+                Place::Row => match (virtual_file, &rendered) {
+                    (Some(f), Some(r)) => (f, r.offsets.get(k).copied().unwrap_or(0), true),
+                    _ => match render {
+                        Render::Placeholder(f) => (*f, 0, false),
+                        Render::Virtual { .. } => (file, 0, false),
+                    },
+                },
+            }
+        };
+        let text_of = |rec: &'_ StoredRecord, k: usize| -> String {
+            match (&rendered, rec.place) {
+                (Some(r), Place::Row) => r.texts.get(k).cloned().unwrap_or_default(),
+                _ => String::new(),
+            }
+        };
+
+        let mut message = Message {
+            id: m.id.clone(),
+            ..Message::default()
+        };
+        // Message info (block 0 of the rendering).
+        if let (Some(rec), Some(parsed)) = (&m.info, parsed_info) {
+            let (f, base, real) = place(rec, 0);
+            let owned = text_of(rec, 0);
+            let text = if owned.is_empty() { &rec.text } else { &owned };
+            let placed = Placed {
+                file: f,
+                base,
+                text,
+                real,
+            };
+            seq += 1;
+            message.span = Some(placed.whole());
+            match parsed {
+                Ok(mut v) => {
+                    let issues = schema::validate_message(&v);
+                    if !issues.is_empty() {
+                        analysis.schema_issues.push(payload_issues(
+                            seq,
+                            format!("message {}", m.id),
+                            &placed,
+                            issues,
+                            (&stored.id, &m.id, None),
+                        ));
+                    }
+                    message.time_span = placed.locate(&[Seg::Key("time")]);
+                    cap_strings_in_place(&mut v, MAX_KEPT_STRING);
+                    let mut info = MessageInfo::from_value(&v);
+                    info.id.clone_from(&m.id);
+                    info.session_id.clone_from(&stored.id);
+                    message.info = Some(info);
+                }
+                Err(reason) => analysis.undecodable.push(Undecodable {
+                    span: placed.whole(),
+                    reason: format!("message {}: {reason}", m.id),
+                    at: None,
+                    truncated: false,
+                }),
+            }
+        }
+        for (k, (rec, parsed)) in m.parts.iter().zip(parsed_parts).enumerate() {
+            let (f, base, real) = place(rec, k + 1);
+            let owned = text_of(rec, k + 1);
+            let text = if owned.is_empty() { &rec.text } else { &owned };
+            let placed = Placed {
+                file: f,
+                base,
+                text,
+                real,
+            };
+            seq += 1;
+            parts_seen += 1;
+            let mut v = match parsed {
+                Ok(v) => v,
+                Err(reason) => {
+                    analysis.undecodable.push(Undecodable {
+                        span: placed.whole(),
+                        reason: format!("part {}: {reason}", rec.id),
+                        at: None,
+                        truncated: false,
+                    });
+                    continue;
+                }
+            };
+            let issues = schema::validate_part(&v);
+            let type_name = v.get("type").and_then(Value::as_str).unwrap_or("(none)");
+            if !issues.is_empty() {
+                analysis.schema_issues.push(payload_issues(
+                    seq,
+                    format!("{type_name} part {}", rec.id),
+                    &placed,
+                    issues,
+                    (&stored.id, &m.id, Some(&rec.id)),
+                ));
+            }
+            cap_strings_in_place(&mut v, MAX_KEPT_STRING);
+            let mut part = Part::from_value(&v);
+            part.id.clone_from(&rec.id);
+            part.message_id.clone_from(&m.id);
+            part.session_id.clone_from(&stored.id);
+            let status = part.tool().map(|t| t.state.status().to_owned());
+            let status_span = status
+                .as_ref()
+                .and_then(|_| placed.locate(&[Seg::Key("state"), Seg::Key("status")]));
+            message.parts.push(PartRecord {
+                part,
+                history: vec![Observation {
+                    seq,
+                    span: placed.whole(),
+                    status,
+                    status_span,
+                }],
+            });
+        }
+        session.messages.push(message);
+    }
+    analysis
+        .counts
+        .insert("messages", session.messages.len() as u64);
+    analysis.counts.insert("parts", parts_seen);
+    analysis.sessions.push(session);
+    analysis
+}
+
+fn parse(text: &str) -> Result<Value, String> {
+    serde_json::from_str::<Value>(text).map_err(|e| format!("not JSON ({e})"))
+}
+
+fn payload_issues(
+    seq: Seq,
+    what: String,
+    placed: &Placed<'_>,
+    issues: Vec<schema::SchemaIssue>,
+    (session, message, part): (&str, &str, Option<&str>),
+) -> PayloadIssues {
+    let located = issues
+        .into_iter()
+        .map(|issue| {
+            let path: Vec<Seg<'_>> = issue.path.keys().collect();
+            // A missing field is pointed at through its parent object.
+            let span = placed
+                .locate(&path)
+                .or_else(|| placed.locate(&path[..path.len().saturating_sub(1)]));
+            (issue.clone(), span)
+        })
+        .collect();
+    PayloadIssues {
+        seq,
+        what,
+        span: placed.whole(),
+        issues: located,
+        session_id: Some(session.to_owned()),
+        message_id: Some(message.to_owned()),
+        part_id: part.map(str::to_owned),
+    }
+}
+
+/// A message's rows rendered as text: block 0 is the info, block k+1 is part k.
+struct Rendering {
+    text: String,
+    /// Offset of each block's JSON in `text`.
+    offsets: Vec<u64>,
+    /// Each block's JSON as rendered.
+    texts: Vec<String>,
+}
+
+fn render_rows(
+    stored: &StoredSession,
+    m: &StoredMessage,
+    info: Option<&Result<Value, String>>,
+    parts: &[Result<Value, String>],
+    render: &Render,
+) -> Option<Rendering> {
+    if !matches!(render, Render::Virtual { .. }) {
+        return None;
+    }
+    let any_row = m
+        .info
+        .iter()
+        .chain(m.parts.iter())
+        .any(|r| r.place == Place::Row);
+    if !any_row {
+        return None;
+    }
+    let mut r = Rendering {
+        text: String::new(),
+        offsets: Vec::new(),
+        texts: Vec::new(),
+    };
+    let push = |r: &mut Rendering, header: String, raw: &str, ok: bool| {
+        r.text.push_str(&header);
+        r.text.push('\n');
+        let body = if ok {
+            json_scan::pretty(raw)
+        } else {
+            raw.to_owned()
+        };
+        r.offsets.push(r.text.len() as u64);
+        r.text.push_str(&body);
+        r.text.push_str("\n\n");
+        r.texts.push(body);
+    };
+    match (&m.info, info) {
+        (Some(rec), Some(parsed)) => {
+            let what = parsed
+                .as_ref()
+                .ok()
+                .map(describe_message)
+                .unwrap_or_default();
+            push(
+                &mut r,
+                format!("// message {} of session {}{what}", m.id, stored.id),
+                &rec.text,
+                parsed.is_ok(),
+            );
+        }
+        _ => push(
+            &mut r,
+            format!("// message {} of session {} (no info)", m.id, stored.id),
+            "{}",
+            true,
+        ),
+    }
+    for (rec, parsed) in m.parts.iter().zip(parts) {
+        let what = parsed.as_ref().ok().map(describe_part).unwrap_or_default();
+        push(
+            &mut r,
+            format!("// part {}{what}", rec.id),
+            &rec.text,
+            parsed.is_ok(),
+        );
+    }
+    Some(r)
+}
+
+fn describe_message(v: &Value) -> String {
+    let s = |k: &str| v.get(k).and_then(Value::as_str);
+    match s("role") {
+        Some("assistant") => format!(
+            " (assistant, {}/{})",
+            s("providerID").unwrap_or("?"),
+            s("modelID").unwrap_or("?")
+        ),
+        Some(role) => format!(" ({role})"),
+        None => String::new(),
+    }
+}
+
+fn describe_part(v: &Value) -> String {
+    let part = Part::from_value(v);
+    match &part.body {
+        PartBody::Tool(t) => format!(" (tool `{}`, {})", t.tool, t.state.status()),
+        _ => format!(" ({})", part.type_name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn row(id: &str, text: &str) -> StoredRecord {
+        StoredRecord {
+            id: id.into(),
+            text: text.into(),
+            place: Place::Row,
+        }
+    }
+
+    fn session() -> StoredSession {
+        StoredSession {
+            id: "ses_1".into(),
+            messages: vec![StoredMessage {
+                id: "msg_1".into(),
+                info: Some(row(
+                    "msg_1",
+                    r#"{"role":"assistant","time":{"created":1},"parentID":"msg_0","modelID":"m","providerID":"anthropic","mode":"build","path":{"cwd":"/","root":"/"},"cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}}}"#,
+                )),
+                parts: vec![
+                    row(
+                        "prt_1",
+                        r#"{"type":"tool","tool":"edit","callID":"c1","state":{"status":"failed","input":{}}}"#,
+                    ),
+                    row("prt_2", "{not json"),
+                ],
+            }],
+            ..StoredSession::default()
+        }
+    }
+
+    #[test]
+    fn rows_render_into_one_virtual_source_per_message() {
+        let mut sources = SourceMap::new();
+        let db = sources.add_file(Path::new("x.db"));
+        let render = Render::Virtual {
+            origin: "x.db".into(),
+        };
+        let a = replay(&session(), Format::OpencodeDb, db, &render, &mut sources);
+        assert_eq!(sources.len(), 2);
+        let text = match &sources.get(FileId(1)).unwrap().kind {
+            crate::source::SourceKind::Virtual { text, .. } => text.clone(),
+            _ => unreachable!(),
+        };
+        assert!(text.contains("// part prt_1 (tool `edit`, failed)\n{\n  \"type\": \"tool\","));
+        let part = &a.sessions[0].messages[0].parts[0];
+        let at = part.status_span().unwrap();
+        assert_eq!(&text[at.offset as usize..at.end() as usize], "\"failed\"");
+        assert_eq!(a.schema_issues.len(), 1);
+        assert_eq!(a.schema_issues[0].part_id.as_deref(), Some("prt_1"));
+        assert_eq!(a.undecodable.len(), 1);
+        assert_eq!(part.part.id, "prt_1");
+        assert_eq!(part.part.message_id, "msg_1");
+    }
+
+    #[test]
+    fn placeholder_renders_nothing() {
+        let mut sources = SourceMap::new();
+        let db = sources.add_file(Path::new("x.db"));
+        let ph = sources.add_virtual(Path::new("x.db"), "-".into(), String::new());
+        let a = replay(
+            &session(),
+            Format::OpencodeDb,
+            db,
+            &Render::Placeholder(ph),
+            &mut sources,
+        );
+        assert_eq!(sources.len(), 2);
+        assert_eq!(a.sessions[0].messages[0].parts.len(), 1);
+        assert_eq!(a.schema_issues[0].issues[0].1, None);
+    }
+}

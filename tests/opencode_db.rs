@@ -1,0 +1,343 @@
+//! OpenCode databases: fixtures built from OpenCode's own DDL, diagnosed by the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::opencode::*;
+use common::*;
+use serde_json::Value;
+
+fn fixture() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build_db(&dir.path().join("opencode.db"), &sessions());
+    (dir, path)
+}
+
+fn session_findings(db: &Path, session: &str) -> Vec<Value> {
+    let (code, doc) = diagnose_json(db, &["--session", session]);
+    assert!(code == 0 || code == 1, "exit {code}");
+    findings(&doc)
+}
+
+fn rules(f: &[Value]) -> Vec<String> {
+    let mut r: Vec<String> = f
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect();
+    r.sort();
+    r
+}
+
+#[test]
+fn pr_16751_message_is_merged_steps_and_a_dropped_error() {
+    let (_dir, db) = fixture();
+    let f = session_findings(&db, "ses_pr16751");
+    assert_eq!(
+        rules(&f),
+        [
+            "step-merged",
+            "tool-error-dropped",
+            "tool-use-without-result"
+        ],
+        "{}",
+        describe(&f)
+    );
+    let merged = &of_rule(&f, "step-merged")[0];
+    assert_eq!(merged["session_id"], "ses_pr16751");
+    assert_eq!(merged["message_id"], msg_id(11));
+    assert_eq!(merged["part_id"], prt_id(11, 3), "the text after the tool");
+    assert_eq!(merged["call_id"], "toolu_01Aborted");
+    assert_eq!(merged["file"], db.display().to_string());
+    assert!(merged["locator"].as_str().unwrap().contains(&msg_id(11)));
+    assert!(merged.get("line").is_none(), "rows have no line numbers");
+    let dropped = &of_rule(&f, "tool-error-dropped")[0];
+    assert_eq!(dropped["part_id"], prt_id(11, 2));
+    let pairing = &of_rule(&f, "tool-use-without-result")[0];
+    assert!(
+        pairing["message"].as_str().unwrap().contains(
+            "Anthropic answers 400: \"messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01Aborted."
+        ),
+        "{}",
+        pairing["message"]
+    );
+}
+
+#[test]
+fn each_corruption_is_reported_with_its_rule_and_ids() {
+    let (_dir, db) = fixture();
+    let crash = session_findings(&db, "ses_crash");
+    assert_eq!(
+        rules(&crash),
+        ["message-incomplete", "step-unclosed", "tool-never-finished"],
+        "{}",
+        describe(&crash)
+    );
+    let stuck = &of_rule(&crash, "tool-never-finished")[0];
+    assert_eq!(stuck["part_id"], prt_id(21, 2));
+    assert_eq!(stuck["call_id"], "toolu_03Pending");
+    assert_eq!(
+        of_rule(&crash, "message-incomplete")[0]["message_id"],
+        msg_id(21)
+    );
+
+    let failed = session_findings(&db, "ses_failed");
+    assert_eq!(
+        rules(&failed),
+        ["schema-violation"],
+        "{}",
+        describe(&failed)
+    );
+    assert_eq!(failed[0]["part_id"], prt_id(31, 1));
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"failed\"")
+    );
+
+    let empty = session_findings(&db, "ses_empty");
+    assert_eq!(rules(&empty), ["empty-text-part"], "{}", describe(&empty));
+    assert_eq!(empty[0]["part_id"], prt_id(41, 1));
+
+    let dup = session_findings(&db, "ses_dup");
+    assert!(
+        rules(&dup).contains(&"tool-call-duplicate".to_owned()),
+        "{}",
+        describe(&dup)
+    );
+    let d = &of_rule(&dup, "tool-call-duplicate")[0];
+    assert_eq!(d["part_id"], prt_id(51, 2));
+    assert_eq!(d["call_id"], "toolu_05Twice");
+
+    let healthy = session_findings(&db, "ses_healthy");
+    assert!(healthy.is_empty(), "{}", describe(&healthy));
+}
+
+#[test]
+fn diagnosing_changes_nothing_on_disk() {
+    let (dir, db) = fixture();
+    let before = dir_state(dir.path());
+    rewind().arg("diagnose").arg(&db).assert().code(1);
+    rewind().arg("sessions").arg(&db).assert().code(0);
+    assert_eq!(
+        dir_state(dir.path()),
+        before,
+        "database or directory changed"
+    );
+}
+
+/// A database whose newest rows are only in its `-wal` (OpenCode running, or killed).
+fn wal_copy(with_shm: bool) -> (tempfile::TempDir, PathBuf) {
+    let src = tempfile::tempdir().unwrap();
+    let db = build_db(&src.path().join("opencode.db"), &sessions()[5..]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    conn.execute(
+        "UPDATE part SET data = json_set(data, '$.state.status', 'running') WHERE data LIKE '%toolu_06Fine%'",
+        [],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        if suffix == "-shm" && !with_shm {
+            continue;
+        }
+        let from = PathBuf::from(format!("{}{suffix}", db.display()));
+        std::fs::copy(&from, dir.path().join(format!("opencode.db{suffix}"))).unwrap();
+    }
+    drop(conn);
+    let path = dir.path().join("opencode.db");
+    (dir, path)
+}
+
+#[test]
+fn wal_contents_are_read_and_nothing_is_written() {
+    for with_shm in [true, false] {
+        let (dir, db) = wal_copy(with_shm);
+        assert!(dir.path().join("opencode.db-wal").exists());
+        let before = dir_state(dir.path());
+        let (code, doc) = diagnose_json(&db, &[]);
+        assert_eq!(code, 1, "shm {with_shm}");
+        let f = findings(&doc);
+        assert_eq!(
+            of_rule(&f, "tool-never-finished").len(),
+            1,
+            "the write only in the WAL is seen (shm {with_shm}): {}",
+            describe(&f)
+        );
+        assert_eq!(
+            dir_state(dir.path()),
+            before,
+            "shm {with_shm}: files changed"
+        );
+    }
+}
+
+#[test]
+fn works_while_another_connection_has_it_open() {
+    let (dir, db) = fixture();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute(
+        "UPDATE session SET title = 'live' WHERE id = 'ses_healthy'",
+        [],
+    )
+    .unwrap();
+    let out = rewind()
+        .args(["sessions", "--format", "json"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let titles: Vec<&str> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap())
+        .collect();
+    assert!(titles.contains(&"live"), "{titles:?}");
+    drop(conn);
+    drop(dir);
+}
+
+fn error_of(path: &Path) -> String {
+    let out = rewind().arg("diagnose").arg(path).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains(&path.display().to_string()),
+        "names the path: {err}"
+    );
+    err
+}
+
+#[test]
+fn bad_databases_get_one_clear_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    // A SQLite header followed by garbage.
+    let garbage = dir.path().join("garbage.db");
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.extend(std::iter::repeat_n(0xAB_u8, 4096));
+    std::fs::write(&garbage, &bytes).unwrap();
+    let e = error_of(&garbage);
+    assert!(e.contains("SQLite:"), "{e}");
+
+    // A database without OpenCode's tables.
+    let other = dir.path().join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE notes (a);")
+        .unwrap();
+    let e = error_of(&other);
+    assert!(e.contains("tables session, message, part missing"), "{e}");
+
+    // A v2-only store.
+    let v2 = dir.path().join("v2.db");
+    rusqlite::Connection::open(&v2)
+        .unwrap()
+        .execute_batch("CREATE TABLE session (id text); CREATE TABLE session_message (id text, session_id text, type text, seq integer, data text);")
+        .unwrap();
+    let e = error_of(&v2);
+    assert!(e.contains("not support yet"), "{e}");
+
+    // Corrupt pages.
+    let corrupt = dir.path().join("corrupt.db");
+    build_db(&corrupt, &sessions());
+    let mut bytes = std::fs::read(&corrupt).unwrap();
+    for b in bytes.iter_mut().skip(4096).take(8192) {
+        *b = 0x5A;
+    }
+    std::fs::write(&corrupt, &bytes).unwrap();
+    let e = error_of(&corrupt);
+    assert!(e.contains("corrupt") || e.contains("malformed"), "{e}");
+
+    // Unknown session.
+    let (_d, db) = fixture();
+    let out = rewind()
+        .args(["diagnose", "--session", "ses_nope"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has no session ses_nope"));
+}
+
+#[test]
+fn version_decides_how_pending_tools_are_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pending tool followed by text in the same step: OpenCode ≥ 1.14 sends the call (with an
+    // interrupted result) and the text after it; older versions drop the call.
+    let s = Ses {
+        id: "ses_v",
+        title: "v",
+        messages: exchange(
+            70,
+            vec![
+                step_start(),
+                tool(
+                    "bash",
+                    "toolu_07",
+                    serde_json::json!({"status": "running", "input": {"command": "ls"}, "time": {"start": T0}}),
+                ),
+                text("after"),
+            ],
+            true,
+        ),
+    };
+    let old = build_db_1_2(&dir.path().join("old.db"), &[s]);
+    let (_, doc) = diagnose_json(&old, &[]);
+    let f = findings(&doc);
+    assert!(
+        of_rule(&f, "tool-use-without-result").is_empty(),
+        "{}",
+        describe(&f)
+    );
+    assert_eq!(of_rule(&f, "step-merged").len(), 1);
+    let (_, doc) = diagnose_json(&old, &["--opencode-version", "1.18.0"]);
+    let f = findings(&doc);
+    assert_eq!(
+        of_rule(&f, "tool-use-without-result").len(),
+        1,
+        "{}",
+        describe(&f)
+    );
+}
+
+fn human(dir: &Path, session: &str) -> String {
+    let out = rewind()
+        .current_dir(dir)
+        .args(["diagnose", "opencode.db", "--session", session])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn snapshots_of_the_rendered_diagnostics() {
+    let (dir, _db) = fixture();
+    for s in [
+        "ses_pr16751",
+        "ses_crash",
+        "ses_failed",
+        "ses_empty",
+        "ses_dup",
+        "ses_healthy",
+    ] {
+        insta::assert_snapshot!(s, human(dir.path(), s));
+    }
+}
