@@ -231,7 +231,11 @@ pub fn analyze(
         }
         Format::OpencodeDb => {
             let db = Db::open(path).map_err(|source| db_error(path, source))?;
-            analyze_db(path, &db, options, sources, each)
+            analyze_db(path, &db, format, options, sources, each)
+        }
+        Format::OpencodeSqlDump => {
+            let db = load_sql_dump(path)?;
+            analyze_db(path, &db, format, options, sources, each)
         }
         Format::OpencodeExport => analyze_export(path, options, sources, each),
         Format::OpencodeStorage => analyze_storage(path, options, sources, each),
@@ -409,9 +413,27 @@ pub fn load_db_session(
     ))
 }
 
+/// Loads an SQL dump into an in-memory database (the dump is read whole: SQLite executes it).
+fn load_sql_dump(path: &Path) -> Result<Db, RewindError> {
+    let text = std::fs::read_to_string(path).map_err(|e| RewindError::Ingest {
+        path: path.to_path_buf(),
+        source: ingest::IngestError::Io(e),
+    })?;
+    let conn =
+        rusqlite::Connection::open_in_memory().map_err(|e| db_error(path, DbError::from(e)))?;
+    conn.execute_batch(&text).map_err(|e| {
+        db_error(
+            path,
+            DbError::Other(format!("the SQL dump does not load: {e}")),
+        )
+    })?;
+    Db::from_connection(conn).map_err(|e| db_error(path, e))
+}
+
 fn analyze_db(
     path: &Path,
     db: &Db,
+    format: Format,
     options: &Options,
     sources: &mut SourceMap,
     each: &mut UnitSink<'_>,
@@ -437,7 +459,7 @@ fn analyze_db(
         let mark = sources.len();
         let mut analysis = replay::opencode::replay(
             &stored,
-            Format::OpencodeDb,
+            format,
             file,
             &Render::Placeholder(placeholder),
             sources,
@@ -450,7 +472,7 @@ fn analyze_db(
         let render = move |sources: &mut SourceMap| {
             let mut a = replay::opencode::replay(
                 stored,
-                Format::OpencodeDb,
+                format,
                 file,
                 &Render::Virtual {
                     origin: path.to_path_buf(),

@@ -101,7 +101,10 @@ impl Check for ToolNeverFinished {
             }
             let at_rest = matches!(
                 analysis.format,
-                Format::OpencodeDb | Format::OpencodeExport | Format::OpencodeStorage
+                Format::OpencodeDb
+                    | Format::OpencodeSqlDump
+                    | Format::OpencodeExport
+                    | Format::OpencodeStorage
             );
             if at_rest && !matches!(tool.state, ToolState::Error(_)) {
                 f = f.note("at rest in a session store this means the OpenCode process died (or lost its runner) while the tool ran; OpenCode only closes tools at the end of its own prompt loop");

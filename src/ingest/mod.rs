@@ -100,6 +100,8 @@ pub enum Format {
     OpencodeExport,
     /// OpenCode's legacy JSON storage folder (`storage/session|message|part/…`).
     OpencodeStorage,
+    /// An SQL dump of an OpenCode database (`sqlite3 opencode.db .dump`).
+    OpencodeSqlDump,
 }
 
 impl Format {
@@ -114,6 +116,7 @@ impl Format {
             Format::OpencodeDb => "an OpenCode database",
             Format::OpencodeExport => "an OpenCode export",
             Format::OpencodeStorage => "an OpenCode storage folder",
+            Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
         }
     }
 }
@@ -214,10 +217,38 @@ pub fn sniff(path: &Path, head: &[u8]) -> Result<Format, DetectError> {
     {
         return Ok(format);
     }
+    if is_sql_dump(text) {
+        return Ok(Format::OpencodeSqlDump);
+    }
     Err(DetectError::Unknown {
         path: path_buf(),
         head: first.chars().take(60).collect(),
     })
+}
+
+/// Whether `text` starts like an SQL dump (`sqlite3 DB .dump`) of a database with OpenCode's
+/// `message` or `part` table.
+fn is_sql_dump(text: &str) -> bool {
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("--"))
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    let sql = ["PRAGMA ", "BEGIN", "CREATE TABLE", "INSERT INTO"]
+        .iter()
+        .any(|k| first.starts_with(k));
+    let opencode = ["message", "part"].iter().any(|t| {
+        [
+            format!("CREATE TABLE `{t}`"),
+            format!("CREATE TABLE {t} "),
+            format!("CREATE TABLE \"{t}\""),
+            format!("CREATE TABLE IF NOT EXISTS `{t}`"),
+        ]
+        .iter()
+        .any(|p| text.contains(p.as_str()))
+    });
+    sql && opencode
 }
 
 /// Types of the objects an agent writes (`agent-log-format.md` §2.2).
@@ -372,6 +403,14 @@ mod tests {
             Some(Format::OpencodeExport)
         );
         assert_eq!(fmt(b"SQLite format 3\0rest").ok(), Some(Format::OpencodeDb));
+        assert_eq!(
+            fmt(b"-- a dump\nCREATE TABLE `message` (\n  `id` text PRIMARY KEY\n);\n").ok(),
+            Some(Format::OpencodeSqlDump)
+        );
+        assert!(matches!(
+            fmt(b"CREATE TABLE users (id integer);\n"),
+            Err(DetectError::Unknown { .. })
+        ));
         // A corrupt first event is still a stream capture.
         assert_eq!(
             fmt(b"{\"type\":\"response.created\",\"response\":{\"id\":\"r\"}\n{\"type\":\"response.in_progress\"}\n").ok(),
