@@ -72,36 +72,40 @@ impl Check for SseConcatenatedEvents {
                 continue;
             }
             seen.push(payload);
-            let cut = payload
-                .find("data:")
-                .into_iter()
-                .chain(payload.find("event:"))
-                .filter(|k| *k > 0)
-                .min()
-                .unwrap_or(0);
-            let (first, second) = payload.split_at(cut);
-            let inside = enclosing_key(first)
-                .map(|k| format!(" inside the first event's `{k}` value"))
-                .unwrap_or_default();
-            let second_short: String = second.chars().take(48).collect();
-            let mut f = Self::META
-                .finding(format!(
-                    "a second SSE event begins inside the first one's JSON: {first:?} (cut after {} bytes) is followed by {:?}…",
-                    first.len(),
-                    second_short
-                ))
-                .at(at, format!("the next event's `{}` starts here{inside}", &second[..second.find(':').map_or(0, |k| k + 1)]))
-                .help("two events were concatenated on one line (a gateway wrote a partial event, then the next one); the client should skip the unparseable event and continue")
-                .ids(Ids {
-                    session_id: event.session.clone(),
-                    ..Ids::default()
-                });
-            if let Some(gap) = created_gap(first, second) {
-                f = f.note(format!("the two fragments' `created` times differ by {gap} s: the second stream started later (a retry)"));
-            }
-            out.push(f);
+            out.push(concatenation(payload, at, "the first one's JSON").ids(Ids {
+                session_id: event.session.clone(),
+                ..Ids::default()
+            }));
         }
     }
+}
+
+/// The finding for a payload in which a second event (`data:` or `event:`) begins, at `at`.
+fn concatenation(payload: &str, at: crate::source::Span, whose: &str) -> Finding {
+    let cut = payload
+        .find("data:")
+        .into_iter()
+        .chain(payload.find("event:"))
+        .filter(|k| *k > 0)
+        .min()
+        .unwrap_or(0);
+    let (first, second) = payload.split_at(cut);
+    let inside = enclosing_key(first)
+        .map(|k| format!(" inside the first event's `{k}` value"))
+        .unwrap_or_default();
+    let second_short: String = second.chars().take(48).collect();
+    let field = &second[..second.find(':').map_or(0, |k| k + 1)];
+    let mut f = SseConcatenatedEvents::META
+        .finding(format!(
+            "a second SSE event begins inside {whose}: {first:?} (cut after {} bytes) is followed by {second_short:?}…",
+            first.len(),
+        ))
+        .at(at, format!("the next event's `{field}` starts here{inside}"))
+        .help("two events were concatenated on one line (a gateway wrote a partial event, then the next one); the client should skip the unparseable event and continue");
+    if let Some(gap) = created_gap(first, second) {
+        f = f.note(format!("the two fragments' `created` times differ by {gap} s: the second stream started later (a retry)"));
+    }
+    f
 }
 
 /// A concatenation found in a stream payload.
@@ -122,32 +126,7 @@ fn stream_finding(
             .at(at, "the second JSON value starts here")
             .help("two events were written as one (a missing blank line, or two `data:` lines joined); split at the value boundary or skip the event")
     } else {
-        let cut = payload
-            .find("data:")
-            .into_iter()
-            .chain(payload.find("event:"))
-            .filter(|k| *k > 0)
-            .min()
-            .unwrap_or(0);
-        let (first, second) = payload.split_at(cut);
-        let inside = enclosing_key(first)
-            .map(|k| format!(" inside the first event's `{k}` value"))
-            .unwrap_or_default();
-        let second_short: String = second.chars().take(48).collect();
-        let field = &second[..second.find(':').map_or(0, |k| k + 1)];
-        let mut f = SseConcatenatedEvents::META
-            .finding(format!(
-                "a second SSE event begins inside event {}'s JSON: {first:?} (cut after {} bytes) is followed by {:?}…",
-                seq + 1,
-                first.len(),
-                second_short
-            ))
-            .at(at, format!("the next event's `{field}` starts here{inside}"))
-            .help("two events were concatenated on one line (a gateway wrote a partial event, then the next one); the client should skip the unparseable event and continue");
-        if let Some(gap) = created_gap(first, second) {
-            f = f.note(format!("the two fragments' `created` times differ by {gap} s: the second stream started later (a retry)"));
-        }
-        f
+        concatenation(payload, at, &format!("event {}'s JSON", seq + 1))
     };
     if let Some(r) = super::streams::reaction(analysis, seq) {
         f = f.note(r);
