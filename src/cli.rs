@@ -28,6 +28,8 @@ pub enum Command {
     Diagnose(commands::diagnose::Args),
     /// List the sessions of an OpenCode store with their size and findings.
     Sessions(commands::sessions::Args),
+    /// Repair an OpenCode database or export: plan a fix for every fixable finding, then apply it.
+    Repair(commands::repair::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
@@ -55,6 +57,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Sessions(args) => commands::sessions::run(args),
+        Command::Repair(args) => commands::repair::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
     }

@@ -2,6 +2,7 @@
 
 pub mod diagnose;
 pub mod explain;
+pub mod repair;
 pub mod rules;
 pub mod sessions;
 
