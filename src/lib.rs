@@ -24,6 +24,7 @@ pub mod ingest;
 pub mod model;
 pub mod pipeline;
 pub mod reconstruct;
+pub mod repair;
 pub mod replay;
 pub mod report;
 pub mod session;

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod diagnose;
 pub mod explain;
+pub mod repair;
 pub mod replay;
 pub mod rules;
 pub mod sessions;

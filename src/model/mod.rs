@@ -392,6 +392,8 @@ pub struct MessageInfo {
     pub body: MessageBody,
 }
 
+// One per message, read once: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum MessageBody {
     User(UserMessage),

@@ -1,0 +1,151 @@
+//! `rewind repair STORE`: plan a fix for every fixable finding, print the plan, apply it.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use comfy_table::{Table, presets};
+use serde_json::json;
+
+use super::HumanOrJson as OutputFormat;
+use super::diagnose::StoreArgs;
+use crate::cli::ExitStatus;
+use crate::error::RewindError;
+use crate::ingest::{self, Format};
+use crate::pipeline::Options;
+use crate::repair::{self, SessionPlan};
+use crate::report::snippet::escape;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// An OpenCode database or `opencode export` document.
+    #[arg(value_name = "STORE")]
+    pub store: PathBuf,
+
+    /// Print the plan and stop: nothing is written.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
+    pub format: OutputFormat,
+
+    #[command(flatten)]
+    pub store_args: StoreArgs,
+}
+
+fn table(plans: &[SessionPlan]) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header(["session", "message", "part", "rule", "change"]);
+    for c in plans.iter().flat_map(|p| &p.changes) {
+        t.add_row([
+            escape(&c.session_id, true),
+            escape(&c.message_id, true),
+            escape(c.part_id.as_deref().unwrap_or("-"), true),
+            c.rule.to_owned(),
+            escape(&c.change, true),
+        ]);
+    }
+    t.to_string()
+}
+
+pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+    let mut options = Options::default();
+    args.store_args.apply(&mut options);
+    let path = &args.store;
+    let shown = path.display().to_string();
+    let mut out = std::io::stdout().lock();
+    match ingest::detect(path)? {
+        Format::OpencodeDb => {
+            let outcome = repair::db::repair(path, &options, args.dry_run)
+                .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+            let unfixable: Vec<&String> = outcome.plans.iter().flat_map(|p| &p.unfixable).collect();
+            match args.format {
+                OutputFormat::Json => {
+                    serde_json::to_writer_pretty(
+                        &mut out,
+                        &json!({"path": shown, "dry_run": args.dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
+                                "unfixable": unfixable, "caveats": outcome.caveats, "applied": outcome.applied, "backup": outcome.backup}),
+                    )
+                    .map_err(std::io::Error::from)?;
+                    writeln!(out)?;
+                }
+                OutputFormat::Human => {
+                    if outcome.changes() == 0 {
+                        writeln!(out, "{}: nothing to repair", escape(&shown, false))?;
+                    } else {
+                        writeln!(out, "{}", table(&outcome.plans))?;
+                    }
+                    for u in &unfixable {
+                        writeln!(out, "not repaired: {}", escape(u, false))?;
+                    }
+                    for c in &outcome.caveats {
+                        writeln!(out, "caveat: {}", escape(c, false))?;
+                    }
+                    if args.dry_run {
+                        writeln!(
+                            out,
+                            "dry run: nothing was written ({} changes planned)",
+                            outcome.changes()
+                        )?;
+                    } else if outcome.applied {
+                        writeln!(
+                            out,
+                            "applied {} changes in one transaction; backup of the original: {}",
+                            outcome.changes(),
+                            outcome
+                                .backup
+                                .as_ref()
+                                .map(|b| b.display().to_string())
+                                .unwrap_or_default()
+                        )?;
+                    }
+                }
+            }
+            Ok(ExitStatus::Clean)
+        }
+        Format::OpencodeExport => {
+            let outcome = repair::export::repair(path, &options, args.dry_run)
+                .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+            let plans = [outcome.plan];
+            match args.format {
+                OutputFormat::Json => {
+                    serde_json::to_writer_pretty(
+                        &mut out,
+                        &json!({"path": shown, "dry_run": args.dry_run, "plan": plans[0].changes,
+                                "unfixable": plans[0].unfixable, "output": outcome.output}),
+                    )
+                    .map_err(std::io::Error::from)?;
+                    writeln!(out)?;
+                }
+                OutputFormat::Human => {
+                    if plans[0].changes.is_empty() {
+                        writeln!(out, "{}: nothing to repair", escape(&shown, false))?;
+                    } else {
+                        writeln!(out, "{}", table(&plans))?;
+                    }
+                    for u in &plans[0].unfixable {
+                        writeln!(out, "not repaired: {}", escape(u, false))?;
+                    }
+                    if let Some(o) = &outcome.output {
+                        writeln!(
+                            out,
+                            "wrote the repaired copy to {}\nOpenCode's import skips ids that already exist: delete the session first (`opencode session delete {}`), then `opencode import {}`",
+                            o.display(),
+                            plans[0].session_id,
+                            o.display()
+                        )?;
+                    } else if args.dry_run {
+                        writeln!(out, "dry run: nothing was written")?;
+                    }
+                }
+            }
+            Ok(ExitStatus::Clean)
+        }
+        other => Err(RewindError::Unsupported {
+            path: path.clone(),
+            format: other,
+            hint: " (rewind repairs OpenCode databases and `opencode export` documents)".into(),
+        }),
+    }
+}

@@ -1,0 +1,430 @@
+//! Applying a repair to an OpenCode database, safely:
+//!
+//! 1. open the database read-write and take the write lock (`BEGIN IMMEDIATE`, 1 s timeout):
+//!    another writer (OpenCode) makes rewind refuse, and nothing else can write until rewind is
+//!    done;
+//! 2. plan every session under that lock;
+//! 3. before the first write, copy the database with SQLite's online backup API (it includes
+//!    what is still in the WAL) to `<db>.rewind-backup-<UTC time>`, and check the copy with
+//!    `PRAGMA integrity_check`;
+//! 4. apply every change in that one transaction, appending the matching events to OpenCode's
+//!    event log (`event`, `event_sequence`) when the session has one;
+//! 5. `PRAGMA integrity_check` and `foreign_key_check`, then diagnose the changed sessions again:
+//!    every finding the plan fixes must be gone and none may appear; otherwise roll back;
+//! 6. commit.
+//!
+//! `REWIND_TEST_ABORT_AT=after-backup|in-transaction|before-commit` makes the process abort at
+//! that point: a test hook for the fault tests, harmless in use (SQLite's journal makes the
+//! transaction all-or-nothing).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use serde_json::{Value, json};
+
+use super::{Edit, SessionPlan, plan, verify};
+use crate::checks;
+use crate::ingest::Format;
+use crate::ingest::opencode_db::{Db, DbError};
+use crate::model::ids;
+use crate::pipeline::{Options, load_db_session};
+use crate::reconstruct::opencode as rebuild;
+use crate::replay::opencode::{Render, replay};
+use crate::source::SourceMap;
+
+/// Why a repair did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum RepairError {
+    #[error(
+        "the database is in use by another process (SQLite: {0}): close OpenCode (every window and `opencode serve`) and run rewind repair again"
+    )]
+    Locked(String),
+    #[error("{0}")]
+    Db(#[from] DbError),
+    #[error("the backup {path} failed its integrity check ({detail}); nothing was changed")]
+    BadBackup { path: PathBuf, detail: String },
+    #[error("the repair was rolled back, nothing was changed: {0}")]
+    RolledBack(String),
+}
+
+impl From<rusqlite::Error> for RepairError {
+    fn from(e: rusqlite::Error) -> Self {
+        RepairError::Db(DbError::from(e))
+    }
+}
+
+/// What a repair did.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Outcome {
+    pub plans: Vec<SessionPlan>,
+    /// Things the plan cannot keep consistent, in words.
+    pub caveats: Vec<String>,
+    pub backup: Option<PathBuf>,
+    pub applied: bool,
+}
+
+impl Outcome {
+    pub fn changes(&self) -> usize {
+        self.plans.iter().map(|p| p.changes.len()).sum()
+    }
+}
+
+fn fault(point: &str) {
+    if std::env::var("REWIND_TEST_ABORT_AT").is_ok_and(|p| p == point) {
+        std::process::abort();
+    }
+}
+
+/// Plans every selected session of `db`.
+fn plan_all(
+    db: &Db,
+    options: &Options,
+) -> Result<Vec<(SessionPlan, Vec<crate::diagnostic::Finding>)>, DbError> {
+    let ropts = options.rebuild_options(
+        db.schema.newest_session_version.as_deref(),
+        Some(&db.schema),
+    );
+    let mut plans = Vec::new();
+    let mut found = 0;
+    db.for_each_session(
+        &options.sessions,
+        |e| e,
+        |row| {
+            found += 1;
+            let (stored, _) = load_db_session(db, row)?;
+            let mut sources = SourceMap::new();
+            let file = sources.add_file(Path::new("db"));
+            let mut a = replay(
+                &stored,
+                Format::OpencodeDb,
+                file,
+                &Render::Placeholder(file),
+                &mut sources,
+            );
+            rebuild::rebuild(&mut a, &ropts);
+            let findings = checks::run(&a, &|_| true);
+            let p = plan(&stored, &a, &findings);
+            if !p.changes.is_empty() || !p.unfixable.is_empty() {
+                plans.push((p, findings));
+            }
+            Ok(())
+        },
+    )?;
+    Ok(plans)
+}
+
+/// The findings of one session, diagnosed from `db` as it is now.
+fn diagnose_session(
+    db: &Db,
+    options: &Options,
+    id: &str,
+) -> Result<Vec<crate::diagnostic::Finding>, DbError> {
+    let ropts = options.rebuild_options(
+        db.schema.newest_session_version.as_deref(),
+        Some(&db.schema),
+    );
+    let mut out = Vec::new();
+    db.for_each_session(
+        &[id.to_owned()],
+        |e| e,
+        |row| {
+            let (stored, _) = load_db_session(db, row)?;
+            let mut sources = SourceMap::new();
+            let file = sources.add_file(Path::new("db"));
+            let mut a = replay(
+                &stored,
+                Format::OpencodeDb,
+                file,
+                &Render::Placeholder(file),
+                &mut sources,
+            );
+            rebuild::rebuild(&mut a, &ropts);
+            out = checks::run(&a, &|_| true);
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// `<db>.rewind-backup-<UTC time>` (never an existing file).
+pub fn backup_path(db: &Path, conn: &Connection) -> PathBuf {
+    let stamp: String = conn
+        .query_row("SELECT strftime('%Y%m%dT%H%M%SZ', 'now')", [], |r| r.get(0))
+        .unwrap_or_else(|_| "now".into());
+    let base = crate::ingest::opencode_db::companion(db, &format!(".rewind-backup-{stamp}"));
+    let mut path = base.clone();
+    let mut n = 1;
+    while path.exists() {
+        path = crate::ingest::opencode_db::companion(&base, &format!("-{n}"));
+        n += 1;
+    }
+    path
+}
+
+/// Plans (and unless `dry_run`, applies) the repair of the database at `path`.
+pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, RepairError> {
+    if dry_run {
+        let db = Db::open(path)?;
+        let plans = plan_all(&db, options)?;
+        let caveats = caveats(
+            &db,
+            &plans.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
+        );
+        return Ok(Outcome {
+            plans: plans.into_iter().map(|(p, _)| p).collect(),
+            caveats,
+            ..Outcome::default()
+        });
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(DbError::from)?;
+    conn.busy_timeout(Duration::from_millis(1000))?;
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let words = e.to_string();
+        return Err(match DbError::from(e) {
+            DbError::Locked(_) => RepairError::Locked(words),
+            other => RepairError::Db(other),
+        });
+    }
+    let db = Db::from_connection(conn)?;
+    let result = apply(path, &db, options);
+    if !matches!(result, Ok(ref o) if o.applied) {
+        let _ = db.conn().execute_batch("ROLLBACK");
+    }
+    result
+}
+
+fn apply(path: &Path, db: &Db, options: &Options) -> Result<Outcome, RepairError> {
+    let planned = plan_all(db, options)?;
+    let plans: Vec<SessionPlan> = planned.iter().map(|(p, _)| p.clone()).collect();
+    let mut outcome = Outcome {
+        caveats: caveats(db, &plans),
+        plans,
+        ..Outcome::default()
+    };
+    if outcome.changes() == 0 {
+        return Ok(outcome);
+    }
+    let conn = db.conn();
+    // The backup, before the first write.
+    let backup = backup_path(path, conn);
+    {
+        // A second connection reads while this one holds the write lock (readers are allowed).
+        let src = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        src.busy_timeout(Duration::from_millis(1000))?;
+        let mut dst = Connection::open(&backup)?;
+        let b = rusqlite::backup::Backup::new(&src, &mut dst)?;
+        b.run_to_completion(256, Duration::from_millis(10), None)?;
+        drop(b);
+        let check: String = dst.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+        if check != "ok" {
+            return Err(RepairError::BadBackup {
+                path: backup,
+                detail: check,
+            });
+        }
+    }
+    outcome.backup = Some(backup);
+    fault("after-backup");
+    let now: i64 = conn.query_row(
+        "SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+        [],
+        |r| r.get(0),
+    )?;
+    for (plan, _) in &planned {
+        for change in &plan.changes {
+            write(db, change, now)?;
+            fault("in-transaction");
+        }
+    }
+    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
+    if check != "ok" {
+        return Err(RepairError::RolledBack(format!(
+            "integrity_check says: {check}"
+        )));
+    }
+    let fk: Option<String> = conn
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get::<_, String>(0))
+        .optional()?;
+    if let Some(table) = fk {
+        return Err(RepairError::RolledBack(format!(
+            "foreign_key_check found a dangling reference in table {table}"
+        )));
+    }
+    for (plan, before) in &planned {
+        if plan.changes.is_empty() {
+            continue;
+        }
+        let after = diagnose_session(db, options, &plan.session_id)?;
+        verify(before, &after, &plan.fixes).map_err(|why| {
+            RepairError::RolledBack(format!("session {}: {why}", plan.session_id))
+        })?;
+    }
+    fault("before-commit");
+    conn.execute_batch("COMMIT")?;
+    outcome.applied = true;
+    Ok(outcome)
+}
+
+/// What the repair cannot keep consistent: sessions with an event log but no earlier event of
+/// a kind it must append (the payload shape to follow is unknown).
+fn caveats(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
+    let mut out = Vec::new();
+    if !db.schema.event_log {
+        return out;
+    }
+    for p in plans.iter().filter(|p| !p.changes.is_empty()) {
+        if !has_sequence(db.conn(), &p.session_id) {
+            continue;
+        }
+        for ty in ["message.part.updated.1", "message.updated.1"] {
+            let needed = p.changes.iter().any(|c| {
+                matches!(c.edit, Edit::UpdateMessage { .. }) == (ty == "message.updated.1")
+            });
+            if needed && template(db.conn(), &p.session_id, ty).is_none() {
+                out.push(format!(
+                    "session {}: its event log has no `{ty}` event to follow, so no event is appended for these changes; OpenCode rebuilding this session from its event log would undo them",
+                    p.session_id
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn has_sequence(conn: &Connection, session: &str) -> bool {
+    conn.query_row(
+        "SELECT 1 FROM event_sequence WHERE aggregate_id = ?1",
+        [session],
+        |_| Ok(()),
+    )
+    .optional()
+    .ok()
+    .flatten()
+    .is_some()
+}
+
+/// The latest event of `ty` for `session`: its id and data.
+fn template(conn: &Connection, session: &str, ty: &str) -> Option<(String, Value)> {
+    conn.query_row(
+        "SELECT id, data FROM event WHERE aggregate_id = ?1 AND type = ?2 ORDER BY seq DESC LIMIT 1",
+        params![session, ty],
+        |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)),
+    )
+    .optional()
+    .ok()
+    .flatten()
+    .and_then(|(id, d)| serde_json::from_str::<Value>(&d).ok().map(|v| (id, v)))
+    .filter(|(_, v)| v.is_object())
+}
+
+fn write(db: &Db, change: &super::Change, now: i64) -> Result<(), RepairError> {
+    let conn = db.conn();
+    let sid = &change.session_id;
+    let mid = &change.message_id;
+    let (full, ty) = match &change.edit {
+        Edit::UpdatePart { data } | Edit::InsertPart { data } => {
+            let id = change.part_id.clone().unwrap_or_default();
+            let text = serde_json::to_string(data).unwrap_or_default();
+            if matches!(change.edit, Edit::InsertPart { .. }) {
+                conn.execute(
+                    "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                    params![id, mid, sid, now, text],
+                )?;
+            } else {
+                conn.execute(
+                    "UPDATE part SET data = ?2, time_updated = ?3 WHERE id = ?1",
+                    params![id, text, now],
+                )?;
+            }
+            let mut full = data.clone();
+            if let Some(o) = full.as_object_mut() {
+                o.insert("id".into(), json!(id));
+                o.insert("sessionID".into(), json!(sid));
+                o.insert("messageID".into(), json!(mid));
+            }
+            (full, "message.part.updated.1")
+        }
+        Edit::UpdateMessage { data } => {
+            let text = serde_json::to_string(data).unwrap_or_default();
+            conn.execute(
+                "UPDATE message SET data = ?2, time_updated = ?3 WHERE id = ?1",
+                params![mid, text, now],
+            )?;
+            let mut full = data.clone();
+            if let Some(o) = full.as_object_mut() {
+                o.insert("id".into(), json!(mid));
+                o.insert("sessionID".into(), json!(sid));
+            }
+            (full, "message.updated.1")
+        }
+    };
+    if db.schema.event_log && has_sequence(conn, sid) {
+        append_event(conn, sid, ty, full, now)?;
+    }
+    Ok(())
+}
+
+/// Appends an event shaped like the session's latest one of the same type, with the next `seq`.
+fn append_event(
+    conn: &Connection,
+    session: &str,
+    ty: &str,
+    record: Value,
+    now: i64,
+) -> Result<(), RepairError> {
+    let Some((last_id, mut data)) = template(conn, session, ty) else {
+        return Ok(());
+    };
+    let slot = if ty == "message.updated.1" {
+        "info"
+    } else {
+        "part"
+    };
+    let Some(o) = data.as_object_mut() else {
+        return Ok(());
+    };
+    if !o.contains_key(slot) {
+        return Ok(());
+    }
+    o.insert(slot.into(), record);
+    if o.contains_key("time") {
+        o.insert("time".into(), json!(now));
+    }
+    let seq: i64 = conn.query_row(
+        "SELECT max(coalesce((SELECT seq FROM event_sequence WHERE aggregate_id = ?1), 0), coalesce((SELECT max(seq) FROM event WHERE aggregate_id = ?1), 0)) + 1",
+        [session],
+        |r| r.get(0),
+    )?;
+    let prefix = last_id.split_once('_').map_or("evt", |(p, _)| p);
+    let id = ids::ascending(
+        prefix,
+        u64::try_from(now).unwrap_or(0),
+        u64::try_from(seq).unwrap_or(0),
+    );
+    let has_created = conn.prepare("SELECT created FROM event LIMIT 0").is_ok();
+    let text = serde_json::to_string(&data).unwrap_or_default();
+    if has_created {
+        conn.execute(
+            "INSERT INTO event (id, aggregate_id, seq, created, type, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![id, session, seq, now, ty, text],
+        )?;
+    } else {
+        conn.execute(
+            "INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, session, seq, ty, text],
+        )?;
+    }
+    conn.execute(
+        "UPDATE event_sequence SET seq = ?2 WHERE aggregate_id = ?1",
+        params![session, seq],
+    )?;
+    Ok(())
+}
