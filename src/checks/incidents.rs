@@ -117,6 +117,9 @@ impl Activity {
 
 /// The incidents of an analysis, in order.
 pub fn incidents(a: &Analysis) -> Vec<Incident<'_>> {
+    if !a.events.iter().any(|e| error_of(e).is_some()) {
+        return Vec::new();
+    }
     let activity = Activity::new(a);
     let mut out: Vec<Incident<'_>> = Vec::new();
     let mut boundary: Seq = 0;

@@ -7,6 +7,7 @@
 //! satisfies the schema is decided separately, and strictly, by [`schema`]. Repair edits the
 //! original JSON, never a re-serialisation of these views, so nothing is lost on a round trip.
 
+pub mod conform;
 pub mod ids;
 pub mod schema;
 pub mod version;
@@ -224,7 +225,10 @@ pub enum ToolState {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ToolStateFields {
+    /// The input; stores and logs keep only whether it is empty (`{}`), as `true` otherwise.
     pub input: Value,
+    /// `raw`, `output`, `title` and `attachments` are present or absent as recorded, but a part
+    /// read by [`Part::from_json`] keeps them empty (see `Skipped`): nothing reads their text.
     pub raw: Option<String>,
     pub output: Option<String>,
     pub title: Option<String>,
@@ -237,7 +241,12 @@ pub struct ToolStateFields {
 impl ToolState {
     pub fn from_value(v: &Value) -> ToolState {
         let fields = deser::<ToolStateFields>(v).unwrap_or_default();
-        match v.get("status").and_then(Value::as_str) {
+        Self::with_status(v.get("status").and_then(Value::as_str), fields)
+    }
+
+    /// The state a status names, with its fields.
+    pub fn with_status(status: Option<&str>, fields: ToolStateFields) -> ToolState {
+        match status {
             Some("pending") => ToolState::Pending(fields),
             Some("running") => ToolState::Running(fields),
             Some("completed") => ToolState::Completed(fields),
@@ -301,7 +310,133 @@ impl ToolState {
     }
 }
 
+/// A tool part as read straight from JSON text (see [`Part::from_json`]).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct WireTool {
+    #[serde(rename = "callID")]
+    call_id: String,
+    tool: String,
+    state: WireState,
+    metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct WireState {
+    status: Option<String>,
+    input: InputShape,
+    raw: Option<Skipped>,
+    output: Option<Skipped>,
+    title: Option<Skipped>,
+    error: Option<String>,
+    metadata: Option<Map<String, Value>>,
+    time: Option<TimeRange>,
+    attachments: Option<Skipped>,
+}
+
+/// A value [`Part::from_json`] only notes the presence of: the tool's output, title, raw input
+/// and attachments are read by no check and no reconstruction rule (they stay in the store), and
+/// a tool's output is most of a part's bytes. The model keeps an empty string (or list) instead.
+struct Skipped;
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Skipped)
+    }
+}
+
+/// What the model keeps of a tool input read by [`Part::from_json`]: `{}` when it is empty,
+/// `true` otherwise (the checks only ask whether it is empty; the values stay in the store).
+#[derive(Default)]
+struct InputShape(Value);
+
+impl<'de> Deserialize<'de> for InputShape {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = InputShape;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tool input")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<InputShape, A::Error> {
+                let mut empty = true;
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {
+                    empty = false;
+                }
+                Ok(InputShape(if empty {
+                    Value::Object(Map::new())
+                } else {
+                    Value::Bool(true)
+                }))
+            }
+            fn visit_unit<E>(self) -> Result<InputShape, E> {
+                Ok(InputShape(Value::Null))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
 impl Part {
+    /// The lenient view of a part read straight from JSON text that satisfies the schema (see
+    /// [`conform`]), without building a `Value` first: much faster for stored rows. The ids are
+    /// left empty (a database row keeps them in columns). `None` when the text does not read
+    /// that way; the caller then takes the [`Part::from_value`] route.
+    pub fn from_json(text: &str) -> Option<Part> {
+        use crate::ingest::json_scan::{Seg, locate};
+        let (s, e) = locate(text, &[Seg::Key("type")])?;
+        let type_name = text[s..e].strip_prefix('"')?.strip_suffix('"')?;
+        let read = |t: &str| -> Option<PartBody> {
+            Some(match t {
+                "text" => PartBody::Text(serde_json::from_str(text).ok()?),
+                "subtask" => PartBody::Subtask(serde_json::from_str(text).ok()?),
+                "reasoning" => PartBody::Reasoning(serde_json::from_str(text).ok()?),
+                "file" => PartBody::File(serde_json::from_str(text).ok()?),
+                "tool" => {
+                    let w: WireTool = serde_json::from_str(text).ok()?;
+                    let st = w.state;
+                    let fields = ToolStateFields {
+                        input: st.input.0,
+                        raw: st.raw.map(|_| String::new()),
+                        output: st.output.map(|_| String::new()),
+                        title: st.title.map(|_| String::new()),
+                        error: st.error,
+                        metadata: st.metadata,
+                        time: st.time,
+                        attachments: st.attachments.map(|_| Vec::new()),
+                    };
+                    PartBody::Tool(Box::new(ToolPart {
+                        call_id: w.call_id,
+                        tool: w.tool,
+                        state: ToolState::with_status(st.status.as_deref(), fields),
+                        metadata: w.metadata,
+                    }))
+                }
+                "step-start" => PartBody::StepStart(serde_json::from_str(text).ok()?),
+                "step-finish" => PartBody::StepFinish(serde_json::from_str(text).ok()?),
+                "snapshot" => PartBody::Snapshot(serde_json::from_str(text).ok()?),
+                "patch" => PartBody::Patch(serde_json::from_str(text).ok()?),
+                "agent" => PartBody::Agent(serde_json::from_str(text).ok()?),
+                "retry" => PartBody::Retry(serde_json::from_str(text).ok()?),
+                "compaction" => PartBody::Compaction(serde_json::from_str(text).ok()?),
+                _ => return None,
+            })
+        };
+        Some(Part {
+            id: String::new(),
+            session_id: String::new(),
+            message_id: String::new(),
+            body: read(type_name)?,
+        })
+    }
+
     /// Builds the lenient view of a part from its JSON (ids may be absent, as in DB rows).
     pub fn from_value(v: &Value) -> Part {
         let type_name = v.get("type").and_then(Value::as_str);
@@ -438,6 +573,23 @@ pub struct AssistantMessage {
 }
 
 impl MessageInfo {
+    /// The view of message info read straight from JSON text that satisfies the schema (as
+    /// [`Part::from_json`]); ids are left empty. `None` when it does not read that way.
+    pub fn from_json(text: &str) -> Option<MessageInfo> {
+        use crate::ingest::json_scan::{Seg, locate};
+        let (s, e) = locate(text, &[Seg::Key("role")])?;
+        let body = match text[s..e].strip_prefix('"')?.strip_suffix('"')? {
+            "user" => MessageBody::User(serde_json::from_str(text).ok()?),
+            "assistant" => MessageBody::Assistant(Box::new(serde_json::from_str(text).ok()?)),
+            _ => return None,
+        };
+        Some(MessageInfo {
+            id: String::new(),
+            session_id: String::new(),
+            body,
+        })
+    }
+
     pub fn from_value(v: &Value) -> MessageInfo {
         let role = v.get("role").and_then(Value::as_str);
         let body = match role {
@@ -467,6 +619,60 @@ impl MessageInfo {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn from_json_reads_what_from_value_reads() {
+        for v in [
+            json!({"type": "text", "text": "hi", "time": {"start": 1, "end": 2}, "metadata": {"a": 1}}),
+            json!({"type": "tool", "tool": "bash", "callID": "c", "metadata": {"m": true},
+                   "state": {"status": "completed", "input": {"command": "ls"}, "output": "o",
+                             "title": "t", "metadata": {}, "time": {"start": 1, "end": 2},
+                             "attachments": [{"type": "file"}]}}),
+            json!({"type": "tool", "tool": "read", "callID": "c2",
+                   "state": {"status": "error", "input": {}, "error": "Tool execution aborted",
+                             "time": {"start": 1, "end": 1}}}),
+            json!({"type": "step-finish", "reason": "stop", "cost": 0.5,
+                   "tokens": {"input": 1, "output": 2, "reasoning": 0, "cache": {"read": 3, "write": 4}}}),
+            json!({"type": "step-start", "snapshot": "abc"}),
+            json!({"type": "compaction", "auto": true}),
+        ] {
+            let text = v.to_string();
+            let mut expected = Part::from_value(&v);
+            // A non-empty input is kept as `true` (only its emptiness is read), and the text of
+            // the output, title, raw input and attachments is left behind.
+            if let PartBody::Tool(t) = &mut expected.body {
+                let empty = t.state.input_is_empty();
+                let fields = match &mut t.state {
+                    ToolState::Pending(f)
+                    | ToolState::Running(f)
+                    | ToolState::Completed(f)
+                    | ToolState::Error(f)
+                    | ToolState::Invalid { fields: f, .. } => f,
+                };
+                if !empty {
+                    fields.input = Value::Bool(true);
+                }
+                for s in [&mut fields.output, &mut fields.title, &mut fields.raw] {
+                    if let Some(s) = s {
+                        s.clear();
+                    }
+                }
+                if let Some(a) = &mut fields.attachments {
+                    a.clear();
+                }
+            }
+            assert_eq!(Part::from_json(&text), Some(expected), "{text}");
+        }
+        assert_eq!(Part::from_json(r#"{"type":"bogus"}"#), None);
+        let m = json!({"role": "assistant", "time": {"created": 1, "completed": 2}, "parentID": "p",
+                       "modelID": "m", "providerID": "x", "mode": "build", "cost": 0.5,
+                       "tokens": {"input": 1, "output": 2, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+                       "error": {"name": "MessageAbortedError", "data": {"message": "stop"}}});
+        assert_eq!(
+            MessageInfo::from_json(&m.to_string()),
+            Some(MessageInfo::from_value(&m))
+        );
+    }
 
     #[test]
     fn tool_parts_keep_invalid_status() {

@@ -21,7 +21,8 @@ use serde_json::Value;
 use super::{MAX_KEPT_STRING, cap_strings_in_place};
 use crate::ingest::Format;
 use crate::ingest::json_scan::{self, Seg};
-use crate::model::{MessageInfo, Part, PartBody, schema};
+use crate::model::schema::Ty;
+use crate::model::{MessageInfo, Part, PartBody, conform, schema};
 use crate::session::{
     Analysis, Message, Observation, PartRecord, PayloadIssues, Seq, Session, Undecodable,
 };
@@ -127,9 +128,35 @@ pub fn replay(
     let mut seq: Seq = 0;
     let mut parts_seen = 0u64;
     for m in &stored.messages {
-        let parsed_info = m.info.as_ref().map(|r| parse(&r.text));
-        let parsed_parts: Vec<Result<Value, String>> =
-            m.parts.iter().map(|p| parse(&p.text)).collect();
+        let rendering = matches!(render, Render::Virtual { .. });
+        let fast_info = m
+            .info
+            .as_ref()
+            .filter(|r| !rendering && conform::conforms(&r.text, &Ty::Union(&schema::MESSAGE)))
+            .and_then(|r| MessageInfo::from_json(&r.text));
+        let parsed_info = match &fast_info {
+            Some(_) => None,
+            None => m.info.as_ref().map(|r| parse(&r.text)),
+        };
+        // Rows that satisfy the schema (most of them) are read straight into the model; the
+        // others are parsed, validated and read the slow way. Rendering needs every row parsed.
+        let fast: Vec<Option<Part>> = m
+            .parts
+            .iter()
+            .map(|p| {
+                let ok = !rendering && conform::conforms(&p.text, &Ty::Union(&schema::PART));
+                ok.then(|| Part::from_json(&p.text)).flatten()
+            })
+            .collect();
+        let parsed_parts: Vec<Result<Value, String>> = m
+            .parts
+            .iter()
+            .zip(&fast)
+            .map(|(p, f)| match f {
+                Some(_) => Ok(Value::Null),
+                None => parse(&p.text),
+            })
+            .collect();
         // Rendering of database rows: one virtual source per message.
         let rendered = render_rows(stored, m, parsed_info.as_ref(), &parsed_parts, render);
         let virtual_file = match (&rendered, render) {
@@ -164,7 +191,21 @@ pub fn replay(
             ..Message::default()
         };
         // Message info (block 0 of the rendering).
-        if let (Some(rec), Some(parsed)) = (&m.info, parsed_info) {
+        if let (Some(rec), Some(mut info)) = (&m.info, fast_info) {
+            let (f, base, real) = place(rec, 0);
+            let placed = Placed {
+                file: f,
+                base,
+                text: &rec.text,
+                real,
+            };
+            seq += 1;
+            message.span = Some(placed.whole());
+            message.time_span = placed.locate(&[Seg::Key("time")]);
+            info.id.clone_from(&m.id);
+            info.session_id.clone_from(&stored.id);
+            message.info = Some(info);
+        } else if let (Some(rec), Some(parsed)) = (&m.info, parsed_info) {
             let (f, base, real) = place(rec, 0);
             let owned = text_of(rec, 0);
             let text = if owned.is_empty() { &rec.text } else { &owned };
@@ -203,7 +244,7 @@ pub fn replay(
                 }),
             }
         }
-        for (k, (rec, parsed)) in m.parts.iter().zip(parsed_parts).enumerate() {
+        for (k, ((rec, parsed), fast)) in m.parts.iter().zip(parsed_parts).zip(fast).enumerate() {
             let (f, base, real) = place(rec, k + 1);
             let owned = text_of(rec, k + 1);
             let text = if owned.is_empty() { &rec.text } else { &owned };
@@ -215,6 +256,25 @@ pub fn replay(
             };
             seq += 1;
             parts_seen += 1;
+            if let Some(mut part) = fast {
+                part.id.clone_from(&rec.id);
+                part.message_id.clone_from(&m.id);
+                part.session_id.clone_from(&stored.id);
+                let status = part.tool().map(|t| t.state.status().to_owned());
+                let status_span = status
+                    .as_ref()
+                    .and_then(|_| placed.locate(&[Seg::Key("state"), Seg::Key("status")]));
+                message.parts.push(PartRecord {
+                    part,
+                    history: vec![Observation {
+                        seq,
+                        span: placed.whole(),
+                        status,
+                        status_span,
+                    }],
+                });
+                continue;
+            }
             let mut v = match parsed {
                 Ok(v) => v,
                 Err(reason) => {

@@ -1,0 +1,369 @@
+//! A fast, allocation-free answer to "does this JSON text satisfy this schema?".
+//!
+//! [`conforms`] walks the bytes once (twice for a union, to find its tag first) against the same
+//! [`Ty`] the strict validator uses, without building a `Value`. It is *conservative*: `true` is
+//! always right, while `false` only means "not sure" — numbers with exponents, very long
+//! integers, anything unusual — and the caller then parses and validates the slow way, which
+//! also produces the words of each issue. Most stored payloads conform, so most of them skip the
+//! slow way.
+
+use super::schema::{Field, Ty};
+use crate::ingest::json_scan::{Seg, locate};
+
+/// Whether `text` is exactly one JSON value that satisfies `ty` (see the module doc).
+pub fn conforms(text: &str, ty: &Ty) -> bool {
+    let mut p = Parser {
+        b: text.as_bytes(),
+        text,
+        pos: 0,
+    };
+    p.ws();
+    p.value(ty) && {
+        p.ws();
+        p.pos == p.b.len()
+    }
+}
+
+struct Parser<'a> {
+    b: &'a [u8],
+    text: &'a str,
+    pos: usize,
+}
+
+/// Longest integer taken without doubt (i64 and u64 have 19 and 20 digits).
+const MAX_INT_DIGITS: usize = 18;
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> bool {
+        if self.b[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    /// A string; returns its raw content (between the quotes) when it has no escapes.
+    fn string(&mut self) -> Option<Option<&'a str>> {
+        let text: &'a str = self.text;
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.pos + 1;
+        let mut i = start;
+        let mut escaped = false;
+        loop {
+            // Jump to the next quote or backslash; what it skipped must have no control bytes.
+            let k = memchr::memchr2(b'"', b'\\', self.b.get(i..)?)?;
+            if self.b[i..i + k].iter().any(|c| *c < 0x20) {
+                return None;
+            }
+            i += k;
+            match self.b[i] {
+                b'"' => break,
+                _ => {
+                    escaped = true;
+                    match *self.b.get(i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                        b'u' => {
+                            let hex = self.b.get(i + 2..i + 6)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            // Lone surrogates make serde_json fail: leave them to it.
+                            if matches!(hex[0], b'd' | b'D') {
+                                return None;
+                            }
+                            i += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+        }
+        self.pos = i + 1;
+        Some((!escaped).then(|| &text[start..i]))
+    }
+
+    /// A number: an optional minus, digits, an optional fraction; no exponent (left to serde).
+    fn number(&mut self, integer: bool) -> bool {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        let digits = self.pos;
+        while matches!(self.peek(), Some(b'0'..=b'9')) {
+            self.pos += 1;
+        }
+        let n = self.pos - digits;
+        if n == 0 || (n > 1 && self.b[digits] == b'0') {
+            return false;
+        }
+        if self.peek() == Some(b'.') {
+            if integer {
+                return false;
+            }
+            self.pos += 1;
+            let frac = self.pos;
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.pos += 1;
+            }
+            if self.pos == frac {
+                return false;
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            return false;
+        }
+        !integer || self.pos - start <= MAX_INT_DIGITS
+    }
+
+    /// Any JSON value.
+    fn skip(&mut self) -> bool {
+        self.ws();
+        match self.peek() {
+            Some(b'"') => self.string().is_some(),
+            Some(b'{') => self.object(&mut |p, _| p.skip()),
+            Some(b'[') => self.array(&mut |p| p.skip()),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(_) => self.number(false),
+            None => false,
+        }
+    }
+
+    /// An object; `member` validates the value of each key (it is positioned before the value).
+    fn object(&mut self, member: &mut dyn FnMut(&mut Self, Option<&'a str>) -> bool) -> bool {
+        if !self.eat(b'{') {
+            return false;
+        }
+        if self.eat(b'}') {
+            return true;
+        }
+        loop {
+            self.ws();
+            let Some(key) = self.string() else {
+                return false;
+            };
+            if !self.eat(b':') {
+                return false;
+            }
+            self.ws();
+            if !member(self, key) {
+                return false;
+            }
+            if self.eat(b',') {
+                continue;
+            }
+            return self.eat(b'}');
+        }
+    }
+
+    fn array(&mut self, item: &mut dyn FnMut(&mut Self) -> bool) -> bool {
+        if !self.eat(b'[') {
+            return false;
+        }
+        if self.eat(b']') {
+            return true;
+        }
+        loop {
+            self.ws();
+            if !item(self) {
+                return false;
+            }
+            if self.eat(b',') {
+                continue;
+            }
+            return self.eat(b']');
+        }
+    }
+
+    /// An object with `fields` (unknown keys are accepted, as Zod strips them); `tag` is the
+    /// union discriminator and the variant it names: every occurrence must name it.
+    fn fields(&mut self, fields: &[Field], tag: Option<(&str, &str)>) -> bool {
+        // Required fields seen, as a bit set (schemas here have far fewer than 64 fields).
+        if fields.len() > 64 {
+            return false;
+        }
+        let mut seen: u64 = 0;
+        let ok = self.object(&mut |p, key| {
+            let Some(key) = key else {
+                return false; // an escaped key: let the slow way decide
+            };
+            if let Some((tag, variant)) = tag
+                && key == tag
+            {
+                return p.string() == Some(Some(variant));
+            }
+            match fields.iter().position(|f| f.name == key) {
+                Some(i) => {
+                    seen |= 1 << i;
+                    p.value(&fields[i].ty)
+                }
+                None => p.skip(),
+            }
+        });
+        ok && fields
+            .iter()
+            .enumerate()
+            .all(|(i, f)| !f.required || seen & (1 << i) != 0)
+    }
+
+    fn value(&mut self, ty: &Ty) -> bool {
+        self.ws();
+        match ty {
+            Ty::Any => self.skip(),
+            Ty::Str => self.string().is_some(),
+            Ty::Num => self.number(false),
+            Ty::Int => self.number(true),
+            Ty::Bool => self.literal(b"true") || self.literal(b"false"),
+            Ty::Nullable(inner) => {
+                if self.peek() == Some(b'n') {
+                    self.literal(b"null")
+                } else {
+                    self.value(inner)
+                }
+            }
+            Ty::Record(inner) => self.object(&mut |p, _| p.value(inner)),
+            Ty::Array(inner) => self.array(&mut |p| p.value(inner)),
+            Ty::Obj(fields) => self.fields(fields, None),
+            Ty::Union(u) => {
+                // Find the discriminator first (it need not be the first key).
+                let Some((s, e)) = locate(&self.text[self.pos..], &[Seg::Key(u.tag)]) else {
+                    return false;
+                };
+                let raw = &self.text[self.pos + s..self.pos + e];
+                let Some(name) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
+                    return false;
+                };
+                let Some((_, fields)) = u.variants.iter().find(|(n, _)| *n == name) else {
+                    return false;
+                };
+                self.fields(fields, Some((u.tag, name)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema::{MESSAGE, PART, validate};
+    use super::*;
+    use serde_json::Value;
+
+    /// `conforms` may say "no" to a valid payload, never "yes" to an invalid one.
+    fn agrees(text: &str, ty: &Ty) {
+        let fast = conforms(text, ty);
+        let slow = serde_json::from_str::<Value>(text)
+            .map(|v| validate(&v, ty).is_empty())
+            .unwrap_or(false);
+        assert!(!fast || slow, "conforms said yes to {text}");
+    }
+
+    #[test]
+    fn accepts_what_conforms() {
+        let part = Ty::Union(&PART);
+        for text in [
+            r#"{"type":"step-start"}"#,
+            r#"{"id":"x","type":"text","text":"a \"quoted\" \u00e9 word","time":{"start":1,"end":2.5}}"#,
+            r#"{"type":"tool","tool":"bash","callID":"c","state":{"status":"completed","input":{"a":[1,{"b":null}]},"output":"o","title":"t","metadata":{},"time":{"start":1,"end":2}}}"#,
+            r#" { "state" : { "input" : { } , "raw" : "" , "status" : "pending" } , "type" : "tool" , "callID" : "c" , "tool" : "t" } "#,
+            r#"{"type":"step-finish","reason":"stop","cost":0,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}"#,
+        ] {
+            assert!(conforms(text, &part), "{text}");
+            agrees(text, &part);
+        }
+        let msg = r#"{"role":"user","time":{"created":1},"agent":"build","model":{"providerID":"a","modelID":"b"}}"#;
+        assert!(conforms(msg, &Ty::Union(&MESSAGE)));
+    }
+
+    #[test]
+    fn mutations_never_make_it_say_yes_wrongly() {
+        let part = Ty::Union(&PART);
+        let seeds = [
+            r#"{"type":"tool","tool":"bash","callID":"c","state":{"status":"completed","input":{"a":1},"output":"o","title":"t","metadata":{},"time":{"start":1,"end":2}}}"#,
+            r#"{"type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}"#,
+            r#"{"type":"reasoning","text":"x","time":{"start":1}}"#,
+        ];
+        let inserts = [
+            "\"",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "1",
+            "-",
+            ".",
+            "e",
+            "n",
+            "\\",
+            " ",
+            "\"type\":\"text\",",
+        ];
+        for seed in seeds {
+            for i in 0..=seed.len() {
+                if !seed.is_char_boundary(i) {
+                    continue;
+                }
+                let deleted = format!("{}{}", &seed[..i], &seed[(i + 1).min(seed.len())..]);
+                agrees(&deleted, &part);
+                for ins in inserts {
+                    agrees(&format!("{}{ins}{}", &seed[..i], &seed[i..]), &part);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_second_tag_must_name_the_same_variant() {
+        let text = r#"{"type":"step-start","type":"text"}"#;
+        assert!(!conforms(text, &Ty::Union(&PART)));
+        agrees(text, &Ty::Union(&PART));
+    }
+
+    #[test]
+    fn never_accepts_what_does_not() {
+        let part = Ty::Union(&PART);
+        for text in [
+            r#"{"type":"tool","tool":"bash","callID":"c","state":{"status":"failed","input":{},"error":"x","time":{"start":1,"end":2}}}"#,
+            r#"{"type":"step-finish","reason":"stop","cost":"0.1","tokens":{}}"#,
+            r#"{"type":"text"}"#,
+            r#"{"type":"text","text":5}"#,
+            r#"{"type":"thinking","text":"x"}"#,
+            r#"{"type":"text","text":"x"} trailing"#,
+            r#"{"type":"text","text":"x""#,
+            r#"{"type":"text","text":"a	tab"}"#,
+            r#"{"type":"text","text":"x","time":{"start":1e400}}"#,
+            r#"{"type":"text","text":"x","time":{"start":01}}"#,
+            r#"{"type":"tool","tool":"b","callID":"c","state":{"status":"pending","input":[],"raw":""}}"#,
+            r#"[]"#,
+            "",
+        ] {
+            assert!(!conforms(text, &part), "{text}");
+            agrees(text, &part);
+        }
+    }
+}
