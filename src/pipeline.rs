@@ -399,6 +399,12 @@ pub fn load_db_session(
         }),
         None => orphans += 1,
     })?;
+    // OpenCode orders the parts of a message by id (rows arrive in storage order).
+    for m in &mut messages {
+        if !m.parts.is_sorted_by(|a, b| a.id <= b.id) {
+            m.parts.sort_by(|a, b| a.id.cmp(&b.id));
+        }
+    }
     Ok((
         StoredSession {
             id: row.id,
@@ -451,27 +457,24 @@ fn analyze_db(
         db.schema.newest_session_version.as_deref(),
         Some(&db.schema),
     );
+    let ropts = &ropts;
+    // This thread streams the session list and hands each replayed session, in order, to `each`
+    // (checks, printing). Workers load, replay and rebuild the sessions meanwhile, each over its
+    // own read-only connection; where the database cannot be reopened (an in-memory SQL dump)
+    // this thread loads the rows and the workers only replay. At most a few sessions are in
+    // flight, so memory stays flat whatever the size of the database.
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let readers: Option<Vec<_>> = (0..workers).map(|_| db.reader()).collect();
+    let (to_workers, work) = std::sync::mpsc::sync_channel::<(usize, Job)>(2 * workers);
+    let work = std::sync::Mutex::new(work);
+    let (to_main, done) = std::sync::mpsc::channel::<(usize, Result<Replayed, DbError>)>();
     let mut found = 0;
-    let err = |e| db_error(path, e);
-    db.for_each_session(&options.sessions, err, |row| -> Result<(), RewindError> {
-        found += 1;
-        let (stored, orphans) = load_db_session(db, row).map_err(|e| db_error(path, e))?;
+    let mut hand_over = |sources: &mut SourceMap, replayed: Result<Replayed, DbError>| {
+        let (stored, orphans, analysis) = replayed.map_err(|e| db_error(path, e))?;
         let mark = sources.len();
-        let mut analysis = replay::opencode::replay(
-            &stored,
-            format,
-            file,
-            &Render::Placeholder(placeholder),
-            sources,
-        );
-        if orphans > 0 {
-            analysis.counts.insert("orphan parts", orphans);
-        }
-        rebuild::rebuild(&mut analysis, &ropts);
-        let stored = &stored;
         let render = move |sources: &mut SourceMap| {
             let mut a = replay::opencode::replay(
-                stored,
+                &stored,
                 format,
                 file,
                 &Render::Virtual {
@@ -482,7 +485,7 @@ fn analyze_db(
             if orphans > 0 {
                 a.counts.insert("orphan parts", orphans);
             }
-            rebuild::rebuild(&mut a, &ropts);
+            rebuild::rebuild(&mut a, ropts);
             a
         };
         let result = each(
@@ -494,8 +497,120 @@ fn analyze_db(
         );
         sources.truncate(mark);
         result
+    };
+    // Results arrive in any order and are handed over by number. `drain` hands over what is
+    // ready and, given a target, waits until every session before it has been handed over.
+    let mut order = Reorder {
+        pending: std::collections::BTreeMap::new(),
+        next: 0,
+    };
+    let mut drain = |sources: &mut SourceMap,
+                     order: &mut Reorder<Result<Replayed, DbError>>,
+                     until: Option<usize>|
+     -> Result<(), RewindError> {
+        loop {
+            while let Some(ready) = order.pending.remove(&order.next) {
+                order.next += 1;
+                hand_over(sources, ready)?;
+            }
+            let got = match until {
+                Some(target) if order.next >= target => return Ok(()),
+                // A closed channel means every worker has stopped: nothing more will come.
+                Some(_) => done.recv().ok(),
+                None => done.try_recv().ok(),
+            };
+            let Some((i, replayed)) = got else {
+                return Ok(());
+            };
+            order.pending.insert(i, replayed);
+        }
+    };
+    std::thread::scope(|scope| -> Result<(), RewindError> {
+        let mut readers = readers.map(|r| r.into_iter());
+        for _ in 0..workers {
+            let reader = readers.as_mut().and_then(Iterator::next);
+            let to_main = to_main.clone();
+            let work = &work;
+            scope.spawn(move || {
+                loop {
+                    let job = match work.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok((i, job)) = job else {
+                        break;
+                    };
+                    let loaded = match (job, &reader) {
+                        (Job::Replay(stored, orphans), _) => Ok((stored, orphans)),
+                        (Job::Load(row), Some(reader)) => load_db_session(reader, row),
+                        (Job::Load(_), None) => Err(DbError::Other(
+                            "internal error: a worker without a connection was asked to read"
+                                .into(),
+                        )),
+                    };
+                    let replayed = loaded.map(|(stored, orphans)| {
+                        // The placeholder pass touches no source: a private map will do.
+                        let mut unused = SourceMap::new();
+                        let mut analysis = replay::opencode::replay(
+                            &stored,
+                            format,
+                            file,
+                            &Render::Placeholder(placeholder),
+                            &mut unused,
+                        );
+                        if orphans > 0 {
+                            analysis.counts.insert("orphan parts", orphans);
+                        }
+                        rebuild::rebuild(&mut analysis, ropts);
+                        (stored, orphans, analysis)
+                    });
+                    if to_main.send((i, replayed)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(to_main);
+        let parallel_reads = readers.is_some();
+        let err = |e| db_error(path, e);
+        let mut sent = 0usize;
+        let read = db.for_each_session(&options.sessions, err, |row| -> Result<(), RewindError> {
+            found += 1;
+            let job = if parallel_reads {
+                Job::Load(row)
+            } else {
+                let (stored, orphans) = load_db_session(db, row).map_err(|e| db_error(path, e))?;
+                Job::Replay(stored, orphans)
+            };
+            // Keep a bounded number of sessions in flight, even behind one slow session.
+            let behind = sent.saturating_sub(4 * workers);
+            let wait = (order.next < behind).then_some(behind);
+            drain(sources, &mut order, wait)?;
+            // The workers only stop early when this thread has stopped listening.
+            let _ = to_workers.send((sent, job));
+            sent += 1;
+            Ok(())
+        });
+        drop(to_workers);
+        read?;
+        drain(sources, &mut order, Some(sent))
     })?;
     missing_sessions(path, options, found)
+}
+
+/// A session a worker replays: the main thread either loaded it or leaves it to the worker.
+enum Job {
+    Load(crate::ingest::opencode_db::SessionRow),
+    Replay(StoredSession, u64),
+}
+
+/// A loaded session, its orphan-part count and its placeholder analysis.
+type Replayed = (StoredSession, u64, Analysis);
+
+/// Results that arrived out of order, waiting for their turn.
+struct Reorder<T> {
+    pending: std::collections::BTreeMap<usize, T>,
+    next: usize,
 }
 
 /// Fails when `--session` named sessions that were not found.

@@ -341,3 +341,47 @@ fn snapshots_of_the_rendered_diagnostics() {
         insta::assert_snapshot!(s, human(dir.path(), s));
     }
 }
+
+/// Many sessions, their parts stored out of id order: every session is replayed with its parts
+/// in id order (as OpenCode reads them), and the findings come out in session order although
+/// sessions are replayed in parallel.
+#[test]
+fn parts_stored_out_of_order_and_many_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids: Vec<&'static str> = (0..40)
+        .map(|i| &*Box::leak(format!("ses_many{i:03}").into_boxed_str()))
+        .collect();
+    let sessions: Vec<Ses> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            // Every third session died mid-step; the others are healthy.
+            let parts = if i % 3 == 0 {
+                vec![step_start(), text("Working.")]
+            } else {
+                vec![step_start(), text("Done."), step_finish()]
+            };
+            Ses {
+                id,
+                title: "many",
+                messages: exchange(10 + 2 * i as i64, parts, i % 3 != 0),
+            }
+        })
+        .collect();
+    let db = build_db(&dir.path().join("opencode.db"), &sessions);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE p2 AS SELECT * FROM part ORDER BY id DESC;
+         DELETE FROM part; INSERT INTO part SELECT * FROM p2; DROP TABLE p2;",
+    )
+    .unwrap();
+    drop(conn);
+    let (code, doc) = diagnose_json(&db, &[]);
+    assert_eq!(code, 1);
+    let unclosed: Vec<String> = of_rule(&findings(&doc), "step-unclosed")
+        .iter()
+        .map(|f| f["session_id"].as_str().unwrap().to_owned())
+        .collect();
+    let expected: Vec<String> = ids.iter().step_by(3).map(|s| s.to_string()).collect();
+    assert_eq!(unclosed, expected, "{}", describe(&findings(&doc)));
+}

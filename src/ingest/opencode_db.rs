@@ -152,7 +152,23 @@ pub struct Db {
     conn: Connection,
     pub schema: Schema,
     pub mode: OpenMode,
+    /// How `conn` was opened, so [`Db::reader`] can open more read-only connections to the same
+    /// file (`None` for a connection the caller opened, such as an in-memory SQL dump).
+    target: Option<(String, OpenFlags)>,
     _snapshot: Option<SnapshotDir>,
+}
+
+/// A second connection to an open [`Db`] (see [`Db::reader`]); it dereferences to a `Db`.
+pub struct Reader<'a> {
+    db: Db,
+    _owner: std::marker::PhantomData<&'a ()>,
+}
+
+impl std::ops::Deref for Reader<'_> {
+    type Target = Db;
+    fn deref(&self) -> &Db {
+        &self.db
+    }
 }
 
 /// `path` with `suffix` appended to its file name (`opencode.db` → `opencode.db-wal`).
@@ -176,8 +192,10 @@ pub fn uri(path: &Path, query: &str) -> String {
             other => out.push_str(&format!("%{other:02X}")),
         }
     }
-    out.push('?');
-    out.push_str(query);
+    if !query.is_empty() {
+        out.push('?');
+        out.push_str(query);
+    }
     out
 }
 
@@ -190,28 +208,48 @@ impl Db {
         let ro = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let (conn, mode, snapshot) = if !wal && !shm && !journal {
-            let conn = Connection::open_with_flags(uri(path, "immutable=1"), ro)?;
-            (conn, OpenMode::Immutable, None)
+        let (target, flags, mode, snapshot) = if !wal && !shm && !journal {
+            (uri(path, "immutable=1"), ro, OpenMode::Immutable, None)
         } else if wal && shm && !journal {
-            let conn = Connection::open_with_flags(uri(path, "mode=ro&readonly_shm=1"), ro)?;
-            (conn, OpenMode::ReadOnlyShm, None)
+            let target = uri(path, "mode=ro&readonly_shm=1");
+            (target, ro, OpenMode::ReadOnlyShm, None)
         } else {
             let dir = snapshot(path, &["-wal", "-journal"]).map_err(DbError::Snapshot)?;
-            let copy = dir.0.join("opencode.db");
+            // The copy is private; it is opened writable so SQLite can roll back a hot journal.
+            let copy = uri(&dir.0.join("opencode.db"), "");
             let rw = OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_URI
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let conn = Connection::open_with_flags(&copy, rw)?;
-            (conn, OpenMode::Snapshot, Some(dir))
+            (copy, rw, OpenMode::Snapshot, Some(dir))
         };
+        let conn = Connection::open_with_flags(&target, flags)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         let schema = probe(&conn)?;
         Ok(Db {
             conn,
             schema,
             mode,
+            target: Some((target, flags)),
             _snapshot: snapshot,
+        })
+    }
+
+    /// Another read-only connection to the same file, for reading on another thread; `None`
+    /// when this connection cannot be reopened (an in-memory database). The reader borrows
+    /// `self` so that a snapshot copy outlives it.
+    pub fn reader(&self) -> Option<Reader<'_>> {
+        let (target, flags) = self.target.as_ref()?;
+        let conn = Connection::open_with_flags(target, *flags).ok()?;
+        conn.busy_timeout(BUSY_TIMEOUT).ok()?;
+        Some(Reader {
+            db: Db {
+                conn,
+                schema: self.schema.clone(),
+                mode: self.mode,
+                target: None,
+                _snapshot: None,
+            },
+            _owner: std::marker::PhantomData,
         })
     }
 
@@ -222,6 +260,7 @@ impl Db {
             conn,
             schema,
             mode: OpenMode::Immutable,
+            target: None,
             _snapshot: None,
         })
     }
@@ -307,10 +346,12 @@ impl Db {
         rows.collect::<Result<Vec<_>, _>>().map_err(DbError::from)
     }
 
-    /// The parts of a session, in OpenCode's order (`message_id, id`), streamed to `f`.
+    /// The parts of a session, streamed to `f` in storage order: the caller puts each message's
+    /// parts in OpenCode's order (`id`). Sorting here would make SQLite copy every row, data
+    /// included, through its sorter; sorting the few parts of each message afterwards is cheaper.
     pub fn for_each_part(&self, session: &str, mut f: impl FnMut(Row)) -> Result<(), DbError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, message_id, time_created, time_updated, data FROM part WHERE session_id = ?1 ORDER BY message_id, id",
+            "SELECT id, message_id, time_created, time_updated, data FROM part WHERE session_id = ?1",
         )?;
         let mut rows = stmt.query([session])?;
         while let Some(r) = rows.next()? {
@@ -331,7 +372,11 @@ fn text(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
     use rusqlite::types::ValueRef;
     match r.get_ref(i).ok()? {
         ValueRef::Null => None,
-        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        // `from_utf8` validates much faster than the lossy decoder, which is kept for bad bytes.
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(match std::str::from_utf8(t) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(t).into_owned(),
+        }),
         ValueRef::Integer(n) => Some(n.to_string()),
         ValueRef::Real(x) => Some(x.to_string()),
     }
