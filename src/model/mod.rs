@@ -652,10 +652,11 @@ mod tests {
                 if !empty {
                     fields.input = Value::Bool(true);
                 }
-                for s in [&mut fields.output, &mut fields.title, &mut fields.raw] {
-                    if let Some(s) = s {
-                        s.clear();
-                    }
+                for s in [&mut fields.output, &mut fields.title, &mut fields.raw]
+                    .into_iter()
+                    .flatten()
+                {
+                    s.clear();
                 }
                 if let Some(a) = &mut fields.attachments {
                     a.clear();
