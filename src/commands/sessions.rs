@@ -29,25 +29,11 @@ pub struct Args {
     pub store_args: StoreArgs,
 }
 
-/// `2026-09-28 10:01` (UTC) for epoch milliseconds.
+/// `2026-09-28 10:01` (UTC) for epoch milliseconds; `-` outside chrono's range.
 pub fn utc_minutes(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
-        rem / 3600,
-        (rem % 3600) / 60
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+        || "-".to_owned(),
+        |t| t.format("%Y-%m-%d %H:%M").to_string(),
     )
 }
 
@@ -145,6 +131,8 @@ mod tests {
     fn formats_utc_minutes() {
         assert_eq!(utc_minutes(0), "1970-01-01 00:00");
         assert_eq!(utc_minutes(1_790_589_700_000), "2026-09-28 10:01");
+        assert_eq!(utc_minutes(-1), "1969-12-31 23:59");
+        assert_eq!(utc_minutes(i64::MAX), "-");
         assert_eq!(utc_minutes(951_782_400_000), "2000-02-29 00:00");
     }
 }
