@@ -191,21 +191,7 @@ pub fn replay(
             ..Message::default()
         };
         // Message info (block 0 of the rendering).
-        if let (Some(rec), Some(mut info)) = (&m.info, fast_info) {
-            let (f, base, real) = place(rec, 0);
-            let placed = Placed {
-                file: f,
-                base,
-                text: &rec.text,
-                real,
-            };
-            seq += 1;
-            message.span = Some(placed.whole());
-            message.time_span = placed.locate(&[Seg::Key("time")]);
-            info.id.clone_from(&m.id);
-            info.session_id.clone_from(&stored.id);
-            message.info = Some(info);
-        } else if let (Some(rec), Some(parsed)) = (&m.info, parsed_info) {
+        if let Some(rec) = &m.info {
             let (f, base, real) = place(rec, 0);
             let owned = text_of(rec, 0);
             let text = if owned.is_empty() { &rec.text } else { &owned };
@@ -217,8 +203,9 @@ pub fn replay(
             };
             seq += 1;
             message.span = Some(placed.whole());
-            match parsed {
-                Ok(mut v) => {
+            let info = match (fast_info, parsed_info) {
+                (Some(info), _) => Some(info),
+                (None, Some(Ok(mut v))) => {
                     let issues = schema::validate_message(&v);
                     if !issues.is_empty() {
                         analysis.schema_issues.push(payload_issues(
@@ -229,19 +216,25 @@ pub fn replay(
                             (&stored.id, &m.id, None),
                         ));
                     }
-                    message.time_span = placed.locate(&[Seg::Key("time")]);
                     cap_strings_in_place(&mut v, MAX_KEPT_STRING);
-                    let mut info = MessageInfo::from_value(&v);
-                    info.id.clone_from(&m.id);
-                    info.session_id.clone_from(&stored.id);
-                    message.info = Some(info);
+                    Some(MessageInfo::from_value(&v))
                 }
-                Err(reason) => analysis.undecodable.push(Undecodable {
-                    span: placed.whole(),
-                    reason: format!("message {}: {reason}", m.id),
-                    at: None,
-                    truncated: false,
-                }),
+                (None, Some(Err(reason))) => {
+                    analysis.undecodable.push(Undecodable {
+                        span: placed.whole(),
+                        reason: format!("message {}: {reason}", m.id),
+                        at: None,
+                        truncated: false,
+                    });
+                    None
+                }
+                (None, None) => None,
+            };
+            if let Some(mut info) = info {
+                message.time_span = placed.locate(&[Seg::Key("time")]);
+                info.id.clone_from(&m.id);
+                info.session_id.clone_from(&stored.id);
+                message.info = Some(info);
             }
         }
         for (k, ((rec, parsed), fast)) in m.parts.iter().zip(parsed_parts).zip(fast).enumerate() {
@@ -256,28 +249,9 @@ pub fn replay(
             };
             seq += 1;
             parts_seen += 1;
-            if let Some(mut part) = fast {
-                part.id.clone_from(&rec.id);
-                part.message_id.clone_from(&m.id);
-                part.session_id.clone_from(&stored.id);
-                let status = part.tool().map(|t| t.state.status().to_owned());
-                let status_span = status
-                    .as_ref()
-                    .and_then(|_| placed.locate(&[Seg::Key("state"), Seg::Key("status")]));
-                message.parts.push(PartRecord {
-                    part,
-                    history: vec![Observation {
-                        seq,
-                        span: placed.whole(),
-                        status,
-                        status_span,
-                    }],
-                });
-                continue;
-            }
-            let mut v = match parsed {
-                Ok(v) => v,
-                Err(reason) => {
+            let mut part = match (fast, parsed) {
+                (Some(part), _) => part,
+                (None, Err(reason)) => {
                     analysis.undecodable.push(Undecodable {
                         span: placed.whole(),
                         reason: format!("part {}: {reason}", rec.id),
@@ -286,20 +260,22 @@ pub fn replay(
                     });
                     continue;
                 }
+                (None, Ok(mut v)) => {
+                    let issues = schema::validate_part(&v);
+                    let type_name = v.get("type").and_then(Value::as_str).unwrap_or("(none)");
+                    if !issues.is_empty() {
+                        analysis.schema_issues.push(payload_issues(
+                            seq,
+                            format!("{type_name} part {}", rec.id),
+                            &placed,
+                            issues,
+                            (&stored.id, &m.id, Some(&rec.id)),
+                        ));
+                    }
+                    cap_strings_in_place(&mut v, MAX_KEPT_STRING);
+                    Part::from_value(&v)
+                }
             };
-            let issues = schema::validate_part(&v);
-            let type_name = v.get("type").and_then(Value::as_str).unwrap_or("(none)");
-            if !issues.is_empty() {
-                analysis.schema_issues.push(payload_issues(
-                    seq,
-                    format!("{type_name} part {}", rec.id),
-                    &placed,
-                    issues,
-                    (&stored.id, &m.id, Some(&rec.id)),
-                ));
-            }
-            cap_strings_in_place(&mut v, MAX_KEPT_STRING);
-            let mut part = Part::from_value(&v);
             part.id.clone_from(&rec.id);
             part.message_id.clone_from(&m.id);
             part.session_id.clone_from(&stored.id);
