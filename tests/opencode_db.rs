@@ -385,3 +385,39 @@ fn parts_stored_out_of_order_and_many_sessions() {
     let expected: Vec<String> = ids.iter().step_by(3).map(|s| s.to_string()).collect();
     assert_eq!(unclosed, expected, "{}", describe(&findings(&doc)));
 }
+
+/// A row nested far deeper than any JSON parser recurses is reported, not a crash.
+#[test]
+fn a_deeply_nested_row_is_undecodable_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_db(
+        &dir.path().join("opencode.db"),
+        &[Ses {
+            id: "ses_deep",
+            title: "deep",
+            messages: exchange(10, vec![step_start(), text("x"), step_finish()], true),
+        }],
+    );
+    let deep = format!(
+        r#"{{"type":"tool","tool":"b","callID":"c","state":{{"status":"pending","input":{{"a":{}1{}}}}}}}"#,
+        "[".repeat(200_000),
+        "]".repeat(200_000)
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE part SET data = ?1 WHERE id = ?2",
+        rusqlite::params![deep, prt_id(11, 1)],
+    )
+    .unwrap();
+    drop(conn);
+    let (code, doc) = diagnose_json(&db, &[]);
+    // A warning: the exit status stays 0 under the default `--fail-on error`.
+    assert_eq!(code, 0);
+    let all = findings(&doc);
+    assert_eq!(
+        of_rule(&all, "undecodable-record").len(),
+        1,
+        "{}",
+        describe(&all)
+    );
+}

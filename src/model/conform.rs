@@ -16,6 +16,7 @@ pub fn conforms(text: &str, ty: &Ty) -> bool {
         b: text.as_bytes(),
         text,
         pos: 0,
+        depth: 0,
     };
     p.ws();
     p.value(ty) && {
@@ -28,7 +29,12 @@ struct Parser<'a> {
     b: &'a [u8],
     text: &'a str,
     pos: usize,
+    /// Open objects and arrays: the walk recurses, so nesting is capped.
+    depth: usize,
 }
+
+/// Deepest nesting walked (serde_json, which takes over beyond it, stops at 128).
+const MAX_DEPTH: usize = 64;
 
 /// Longest integer taken without doubt (i64 and u64 have 19 and 20 digits).
 const MAX_INT_DIGITS: usize = 18;
@@ -153,8 +159,26 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Runs `f` one level deeper; "not sure" past [`MAX_DEPTH`].
+    fn nested(&mut self, f: impl FnOnce(&mut Self) -> bool) -> bool {
+        if self.depth >= MAX_DEPTH {
+            return false;
+        }
+        self.depth += 1;
+        let ok = f(self);
+        self.depth -= 1;
+        ok
+    }
+
     /// An object; `member` validates the value of each key (it is positioned before the value).
     fn object(&mut self, member: &mut dyn FnMut(&mut Self, Option<&'a str>) -> bool) -> bool {
+        self.nested(|p| p.object_members(member))
+    }
+
+    fn object_members(
+        &mut self,
+        member: &mut dyn FnMut(&mut Self, Option<&'a str>) -> bool,
+    ) -> bool {
         if !self.eat(b'{') {
             return false;
         }
@@ -181,6 +205,10 @@ impl<'a> Parser<'a> {
     }
 
     fn array(&mut self, item: &mut dyn FnMut(&mut Self) -> bool) -> bool {
+        self.nested(|p| p.array_items(item))
+    }
+
+    fn array_items(&mut self, item: &mut dyn FnMut(&mut Self) -> bool) -> bool {
         if !self.eat(b'[') {
             return false;
         }
@@ -335,6 +363,20 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_left_to_the_slow_way() {
+        let deep = format!(
+            r#"{{"type":"tool","tool":"b","callID":"c","state":{{"status":"pending","input":{{"a":{}1{}}},"raw":""}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert!(!conforms(&deep, &Ty::Union(&PART)));
+        let shallow = deep
+            .replace(&"[".repeat(100_000), "[[")
+            .replace(&"]".repeat(100_000), "]]");
+        assert!(conforms(&shallow, &Ty::Union(&PART)));
     }
 
     #[test]
