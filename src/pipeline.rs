@@ -466,7 +466,8 @@ fn analyze_db(
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let readers: Option<Vec<_>> = (0..workers).map(|_| db.reader()).collect();
     let (to_workers, work) = std::sync::mpsc::sync_channel::<(usize, Job)>(2 * workers);
-    let work = std::sync::Mutex::new(work);
+    // The workers own the receiving end: should they all stop, sending fails instead of blocking.
+    let work = std::sync::Arc::new(std::sync::Mutex::new(work));
     let (to_main, done) = std::sync::mpsc::channel::<(usize, Result<Replayed, DbError>)>();
     let mut found = 0;
     let mut hand_over = |sources: &mut SourceMap, replayed: Result<Replayed, DbError>| {
@@ -530,7 +531,7 @@ fn analyze_db(
         for _ in 0..workers {
             let reader = readers.as_mut().and_then(Iterator::next);
             let to_main = to_main.clone();
-            let work = &work;
+            let work = std::sync::Arc::clone(&work);
             scope.spawn(move || {
                 loop {
                     let job = match work.lock() {
@@ -570,7 +571,7 @@ fn analyze_db(
                 }
             });
         }
-        drop(to_main);
+        drop((to_main, work));
         let parallel_reads = readers.is_some();
         let err = |e| db_error(path, e);
         let mut sent = 0usize;
