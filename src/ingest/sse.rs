@@ -335,6 +335,17 @@ impl SseFramer {
         chunk: &[u8],
         sink: &mut dyn FnMut(&SseEvent) -> Result<(), IngestError>,
     ) -> Result<(), IngestError> {
+        let (lines, mut state) = self.split(sink);
+        lines.feed(chunk, &mut |text, start, line_no| {
+            state.line(text, start, line_no)
+        })
+    }
+
+    /// The line splitter, and the event state borrowed for one feed.
+    fn split<'s>(
+        &'s mut self,
+        sink: &'s mut dyn FnMut(&SseEvent) -> Result<(), IngestError>,
+    ) -> (&'s mut LineSplitter, State<'s>) {
         let Self {
             lines,
             current,
@@ -343,7 +354,7 @@ impl SseFramer {
             last_event_id,
             stats,
         } = self;
-        let mut state = State {
+        let state = State {
             current,
             has_data,
             has_fields,
@@ -351,9 +362,7 @@ impl SseFramer {
             stats,
             sink,
         };
-        lines.feed(chunk, &mut |text, start, line_no| {
-            state.line(text, start, line_no)
-        })
+        (lines, state)
     }
 
     /// Ends the input: dispatches an event left open (marked unterminated).
@@ -361,22 +370,7 @@ impl SseFramer {
         &mut self,
         sink: &mut dyn FnMut(&SseEvent) -> Result<(), IngestError>,
     ) -> Result<(), IngestError> {
-        let Self {
-            lines,
-            current,
-            has_data,
-            has_fields,
-            last_event_id,
-            stats,
-        } = self;
-        let mut state = State {
-            current,
-            has_data,
-            has_fields,
-            last_event_id,
-            stats,
-            sink,
-        };
+        let (lines, mut state) = self.split(sink);
         lines.finish(&mut |text, start, line_no| state.line(text, start, line_no))?;
         if *state.has_data {
             state.current.unterminated = true;
