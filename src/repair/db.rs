@@ -30,7 +30,8 @@ use crate::ingest::opencode_db::{Db, DbError};
 use crate::model::ids;
 use crate::pipeline::{Options, load_db_session};
 use crate::reconstruct::opencode as rebuild;
-use crate::replay::opencode::{Render, replay};
+use crate::replay::opencode::{Render, StoredSession, replay};
+use crate::session::Analysis;
 use crate::source::SourceMap;
 
 /// Why a repair did not happen.
@@ -81,17 +82,45 @@ fn plan_all(
     db: &Db,
     options: &Options,
 ) -> Result<Vec<(SessionPlan, Vec<crate::diagnostic::Finding>)>, DbError> {
+    let mut plans = Vec::new();
+    for_each_diagnosed(db, options, &options.sessions, |stored, a, findings| {
+        let p = plan(stored, a, &findings);
+        if !p.changes.is_empty() || !p.unfixable.is_empty() {
+            plans.push((p, findings));
+        }
+    })?;
+    Ok(plans)
+}
+
+/// The findings of one session, diagnosed from `db` as it is now.
+fn diagnose_session(
+    db: &Db,
+    options: &Options,
+    id: &str,
+) -> Result<Vec<crate::diagnostic::Finding>, DbError> {
+    let mut out = Vec::new();
+    for_each_diagnosed(db, options, &[id.to_owned()], |_, _, findings| {
+        out = findings;
+    })?;
+    Ok(out)
+}
+
+/// Loads, replays, rebuilds and checks each session of `only` (all when empty), as `diagnose`
+/// does, and hands each to `f` with its analysis and findings.
+fn for_each_diagnosed(
+    db: &Db,
+    options: &Options,
+    only: &[String],
+    mut f: impl FnMut(&StoredSession, &Analysis, Vec<crate::diagnostic::Finding>),
+) -> Result<(), DbError> {
     let ropts = options.rebuild_options(
         db.schema.newest_session_version.as_deref(),
         Some(&db.schema),
     );
-    let mut plans = Vec::new();
-    let mut found = 0;
     db.for_each_session(
-        &options.sessions,
+        only,
         |e| e,
         |row| {
-            found += 1;
             let (stored, _) = load_db_session(db, row)?;
             let mut sources = SourceMap::new();
             let file = sources.add_file(Path::new("db"));
@@ -104,47 +133,10 @@ fn plan_all(
             );
             rebuild::rebuild(&mut a, &ropts);
             let findings = checks::run(&a, &|_| true);
-            let p = plan(&stored, &a, &findings);
-            if !p.changes.is_empty() || !p.unfixable.is_empty() {
-                plans.push((p, findings));
-            }
+            f(&stored, &a, findings);
             Ok(())
         },
-    )?;
-    Ok(plans)
-}
-
-/// The findings of one session, diagnosed from `db` as it is now.
-fn diagnose_session(
-    db: &Db,
-    options: &Options,
-    id: &str,
-) -> Result<Vec<crate::diagnostic::Finding>, DbError> {
-    let ropts = options.rebuild_options(
-        db.schema.newest_session_version.as_deref(),
-        Some(&db.schema),
-    );
-    let mut out = Vec::new();
-    db.for_each_session(
-        &[id.to_owned()],
-        |e| e,
-        |row| {
-            let (stored, _) = load_db_session(db, row)?;
-            let mut sources = SourceMap::new();
-            let file = sources.add_file(Path::new("db"));
-            let mut a = replay(
-                &stored,
-                Format::OpencodeDb,
-                file,
-                &Render::Placeholder(file),
-                &mut sources,
-            );
-            rebuild::rebuild(&mut a, &ropts);
-            out = checks::run(&a, &|_| true);
-            Ok(())
-        },
-    )?;
-    Ok(out)
+    )
 }
 
 /// `<db>.rewind-backup-<UTC time>` (never an existing file).
