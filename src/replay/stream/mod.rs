@@ -306,16 +306,7 @@ impl StreamReplay {
                 self.invalid += 1;
                 let (problem, info) = self.json_problem(p, &e, protocol);
                 self.broadcast(seq, span, EventKind::StreamPayload(Box::new(problem)));
-                self.out.part(PartKind::Error(StreamError {
-                    kind: ErrorKind::JsonParse,
-                    name: "AI_JSONParseError".into(),
-                    message: info.message.clone(),
-                    retryable: false,
-                }));
-                let parts = std::mem::take(&mut self.out.parts);
-                for (part, _) in &parts {
-                    self.apply(seq, span, None, part, Some(&info));
-                }
+                self.reject(seq, span, ErrorKind::JsonParse, "AI_JSONParseError", &info);
                 return;
             }
             Err(Rejected::Schema(issues)) => {
@@ -324,16 +315,8 @@ impl StreamReplay {
                 }
                 self.invalid += 1;
                 let info = self.schema_problem(p, &issues, protocol, seq, span);
-                self.out.part(PartKind::Error(StreamError {
-                    kind: ErrorKind::TypeValidation,
-                    name: "AI_TypeValidationError".into(),
-                    message: info.message.clone(),
-                    retryable: false,
-                }));
-                let parts = std::mem::take(&mut self.out.parts);
-                for (part, _) in &parts {
-                    self.apply(seq, span, None, part, Some(&info));
-                }
+                let kind = ErrorKind::TypeValidation;
+                self.reject(seq, span, kind, "AI_TypeValidationError", &info);
                 return;
             }
         }
@@ -392,6 +375,20 @@ impl StreamReplay {
             self.apply(seq, span, focus_span, part, info.as_ref());
         }
         self.out = out;
+    }
+
+    /// An event the SDK rejects becomes a stream error part, which every processor receives.
+    fn reject(&mut self, seq: Seq, span: Span, kind: ErrorKind, name: &str, info: &ErrorInfo) {
+        self.out.part(PartKind::Error(StreamError {
+            kind,
+            name: name.into(),
+            message: info.message.clone(),
+            retryable: false,
+        }));
+        let parts = std::mem::take(&mut self.out.parts);
+        for (part, _) in &parts {
+            self.apply(seq, span, None, part, Some(info));
+        }
     }
 
     /// Hands a part to every processor, with the `streamText` layer's own rules: a tool call
