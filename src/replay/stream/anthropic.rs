@@ -323,21 +323,14 @@ impl Anthropic {
                 let err = v.get("error").cloned().unwrap_or(Value::Null);
                 let name = s(&err, "type").unwrap_or("error").to_owned();
                 let message = s(&err, "message").unwrap_or_default().to_owned();
-                out.provider_errors.push(ProviderError {
-                    name: name.clone(),
-                    message: message.clone(),
+                let retryable = is_retryable(&name);
+                let error = ProviderError {
+                    name,
+                    message,
                     focus: Focus::path(&["error", "type"]),
                     data: err,
-                });
-                out.part_at(
-                    PartKind::Error(StreamError {
-                        kind: ErrorKind::Provider,
-                        retryable: is_retryable(&name),
-                        name,
-                        message,
-                    }),
-                    Focus::path(&["error"]),
-                );
+                };
+                out.provider_error(error, retryable, Focus::path(&["error"]));
                 out.terminal = Some("`error`".into());
             }
             _ => {}

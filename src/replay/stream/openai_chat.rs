@@ -241,21 +241,14 @@ impl OpenAiChat {
                 .or_else(|| err.get("code"))
                 .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
                 .unwrap_or_else(|| "error".into());
-            out.provider_errors.push(ProviderError {
-                name: name.clone(),
-                message: message.clone(),
+            let retryable = is_retryable(&name);
+            let error = ProviderError {
+                name,
+                message,
                 focus: Focus::path(&["error", "message"]),
                 data: err,
-            });
-            out.part_at(
-                PartKind::Error(StreamError {
-                    kind: ErrorKind::Provider,
-                    retryable: is_retryable(&name),
-                    name,
-                    message,
-                }),
-                Focus::path(&["error"]),
-            );
+            };
+            out.provider_error(error, retryable, Focus::path(&["error"]));
             self.finish_reason.get_or_insert_with(|| "error".into());
             return;
         }

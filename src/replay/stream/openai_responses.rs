@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::openai_chat::is_retryable;
-use super::part::{ErrorKind, PartKind, StreamError};
+use super::part::PartKind;
 use super::protocol::{
     Decoder, Focus, Out, Protocol, ProviderError, Rejected, parse_value, s, text_of,
 };
@@ -63,29 +63,16 @@ impl OpenAiResponses {
         Self::default()
     }
 
-    fn provider_error(
-        &mut self,
-        name: String,
-        message: String,
-        focus: Focus,
-        data: Value,
-        out: &mut Out,
-    ) {
-        out.provider_errors.push(ProviderError {
-            name: name.clone(),
-            message: message.clone(),
+    /// A provider error, labelled at `focus` both as an error and as the stream error part.
+    fn provider_error(name: String, message: String, focus: Focus, data: Value, out: &mut Out) {
+        let retryable = is_retryable(&name);
+        let error = ProviderError {
+            name,
+            message,
             focus: focus.clone(),
             data,
-        });
-        out.part_at(
-            PartKind::Error(StreamError {
-                kind: ErrorKind::Provider,
-                retryable: is_retryable(&name),
-                name,
-                message,
-            }),
-            focus,
-        );
+        };
+        out.provider_error(error, retryable, focus);
     }
 
     fn event(&mut self, v: &Value, at: Span, out: &mut Out) -> Result<(), Rejected> {
@@ -352,7 +339,7 @@ impl OpenAiResponses {
                 if !self.error_seen && !err.is_null() {
                     let name = s(&err, "code").unwrap_or("response.failed").to_owned();
                     let message = s(&err, "message").unwrap_or_default().to_owned();
-                    self.provider_error(
+                    Self::provider_error(
                         name,
                         message,
                         Focus::path(&["response", "error", "message"]),
@@ -391,7 +378,7 @@ impl OpenAiResponses {
                     Focus::path(&["message"])
                 };
                 self.error_seen = true;
-                self.provider_error(name, message, focus, err, out);
+                Self::provider_error(name, message, focus, err, out);
             }
             _ => {}
         }

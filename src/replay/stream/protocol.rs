@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::part::PartKind;
+use super::part::{ErrorKind, PartKind, StreamError};
 use crate::ingest::json_scan::{Seg, locate};
 use crate::model::schema::SchemaIssue;
 use crate::source::Span;
@@ -215,6 +215,19 @@ impl Out {
 
     pub fn part_at(&mut self, kind: PartKind, focus: Focus) {
         self.parts.push((kind, focus));
+    }
+
+    /// An error the provider reported in the stream: recorded as such, and handed to the
+    /// processors as a stream error part labelled at `part_focus`.
+    pub fn provider_error(&mut self, error: ProviderError, retryable: bool, part_focus: Focus) {
+        let part = PartKind::Error(StreamError {
+            kind: ErrorKind::Provider,
+            name: error.name.clone(),
+            message: error.message.clone(),
+            retryable,
+        });
+        self.provider_errors.push(error);
+        self.part_at(part, part_focus);
     }
 
     pub fn anomaly(&mut self, problem: impl Into<String>, benign: bool, focus: Focus) {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::part::{ErrorKind, PartKind, StreamError, unified_finish};
+use super::part::{PartKind, unified_finish};
 use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected, parse_value, s};
 use crate::model::schema::{self, Ty, req};
 use crate::source::Span;
@@ -298,21 +298,13 @@ impl UiStream {
             }
             "error" => {
                 let message = s(v, "errorText").unwrap_or_default().to_owned();
-                out.provider_errors.push(ProviderError {
+                let error = ProviderError {
                     name: "error".into(),
-                    message: message.clone(),
+                    message,
                     focus: Focus::path(&["errorText"]),
                     data: v.clone(),
-                });
-                out.part_at(
-                    PartKind::Error(StreamError {
-                        kind: ErrorKind::Provider,
-                        name: "error".into(),
-                        message,
-                        retryable: false,
-                    }),
-                    Focus::path(&["errorText"]),
-                );
+                };
+                out.provider_error(error, false, Focus::path(&["errorText"]));
             }
             "finish" => {
                 let raw = s(v, "finishReason").unwrap_or("stop").to_owned();
@@ -555,21 +547,13 @@ impl AgUi {
                     .unwrap_or("An error occurred")
                     .to_owned();
                 let name = s(v, "code").unwrap_or("RUN_ERROR").to_owned();
-                out.provider_errors.push(ProviderError {
-                    name: name.clone(),
-                    message: message.clone(),
+                let error = ProviderError {
+                    name,
+                    message,
                     focus: Focus::path(&["message"]),
                     data: v.clone(),
-                });
-                out.part_at(
-                    PartKind::Error(StreamError {
-                        kind: ErrorKind::Provider,
-                        name,
-                        message,
-                        retryable: false,
-                    }),
-                    Focus::path(&["message"]),
-                );
+                };
+                out.provider_error(error, false, Focus::path(&["message"]));
                 out.terminal = Some("`RUN_ERROR`".into());
                 self.book.finished = Some(("`RUN_ERROR`".into(), at));
             }
