@@ -109,22 +109,8 @@ fn abort_tool(part: &Value, now: i64) -> Option<Value> {
     let mut v = part.clone();
     let state = obj(v.get_mut("state")?)?;
     let status = state.get("status").cloned().unwrap_or(Value::Null);
-    let start = state
-        .get("time")
-        .and_then(|t| t.get("start"))
-        .filter(|s| s.is_number())
-        .cloned()
-        .unwrap_or(json!(now));
-    state.insert("status".into(), json!("error"));
-    state.insert("error".into(), json!(TOOL_ABORTED));
-    state.insert("time".into(), json!({ "start": start, "end": now }));
-    if !state.get("input").is_some_and(Value::is_object) {
-        state.insert("input".into(), json!({}));
-    }
-    let meta = state
-        .entry("metadata")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()?;
+    let start = time_of(state, "start").unwrap_or(json!(now));
+    let meta = into_error(state, TOOL_ABORTED.to_owned(), start, json!(now))?;
     meta.insert("interrupted".into(), json!(true));
     meta.insert(
         REPAIR_MARKER.into(),
@@ -142,25 +128,43 @@ fn fix_status(part: &Value, now: i64) -> Option<Value> {
         Some(e) => e.to_owned(),
         None => format!("Tool ended with status {status} (not a status OpenCode knows)"),
     };
-    let time = state.get("time").cloned().unwrap_or(Value::Null);
-    let t = |k: &str| time.get(k).filter(|x| x.is_number()).cloned();
-    let start = t("start").unwrap_or(json!(now));
-    let end = t("end").unwrap_or(json!(now));
+    let start = time_of(state, "start").unwrap_or(json!(now));
+    let end = time_of(state, "end").unwrap_or(json!(now));
+    let meta = into_error(state, error, start, end)?;
+    meta.insert(
+        REPAIR_MARKER.into(),
+        marker("schema-violation", json!({ "status": status })),
+    );
+    Some(v)
+}
+
+/// `state.time.<key>` when it is a number.
+fn time_of(state: &Map<String, Value>, key: &str) -> Option<Value> {
+    state
+        .get("time")
+        .and_then(|t| t.get(key))
+        .filter(|x| x.is_number())
+        .cloned()
+}
+
+/// Makes `state` a valid `error` state (status, error, time, an object input) and returns its
+/// metadata object, created when missing, for the caller's markers.
+fn into_error(
+    state: &mut Map<String, Value>,
+    error: String,
+    start: Value,
+    end: Value,
+) -> Option<&mut Map<String, Value>> {
     state.insert("status".into(), json!("error"));
     state.insert("error".into(), json!(error));
     state.insert("time".into(), json!({ "start": start, "end": end }));
     if !state.get("input").is_some_and(Value::is_object) {
         state.insert("input".into(), json!({}));
     }
-    let meta = state
+    state
         .entry("metadata")
         .or_insert_with(|| json!({}))
-        .as_object_mut()?;
-    meta.insert(
-        REPAIR_MARKER.into(),
-        marker("schema-violation", json!({ "status": status })),
-    );
-    Some(v)
+        .as_object_mut()
 }
 
 fn recovery_finish(rule: &str) -> Value {
