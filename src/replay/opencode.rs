@@ -167,23 +167,14 @@ pub fn replay(
             )),
             _ => None,
         };
-        let place = |rec: &StoredRecord, k: usize| -> (FileId, u64, bool) {
-            match rec.place {
-                Place::At { file, offset } => (file, offset, true),
-                Place::Row => match (virtual_file, &rendered) {
-                    (Some(f), Some(r)) => (f, r.offsets.get(k).copied().unwrap_or(0), true),
-                    _ => match render {
-                        Render::Placeholder(f) => (*f, 0, false),
-                        Render::Virtual { .. } => (file, 0, false),
-                    },
-                },
-            }
-        };
-        let text_of = |rec: &'_ StoredRecord, k: usize| -> String {
-            match (&rendered, rec.place) {
-                (Some(r), Place::Row) => r.texts.get(k).cloned().unwrap_or_default(),
-                _ => String::new(),
-            }
+        // Where block `k` of this message's rendering (0: the info, then the parts) is placed.
+        let rows = Rows {
+            rendered: rendered.as_ref(),
+            virtual_file,
+            fallback: match render {
+                Render::Placeholder(f) => *f,
+                Render::Virtual { .. } => file,
+            },
         };
 
         let mut message = Message {
@@ -192,15 +183,7 @@ pub fn replay(
         };
         // Message info (block 0 of the rendering).
         if let Some(rec) = &m.info {
-            let (f, base, real) = place(rec, 0);
-            let owned = text_of(rec, 0);
-            let text = if owned.is_empty() { &rec.text } else { &owned };
-            let placed = Placed {
-                file: f,
-                base,
-                text,
-                real,
-            };
+            let placed = rows.place(rec, 0);
             seq += 1;
             message.span = Some(placed.whole());
             let info = match (fast_info, parsed_info) {
@@ -238,15 +221,7 @@ pub fn replay(
             }
         }
         for (k, ((rec, parsed), fast)) in m.parts.iter().zip(parsed_parts).zip(fast).enumerate() {
-            let (f, base, real) = place(rec, k + 1);
-            let owned = text_of(rec, k + 1);
-            let text = if owned.is_empty() { &rec.text } else { &owned };
-            let placed = Placed {
-                file: f,
-                base,
-                text,
-                real,
-            };
+            let placed = rows.place(rec, k + 1);
             seq += 1;
             parts_seen += 1;
             let mut part = match (fast, parsed) {
@@ -337,6 +312,37 @@ fn payload_issues(
 }
 
 /// A message's rows rendered as text: block 0 is the info, block k+1 is part k.
+/// How the records of one message are placed: in its rendering when there is one, at their own
+/// file offset when they have one, otherwise nowhere real (`fallback`, spans not real).
+struct Rows<'a> {
+    rendered: Option<&'a Rendering>,
+    virtual_file: Option<FileId>,
+    fallback: FileId,
+}
+
+impl<'a> Rows<'a> {
+    fn place(&self, rec: &'a StoredRecord, k: usize) -> Placed<'a> {
+        let (file, base, real) = match (rec.place, self.virtual_file, self.rendered) {
+            (Place::At { file, offset }, _, _) => (file, offset, true),
+            (Place::Row, Some(f), Some(r)) => (f, r.offsets.get(k).copied().unwrap_or(0), true),
+            (Place::Row, _, _) => (self.fallback, 0, false),
+        };
+        // A rendered row is labelled in its pretty-printed text.
+        let text = match (rec.place, self.rendered) {
+            (Place::Row, Some(r)) => r.texts.get(k).map(String::as_str),
+            _ => None,
+        }
+        .filter(|t| !t.is_empty())
+        .unwrap_or(&rec.text);
+        Placed {
+            file,
+            base,
+            text,
+            real,
+        }
+    }
+}
+
 struct Rendering {
     text: String,
     /// Offset of each block's JSON in `text`.
