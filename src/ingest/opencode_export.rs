@@ -34,21 +34,7 @@ pub fn load(text: &str, file: FileId) -> Result<StoredSession, ExportError> {
         .map_err(|e| ExportError::Shape(format!("`info` is not JSON ({e})")))?;
     let items = json_scan::array_items(text, &[Seg::Key("messages")])
         .ok_or_else(|| ExportError::Shape("it has no `messages` array".into()))?;
-    let s = |k: &str| info.get(k).and_then(Value::as_str).map(str::to_owned);
-    let t = |k: &str| {
-        info.get("time")
-            .and_then(|t| t.get(k))
-            .and_then(Value::as_i64)
-    };
-    let mut session = StoredSession {
-        id: s("id").unwrap_or_default(),
-        title: s("title"),
-        parent_id: s("parentID"),
-        version: s("version"),
-        time_created: t("created"),
-        time_updated: t("updated"),
-        messages: Vec::new(),
-    };
+    let mut session = StoredSession::from_info(&info);
     let at = |start: usize| Place::At {
         file,
         offset: start as u64,

@@ -102,28 +102,10 @@ pub fn load(
     session: &SessionFile,
     sources: &mut SourceMap,
 ) -> std::io::Result<StoredSession> {
-    let s = |k: &str| {
-        session
-            .info
-            .get(k)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let t = |k: &str| {
-        session
-            .info
-            .get("time")
-            .and_then(|t| t.get(k))
-            .and_then(Value::as_i64)
-    };
     let mut stored = StoredSession {
+        // The id the file is named by, which is what OpenCode looks sessions up by.
         id: session.id.clone(),
-        title: s("title"),
-        parent_id: s("parentID"),
-        version: s("version"),
-        time_created: t("created"),
-        time_updated: t("updated"),
-        messages: Vec::new(),
+        ..StoredSession::from_info(&session.info)
     };
     let record = |path: &Path, sources: &mut SourceMap| -> std::io::Result<StoredRecord> {
         let text = std::fs::read_to_string(path)?;

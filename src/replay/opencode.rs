@@ -66,6 +66,26 @@ pub struct StoredSession {
 }
 
 impl StoredSession {
+    /// A session without messages yet, from its `Session.Info` JSON (export `info`, storage
+    /// `session/<project>/<id>.json`): id, title, parent, version and times.
+    pub fn from_info(info: &Value) -> StoredSession {
+        let s = |k: &str| info.get(k).and_then(Value::as_str).map(str::to_owned);
+        let t = |k: &str| {
+            info.get("time")
+                .and_then(|t| t.get(k))
+                .and_then(Value::as_i64)
+        };
+        StoredSession {
+            id: s("id").unwrap_or_default(),
+            title: s("title"),
+            parent_id: s("parentID"),
+            version: s("version"),
+            time_created: t("created"),
+            time_updated: t("updated"),
+            messages: Vec::new(),
+        }
+    }
+
     pub fn part_count(&self) -> usize {
         self.messages.iter().map(|m| m.parts.len()).sum()
     }
