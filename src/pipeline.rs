@@ -6,6 +6,7 @@
 //! once, so nothing accumulates across units. Every file gets its own [`SourceMap`], so files can
 //! be diagnosed on several threads.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -14,14 +15,14 @@ use crate::config::FilePolicy;
 use crate::diagnostic::Finding;
 use crate::error::RewindError;
 use crate::ingest::capture::{self, Envelope, Locator};
-use crate::ingest::opencode_db::{Db, DbError, Schema};
+use crate::ingest::opencode_db::{Db, DbError, Schema, SessionRow};
 use crate::ingest::recording::{self, Exchange};
 use crate::ingest::{self, Format};
 use crate::model::version;
 use crate::reconstruct::opencode::{self as rebuild, ProviderChoice};
 use crate::reconstruct::{RecordedResponse, request};
 use crate::replay;
-use crate::replay::opencode::{Place, Render, StoredMessage, StoredRecord, StoredSession};
+use crate::replay::opencode::{Kind, Place, Render, StoredMessage, StoredRecord, StoredSession};
 use crate::replay::stream::protocol::Protocol;
 use crate::replay::stream::{Profile, StreamOptions};
 use crate::report::human::Renderer;
@@ -82,7 +83,7 @@ impl Options {
 }
 
 /// Rebuilds a unit with its rows rendered.
-type RenderFn<'a> = Box<dyn FnOnce(&mut SourceMap) -> Analysis + 'a>;
+type RenderFn<'a> = Box<dyn FnOnce(&mut SourceMap) -> Result<Analysis, RewindError> + 'a>;
 
 /// One unit of diagnosis: one analysis per processor profile for stream captures (the first is
 /// the one diagnosed), one analysis otherwise. Units of a database come unrendered (rendering
@@ -115,10 +116,10 @@ impl<'a> Unit<'a> {
     }
 
     /// The primary analysis, with its rows rendered as virtual sources when it has rows.
-    pub fn rendered(mut self, sources: &mut SourceMap) -> Option<Analysis> {
+    pub fn rendered(mut self, sources: &mut SourceMap) -> Result<Option<Analysis>, RewindError> {
         match self.render.take() {
-            Some(f) => Some(f(sources)),
-            None => (!self.analyses.is_empty()).then(|| self.analyses.swap_remove(0)),
+            Some(f) => f(sources).map(Some),
+            None => Ok((!self.analyses.is_empty()).then(|| self.analyses.swap_remove(0))),
         }
     }
 
@@ -128,11 +129,15 @@ impl<'a> Unit<'a> {
     }
 
     /// The primary analysis, rendered only when `render` is true.
-    pub fn rendered_if(mut self, render: bool, sources: &mut SourceMap) -> Option<Analysis> {
+    pub fn rendered_if(
+        mut self,
+        render: bool,
+        sources: &mut SourceMap,
+    ) -> Result<Option<Analysis>, RewindError> {
         if render {
             self.rendered(sources)
         } else {
-            (!self.analyses.is_empty()).then(|| self.analyses.swap_remove(0))
+            Ok((!self.analyses.is_empty()).then(|| self.analyses.swap_remove(0)))
         }
     }
 }
@@ -369,34 +374,40 @@ pub fn db_error(path: &Path, source: DbError) -> RewindError {
     }
 }
 
+/// What [`load_db_session`] keeps of each row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// The text of every row: to render the rows, or to edit them.
+    Text,
+    /// The model of each row that satisfies the schema, read as the row streams by (its text
+    /// is not copied); the text of the others, for the replay to validate.
+    Model,
+}
+
 /// Reads one session's rows: its messages, and its parts attached to them (parts whose message
 /// is not in the session are counted, not kept).
 pub fn load_db_session(
     db: &Db,
-    row: crate::ingest::opencode_db::SessionRow,
+    row: SessionRow,
+    keep: Keep,
 ) -> Result<(StoredSession, u64), DbError> {
-    let rows = db.messages(&row.id)?;
-    let mut index: HashMap<String, usize> = HashMap::with_capacity(rows.len());
-    let mut messages: Vec<StoredMessage> = Vec::with_capacity(rows.len());
-    for r in rows {
-        index.insert(r.id.clone(), messages.len());
+    let record = |id: Cow<'_, str>, text: Cow<'_, str>, kind: Kind| match keep {
+        Keep::Text => StoredRecord::new(id.into_owned(), text.into_owned(), Place::Row),
+        Keep::Model => StoredRecord::read_row(id.into_owned(), &text, kind),
+    };
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut messages: Vec<StoredMessage> = Vec::new();
+    db.for_each_message(&row.id, |r| {
+        index.insert(r.id.to_string(), messages.len());
         messages.push(StoredMessage {
-            id: r.id.clone(),
-            info: Some(StoredRecord {
-                id: r.id,
-                text: r.data,
-                place: Place::Row,
-            }),
+            id: r.id.to_string(),
+            info: Some(record(r.id, r.data, Kind::Info)),
             parts: Vec::new(),
         });
-    }
+    })?;
     let mut orphans = 0;
-    db.for_each_part(&row.id, |p| match index.get(&p.message_id) {
-        Some(&i) => messages[i].parts.push(StoredRecord {
-            id: p.id,
-            text: p.data,
-            place: Place::Row,
-        }),
+    db.for_each_part(&row.id, |p| match index.get(p.message_id.as_ref()) {
+        Some(&i) => messages[i].parts.push(record(p.id, p.data, Kind::Part)),
         None => orphans += 1,
     })?;
     // OpenCode orders the parts of a message by id (rows arrive in storage order).
@@ -471,11 +482,14 @@ fn analyze_db(
     let (to_main, done) = std::sync::mpsc::channel::<(usize, Result<Replayed, DbError>)>();
     let mut found = 0;
     let mut hand_over = |sources: &mut SourceMap, replayed: Result<Replayed, DbError>| {
-        let (stored, orphans, analysis) = replayed.map_err(|e| db_error(path, e))?;
+        let (row, analysis) = replayed.map_err(|e| db_error(path, e))?;
         let mark = sources.len();
+        // The first pass kept no row text: a session is read again, text and all, to be shown.
         let render = move |sources: &mut SourceMap| {
+            let (stored, orphans) =
+                load_db_session(db, row, Keep::Text).map_err(|e| db_error(path, e))?;
             let mut a = replay::opencode::replay(
-                &stored,
+                stored,
                 format,
                 file,
                 &Render::Virtual {
@@ -487,7 +501,7 @@ fn analyze_db(
                 a.counts.insert("orphan parts", orphans);
             }
             rebuild::rebuild(&mut a, ropts);
-            a
+            Ok(a)
         };
         let result = each(
             sources,
@@ -542,18 +556,21 @@ fn analyze_db(
                         break;
                     };
                     let loaded = match (job, &reader) {
-                        (Job::Replay(stored, orphans), _) => Ok((stored, orphans)),
-                        (Job::Load(row), Some(reader)) => load_db_session(reader, row),
+                        (Job::Replay(stored, orphans, row), _) => Ok((stored, orphans, row)),
+                        (Job::Load(row), Some(reader)) => {
+                            load_db_session(reader, row.clone(), Keep::Model)
+                                .map(|(stored, orphans)| (stored, orphans, row))
+                        }
                         (Job::Load(_), None) => Err(DbError::Other(
                             "internal error: a worker without a connection was asked to read"
                                 .into(),
                         )),
                     };
-                    let replayed = loaded.map(|(stored, orphans)| {
+                    let replayed = loaded.map(|(stored, orphans, row)| {
                         // The placeholder pass touches no source: a private map will do.
                         let mut unused = SourceMap::new();
                         let mut analysis = replay::opencode::replay(
-                            &stored,
+                            stored,
                             format,
                             file,
                             &Render::Placeholder(placeholder),
@@ -563,7 +580,7 @@ fn analyze_db(
                             analysis.counts.insert("orphan parts", orphans);
                         }
                         rebuild::rebuild(&mut analysis, ropts);
-                        (stored, orphans, analysis)
+                        (row, analysis)
                     });
                     if to_main.send((i, replayed)).is_err() {
                         break;
@@ -580,8 +597,9 @@ fn analyze_db(
             let job = if parallel_reads {
                 Job::Load(row)
             } else {
-                let (stored, orphans) = load_db_session(db, row).map_err(|e| db_error(path, e))?;
-                Job::Replay(stored, orphans)
+                let (stored, orphans) =
+                    load_db_session(db, row.clone(), Keep::Model).map_err(|e| db_error(path, e))?;
+                Job::Replay(stored, orphans, row)
             };
             // Keep a bounded number of sessions in flight, even behind one slow session.
             let behind = sent.saturating_sub(4 * workers);
@@ -601,12 +619,12 @@ fn analyze_db(
 
 /// A session a worker replays: the main thread either loaded it or leaves it to the worker.
 enum Job {
-    Load(crate::ingest::opencode_db::SessionRow),
-    Replay(StoredSession, u64),
+    Load(SessionRow),
+    Replay(StoredSession, u64, SessionRow),
 }
 
-/// A loaded session, its orphan-part count and its placeholder analysis.
-type Replayed = (StoredSession, u64, Analysis);
+/// A replayed session: its row (to load it again for rendering) and its placeholder analysis.
+type Replayed = (SessionRow, Analysis);
 
 /// Results that arrived out of order, waiting for their turn.
 struct Reorder<T> {
@@ -644,7 +662,7 @@ fn analyze_export(
     }
     let ropts = options.rebuild_options(stored.version.as_deref(), None);
     let mut analysis = replay::opencode::replay(
-        &stored,
+        stored,
         Format::OpencodeExport,
         file,
         &Render::Placeholder(file),
@@ -681,7 +699,7 @@ fn analyze_storage(
         let stored = ingest::opencode_storage::load(&root, &session, sources).map_err(io)?;
         let ropts = options.rebuild_options(stored.version.as_deref(), None);
         let mut analysis = replay::opencode::replay(
-            &stored,
+            stored,
             Format::OpencodeStorage,
             file,
             &Render::Placeholder(file),
@@ -719,7 +737,7 @@ pub fn diagnose_file(
         };
         let mut findings = check(primary, policy);
         let must_render = !findings.is_empty() && unit.renders();
-        let Some(analysis) = unit.rendered_if(must_render, sources) else {
+        let Some(analysis) = unit.rendered_if(must_render, sources)? else {
             return Ok(());
         };
         if must_render {

@@ -18,6 +18,7 @@
 //! 1.2 through 1.18 differ (§1.3, §1.4). Rows are streamed: sessions one by one, and for each
 //! session its messages and parts.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -125,15 +126,14 @@ pub struct SessionRow {
     pub time_updated: Option<i64>,
 }
 
-/// A `message` or `part` row: its ids and its JSON `data` (ids stripped, §1.5).
+/// A `message` or `part` row as SQLite hands it over (borrowed until the next row): its ids and
+/// its JSON `data` (ids stripped, §1.5). Text that is not UTF-8 is decoded lossily.
 #[derive(Clone, Debug, Default)]
-pub struct Row {
-    pub id: String,
+pub struct Row<'r> {
+    pub id: Cow<'r, str>,
     /// The message id (parts only).
-    pub message_id: String,
-    pub time_created: i64,
-    pub time_updated: i64,
-    pub data: String,
+    pub message_id: Cow<'r, str>,
+    pub data: Cow<'r, str>,
 }
 
 /// A private copy of a database, removed when dropped.
@@ -329,57 +329,64 @@ impl Db {
         Ok(())
     }
 
-    /// The messages of a session, in OpenCode's replay order (`time_created, id`).
-    pub fn messages(&self, session: &str) -> Result<Vec<Row>, DbError> {
+    /// The messages of a session, streamed to `f` in OpenCode's replay order (`time_created, id`).
+    pub fn for_each_message(
+        &self,
+        session: &str,
+        mut f: impl FnMut(Row<'_>),
+    ) -> Result<(), DbError> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT id, time_created, time_updated, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
+            "SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
         )?;
-        let rows = stmt.query_map([session], |r| {
-            Ok(Row {
-                id: text(r, 0).unwrap_or_default(),
-                message_id: String::new(),
-                time_created: r.get::<_, Option<i64>>(1).ok().flatten().unwrap_or(0),
-                time_updated: r.get::<_, Option<i64>>(2).ok().flatten().unwrap_or(0),
-                data: text(r, 3).unwrap_or_default(),
-            })
-        })?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(DbError::from)
+        let mut rows = stmt.query([session])?;
+        while let Some(r) = rows.next()? {
+            f(Row {
+                id: text_ref(r, 0).unwrap_or_default(),
+                message_id: Cow::Borrowed(""),
+                data: text_ref(r, 1).unwrap_or_default(),
+            });
+        }
+        Ok(())
     }
 
     /// The parts of a session, streamed to `f` in storage order: the caller puts each message's
     /// parts in OpenCode's order (`id`). Sorting here would make SQLite copy every row, data
     /// included, through its sorter; sorting the few parts of each message afterwards is cheaper.
-    pub fn for_each_part(&self, session: &str, mut f: impl FnMut(Row)) -> Result<(), DbError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, message_id, time_created, time_updated, data FROM part WHERE session_id = ?1",
-        )?;
+    pub fn for_each_part(&self, session: &str, mut f: impl FnMut(Row<'_>)) -> Result<(), DbError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, message_id, data FROM part WHERE session_id = ?1")?;
         let mut rows = stmt.query([session])?;
         while let Some(r) = rows.next()? {
             f(Row {
-                id: text(r, 0).unwrap_or_default(),
-                message_id: text(r, 1).unwrap_or_default(),
-                time_created: r.get::<_, Option<i64>>(2).ok().flatten().unwrap_or(0),
-                time_updated: r.get::<_, Option<i64>>(3).ok().flatten().unwrap_or(0),
-                data: text(r, 4).unwrap_or_default(),
+                id: text_ref(r, 0).unwrap_or_default(),
+                message_id: text_ref(r, 1).unwrap_or_default(),
+                data: text_ref(r, 2).unwrap_or_default(),
             });
         }
         Ok(())
     }
 }
 
-/// A text column (a BLOB is read as lossy UTF-8, an integer or real as its decimal text).
-fn text(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
+/// A text column, borrowed from the row (a BLOB that is not UTF-8 is decoded lossily, an
+/// integer or real becomes its decimal text).
+fn text_ref<'r>(r: &'r rusqlite::Row<'_>, i: usize) -> Option<Cow<'r, str>> {
     use rusqlite::types::ValueRef;
     match r.get_ref(i).ok()? {
         ValueRef::Null => None,
         // `from_utf8` validates much faster than the lossy decoder, which is kept for bad bytes.
         ValueRef::Text(t) | ValueRef::Blob(t) => Some(match std::str::from_utf8(t) {
-            Ok(s) => s.to_owned(),
-            Err(_) => String::from_utf8_lossy(t).into_owned(),
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(t),
         }),
-        ValueRef::Integer(n) => Some(n.to_string()),
-        ValueRef::Real(x) => Some(x.to_string()),
+        ValueRef::Integer(n) => Some(Cow::Owned(n.to_string())),
+        ValueRef::Real(x) => Some(Cow::Owned(x.to_string())),
     }
+}
+
+/// A text column, owned (see [`text_ref`]).
+fn text(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
+    text_ref(r, i).map(Cow::into_owned)
 }
 
 /// Copies `path` and its companions into a new private temporary directory.

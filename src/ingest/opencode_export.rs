@@ -45,19 +45,19 @@ pub fn load(text: &str, file: FileId) -> Result<StoredSession, ExportError> {
         if let Some((s0, e0)) = json_scan::locate(item, &[Seg::Key("info")]) {
             let info_text = &item[s0..e0];
             message.id = str_at(info_text, "id").unwrap_or_default();
-            message.info = Some(StoredRecord {
-                id: message.id.clone(),
-                text: info_text.to_owned(),
-                place: at(ms + s0),
-            });
+            message.info = Some(StoredRecord::new(
+                message.id.clone(),
+                info_text.to_owned(),
+                at(ms + s0),
+            ));
         }
         for (ps, pe) in json_scan::array_items(item, &[Seg::Key("parts")]).unwrap_or_default() {
             let part_text = &item[ps..pe];
-            message.parts.push(StoredRecord {
-                id: str_at(part_text, "id").unwrap_or_default(),
-                text: part_text.to_owned(),
-                place: at(ms + ps),
-            });
+            message.parts.push(StoredRecord::new(
+                str_at(part_text, "id").unwrap_or_default(),
+                part_text.to_owned(),
+                at(ms + ps),
+            ));
         }
         message.parts.sort_by(|a, b| a.id.cmp(&b.id));
         session.messages.push(message);

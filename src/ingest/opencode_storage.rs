@@ -110,11 +110,11 @@ pub fn load(
     let record = |path: &Path, sources: &mut SourceMap| -> std::io::Result<StoredRecord> {
         let text = std::fs::read_to_string(path)?;
         let file = sources.add_file(path);
-        Ok(StoredRecord {
-            id: stem(path),
+        Ok(StoredRecord::new(
+            stem(path),
             text,
-            place: Place::At { file, offset: 0 },
-        })
+            Place::At { file, offset: 0 },
+        ))
     };
     let message_dir = [root.join("message"), root.join("session/message")]
         .into_iter()

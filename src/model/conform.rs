@@ -6,17 +6,29 @@
 //! integers, anything unusual — and the caller then parses and validates the slow way, which
 //! also produces the words of each issue. Most stored payloads conform, so most of them skip the
 //! slow way.
+//!
+//! [`conforms_with`] also tells a [`Sink`] about every field of every schema object it walks,
+//! with the field's raw text: a reader can build its model in the same pass (see
+//! [`super::read`]).
 
 use super::schema::{Field, Ty};
 use crate::ingest::json_scan::{Seg, locate};
 
 /// Whether `text` is exactly one JSON value that satisfies `ty` (see the module doc).
 pub fn conforms(text: &str, ty: &Ty) -> bool {
+    conforms_with(text, ty, &mut NoSink)
+}
+
+/// [`conforms`], telling `sink` what it walks. Events are only final when the answer is `true`.
+pub fn conforms_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> bool {
     let mut p = Parser {
         b: text.as_bytes(),
         text,
         pos: 0,
         depth: 0,
+        keys: [""; MAX_PATH],
+        nkeys: 0,
+        sink,
     };
     p.ws();
     p.value(ty) && {
@@ -25,12 +37,44 @@ pub fn conforms(text: &str, ty: &Ty) -> bool {
     }
 }
 
-struct Parser<'a> {
+/// What a walk tells about the fields of the schema objects it meets. A `path` is the keys from
+/// the top-level object down to a field (fields deeper than [`MAX_PATH`] are not told).
+pub trait Sink<'a> {
+    /// A union's tag named `variant`; `path` leads to the union (empty at the top level). Told
+    /// before its fields.
+    fn variant(&mut self, path: &[&'a str], variant: &'static str);
+    /// A field is about to be walked.
+    fn open(&mut self, path: &[&'a str]);
+    /// A field was walked: `raw` is its value as written. `known` says whether the schema names
+    /// it; the fields of a known object are told, those inside other values are not.
+    fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool);
+}
+
+/// A sink that listens to nothing.
+struct NoSink;
+
+impl<'a> Sink<'a> for NoSink {
+    #[inline(always)]
+    fn variant(&mut self, _: &[&'a str], _: &'static str) {}
+    #[inline(always)]
+    fn open(&mut self, _: &[&'a str]) {}
+    #[inline(always)]
+    fn field(&mut self, _: &[&'a str], _: &'a str, _: bool) {}
+}
+
+/// Deepest field path told to a [`Sink`].
+pub const MAX_PATH: usize = 8;
+
+struct Parser<'a, 's, S> {
     b: &'a [u8],
     text: &'a str,
     pos: usize,
     /// Open objects and arrays: the walk recurses, so nesting is capped.
     depth: usize,
+    /// The path of the field being walked (its first `nkeys` entries).
+    keys: [&'a str; MAX_PATH],
+    nkeys: usize,
+    sink: &'s mut S,
 }
 
 /// Deepest nesting walked (serde_json, which takes over beyond it, stops at 128).
@@ -39,7 +83,7 @@ const MAX_DEPTH: usize = 64;
 /// Longest integer taken without doubt (i64 and u64 have 19 and 20 digits).
 const MAX_INT_DIGITS: usize = 18;
 
-impl<'a> Parser<'a> {
+impl<'a, S: Sink<'a>> Parser<'a, '_, S> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.pos).copied()
     }
@@ -244,13 +288,33 @@ impl<'a> Parser<'a> {
             {
                 return p.string() == Some(Some(variant));
             }
-            match fields.iter().position(|f| f.name == key) {
+            let field = fields.iter().position(|f| f.name == key);
+            if p.nkeys >= MAX_PATH {
+                return match field {
+                    Some(i) => {
+                        seen |= 1 << i;
+                        p.value(&fields[i].ty)
+                    }
+                    None => p.skip(),
+                };
+            }
+            p.keys[p.nkeys] = key;
+            p.nkeys += 1;
+            p.sink.open(&p.keys[..p.nkeys]);
+            let start = p.pos;
+            let ok = match field {
                 Some(i) => {
                     seen |= 1 << i;
                     p.value(&fields[i].ty)
                 }
                 None => p.skip(),
+            };
+            if ok {
+                let raw = &p.text[start..p.pos];
+                p.sink.field(&p.keys[..p.nkeys], raw, field.is_some());
             }
+            p.nkeys -= 1;
+            ok
         });
         ok && fields
             .iter()
@@ -285,9 +349,10 @@ impl<'a> Parser<'a> {
                 let Some(name) = raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) else {
                     return false;
                 };
-                let Some((_, fields)) = u.variants.iter().find(|(n, _)| *n == name) else {
+                let Some((variant, fields)) = u.variants.iter().find(|(n, _)| *n == name) else {
                     return false;
                 };
+                self.sink.variant(&self.keys[..self.nkeys], variant);
                 self.fields(fields, Some((u.tag, name)))
             }
         }

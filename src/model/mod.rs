@@ -9,6 +9,7 @@
 
 pub mod conform;
 pub mod ids;
+pub mod read;
 pub mod schema;
 pub mod version;
 pub mod zod;

@@ -28,7 +28,7 @@ use crate::checks;
 use crate::ingest::Format;
 use crate::ingest::opencode_db::{Db, DbError};
 use crate::model::ids;
-use crate::pipeline::{Options, load_db_session};
+use crate::pipeline::{Keep, Options, load_db_session};
 use crate::reconstruct::opencode as rebuild;
 use crate::replay::opencode::{Render, StoredSession, replay};
 use crate::session::Analysis;
@@ -121,11 +121,11 @@ fn for_each_diagnosed(
         only,
         |e| e,
         |row| {
-            let (stored, _) = load_db_session(db, row)?;
+            let (stored, _) = load_db_session(db, row, Keep::Text)?;
             let mut sources = SourceMap::new();
             let file = sources.add_file(Path::new("db"));
             let mut a = replay(
-                &stored,
+                stored.clone(),
                 Format::OpencodeDb,
                 file,
                 &Render::Placeholder(file),

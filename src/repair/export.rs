@@ -61,7 +61,7 @@ fn diagnose(
     let file = sources.add_file(Path::new("export"));
     let stored = opencode_export::load(text, file).map_err(|e| e.to_string())?;
     let mut a = replay(
-        &stored,
+        stored.clone(),
         Format::OpencodeExport,
         file,
         &Render::Placeholder(file),

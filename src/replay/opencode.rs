@@ -12,7 +12,10 @@
 //! * export items and storage files are real files: labels point at their bytes.
 //!
 //! Rendering costs time, so a first pass can use a placeholder source ([`Render::Placeholder`])
-//! and the pipeline renders only the sessions that have findings.
+//! and the pipeline renders only the sessions that have findings. That first pass need not keep
+//! the text of database rows at all: a row that satisfies the schema can be read into the model
+//! as it streams out of SQLite ([`StoredRecord::read_row`]), and the session is loaded again, text
+//! and all, if it has to be shown.
 
 use std::path::PathBuf;
 
@@ -21,8 +24,7 @@ use serde_json::Value;
 use super::{MAX_KEPT_STRING, cap_strings_in_place};
 use crate::ingest::Format;
 use crate::ingest::json_scan::{self, Seg};
-use crate::model::schema::Ty;
-use crate::model::{MessageInfo, Part, PartBody, conform, schema};
+use crate::model::{MessageInfo, Part, PartBody, read, schema};
 use crate::session::{
     Analysis, Message, Observation, PartRecord, PayloadIssues, Seq, Session, Undecodable,
 };
@@ -37,12 +39,72 @@ pub enum Place {
     At { file: FileId, offset: u64 },
 }
 
-/// One stored message or part: its id and its JSON text as stored.
+/// One stored message or part: its id and its JSON text as stored, or what the model keeps of
+/// it when it was read while loading (see [`StoredRecord::read_row`]).
 #[derive(Clone, Debug)]
 pub struct StoredRecord {
     pub id: String,
+    /// The JSON text (empty when `preread` holds the record).
     pub text: String,
     pub place: Place,
+    pub preread: Option<Preread>,
+}
+
+/// A record read into the model as it was loaded, because its text satisfies the schema: the
+/// text itself was not kept. Such a record cannot be rendered; a session is loaded again, text
+/// and all, when it has to be shown.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Preread {
+    Info(MessageInfo),
+    Part(Box<Part>),
+}
+
+/// Which kind of record a text is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Info,
+    Part,
+}
+
+impl StoredRecord {
+    /// A record kept as text.
+    pub fn new(id: String, text: String, place: Place) -> StoredRecord {
+        StoredRecord {
+            id,
+            text,
+            place,
+            preread: None,
+        }
+    }
+
+    /// A database row, read straight into the model when it satisfies the schema (most rows
+    /// do; the text is then dropped), kept as text otherwise, for [`replay`] to validate.
+    pub fn read_row(id: String, text: &str, kind: Kind) -> StoredRecord {
+        let preread = match kind {
+            Kind::Info => fast_info(text).map(Preread::Info),
+            Kind::Part => fast_part(text).map(Preread::Part),
+        };
+        StoredRecord {
+            id,
+            text: if preread.is_some() {
+                String::new()
+            } else {
+                text.to_owned()
+            },
+            place: Place::Row,
+            preread,
+        }
+    }
+}
+
+/// A message info that satisfies the schema, read straight into the model.
+fn fast_info(text: &str) -> Option<MessageInfo> {
+    read::message(text)
+}
+
+/// A part that satisfies the schema, read straight into the model.
+fn fast_part(text: &str) -> Option<Box<Part>> {
+    read::part(text).map(Box::new)
 }
 
 /// A stored message with its parts, in OpenCode's order (parts by id).
@@ -127,62 +189,99 @@ impl Placed<'_> {
     }
 }
 
+/// How a record was read: straight into the model, or parsed for the slow way.
+enum Read<T> {
+    Fast(T),
+    Parsed(Result<Value, String>),
+}
+
+impl<T> Read<T> {
+    /// Reads `rec`: its preread model when it has one, the fast way when it satisfies the schema
+    /// (not when rendering: rendering needs every record parsed), parsed otherwise.
+    fn of(
+        rec: &mut StoredRecord,
+        rendering: bool,
+        fast: fn(&str) -> Option<T>,
+        preread: fn(Preread) -> Option<T>,
+    ) -> Read<T> {
+        if let Some(model) = rec.preread.take().and_then(preread) {
+            return Read::Fast(model);
+        }
+        match (!rendering).then(|| fast(&rec.text)).flatten() {
+            Some(model) => Read::Fast(model),
+            None => Read::Parsed(parse(&rec.text)),
+        }
+    }
+
+    fn parsed(&self) -> Option<&Result<Value, String>> {
+        match self {
+            Read::Fast(_) => None,
+            Read::Parsed(p) => Some(p),
+        }
+    }
+}
+
 /// Builds the session model of one stored session.
 pub fn replay(
-    stored: &StoredSession,
+    stored: StoredSession,
     format: Format,
     file: FileId,
     render: &Render,
     sources: &mut SourceMap,
 ) -> Analysis {
     let mut analysis = Analysis::new(file, format);
+    let StoredSession {
+        id: session_id,
+        title,
+        parent_id,
+        version,
+        time_created,
+        time_updated,
+        messages,
+    } = stored;
     let mut session = Session {
-        id: stored.id.clone(),
-        title: stored.title.clone(),
-        parent_id: stored.parent_id.clone(),
-        version: stored.version.clone(),
-        time_created: stored.time_created,
-        time_updated: stored.time_updated,
+        id: session_id.clone(),
+        title,
+        parent_id,
+        version,
+        time_created,
+        time_updated,
         ..Session::default()
     };
+    let rendering = matches!(render, Render::Virtual { .. });
     let mut seq: Seq = 0;
     let mut parts_seen = 0u64;
-    for m in &stored.messages {
-        let rendering = matches!(render, Render::Virtual { .. });
-        let fast_info = m
-            .info
-            .as_ref()
-            .filter(|r| !rendering && conform::conforms(&r.text, &Ty::Union(&schema::MESSAGE)))
-            .and_then(|r| MessageInfo::from_json(&r.text));
-        let parsed_info = match &fast_info {
-            Some(_) => None,
-            None => m.info.as_ref().map(|r| parse(&r.text)),
+    for mut m in messages {
+        // Rows that satisfy the schema (most of them) are read straight into the model, here or
+        // while they were loaded; the others are parsed, validated and read the slow way.
+        let info_read = m.info.as_mut().map(|r| {
+            Read::of(r, rendering, fast_info, |p| match p {
+                Preread::Info(i) => Some(i),
+                Preread::Part(_) => None,
+            })
+        });
+        let read_part = |r: &mut StoredRecord| {
+            Read::of(r, rendering, fast_part, |p| match p {
+                Preread::Part(p) => Some(p),
+                Preread::Info(_) => None,
+            })
         };
-        // Rows that satisfy the schema (most of them) are read straight into the model; the
-        // others are parsed, validated and read the slow way. Rendering needs every row parsed.
-        let fast: Vec<Option<Part>> = m
-            .parts
-            .iter()
-            .map(|p| {
-                let ok = !rendering && conform::conforms(&p.text, &Ty::Union(&schema::PART));
-                ok.then(|| Part::from_json(&p.text)).flatten()
-            })
-            .collect();
-        let parsed_parts: Vec<Result<Value, String>> = m
-            .parts
-            .iter()
-            .zip(&fast)
-            .map(|(p, f)| match f {
-                Some(_) => Ok(Value::Null),
-                None => parse(&p.text),
-            })
-            .collect();
+        // Rendering needs every part read first; otherwise each is read as it comes.
+        let mut part_reads = rendering
+            .then(|| m.parts.iter_mut().map(read_part).collect::<Vec<_>>())
+            .map(IntoIterator::into_iter);
         // Rendering of database rows: one virtual source per message.
-        let rendered = render_rows(stored, m, parsed_info.as_ref(), &parsed_parts, render);
+        let rendered = render_rows(
+            &session_id,
+            &m,
+            info_read.as_ref(),
+            part_reads.as_ref().map_or(&[], |r| r.as_slice()),
+            render,
+        );
         let virtual_file = match (&rendered, render) {
             (Some(r), Render::Virtual { origin }) => Some(sources.add_virtual(
                 origin,
-                format!("session {} › message {}", stored.id, m.id),
+                format!("session {session_id} › message {}", m.id),
                 r.text.clone(),
             )),
             _ => None,
@@ -206,9 +305,9 @@ pub fn replay(
             let placed = rows.place(rec, 0);
             seq += 1;
             message.span = Some(placed.whole());
-            let info = match (fast_info, parsed_info) {
-                (Some(info), _) => Some(info),
-                (None, Some(Ok(mut v))) => {
+            let info = match info_read {
+                Some(Read::Fast(info)) => Some(info),
+                Some(Read::Parsed(Ok(mut v))) => {
                     let issues = schema::validate_message(&v);
                     if !issues.is_empty() {
                         analysis.schema_issues.push(payload_issues(
@@ -216,13 +315,13 @@ pub fn replay(
                             format!("message {}", m.id),
                             &placed,
                             issues,
-                            (&stored.id, &m.id, None),
+                            (&session_id, &m.id, None),
                         ));
                     }
                     cap_strings_in_place(&mut v, MAX_KEPT_STRING);
                     Some(MessageInfo::from_value(&v))
                 }
-                (None, Some(Err(reason))) => {
+                Some(Read::Parsed(Err(reason))) => {
                     analysis.undecodable.push(Undecodable {
                         span: placed.whole(),
                         reason: format!("message {}: {reason}", m.id),
@@ -231,22 +330,27 @@ pub fn replay(
                     });
                     None
                 }
-                (None, None) => None,
+                None => None,
             };
             if let Some(mut info) = info {
                 message.time_span = placed.locate(&[Seg::Key("time")]);
                 info.id.clone_from(&m.id);
-                info.session_id.clone_from(&stored.id);
+                info.session_id.clone_from(&session_id);
                 message.info = Some(info);
             }
         }
-        for (k, ((rec, parsed), fast)) in m.parts.iter().zip(parsed_parts).zip(fast).enumerate() {
+        message.parts.reserve_exact(m.parts.len());
+        for (k, rec) in m.parts.iter_mut().enumerate() {
+            let read = match part_reads.as_mut().and_then(Iterator::next) {
+                Some(read) => read,
+                None => read_part(rec),
+            };
             let placed = rows.place(rec, k + 1);
             seq += 1;
             parts_seen += 1;
-            let mut part = match (fast, parsed) {
-                (Some(part), _) => part,
-                (None, Err(reason)) => {
+            let mut part = match read {
+                Read::Fast(part) => *part,
+                Read::Parsed(Err(reason)) => {
                     analysis.undecodable.push(Undecodable {
                         span: placed.whole(),
                         reason: format!("part {}: {reason}", rec.id),
@@ -255,7 +359,7 @@ pub fn replay(
                     });
                     continue;
                 }
-                (None, Ok(mut v)) => {
+                Read::Parsed(Ok(mut v)) => {
                     let issues = schema::validate_part(&v);
                     let type_name = v.get("type").and_then(Value::as_str).unwrap_or("(none)");
                     if !issues.is_empty() {
@@ -264,25 +368,26 @@ pub fn replay(
                             format!("{type_name} part {}", rec.id),
                             &placed,
                             issues,
-                            (&stored.id, &m.id, Some(&rec.id)),
+                            (&session_id, &m.id, Some(&rec.id)),
                         ));
                     }
                     cap_strings_in_place(&mut v, MAX_KEPT_STRING);
                     Part::from_value(&v)
                 }
             };
-            part.id.clone_from(&rec.id);
-            part.message_id.clone_from(&m.id);
-            part.session_id.clone_from(&stored.id);
             let status = part.tool().map(|t| t.state.status().to_owned());
             let status_span = status
                 .as_ref()
                 .and_then(|_| placed.locate(&[Seg::Key("state"), Seg::Key("status")]));
+            let span = placed.whole();
+            part.id = std::mem::take(&mut rec.id);
+            part.message_id.clone_from(&m.id);
+            part.session_id.clone_from(&session_id);
             message.parts.push(PartRecord {
                 part,
                 history: vec![Observation {
                     seq,
-                    span: placed.whole(),
+                    span,
                     status,
                     status_span,
                 }],
@@ -341,7 +446,10 @@ struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    fn place(&self, rec: &'a StoredRecord, k: usize) -> Placed<'a> {
+    fn place<'b>(&self, rec: &'b StoredRecord, k: usize) -> Placed<'b>
+    where
+        'a: 'b,
+    {
         let (file, base, real) = match (rec.place, self.virtual_file, self.rendered) {
             (Place::At { file, offset }, _, _) => (file, offset, true),
             (Place::Row, Some(f), Some(r)) => (f, r.offsets.get(k).copied().unwrap_or(0), true),
@@ -372,10 +480,10 @@ struct Rendering {
 }
 
 fn render_rows(
-    stored: &StoredSession,
+    session_id: &str,
     m: &StoredMessage,
-    info: Option<&Result<Value, String>>,
-    parts: &[Result<Value, String>],
+    info: Option<&Read<MessageInfo>>,
+    parts: &[Read<Box<Part>>],
     render: &Render,
 ) -> Option<Rendering> {
     if !matches!(render, Render::Virtual { .. }) {
@@ -407,34 +515,36 @@ fn render_rows(
         r.text.push_str("\n\n");
         r.texts.push(body);
     };
+    // A preread record (see [`Preread`]) has no text to show: it is left as it is.
+    fn ok(parsed: Option<&Result<Value, String>>) -> Option<&Value> {
+        parsed.and_then(|p| p.as_ref().ok())
+    }
     match (&m.info, info) {
-        (Some(rec), Some(parsed)) => {
-            let what = parsed
-                .as_ref()
-                .ok()
-                .map(describe_message)
-                .unwrap_or_default();
+        (Some(rec), Some(read)) => {
+            let parsed = ok(read.parsed());
+            let what = parsed.map(describe_message).unwrap_or_default();
             push(
                 &mut r,
-                format!("// message {} of session {}{what}", m.id, stored.id),
+                format!("// message {} of session {session_id}{what}", m.id),
                 &rec.text,
-                parsed.is_ok(),
+                parsed.is_some(),
             );
         }
         _ => push(
             &mut r,
-            format!("// message {} of session {} (no info)", m.id, stored.id),
+            format!("// message {} of session {session_id} (no info)", m.id),
             "{}",
             true,
         ),
     }
-    for (rec, parsed) in m.parts.iter().zip(parts) {
-        let what = parsed.as_ref().ok().map(describe_part).unwrap_or_default();
+    for (rec, read) in m.parts.iter().zip(parts) {
+        let parsed = ok(read.parsed());
+        let what = parsed.map(describe_part).unwrap_or_default();
         push(
             &mut r,
             format!("// part {}{what}", rec.id),
             &rec.text,
-            parsed.is_ok(),
+            parsed.is_some(),
         );
     }
     Some(r)
@@ -467,11 +577,7 @@ mod tests {
     use std::path::Path;
 
     fn row(id: &str, text: &str) -> StoredRecord {
-        StoredRecord {
-            id: id.into(),
-            text: text.into(),
-            place: Place::Row,
-        }
+        StoredRecord::new(id.into(), text.into(), Place::Row)
     }
 
     fn session() -> StoredSession {
@@ -502,7 +608,7 @@ mod tests {
         let render = Render::Virtual {
             origin: "x.db".into(),
         };
-        let a = replay(&session(), Format::OpencodeDb, db, &render, &mut sources);
+        let a = replay(session(), Format::OpencodeDb, db, &render, &mut sources);
         assert_eq!(sources.len(), 2);
         let text = match &sources.get(FileId(1)).unwrap().kind {
             crate::source::SourceKind::Virtual { text, .. } => text.clone(),
@@ -525,7 +631,7 @@ mod tests {
         let db = sources.add_file(Path::new("x.db"));
         let ph = sources.add_virtual(Path::new("x.db"), "-".into(), String::new());
         let a = replay(
-            &session(),
+            session(),
             Format::OpencodeDb,
             db,
             &Render::Placeholder(ph),

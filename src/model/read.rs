@@ -1,0 +1,564 @@
+//! Reading a stored part or message info into the model in the same pass that validates it.
+//!
+//! [`part`] and [`message`] walk the JSON text once with [`conform::conforms_with`], and a sink
+//! builds the model from the raw text of the fields as the walk meets them. They read exactly
+//! what [`Part::from_json`] and [`MessageInfo::from_json`] read (a unit test holds them to it),
+//! so the model is the same whichever way a record was read; they are just faster, because the
+//! text is walked once instead of twice. The part types that are rare in a store (everything but
+//! text, reasoning, tool, step-start and step-finish) are validated here and read by
+//! [`Part::from_json`].
+//!
+//! A sink never decides whether a record is valid: the walk does. A sink only gives up ("read
+//! it the other way") when a value does not have the type the model wants, where
+//! `Part::from_json` would fail too.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::conform::{self, Sink};
+use super::schema::{self, Ty};
+use super::{
+    AssistantMessage, MessageBody, MessageInfo, MessageTime, ModelRef, NamedError, Part, PartBody,
+    ReasoningPart, StepFinishPart, StepStartPart, TextPart, TimeRange, Tokens, ToolPart, ToolState,
+    ToolStateFields, UserMessage,
+};
+
+/// A part whose text satisfies the schema, read into the model; `None` when it does not
+/// satisfy it (or is not sure: see [`conform`]) or does not read that way.
+pub fn part(text: &str) -> Option<Part> {
+    let mut sink = PartSink::default();
+    if !conform::conforms_with(text, &Ty::Union(&schema::PART), &mut sink) || sink.failed {
+        return None;
+    }
+    let body = match sink.body {
+        Building::Text(t) => PartBody::Text(t),
+        Building::Reasoning(r) => PartBody::Reasoning(r),
+        Building::Tool(t) => {
+            let ToolBuilding {
+                call_id,
+                tool,
+                status,
+                fields,
+                metadata,
+            } = *t;
+            PartBody::Tool(Box::new(ToolPart {
+                call_id,
+                tool,
+                state: ToolState::with_status(status, fields),
+                metadata,
+            }))
+        }
+        Building::StepStart(s) => PartBody::StepStart(s),
+        Building::StepFinish(s) => PartBody::StepFinish(s),
+        // A rare type: validated, read the other way.
+        Building::Other | Building::None => return Part::from_json(text),
+    };
+    Some(Part {
+        id: String::new(),
+        session_id: String::new(),
+        message_id: String::new(),
+        body,
+    })
+}
+
+/// Message info whose text satisfies the schema, read into the model (see [`part`]).
+pub fn message(text: &str) -> Option<MessageInfo> {
+    let mut sink = MessageSink::default();
+    if !conform::conforms_with(text, &Ty::Union(&schema::MESSAGE), &mut sink) || sink.failed {
+        return None;
+    }
+    let body = match sink.body {
+        MessageBuilding::User(u) => MessageBody::User(u),
+        MessageBuilding::Assistant(a) => MessageBody::Assistant(a),
+        MessageBuilding::None => return None,
+    };
+    Some(MessageInfo {
+        id: String::new(),
+        session_id: String::new(),
+        body,
+    })
+}
+
+/// A string's content (`raw` is a JSON string, quotes included).
+fn string(raw: &str) -> Option<String> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        return Some(inner.to_owned());
+    }
+    serde_json::from_str(raw).ok()
+}
+
+/// `null` as `None`, a string as its content; anything else does not read as an optional
+/// string.
+fn opt_string(raw: &str) -> Option<Option<String>> {
+    if raw == "null" {
+        return Some(None);
+    }
+    string(raw).map(Some)
+}
+
+/// A number as serde_json reads it: short integers exactly, anything else by serde_json itself
+/// (so that both ways round the same).
+fn number(raw: &str) -> Option<f64> {
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    if !digits.is_empty() && digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return if raw.starts_with('-') {
+            raw.parse::<i64>().ok().map(|n| n as f64)
+        } else {
+            raw.parse::<u64>().ok().map(|n| n as f64)
+        };
+    }
+    serde_json::from_str(raw).ok()
+}
+
+fn opt_number(raw: &str) -> Option<Option<f64>> {
+    if raw == "null" {
+        return Some(None);
+    }
+    number(raw).map(Some)
+}
+
+fn opt_bool(raw: &str) -> Option<Option<bool>> {
+    match raw {
+        "true" => Some(Some(true)),
+        "false" => Some(Some(false)),
+        "null" => Some(None),
+        _ => None,
+    }
+}
+
+/// Anything serde reads (`null` as `None` for options).
+fn serde_read<T: DeserializeOwned>(raw: &str) -> Option<T> {
+    serde_json::from_str(raw).ok()
+}
+
+fn opt_map(raw: &str) -> Option<Option<Map<String, Value>>> {
+    serde_read(raw)
+}
+
+/// The tool input the model keeps: `{}` when the object is empty, `true` otherwise (see
+/// `InputShape`); only an object reads.
+fn input_shape(raw: &str) -> Option<Value> {
+    let inner = raw.strip_prefix('{')?;
+    Some(if inner.trim_start().starts_with('}') {
+        Value::Object(Map::new())
+    } else {
+        Value::Bool(true)
+    })
+}
+
+/// A `{start, end, compacted}` object. A known object has told its fields already (into
+/// `acc`); another is read by serde.
+fn time_range(raw: &str, known: bool, acc: &mut TimeRange) -> Option<Option<TimeRange>> {
+    if known {
+        return Some(Some(std::mem::take(acc)));
+    }
+    serde_read(raw)
+}
+
+/// A field of a `{start, end, compacted}` object.
+fn time_field(acc: &mut TimeRange, key: &str, raw: &str) -> Option<()> {
+    match key {
+        "start" => acc.start = opt_number(raw)?,
+        "end" => acc.end = opt_number(raw)?,
+        "compacted" => acc.compacted = opt_number(raw)?,
+        _ => {}
+    }
+    Some(())
+}
+
+/// A field of a tokens object (`path` below `tokens`).
+fn tokens_field(acc: &mut Tokens, path: &[&str], raw: &str, known: bool) -> Option<()> {
+    match path {
+        ["total"] => acc.total = opt_number(raw)?,
+        ["input"] => acc.input = number(raw)?,
+        ["output"] => acc.output = number(raw)?,
+        ["reasoning"] => acc.reasoning = number(raw)?,
+        ["cache"] if !known => acc.cache = serde_read(raw)?,
+        ["cache", "read"] => acc.cache.read = number(raw)?,
+        ["cache", "write"] => acc.cache.write = number(raw)?,
+        _ => {}
+    }
+    Some(())
+}
+
+/// What [`PartSink`] is building, once the walk has named the type.
+#[derive(Default)]
+enum Building {
+    #[default]
+    None,
+    Text(TextPart),
+    Reasoning(ReasoningPart),
+    Tool(Box<ToolBuilding>),
+    StepStart(StepStartPart),
+    StepFinish(StepFinishPart),
+    Other,
+}
+
+#[derive(Default)]
+struct ToolBuilding {
+    call_id: String,
+    tool: String,
+    status: Option<&'static str>,
+    fields: ToolStateFields,
+    metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Default)]
+struct PartSink {
+    body: Building,
+    /// The fields of the `time` object being walked.
+    time: TimeRange,
+    failed: bool,
+}
+
+impl PartSink {
+    fn read(&mut self, path: &[&str], raw: &str, known: bool) -> Option<()> {
+        match &mut self.body {
+            Building::Text(t) => match path {
+                ["text"] => t.text = string(raw)?,
+                ["synthetic"] => t.synthetic = opt_bool(raw)?,
+                ["ignored"] => t.ignored = opt_bool(raw)?,
+                ["time"] => t.time = time_range(raw, known, &mut self.time)?,
+                ["time", key] => time_field(&mut self.time, key, raw)?,
+                ["metadata"] => t.metadata = opt_map(raw)?,
+                _ => {}
+            },
+            Building::Reasoning(r) => match path {
+                ["text"] => r.text = string(raw)?,
+                ["time"] => r.time = time_range(raw, known, &mut self.time)?,
+                ["time", key] => time_field(&mut self.time, key, raw)?,
+                ["metadata"] => r.metadata = opt_map(raw)?,
+                _ => {}
+            },
+            Building::Tool(t) => match path {
+                ["callID"] => t.call_id = string(raw)?,
+                ["tool"] => t.tool = string(raw)?,
+                ["metadata"] => t.metadata = opt_map(raw)?,
+                ["state"] if !known => return None,
+                ["state", field] => {
+                    let f = &mut t.fields;
+                    let present = |raw: &str| (raw != "null").then(String::new);
+                    match *field {
+                        "input" => f.input = input_shape(raw)?,
+                        "raw" => f.raw = present(raw),
+                        "output" => f.output = present(raw),
+                        "title" => f.title = present(raw),
+                        "attachments" => f.attachments = (raw != "null").then(Vec::new),
+                        "error" => f.error = opt_string(raw)?,
+                        "metadata" => f.metadata = opt_map(raw)?,
+                        "time" => f.time = time_range(raw, known, &mut self.time)?,
+                        _ => {}
+                    }
+                }
+                ["state", "time", key] => time_field(&mut self.time, key, raw)?,
+                _ => {}
+            },
+            Building::StepStart(s) => {
+                if let ["snapshot"] = path {
+                    s.snapshot = opt_string(raw)?;
+                }
+            }
+            Building::StepFinish(s) => match path {
+                ["reason"] => s.reason = string(raw)?,
+                ["snapshot"] => s.snapshot = opt_string(raw)?,
+                ["cost"] => s.cost = number(raw)?,
+                ["tokens"] if !known => s.tokens = serde_read(raw)?,
+                ["tokens", rest @ ..] => tokens_field(&mut s.tokens, rest, raw, known)?,
+                _ => {}
+            },
+            Building::None | Building::Other => {}
+        }
+        Some(())
+    }
+}
+
+impl<'a> Sink<'a> for PartSink {
+    fn variant(&mut self, path: &[&'a str], variant: &'static str) {
+        match (path, &mut self.body) {
+            ([], _) => {
+                self.body = match variant {
+                    "text" => Building::Text(TextPart::default()),
+                    "reasoning" => Building::Reasoning(ReasoningPart::default()),
+                    "tool" => Building::Tool(Box::default()),
+                    "step-start" => Building::StepStart(StepStartPart::default()),
+                    "step-finish" => Building::StepFinish(StepFinishPart::default()),
+                    _ => Building::Other,
+                }
+            }
+            (["state"], Building::Tool(t)) => t.status = Some(variant),
+            _ => {}
+        }
+    }
+
+    fn open(&mut self, path: &[&'a str]) {
+        // An object read from its fields starts afresh: a repeated key replaces the earlier
+        // value, as it does when the text is parsed.
+        match (path, &mut self.body) {
+            (["time"] | ["state", "time"], _) => self.time = TimeRange::default(),
+            (["state"], Building::Tool(t)) => {
+                t.status = None;
+                t.fields = ToolStateFields::default();
+            }
+            (["tokens"], Building::StepFinish(s)) => s.tokens = Tokens::default(),
+            (["tokens", "cache"], Building::StepFinish(s)) => {
+                s.tokens.cache = Default::default();
+            }
+            _ => {}
+        }
+    }
+
+    fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool) {
+        if self.failed {
+            return;
+        }
+        if self.read(path, raw, known).is_none() {
+            self.failed = true;
+        }
+    }
+}
+
+#[derive(Default)]
+enum MessageBuilding {
+    #[default]
+    None,
+    User(UserMessage),
+    Assistant(Box<AssistantMessage>),
+}
+
+#[derive(Default)]
+struct MessageSink {
+    body: MessageBuilding,
+    time: MessageTime,
+    model: ModelRef,
+    error: NamedError,
+    failed: bool,
+}
+
+impl MessageSink {
+    fn read(&mut self, path: &[&str], raw: &str, known: bool) -> Option<()> {
+        match (&mut self.body, path) {
+            (_, ["time"]) if !known => self.time = serde_read(raw)?,
+            (_, ["time", "created"]) => self.time.created = opt_number(raw)?,
+            (_, ["time", "completed"]) => self.time.completed = opt_number(raw)?,
+            (MessageBuilding::User(u), path) => match path {
+                ["time"] => u.time = std::mem::take(&mut self.time),
+                ["agent"] => u.agent = string(raw)?,
+                ["model"] if !known => u.model = serde_read(raw)?,
+                ["model"] => u.model = Some(std::mem::take(&mut self.model)),
+                ["model", "providerID"] => self.model.provider_id = string(raw)?,
+                ["model", "modelID"] => self.model.model_id = string(raw)?,
+                _ => {}
+            },
+            (MessageBuilding::Assistant(a), path) => match path {
+                ["time"] => a.time = std::mem::take(&mut self.time),
+                ["error"] if !known => a.error = serde_read(raw)?,
+                ["error"] => a.error = Some(std::mem::take(&mut self.error)),
+                ["error", "data"] => self.error.data = serde_read(raw)?,
+                ["parentID"] => a.parent_id = string(raw)?,
+                ["modelID"] => a.model_id = string(raw)?,
+                ["providerID"] => a.provider_id = string(raw)?,
+                ["mode"] => a.mode = string(raw)?,
+                ["agent"] => a.agent = opt_string(raw)?,
+                ["summary"] => a.summary = opt_bool(raw)?,
+                ["cost"] => a.cost = number(raw)?,
+                ["tokens"] if !known => a.tokens = serde_read(raw)?,
+                ["tokens", rest @ ..] => tokens_field(&mut a.tokens, rest, raw, known)?,
+                ["finish"] => a.finish = opt_string(raw)?,
+                _ => {}
+            },
+            (MessageBuilding::None, _) => {}
+        }
+        Some(())
+    }
+}
+
+impl<'a> Sink<'a> for MessageSink {
+    fn variant(&mut self, path: &[&'a str], variant: &'static str) {
+        match path {
+            [] => {
+                self.body = match variant {
+                    "user" => MessageBuilding::User(UserMessage::default()),
+                    "assistant" => MessageBuilding::Assistant(Box::default()),
+                    _ => MessageBuilding::None,
+                }
+            }
+            ["error"] => self.error.name = variant.to_owned(),
+            _ => {}
+        }
+    }
+
+    fn open(&mut self, path: &[&'a str]) {
+        // As in `PartSink::open`.
+        match (path, &mut self.body) {
+            (["time"], _) => self.time = MessageTime::default(),
+            (["model"], _) => self.model = ModelRef::default(),
+            (["error"], _) => self.error = NamedError::default(),
+            (["tokens"], MessageBuilding::Assistant(a)) => a.tokens = Tokens::default(),
+            (["tokens", "cache"], MessageBuilding::Assistant(a)) => {
+                a.tokens.cache = Default::default();
+            }
+            _ => {}
+        }
+    }
+
+    fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool) {
+        if self.failed {
+            return;
+        }
+        if self.read(path, raw, known).is_none() {
+            self.failed = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the slow way reads (parse, then the lenient view), reduced as `Part::from_json`
+    /// reduces a tool's input, output, title, raw input and attachments.
+    fn slow_part(text: &str) -> Option<Part> {
+        let v: Value = serde_json::from_str(text).ok()?;
+        let mut p = Part::from_value(&v);
+        p.id.clear();
+        p.session_id.clear();
+        p.message_id.clear();
+        if let PartBody::Tool(t) = &mut p.body {
+            let empty = t.state.input_is_empty();
+            let f = match &mut t.state {
+                ToolState::Pending(f)
+                | ToolState::Running(f)
+                | ToolState::Completed(f)
+                | ToolState::Error(f)
+                | ToolState::Invalid { fields: f, .. } => f,
+            };
+            if !empty {
+                f.input = Value::Bool(true);
+            }
+            for s in [&mut f.output, &mut f.title, &mut f.raw]
+                .into_iter()
+                .flatten()
+            {
+                s.clear();
+            }
+            if let Some(a) = &mut f.attachments {
+                a.clear();
+            }
+        }
+        Some(p)
+    }
+
+    /// `part` reads what `Part::from_json` reads, and where that gives up on a valid text
+    /// (a repeated key) it reads what the slow way reads.
+    fn same_part(text: &str) {
+        let got = part(text);
+        if !conform::conforms(text, &Ty::Union(&schema::PART)) {
+            assert_eq!(got, None, "{text}");
+            return;
+        }
+        match Part::from_json(text) {
+            Some(expected) => assert_eq!(got, Some(expected), "{text}"),
+            None => {
+                if let Some(got) = got {
+                    assert_eq!(Some(got), slow_part(text), "{text}");
+                }
+            }
+        }
+    }
+
+    fn same_message(text: &str) {
+        let got = message(text);
+        if !conform::conforms(text, &Ty::Union(&schema::MESSAGE)) {
+            assert_eq!(got, None, "{text}");
+            return;
+        }
+        match MessageInfo::from_json(text) {
+            Some(expected) => assert_eq!(got, Some(expected), "{text}"),
+            None => {
+                if let Some(got) = got {
+                    let v: Value = serde_json::from_str(text).unwrap_or_default();
+                    let mut slow = MessageInfo::from_value(&v);
+                    slow.id.clear();
+                    slow.session_id.clear();
+                    assert_eq!(got, slow, "{text}");
+                }
+            }
+        }
+    }
+
+    const PARTS: &[&str] = &[
+        r#"{"type":"text","text":"Let me \"look\" \u00e9 \n","time":{"start":1771000000000,"end":1.5},"synthetic":true,"ignored":false,"metadata":{"a":[1,{"b":null}]}}"#,
+        r#"{"type":"text","text":"","time":{"start":1,"compacted":2}}"#,
+        r#"{"id":"prt_1","sessionID":"ses_1","messageID":"msg_1","type":"text","text":"x"}"#,
+        r#"{"type":"reasoning","text":"think","time":{"start":-5,"end":123456789012345678901},"metadata":{"anthropic":{"signature":"sig"}}}"#,
+        r#"{"type":"tool","tool":"read","callID":"toolu_1","state":{"status":"completed","input":{"filePath":"/w"},"output":"a\nb","title":"t","metadata":{"lines":5},"time":{"start":1,"end":2},"attachments":[]},"metadata":{"providerExecuted":true}}"#,
+        r#"{"type":"tool","tool":"bash","callID":"c","state":{"status":"error","input":{ },"error":"Tool execution aborted","time":{"start":1,"end":1},"metadata":{"interrupted":true,"output":"partial"}}}"#,
+        r#"{"type":"tool","tool":"bash","callID":"c","state":{"status":"pending","input":{},"raw":"","time":{"start":1,"x":"y"},"error":null,"output":null,"metadata":{"k":1}}}"#,
+        r#"{"type":"tool","tool":"bash","callID":"c","state":{"status":"pending","input":{},"raw":"","time":{"start":"bad"}}}"#,
+        r#"{"type":"tool","tool":"bash","callID":"c","state":{"status":"running","input":{"a":1},"time":{"start":1},"title":"run"}}"#,
+        r#"{"state":{"time":{"start":1,"end":2},"metadata":{},"title":"t","output":"o","input":{},"status":"completed"},"callID":"c","tool":"t","type":"tool"}"#,
+        r#"{"type":"step-start","snapshot":"4b825dc6"}"#,
+        r#"{"type":"step-start","snapshot":null}"#,
+        r#"{"type":"step-finish","reason":"tool-calls","snapshot":"s","cost":0.01,"tokens":{"input":100,"output":50,"reasoning":0,"total":150.5,"cache":{"read":0,"write":3}}}"#,
+        r#"{"type":"step-finish","reason":"stop","cost":1e2,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}"#,
+        r#"{"type":"compaction","auto":true}"#,
+        r#"{"type":"patch","hash":"h","files":["a","b"]}"#,
+        r#"{"type":"text","text":"a","time":{"start":1,"end":2},"time":{"start":3}}"#,
+        r#"{"type":"tool","tool":"b","callID":"c","state":{"status":"completed","input":{},"output":"o","title":"t","metadata":{},"time":{"start":1,"end":2}},"state":{"status":"pending","input":{"a":1},"raw":""}}"#,
+        r#"{"type":"text","text":"a","time":{"start":1,"time":{"end":2}}}"#,
+        r#"{"type":"tool","tool":"b","callID":"c","state":{"status":"error","input":{},"error":"e","time":{"start":1,"end":2,"compacted":5},"time":{"start":3,"end":4}}}"#,
+        r#"{"type":"step-finish","reason":"stop","cost":0,"tokens":{"total":3,"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}},"tokens":{"input":5,"output":6,"reasoning":7,"cache":{"read":8,"write":9}}}"#,
+        r#"{"type":"text","text":"","time":{"start":1,"compacted":2,"end":null},"metadata":null}"#,
+    ];
+
+    const MESSAGES: &[&str] = &[
+        r#"{"role":"user","time":{"created":1771000000000},"agent":"build","model":{"providerID":"anthropic","modelID":"claude"},"tools":{"bash":true}}"#,
+        r#"{"role":"assistant","time":{"created":1,"completed":2},"parentID":"msg_x","modelID":"m","providerID":"p","mode":"build","agent":"build","path":{"cwd":"/w","root":"/w"},"cost":0.01,"tokens":{"input":100,"output":50,"reasoning":0,"cache":{"read":0,"write":0}},"finish":"stop","summary":false}"#,
+        r#"{"role":"assistant","time":{"created":1},"error":{"name":"MessageAbortedError","data":{"message":"stop"}},"parentID":"p","modelID":"m","providerID":"x","mode":"build","path":{"cwd":"/","root":"/"},"cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"agent":null}"#,
+        r#"{"role":"assistant","time":{"created":1},"time":{"created":2,"completed":3},"parentID":"p","modelID":"m","providerID":"x","mode":"build","path":{"cwd":"/","root":"/"},"cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}}}"#,
+    ];
+
+    #[test]
+    fn reads_what_from_json_reads() {
+        for text in PARTS {
+            same_part(text);
+        }
+        for text in MESSAGES {
+            same_message(text);
+        }
+        // The seeds are read this way, not left to the slow way.
+        for t in &PARTS[..6] {
+            assert!(part(t).is_some(), "{t}");
+        }
+        assert!(MESSAGES.iter().all(|t| message(t).is_some()));
+        assert_eq!(part(PARTS[7]), None, "a time that is not a number");
+    }
+
+    #[test]
+    fn mutations_read_the_same_either_way() {
+        let inserts = [
+            "\"", "{", "}", "[", "]", ",", ":", "1", "-", ".", "n", "\\", " ", "null", "\"x\"",
+        ];
+        let mutate = |seed: &str, f: &dyn Fn(&str)| {
+            for i in 0..=seed.len() {
+                if !seed.is_char_boundary(i) {
+                    continue;
+                }
+                let next = (i + 1..=seed.len())
+                    .find(|&j| seed.is_char_boundary(j))
+                    .unwrap_or(seed.len());
+                f(&format!("{}{}", &seed[..i], &seed[next..]));
+                for ins in inserts {
+                    f(&format!("{}{ins}{}", &seed[..i], &seed[i..]));
+                }
+            }
+        };
+        for seed in PARTS {
+            mutate(seed, &same_part);
+        }
+        for seed in MESSAGES {
+            mutate(seed, &same_message);
+        }
+    }
+}
