@@ -65,6 +65,33 @@ impl<'a> Sink<'a> for NoSink {
 /// Deepest field path told to a [`Sink`].
 pub const MAX_PATH: usize = 8;
 
+/// The index of the first `"`, `\\` or control byte (< 0x20) at or after `i`. Eight bytes at a
+/// time: in each word, a byte that matches sets its high bit in `hits`, and the lowest one set is
+/// always a true match (borrows only run upward, past it).
+fn special(b: &[u8], mut i: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let Ok(bytes) = <[u8; 8]>::try_from(chunk) else {
+            break;
+        };
+        let w = u64::from_le_bytes(bytes);
+        let hits = (zero(w ^ (ONES * u64::from(b'"')))
+            | zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w))
+            & HIGH;
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    let rest = b.get(i..)?;
+    rest.iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .map(|k| i + k)
+}
+
 struct Parser<'a, 's, S> {
     b: &'a [u8],
     text: &'a str,
@@ -123,15 +150,11 @@ impl<'a, S: Sink<'a>> Parser<'a, '_, S> {
         let mut i = start;
         let mut escaped = false;
         loop {
-            // Jump to the next quote or backslash; what it skipped must have no control bytes.
-            let k = memchr::memchr2(b'"', b'\\', self.b.get(i..)?)?;
-            if self.b[i..i + k].iter().any(|c| *c < 0x20) {
-                return None;
-            }
-            i += k;
+            // Jump to the next quote, backslash or control byte (not allowed in a string).
+            i = special(self.b, i)?;
             match self.b[i] {
                 b'"' => break,
-                _ => {
+                b'\\' => {
                     escaped = true;
                     match *self.b.get(i + 1)? {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
@@ -149,6 +172,7 @@ impl<'a, S: Sink<'a>> Parser<'a, '_, S> {
                         _ => return None,
                     }
                 }
+                _ => return None,
             }
         }
         self.pos = i + 1;
@@ -425,6 +449,33 @@ mod tests {
                 agrees(&deleted, &part);
                 for ins in inserts {
                     agrees(&format!("{}{ins}{}", &seed[..i], &seed[i..]), &part);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special_finds_the_first_quote_backslash_or_control_byte() {
+        let naive = |b: &[u8], i: usize| {
+            (i..b.len()).find(|&k| b[k] == b'"' || b[k] == b'\\' || b[k] < 0x20)
+        };
+        let alphabet: &[u8] = b"a\"\\\x00\x1f\x20\x7f\x80\xa0\xe9\xff!";
+        // Every string of up to 3 interesting bytes, in every position of a 19-byte buffer.
+        for len in 0..=19 {
+            for pos in 0..len.max(1) {
+                for &c in alphabet {
+                    for &d in alphabet {
+                        let mut buf = vec![b'x'; len];
+                        if pos < len {
+                            buf[pos] = c;
+                        }
+                        if pos + 1 < len {
+                            buf[pos + 1] = d;
+                        }
+                        for start in 0..=len {
+                            assert_eq!(special(&buf, start), naive(&buf, start), "{buf:?} {start}");
+                        }
+                    }
                 }
             }
         }

@@ -42,6 +42,17 @@ pub const TOOL_ABORTED: &str = "Tool execution aborted";
 /// The marker rewind's repair leaves in a part's `metadata`.
 pub const REPAIR_MARKER: &str = "rewind";
 
+/// The `metadata` keys the checks and the reconstruction read (the repair marker, Anthropic's
+/// thinking signature, `providerExecuted`, and a partial result's `interrupted` and `output`).
+/// A part read straight from text keeps only these (and of `output`, only that it is a string).
+pub const METADATA_KEYS: [&str; 5] = [
+    REPAIR_MARKER,
+    "anthropic",
+    "providerExecuted",
+    "interrupted",
+    "output",
+];
+
 fn deser<T: Default + for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
     T::deserialize(v).ok()
 }
