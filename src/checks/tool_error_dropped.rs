@@ -51,8 +51,11 @@ impl Check for ToolErrorDropped {
             let aborted_empty = matches!(tool.state, ToolState::Error(_))
                 && tool.state.error_text() == Some(TOOL_ABORTED)
                 && tool.state.input_is_empty();
+            if !aborted_empty {
+                continue;
+            }
             let path = part.status_path();
-            if !aborted_empty || path.contains(&"running") || tool.state.repaired_by_rewind() {
+            if path.contains(&"running") || tool.state.repaired_by_rewind() {
                 continue;
             }
             let Some(at) = part.status_span() else {

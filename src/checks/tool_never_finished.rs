@@ -49,7 +49,10 @@ impl Check for ToolNeverFinished {
             let Some(tool) = part.part.tool() else {
                 continue;
             };
-            if tool.state.repaired_by_rewind() {
+            // Most tools completed: rule them out before anything is looked up or copied.
+            let open = matches!(tool.state, ToolState::Pending(_) | ToolState::Running(_));
+            let aborted = tool.state.error_text() == Some(TOOL_ABORTED);
+            if !(open || aborted) || tool.state.repaired_by_rewind() {
                 continue;
             }
             let Some(at) = part.status_span() else {
