@@ -71,7 +71,7 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
     let mut requests = Vec::new();
     for session in &analysis.sessions {
         let history = filter_compacted(&session.messages);
-        let messages = to_model_messages(history, options);
+        let mut messages = to_model_messages(history, options);
         if messages.is_empty() {
             continue;
         }
@@ -80,10 +80,17 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
         } else {
             "OpenCode < 1.14"
         };
-        for provider in providers(session, options.provider) {
+        let providers = providers(session, options.provider);
+        for (i, &provider) in providers.iter().enumerate() {
+            // The last provider takes the messages; an earlier one gets a copy.
+            let own = if i + 1 == providers.len() {
+                std::mem::take(&mut messages)
+            } else {
+                messages.clone()
+            };
             let msgs = match provider {
-                Provider::Anthropic => group_for_anthropic(&messages),
-                Provider::OpenAi => messages.clone(),
+                Provider::Anthropic => group_for_anthropic(own),
+                Provider::OpenAi => own,
             };
             requests.push(ModelRequest {
                 provider,
@@ -375,9 +382,9 @@ fn convert_assistant(
 
 /// Groups model messages the way Anthropic's API receives them: consecutive assistant messages
 /// merge; tool results and user content merge into one user message.
-pub fn group_for_anthropic(messages: &[ModelMessage]) -> Vec<ModelMessage> {
-    let mut out: Vec<ModelMessage> = Vec::new();
-    for m in messages {
+pub fn group_for_anthropic(messages: Vec<ModelMessage>) -> Vec<ModelMessage> {
+    let mut out: Vec<ModelMessage> = Vec::with_capacity(messages.len());
+    for mut m in messages {
         let role = match m.role {
             Role::Tool => Role::User,
             r => r,
@@ -386,9 +393,8 @@ pub fn group_for_anthropic(messages: &[ModelMessage]) -> Vec<ModelMessage> {
             continue;
         }
         match out.last_mut() {
-            Some(last) if last.role == role => last.content.extend(m.content.iter().cloned()),
+            Some(last) if last.role == role => last.content.append(&mut m.content),
             _ => {
-                let mut m = m.clone();
                 m.role = role;
                 out.push(m);
             }
@@ -509,7 +515,7 @@ mod tests {
         );
         let req = ModelRequest {
             provider: Provider::Anthropic,
-            messages: group_for_anthropic(&msgs),
+            messages: group_for_anthropic(msgs.clone()),
             span: None,
             origin: "t".into(),
             thinking: false,
@@ -539,7 +545,7 @@ mod tests {
         ];
         let new = to_model_messages(&history, &Options::default());
         assert_eq!(
-            shape(&group_for_anthropic(&new)),
+            shape(&group_for_anthropic(new.clone())),
             [
                 "User: text",
                 "Assistant: call c1",
