@@ -5,6 +5,7 @@
 //! the history of writes that produced it) and a timeline of [`Event`]s (errors, aborts, cancels).
 //! Everything keeps its [`Span`]; nothing keeps the input's text.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -185,8 +186,8 @@ pub struct Observation {
     pub seq: Seq,
     /// The whole record (log object, DB row rendering, …).
     pub span: Span,
-    /// Tool status at that write.
-    pub status: Option<String>,
+    /// Tool status at that write (see [`crate::model::ToolState::status_name`]).
+    pub status: Option<Cow<'static, str>>,
     /// The exact bytes of the status value.
     pub status_span: Option<Span>,
 }

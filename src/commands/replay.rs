@@ -267,7 +267,7 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
                         None => {
                             let mut v: Vec<(Seq, Span, String)> = Vec::new();
                             for o in &p.history {
-                                let st = o.status.clone().unwrap_or_default();
+                                let st = o.status.as_deref().unwrap_or_default().to_owned();
                                 if v.last().map(|(_, _, s)| s) != Some(&st) {
                                     v.push((o.seq, o.span, st));
                                 }

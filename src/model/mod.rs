@@ -270,6 +270,17 @@ impl ToolState {
         }
     }
 
+    /// [`ToolState::status`], owned (without copying one of the four the schema allows).
+    pub fn status_name(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            ToolState::Pending(_) => "pending".into(),
+            ToolState::Running(_) => "running".into(),
+            ToolState::Completed(_) => "completed".into(),
+            ToolState::Error(_) => "error".into(),
+            ToolState::Invalid { .. } => self.status().to_owned().into(),
+        }
+    }
+
     /// The status as written (`failed` for an invalid one).
     pub fn status(&self) -> &str {
         match self {

@@ -41,7 +41,7 @@ pub fn part(text: &str) -> Option<Part> {
                 status,
                 fields,
                 metadata,
-            } = *t;
+            } = t;
             PartBody::Tool(Box::new(ToolPart {
                 call_id,
                 tool,
@@ -246,13 +246,16 @@ fn tokens_field(acc: &mut Tokens, path: &[&str], raw: &str, known: bool) -> Opti
 }
 
 /// What [`PartSink`] is building, once the walk has named the type.
+// It lives on the stack for one part: boxing the large variant would cost an allocation per
+// tool part.
+#[allow(clippy::large_enum_variant)]
 #[derive(Default)]
 enum Building {
     #[default]
     None,
     Text(TextPart),
     Reasoning(ReasoningPart),
-    Tool(Box<ToolBuilding>),
+    Tool(ToolBuilding),
     StepStart(StepStartPart),
     StepFinish(StepFinishPart),
     Other,
@@ -343,7 +346,7 @@ impl<'a> Sink<'a> for PartSink {
                 self.body = match variant {
                     "text" => Building::Text(TextPart::default()),
                     "reasoning" => Building::Reasoning(ReasoningPart::default()),
-                    "tool" => Building::Tool(Box::default()),
+                    "tool" => Building::Tool(ToolBuilding::default()),
                     "step-start" => Building::StepStart(StepStartPart::default()),
                     "step-finish" => Building::StepFinish(StepFinishPart::default()),
                     _ => Building::Other,

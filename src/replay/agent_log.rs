@@ -330,7 +330,7 @@ impl State {
             });
         }
 
-        let status = part.tool().map(|t| t.state.status().to_owned());
+        let status = part.tool().map(|t| t.state.status_name());
         let status_span = status
             .as_ref()
             .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));

@@ -55,7 +55,7 @@ pub struct StoredRecord {
 /// and all, when it has to be shown.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Preread {
-    Info(MessageInfo),
+    Info(Box<MessageInfo>),
     Part(Box<Part>),
 }
 
@@ -98,8 +98,8 @@ impl StoredRecord {
 }
 
 /// A message info that satisfies the schema, read straight into the model.
-fn fast_info(text: &str) -> Option<MessageInfo> {
-    read::message(text)
+fn fast_info(text: &str) -> Option<Box<MessageInfo>> {
+    read::message(text).map(Box::new)
 }
 
 /// A part that satisfies the schema, read straight into the model.
@@ -306,7 +306,7 @@ pub fn replay(
             seq += 1;
             message.span = Some(placed.whole());
             let info = match info_read {
-                Some(Read::Fast(info)) => Some(info),
+                Some(Read::Fast(info)) => Some(*info),
                 Some(Read::Parsed(Ok(mut v))) => {
                     let issues = schema::validate_message(&v);
                     if !issues.is_empty() {
@@ -375,7 +375,7 @@ pub fn replay(
                     Part::from_value(&v)
                 }
             };
-            let status = part.tool().map(|t| t.state.status().to_owned());
+            let status = part.tool().map(|t| t.state.status_name());
             let status_span = status
                 .as_ref()
                 .and_then(|_| placed.locate(&[Seg::Key("state"), Seg::Key("status")]));
@@ -482,7 +482,7 @@ struct Rendering {
 fn render_rows(
     session_id: &str,
     m: &StoredMessage,
-    info: Option<&Read<MessageInfo>>,
+    info: Option<&Read<Box<MessageInfo>>>,
     parts: &[Read<Box<Part>>],
     render: &Render,
 ) -> Option<Rendering> {

@@ -87,7 +87,7 @@ impl Store {
             map.insert("messageID".into(), json!(message_id));
         }
         let part = Part::from_value(&cap_strings(&body, MAX_KEPT_STRING));
-        let status = part.tool().map(|t| t.state.status().to_owned());
+        let status = part.tool().map(|t| t.state.status_name());
         let observation = Observation {
             seq,
             span,
