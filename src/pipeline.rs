@@ -406,9 +406,17 @@ pub fn load_db_session(
         });
     })?;
     let mut orphans = 0;
-    db.for_each_part(&row.id, |p| match index.get(p.message_id.as_ref()) {
-        Some(&i) => messages[i].parts.push(record(p.id, p.data, Kind::Part)),
-        None => orphans += 1,
+    // Parts mostly arrive message by message: the last message found is tried first.
+    let mut last: Option<usize> = None;
+    db.for_each_part(&row.id, |p| {
+        let found = last
+            .filter(|&i| messages[i].id == p.message_id)
+            .or_else(|| index.get(p.message_id.as_ref()).copied());
+        last = found;
+        match found {
+            Some(i) => messages[i].parts.push(record(p.id, p.data, Kind::Part)),
+            None => orphans += 1,
+        }
     })?;
     // OpenCode orders the parts of a message by id (rows arrive in storage order).
     for m in &mut messages {
