@@ -98,25 +98,35 @@ fn opt_string(raw: &str) -> Option<Option<String>> {
     string(raw).map(Some)
 }
 
-/// A number as serde_json reads it: short integers exactly, anything else by serde_json itself
-/// (so that both ways round the same).
+/// A number as serde_json reads it (without its `float_roundtrip` feature, as here): the digits
+/// as an integer, divided by the power of ten the fraction calls for. Up to 18 digits this is
+/// done here, exactly as serde_json does it; anything longer is left to serde_json.
 fn number(raw: &str) -> Option<f64> {
-    let (negative, digits) = match raw.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, raw),
-    };
-    // Up to 18 digits fit in an i64: the exact integer, converted as serde_json converts it.
-    if !digits.is_empty() && digits.len() <= 18 {
-        let mut n: i64 = 0;
-        for b in digits.bytes() {
-            if !b.is_ascii_digit() {
-                return serde_json::from_str(raw).ok();
+    const POW10: [f64; 19] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18,
+    ];
+    let bytes = raw.as_bytes();
+    let negative = bytes.first() == Some(&b'-');
+    let mut n: u64 = 0;
+    let mut digits = 0;
+    // Digits before the point, once there is one.
+    let mut point: Option<usize> = None;
+    for &b in &bytes[usize::from(negative)..] {
+        match b {
+            b'0'..=b'9' if digits < 18 => {
+                n = n * 10 + u64::from(b - b'0');
+                digits += 1;
             }
-            n = n * 10 + i64::from(b - b'0');
+            b'.' if point.is_none() && digits > 0 => point = Some(digits),
+            _ => return serde_json::from_str(raw).ok(),
         }
-        return Some(if negative { -(n as f64) } else { n as f64 });
     }
-    serde_json::from_str(raw).ok()
+    if digits == 0 || point == Some(digits) {
+        return serde_json::from_str(raw).ok();
+    }
+    let f = n as f64 / POW10[digits - point.unwrap_or(digits)];
+    Some(if negative { -f } else { f })
 }
 
 fn opt_number(raw: &str) -> Option<Option<f64>> {
@@ -654,6 +664,61 @@ mod tests {
         }
         for seed in MESSAGES {
             mutate(seed, &same_message);
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_serde_json_reads_them() {
+        let mut cases: Vec<String> = [
+            "0",
+            "-0",
+            "0.0",
+            "-0.0",
+            "1",
+            "-1",
+            "0.01",
+            "0.1",
+            "0.3",
+            "1.5",
+            "-2.25",
+            "123.456",
+            "1771000000000",
+            "1771000000000.5",
+            "999999999999999999",
+            "99999999999999999.9",
+            "0.000000000000000001",
+            "1234567890123456789",
+            "12345678901234567.89",
+            "1e5",
+            "1.",
+            "-",
+            "",
+            ".5",
+            "9007199254740993",
+            "0.30000000000000004",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        // A sweep of short decimals.
+        for i in 0..2000u32 {
+            for frac in 0..4 {
+                let s = format!("{i}");
+                cases.push(if frac == 0 || s.len() <= frac {
+                    s
+                } else {
+                    format!("{}.{}", &s[..s.len() - frac], &s[s.len() - frac..])
+                });
+            }
+        }
+        for c in cases {
+            let expected: Option<f64> = serde_json::from_str(&c).ok();
+            let got = number(&c);
+            assert_eq!(
+                got.map(f64::to_bits),
+                expected.map(f64::to_bits),
+                "{c}: {got:?} vs {expected:?}"
+            );
         }
     }
 }
