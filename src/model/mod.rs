@@ -302,6 +302,16 @@ impl ToolState {
         }
     }
 
+    pub fn fields_mut(&mut self) -> &mut ToolStateFields {
+        match self {
+            ToolState::Pending(f)
+            | ToolState::Running(f)
+            | ToolState::Completed(f)
+            | ToolState::Error(f)
+            | ToolState::Invalid { fields: f, .. } => f,
+        }
+    }
+
     /// `completed` or `error`.
     pub fn is_terminal(&self) -> bool {
         matches!(self, ToolState::Completed(_) | ToolState::Error(_))
@@ -639,6 +649,31 @@ impl MessageInfo {
 }
 
 #[cfg(test)]
+impl Part {
+    /// What `Part::from_json` keeps of a tool part: a non-empty input as `true` (only its
+    /// emptiness is read), the output, title, raw input and attachments emptied.
+    pub(crate) fn tool_shape(mut self) -> Part {
+        if let PartBody::Tool(t) = &mut self.body {
+            let empty = t.state.input_is_empty();
+            let f = t.state.fields_mut();
+            if !empty {
+                f.input = Value::Bool(true);
+            }
+            for s in [&mut f.output, &mut f.title, &mut f.raw]
+                .into_iter()
+                .flatten()
+            {
+                s.clear();
+            }
+            if let Some(a) = &mut f.attachments {
+                a.clear();
+            }
+        }
+        self
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -660,31 +695,7 @@ mod tests {
             json!({"type": "compaction", "auto": true}),
         ] {
             let text = v.to_string();
-            let mut expected = Part::from_value(&v);
-            // A non-empty input is kept as `true` (only its emptiness is read), and the text of
-            // the output, title, raw input and attachments is left behind.
-            if let PartBody::Tool(t) = &mut expected.body {
-                let empty = t.state.input_is_empty();
-                let fields = match &mut t.state {
-                    ToolState::Pending(f)
-                    | ToolState::Running(f)
-                    | ToolState::Completed(f)
-                    | ToolState::Error(f)
-                    | ToolState::Invalid { fields: f, .. } => f,
-                };
-                if !empty {
-                    fields.input = Value::Bool(true);
-                }
-                for s in [&mut fields.output, &mut fields.title, &mut fields.raw]
-                    .into_iter()
-                    .flatten()
-                {
-                    s.clear();
-                }
-                if let Some(a) = &mut fields.attachments {
-                    a.clear();
-                }
-            }
+            let expected = Part::from_value(&v).tool_shape();
             assert_eq!(Part::from_json(&text), Some(expected), "{text}");
         }
         assert_eq!(Part::from_json(r#"{"type":"bogus"}"#), None);

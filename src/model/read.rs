@@ -385,12 +385,8 @@ impl<'a> Sink<'a> for PartSink {
     }
 
     fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool) {
-        if self.failed {
-            return;
-        }
-        if self.read(path, raw, known).is_none() {
-            self.failed = true;
-        }
+        // The first value that does not read ends the reading (the walk goes on, to validate).
+        self.failed = self.failed || self.read(path, raw, known).is_none();
     }
 }
 
@@ -479,12 +475,8 @@ impl<'a> Sink<'a> for MessageSink {
     }
 
     fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool) {
-        if self.failed {
-            return;
-        }
-        if self.read(path, raw, known).is_none() {
-            self.failed = true;
-        }
+        // The first value that does not read ends the reading (the walk goes on, to validate).
+        self.failed = self.failed || self.read(path, raw, known).is_none();
     }
 }
 
@@ -519,39 +511,11 @@ mod tests {
             PartBody::Reasoning(r) => keep(&mut r.metadata),
             PartBody::Tool(t) => {
                 keep(&mut t.metadata);
-                match &mut t.state {
-                    ToolState::Pending(f)
-                    | ToolState::Running(f)
-                    | ToolState::Completed(f)
-                    | ToolState::Error(f)
-                    | ToolState::Invalid { fields: f, .. } => keep(&mut f.metadata),
-                }
+                keep(&mut t.state.fields_mut().metadata);
             }
             _ => {}
         }
-        if let PartBody::Tool(t) = &mut p.body {
-            let empty = t.state.input_is_empty();
-            let f = match &mut t.state {
-                ToolState::Pending(f)
-                | ToolState::Running(f)
-                | ToolState::Completed(f)
-                | ToolState::Error(f)
-                | ToolState::Invalid { fields: f, .. } => f,
-            };
-            if !empty {
-                f.input = Value::Bool(true);
-            }
-            for s in [&mut f.output, &mut f.title, &mut f.raw]
-                .into_iter()
-                .flatten()
-            {
-                s.clear();
-            }
-            if let Some(a) = &mut f.attachments {
-                a.clear();
-            }
-        }
-        p
+        p.tool_shape()
     }
 
     /// `part` reads what `Part::from_json` reads, and where that gives up on a valid text
