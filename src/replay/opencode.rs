@@ -44,19 +44,21 @@ pub enum Place {
 #[derive(Clone, Debug)]
 pub struct StoredRecord {
     pub id: String,
-    /// The JSON text (empty when `preread` holds the record).
+    /// The JSON text (empty when `preread` holds the model).
     pub text: String,
     pub place: Place,
     pub preread: Option<Preread>,
 }
 
-/// A record read into the model as it was loaded, because its text satisfies the schema: the
-/// text itself was not kept. Such a record cannot be rendered; a session is loaded again, text
-/// and all, when it has to be shown.
+/// What reading a record as it was loaded gave: its model, when its text satisfies the schema
+/// (the text itself was not kept: such a record cannot be rendered, so a session is loaded again,
+/// text and all, when it has to be shown), or `Slow` when it does not read that way.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Preread {
     Info(Box<MessageInfo>),
     Part(Box<Part>),
+    /// Tried and not read: [`replay`] takes the slow way straight away.
+    Slow,
 }
 
 /// Which kind of record a text is.
@@ -83,16 +85,16 @@ impl StoredRecord {
         let preread = match kind {
             Kind::Info => fast_info(text).map(Preread::Info),
             Kind::Part => fast_part(text).map(Preread::Part),
-        };
+        }
+        .unwrap_or(Preread::Slow);
         StoredRecord {
             id,
-            text: if preread.is_some() {
-                String::new()
-            } else {
-                text.to_owned()
+            text: match preread {
+                Preread::Slow => text.to_owned(),
+                _ => String::new(),
             },
             place: Place::Row,
-            preread,
+            preread: Some(preread),
         }
     }
 }
@@ -197,17 +199,23 @@ enum Read<T> {
 
 impl<T> Read<T> {
     /// Reads `rec`: its preread model when it has one, the fast way when it satisfies the schema
-    /// (not when rendering: rendering needs every record parsed), parsed otherwise.
+    /// (not when rendering: rendering needs every record parsed, nor when the loader already
+    /// tried), parsed otherwise.
     fn of(
         rec: &mut StoredRecord,
         rendering: bool,
         fast: fn(&str) -> Option<T>,
         preread: fn(Preread) -> Option<T>,
     ) -> Read<T> {
-        if let Some(model) = rec.preread.take().and_then(preread) {
-            return Read::Fast(model);
-        }
-        match (!rendering).then(|| fast(&rec.text)).flatten() {
+        let tried = match rec.preread.take() {
+            Some(Preread::Slow) => true,
+            Some(p) => match preread(p) {
+                Some(model) => return Read::Fast(model),
+                None => false,
+            },
+            None => false,
+        };
+        match (!rendering && !tried).then(|| fast(&rec.text)).flatten() {
             Some(model) => Read::Fast(model),
             None => Read::Parsed(parse(&rec.text)),
         }
@@ -257,13 +265,13 @@ pub fn replay(
         let info_read = m.info.as_mut().map(|r| {
             Read::of(r, rendering, fast_info, |p| match p {
                 Preread::Info(i) => Some(i),
-                Preread::Part(_) => None,
+                Preread::Part(_) | Preread::Slow => None,
             })
         });
         let read_part = |r: &mut StoredRecord| {
             Read::of(r, rendering, fast_part, |p| match p {
                 Preread::Part(p) => Some(p),
-                Preread::Info(_) => None,
+                Preread::Info(_) | Preread::Slow => None,
             })
         };
         // Rendering needs every part read first; otherwise each is read as it comes.
@@ -623,6 +631,38 @@ mod tests {
         assert_eq!(a.undecodable.len(), 1);
         assert_eq!(part.part.id, "prt_1");
         assert_eq!(part.part.message_id, "msg_1");
+    }
+
+    #[test]
+    fn rows_read_while_loading_replay_as_rows_kept_as_text() {
+        let mut kept = session();
+        kept.messages[0].parts.push(row(
+            "prt_3",
+            r#"{"type":"text","text":"hi","time":{"start":1,"end":2}}"#,
+        ));
+        let mut loaded = kept.clone();
+        for m in &mut loaded.messages {
+            let info = m.info.take();
+            m.info = info.map(|r| StoredRecord::read_row(r.id, &r.text, Kind::Info));
+            for p in &mut m.parts {
+                *p = StoredRecord::read_row(p.id.clone(), &p.text, Kind::Part);
+            }
+        }
+        // The valid rows dropped their text; the others were tried once and kept.
+        let parts = &loaded.messages[0].parts;
+        assert!(matches!(parts[2].preread, Some(Preread::Part(_))) && parts[2].text.is_empty());
+        assert_eq!(parts[0].preread, Some(Preread::Slow));
+        assert!(!parts[0].text.is_empty());
+        let mut sources = SourceMap::new();
+        let db = sources.add_file(Path::new("x.db"));
+        let run = |s: StoredSession, sources: &mut SourceMap| {
+            replay(s, Format::OpencodeDb, db, &Render::Placeholder(db), sources)
+        };
+        let (a, b) = (run(kept, &mut sources), run(loaded, &mut sources));
+        assert_eq!(format!("{:?}", a.sessions), format!("{:?}", b.sessions));
+        assert_eq!(a.schema_issues.len(), 1);
+        assert_eq!(b.schema_issues.len(), 1);
+        assert_eq!((a.undecodable.len(), b.undecodable.len()), (1, 1));
     }
 
     #[test]
