@@ -7,13 +7,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::checks::Rule;
 use crate::error::RewindError;
 use crate::report::record::FindingRecord;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
     fingerprint: String,
-    rule: String,
+    rule: Rule,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     file: Option<String>,
     #[serde(default)]
@@ -52,13 +53,13 @@ pub fn write(path: &Path, records: &[FindingRecord]) -> Result<(), RewindError> 
         .iter()
         .map(|r| Entry {
             fingerprint: r.fingerprint.clone(),
-            rule: r.rule.to_owned(),
+            rule: r.rule,
             file: r.file.clone(),
             message: r.message.clone(),
         })
         .collect();
     findings.sort_by(|a, b| {
-        (&a.file, &a.rule, &a.fingerprint).cmp(&(&b.file, &b.rule, &b.fingerprint))
+        (&a.file, a.rule.as_str(), &a.fingerprint).cmp(&(&b.file, b.rule.as_str(), &b.fingerprint))
     });
     findings.dedup_by(|a, b| a.fingerprint == b.fingerprint);
     let file = File {

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
-use crate::checks::{self, CheckMeta};
+use crate::checks::Rule;
 use crate::diagnostic::{Finding, Severity};
 use crate::error::RewindError;
 
@@ -62,15 +62,14 @@ pub struct Override {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Selection {
     /// Only these rules (all when empty).
-    pub select: Vec<String>,
+    pub select: Vec<Rule>,
     /// Never these rules.
-    pub ignore: Vec<String>,
+    pub ignore: Vec<Rule>,
 }
 
 impl Selection {
-    pub fn enabled(&self, meta: &CheckMeta) -> bool {
-        (self.select.is_empty() || self.select.iter().any(|s| s == meta.name))
-            && !self.ignore.iter().any(|s| s == meta.name)
+    pub fn enabled(&self, rule: Rule) -> bool {
+        (self.select.is_empty() || self.select.contains(&rule)) && !self.ignore.contains(&rule)
     }
 }
 
@@ -78,14 +77,14 @@ impl Selection {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FilePolicy {
     pub selection: Selection,
-    pub severity: BTreeMap<String, Severity>,
+    pub severity: BTreeMap<Rule, Severity>,
 }
 
 impl FilePolicy {
     /// Applies severity overrides to findings.
     pub fn apply(&self, findings: &mut [Finding]) {
         for f in findings {
-            if let Some(s) = self.severity.get(f.rule) {
+            if let Some(s) = self.severity.get(&f.rule) {
                 f.severity = *s;
             }
         }
@@ -102,11 +101,19 @@ pub struct Policy {
     pub exclude: GlobSet,
     pub baseline: Option<PathBuf>,
     pub help_uri_base: Option<String>,
-    overrides: Vec<(GlobSet, Override)>,
+    overrides: Vec<(GlobSet, RuleOverride)>,
     /// Rules selected on the command line: they run even where the file ignores them.
-    cli_select: Vec<String>,
+    cli_select: Vec<Rule>,
     /// Where the configuration came from, if anywhere.
     pub source: Option<PathBuf>,
+}
+
+/// An override's rules, resolved.
+#[derive(Debug)]
+struct RuleOverride {
+    select: Option<Vec<Rule>>,
+    ignore: Vec<Rule>,
+    severity: BTreeMap<Rule, Severity>,
 }
 
 /// Command-line settings that override the file.
@@ -118,19 +125,37 @@ pub struct Flags {
     pub severity: Vec<(String, Severity)>,
 }
 
+/// The rules named, or an error naming the first name that is no rule's.
+fn rules<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    origin: &str,
+) -> Result<Vec<Rule>, RewindError> {
+    names
+        .into_iter()
+        .map(|name| {
+            name.parse().map_err(|_| RewindError::UnknownRuleIn {
+                rule: name.clone(),
+                origin: origin.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// [`rules`] for a map keyed by rule name.
+fn severities(
+    map: &BTreeMap<String, Severity>,
+    origin: &str,
+) -> Result<BTreeMap<Rule, Severity>, RewindError> {
+    map.iter()
+        .map(|(name, sev)| Ok((rules([name], origin)?[0], *sev)))
+        .collect()
+}
+
 fn check_rules<'a>(
     names: impl Iterator<Item = &'a String>,
     origin: &str,
 ) -> Result<(), RewindError> {
-    for name in names {
-        if checks::find(name).is_none() {
-            return Err(RewindError::UnknownRuleIn {
-                rule: name.clone(),
-                origin: origin.to_owned(),
-            });
-        }
-    }
-    Ok(())
+    rules(names, origin).map(|_| ())
 }
 
 fn globset(patterns: &[String], origin: &str) -> Result<GlobSet, RewindError> {
@@ -207,27 +232,38 @@ impl Policy {
             None => (ConfigFile::default(), cwd),
         };
         let origin = config.map(|p| p.display().to_string()).unwrap_or_default();
+        let cli = "the command line";
+        let flag_select = rules(&flags.select, cli)?;
         let mut base = FilePolicy {
             selection: Selection {
-                select: file.select.clone().unwrap_or_default(),
-                ignore: file.ignore.clone().unwrap_or_default(),
+                select: rules(file.select.iter().flatten(), &origin)?,
+                ignore: rules(file.ignore.iter().flatten(), &origin)?,
             },
-            severity: file.severity.clone(),
+            severity: severities(&file.severity, &origin)?,
         };
-        if !flags.select.is_empty() {
-            base.selection.select = flags.select.clone();
+        if !flag_select.is_empty() {
+            base.selection.select.clone_from(&flag_select);
         }
         base.selection
             .ignore
-            .retain(|rule| !flags.select.contains(rule));
-        base.selection.ignore.extend(flags.ignore.iter().cloned());
+            .retain(|rule| !flag_select.contains(rule));
+        base.selection.ignore.extend(rules(&flags.ignore, cli)?);
         for (rule, sev) in &flags.severity {
-            base.severity.insert(rule.clone(), *sev);
+            base.severity.insert(rules([rule], cli)?[0], *sev);
         }
         let overrides = file
             .overrides
             .into_iter()
-            .map(|o| Ok((globset(&o.paths, &origin)?, o)))
+            .map(|o| {
+                Ok((
+                    globset(&o.paths, &origin)?,
+                    RuleOverride {
+                        select: o.select.as_ref().map(|s| rules(s, &origin)).transpose()?,
+                        ignore: rules(o.ignore.iter().flatten(), &origin)?,
+                        severity: severities(&o.severity, &origin)?,
+                    },
+                ))
+            })
             .collect::<Result<Vec<_>, RewindError>>()?;
         Ok(Policy {
             exclude: globset(file.exclude.as_deref().unwrap_or_default(), &origin)?,
@@ -236,7 +272,7 @@ impl Policy {
             help_uri_base: file.help_uri_base,
             base,
             overrides,
-            cli_select: flags.select.clone(),
+            cli_select: flag_select,
             root,
             source: config.map(Path::to_path_buf),
         })
@@ -274,13 +310,11 @@ impl Policy {
                 continue;
             }
             if let Some(select) = &o.select {
-                p.selection.select = select.clone();
+                p.selection.select.clone_from(select);
             }
-            if let Some(ignore) = &o.ignore {
-                p.selection.ignore.extend(ignore.iter().cloned());
-            }
+            p.selection.ignore.extend(o.ignore.iter().copied());
             for (rule, sev) in &o.severity {
-                p.severity.insert(rule.clone(), *sev);
+                p.severity.insert(*rule, *sev);
             }
         }
         if !self.cli_select.is_empty() {
@@ -338,18 +372,16 @@ mod tests {
         let plain = policy.for_path(&dir.path().join("new/x.log"));
         assert_eq!(
             plain.selection.ignore,
-            ["session-error", "validation-crash"]
-        );
-        assert_eq!(plain.severity.get("step-unclosed"), Some(&Severity::Info));
-        let legacy = policy.for_path(&dir.path().join("legacy/y.log"));
-        assert!(
-            legacy
-                .selection
-                .ignore
-                .contains(&"schema-violation".to_owned())
+            [Rule::SessionError, Rule::ValidationCrash]
         );
         assert_eq!(
-            legacy.severity.get("step-unclosed"),
+            plain.severity.get(&Rule::StepUnclosed),
+            Some(&Severity::Info)
+        );
+        let legacy = policy.for_path(&dir.path().join("legacy/y.log"));
+        assert!(legacy.selection.ignore.contains(&Rule::SchemaViolation));
+        assert_eq!(
+            legacy.severity.get(&Rule::StepUnclosed),
             Some(&Severity::Warning)
         );
     }

@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::checks::Rule;
 use crate::source::Span;
 
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
@@ -82,8 +83,8 @@ impl Ids {
 /// One diagnosis.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
-    /// The check's kebab-case name (a stable contract).
-    pub rule: &'static str,
+    /// The rule (its kebab-case name is a stable contract).
+    pub rule: Rule,
     pub severity: Severity,
     pub message: String,
     /// Where the problem is.
@@ -97,7 +98,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(rule: &'static str, severity: Severity, message: impl Into<String>) -> Self {
+    pub fn new(rule: Rule, severity: Severity, message: impl Into<String>) -> Self {
         Self {
             rule,
             severity,
@@ -151,8 +152,8 @@ impl Finding {
     /// Sort key: by position of the primary span, then rule.
     pub fn sort_key(&self) -> (u32, u64, &'static str) {
         match &self.primary {
-            Some(l) => (l.span.file.0, l.span.offset, self.rule),
-            None => (u32::MAX, u64::MAX, self.rule),
+            Some(l) => (l.span.file.0, l.span.offset, self.rule.as_str()),
+            None => (u32::MAX, u64::MAX, self.rule.as_str()),
         }
     }
 }

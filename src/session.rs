@@ -123,6 +123,14 @@ impl Session {
     pub fn message(&self, id: &str) -> Option<&Message> {
         self.messages.iter().find(|m| m.id == id)
     }
+
+    /// The part with this id, in any message.
+    pub fn part(&self, id: &str) -> Option<&PartRecord> {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .find(|p| p.part.id == id)
+    }
 }
 
 /// A message and its parts (ordered by part id, as OpenCode orders them).

@@ -1,4 +1,7 @@
-use super::{Check, CheckMeta, declare_check};
+use serde_json::json;
+
+use super::fix::{Fix, FixContext, marker};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::{PartBody, REPAIR_MARKER};
 use crate::session::Analysis;
@@ -27,12 +30,31 @@ declare_check! {
         name: "empty-text-part",
         severity: Warning,
         summary: "A text part has empty text: providers reject the empty block",
+        fix: "the empty text → a short placeholder (`[empty]`), the original kept in `metadata.rewind`",
     }
 }
 
+/// The text given to an empty text part.
+pub const PLACEHOLDER_TEXT: &str = "[empty]";
+
 impl Check for EmptyTextPart {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
+    fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+        let part_id = f.ids.part_id.as_deref().unwrap_or_default();
+        let data = ctx.raw_part(part_id).map(|mut v| {
+            if let Some(o) = v.as_object_mut() {
+                let original = o.get("text").cloned().unwrap_or(serde_json::Value::Null);
+                o.insert("text".into(), json!(PLACEHOLDER_TEXT));
+                let meta = o.entry("metadata").or_insert_with(|| json!({}));
+                if let Some(m) = meta.as_object_mut() {
+                    m.insert(
+                        REPAIR_MARKER.into(),
+                        marker(Self::RULE, json!({ "text": original })),
+                    );
+                }
+            }
+            v
+        });
+        ctx.update_part(f, data, format!("text \"\" → \"{PLACEHOLDER_TEXT}\""))
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {

@@ -1,6 +1,9 @@
-use super::{Check, CheckMeta, declare_check};
+use serde_json::{Value, json};
+
+use super::fix::{Fix, FixContext, marker};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
-use crate::model::MessageBody;
+use crate::model::{MessageBody, REPAIR_MARKER};
 use crate::session::Analysis;
 
 declare_check! {
@@ -28,12 +31,42 @@ declare_check! {
         name: "message-incomplete",
         severity: Warning,
         summary: "An assistant message has no time.completed and no error: the reply never finished",
+        fix: "`time.completed` set and a `MessageAbortedError` recorded",
     }
 }
 
 impl Check for MessageIncomplete {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
+    fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+        let Some(mid) = f.ids.message_id.as_deref() else {
+            return Fix::Skipped;
+        };
+        let Some(mut v) = ctx.raw_message(mid) else {
+            return Fix::Skipped;
+        };
+        let Some(o) = v.as_object_mut() else {
+            return Fix::Skipped;
+        };
+        let now = ctx.now;
+        if let Some(t) = o.get_mut("time").and_then(Value::as_object_mut) {
+            t.insert("completed".into(), json!(now));
+        } else {
+            o.insert("time".into(), json!({ "created": now, "completed": now }));
+        }
+        o.insert(
+            "error".into(),
+            json!({ "name": "MessageAbortedError", "data": { "message": "The reply never finished; closed by rewind repair" } }),
+        );
+        o.insert(
+            REPAIR_MARKER.into(),
+            marker(Self::RULE, json!({ "completed": null, "error": null })),
+        );
+        ctx.update_message(
+            f,
+            mid,
+            v,
+            "set time.completed and error MessageAbortedError".into(),
+        );
+        Fix::Planned
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {

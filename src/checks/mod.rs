@@ -4,36 +4,29 @@
 //! stable contract (configs, baselines and CI annotations refer to it), a default severity, a
 //! one-line summary, and a doc comment with *What it does / Why it matters / Example / How to fix*
 //! that `rewind explain NAME` prints. A check reads an [`Analysis`] and reports [`Finding`]s; it
-//! never opens files and never prints.
+//! never opens files and never prints. A check that can repair what it finds also implements
+//! [`Check::fix`]: `rewind repair` plans by asking each finding's rule (see [`fix`]).
+//!
+//! The `rules!` list registers every check once and generates [`Rule`], the typed identity of a
+//! rule used by findings, configuration, baselines, SARIF and repair.
 
+pub mod fix;
 mod incidents;
 mod streams;
 
-mod empty_text_part;
-mod message_incomplete;
-mod schema_violation;
-mod session_error;
-mod sse_concatenated_events;
-mod sse_invalid_json;
-pub mod step_merged;
-mod step_unclosed;
-mod stream_error_fatal;
-mod stream_out_of_order;
-mod stream_provider_error;
-mod stream_truncated;
-mod tool_call_duplicate;
-mod tool_error_dropped;
-mod tool_never_finished;
-mod tool_use_without_result;
-mod undecodable_record;
-mod validation_crash;
+use std::fmt;
+use std::str::FromStr;
 
 use crate::diagnostic::{Finding, Severity};
 use crate::session::Analysis;
 
+pub use fix::{Fix, FixContext};
+
 /// What a check is, for listings, docs and machine output.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckMeta {
+    /// The rule this check reports.
+    pub rule: Rule,
     /// Kebab-case name: a stable contract.
     pub name: &'static str,
     pub severity: Severity,
@@ -41,6 +34,9 @@ pub struct CheckMeta {
     pub summary: &'static str,
     /// The doc comment: What it does / Why it matters / Example / How to fix.
     pub doc: &'static str,
+    /// What `rewind repair` changes in a stored session for a finding of this rule, in words
+    /// (none when the rule has no fix).
+    pub fix: Option<&'static str>,
 }
 
 impl CheckMeta {
@@ -67,74 +63,180 @@ impl CheckMeta {
 
     /// A finding of this check at its default severity.
     pub fn finding(&self, message: impl Into<String>) -> Finding {
-        Finding::new(self.name, self.severity, message)
+        Finding::new(self.rule, self.severity, message)
     }
 }
 
-/// A check.
+/// A check: what [`declare_check!`] declares, plus how it runs and, optionally, how a finding of
+/// it is repaired.
 pub trait Check: Sync {
-    fn meta(&self) -> &'static CheckMeta;
+    /// Reports the findings of this rule on `analysis`.
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>);
+
+    /// The change that repairs `finding` in a stored OpenCode session, added to `ctx`'s plan.
+    /// Rules that cannot repair anything keep this default.
+    fn fix(&self, _finding: &Finding, _ctx: &mut FixContext<'_>) -> Fix {
+        Fix::NotFixable
+    }
+
+    /// When this rule's fixes are planned: phase 0 (edits of existing records, in finding
+    /// order) before phase 1 (step boundaries inserted per message, in message order).
+    fn fix_phase(&self) -> u8 {
+        0
+    }
 }
 
-/// Declares a check: its struct, doc comment and metadata.
+/// Declares a check: its struct, doc comment and metadata (`Self::META`, `Self::RULE`). The
+/// struct's name is the [`Rule`] variant; register it once in the `rules!` list below.
 macro_rules! declare_check {
     (
         $(#[doc = $doc:literal])*
         $vis:vis struct $name:ident {
             name: $rule:literal,
             severity: $sev:ident,
-            summary: $summary:literal $(,)?
+            summary: $summary:literal
+            $(, fix: $fix:literal)? $(,)?
         }
     ) => {
         $(#[doc = $doc])*
         $vis struct $name;
 
         impl $name {
+            /// This check's rule.
+            #[allow(dead_code)]
+            pub const RULE: $crate::checks::Rule = $crate::checks::Rule::$name;
+            /// This check's metadata.
             pub const META: $crate::checks::CheckMeta = $crate::checks::CheckMeta {
+                rule: $crate::checks::Rule::$name,
                 name: $rule,
                 severity: $crate::diagnostic::Severity::$sev,
                 summary: $summary,
                 doc: concat!($($doc, "\n"),*),
+                fix: $crate::checks::optional_str!($($fix)?),
             };
         }
     };
 }
-pub(crate) use declare_check;
+/// `Some(text)` when a text was given, else `None`.
+macro_rules! optional_str {
+    () => {
+        None
+    };
+    ($text:literal) => {
+        Some($text)
+    };
+}
+pub(crate) use optional_str;
 
-/// Every check, in catalogue order.
-pub static ALL: &[&dyn Check] = &[
-    &schema_violation::SchemaViolation,
-    &validation_crash::ValidationCrash,
-    &tool_never_finished::ToolNeverFinished,
-    &tool_error_dropped::ToolErrorDropped,
-    &step_unclosed::StepUnclosed,
-    &session_error::SessionError,
-    &stream_error_fatal::StreamErrorFatal,
-    &sse_concatenated_events::SseConcatenatedEvents,
-    &tool_use_without_result::ToolUseWithoutResult,
-    &undecodable_record::UndecodableRecord,
-    &sse_invalid_json::SseInvalidJson,
-    &stream_truncated::StreamTruncated,
-    &stream_out_of_order::StreamOutOfOrder,
-    &stream_provider_error::StreamProviderError,
-    &step_merged::StepMerged,
-    &empty_text_part::EmptyTextPart,
-    &tool_call_duplicate::ToolCallDuplicate,
-    &message_incomplete::MessageIncomplete,
-];
+/// Registers the checks: declares their modules and generates [`Rule`], whose variants are the
+/// checks' struct names in catalogue order, and whose kebab-case names are the checks' `name`s.
+macro_rules! rules {
+    ($($module:ident :: $check:ident),* $(,)?) => {
+        $(mod $module;)*
 
-/// The check called `name`.
-pub fn find(name: &str) -> Option<&'static dyn Check> {
-    ALL.iter().copied().find(|c| c.meta().name == name)
+        /// A rule: what a finding is about. Its kebab-case name ([`Rule::as_str`]) is a stable
+        /// contract (configs, baselines, SARIF rule ids); `tests/snapshots` pins the list.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Rule {
+            $($check,)*
+        }
+
+        impl Rule {
+            /// Every rule, in catalogue order.
+            pub const ALL: &'static [Rule] = &[$(Rule::$check,)*];
+
+            /// The rule's metadata.
+            pub const fn meta(self) -> &'static CheckMeta {
+                match self {
+                    $(Rule::$check => &$module::$check::META,)*
+                }
+            }
+
+            /// The check that reports this rule.
+            pub fn check(self) -> &'static dyn Check {
+                match self {
+                    $(Rule::$check => &$module::$check,)*
+                }
+            }
+        }
+    };
+}
+
+rules! {
+    schema_violation::SchemaViolation,
+    validation_crash::ValidationCrash,
+    tool_never_finished::ToolNeverFinished,
+    tool_error_dropped::ToolErrorDropped,
+    step_unclosed::StepUnclosed,
+    session_error::SessionError,
+    stream_error_fatal::StreamErrorFatal,
+    sse_concatenated_events::SseConcatenatedEvents,
+    tool_use_without_result::ToolUseWithoutResult,
+    undecodable_record::UndecodableRecord,
+    sse_invalid_json::SseInvalidJson,
+    stream_truncated::StreamTruncated,
+    stream_out_of_order::StreamOutOfOrder,
+    stream_provider_error::StreamProviderError,
+    step_merged::StepMerged,
+    empty_text_part::EmptyTextPart,
+    tool_call_duplicate::ToolCallDuplicate,
+    message_incomplete::MessageIncomplete,
+}
+
+impl Rule {
+    /// The kebab-case name.
+    pub const fn as_str(self) -> &'static str {
+        self.meta().name
+    }
+
+    /// The rules whose findings `rewind repair` can fix (some only in part).
+    pub fn fixable() -> impl Iterator<Item = Rule> {
+        Rule::ALL.iter().copied().filter(|r| r.meta().fix.is_some())
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is no rule's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown rule `{0}` (`rewind rules` lists them)")]
+pub struct UnknownRule(pub String);
+
+impl FromStr for Rule {
+    type Err = UnknownRule;
+
+    fn from_str(s: &str) -> Result<Rule, UnknownRule> {
+        Rule::ALL
+            .iter()
+            .copied()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| UnknownRule(s.to_owned()))
+    }
+}
+
+impl serde::Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rule, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// Runs every check `enabled` accepts, and returns the findings in source order.
-pub fn run(analysis: &Analysis, enabled: &dyn Fn(&CheckMeta) -> bool) -> Vec<Finding> {
+pub fn run(analysis: &Analysis, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> {
     let mut out = Vec::new();
-    for check in ALL {
-        if enabled(check.meta()) {
-            check.run(analysis, &mut out);
+    for &rule in Rule::ALL {
+        if enabled(rule) {
+            rule.check().run(analysis, &mut out);
         }
     }
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
@@ -147,15 +249,15 @@ mod tests {
 
     #[test]
     fn names_are_unique_kebab_case_and_documented() {
-        let mut names: Vec<&str> = ALL.iter().map(|c| c.meta().name).collect();
+        let mut names: Vec<&str> = Rule::ALL.iter().map(|r| r.as_str()).collect();
         for name in &names {
             assert!(
                 name.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
                 "{name} is not kebab-case"
             );
         }
-        for check in ALL {
-            let meta = check.meta();
+        for rule in Rule::ALL {
+            let meta = rule.meta();
             for section in ["What it does", "Why it matters", "Example", "How to fix"] {
                 assert!(
                     meta.section(section).is_some_and(|s| !s.is_empty()),
@@ -168,5 +270,23 @@ mod tests {
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len(), "duplicate check names");
+    }
+
+    /// The kebab-case name is the struct's name, spelled out: `StepMerged` is `step-merged`.
+    #[test]
+    fn names_spell_the_variants() {
+        for &rule in Rule::ALL {
+            let mut kebab = String::new();
+            for (i, c) in format!("{rule:?}").chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    kebab.push('-');
+                }
+                kebab.push(c.to_ascii_lowercase());
+            }
+            assert_eq!(rule.as_str(), kebab);
+            assert_eq!(rule.meta().rule, rule);
+            assert_eq!(rule.as_str().parse::<Rule>(), Ok(rule));
+        }
+        assert!("no-such-rule".parse::<Rule>().is_err());
     }
 }

@@ -1,5 +1,9 @@
-use super::{Check, CheckMeta, declare_check};
+use serde_json::{Value, json};
+
+use super::fix::{Fix, FixContext, into_error, marker, time_of};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
+use crate::model::{REPAIR_MARKER, ToolState};
 use crate::session::Analysis;
 
 declare_check! {
@@ -28,12 +32,28 @@ declare_check! {
         name: "schema-violation",
         severity: Error,
         summary: "A recorded payload does not satisfy the schema (unknown discriminator, missing field, wrong type)",
+        fix: "an invalid tool status → `error`, the original status kept in `metadata.rewind`",
     }
 }
 
 impl Check for SchemaViolation {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
+    fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+        let Some(part_id) = f.ids.part_id.as_deref().filter(|p| !p.is_empty()) else {
+            return Fix::Skipped;
+        };
+        let Some(tool) = ctx.session.part(part_id).and_then(|r| r.part.tool()) else {
+            return Fix::Skipped;
+        };
+        let ToolState::Invalid { status, .. } = &tool.state else {
+            return Fix::Skipped;
+        };
+        let words = format!(
+            "tool `{}`: status `{}` → `error` (original kept in metadata.rewind)",
+            tool.tool,
+            status.as_deref().unwrap_or("(none)")
+        );
+        let data = ctx.raw_part(part_id).and_then(|v| fix_status(&v, ctx.now));
+        ctx.update_part(f, data, words)
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
@@ -75,4 +95,23 @@ impl Check for SchemaViolation {
             out.push(f.ids(ids));
         }
     }
+}
+
+/// Turns an invalid tool status into `error`, keeping the original in the marker.
+fn fix_status(part: &Value, now: i64) -> Option<Value> {
+    let mut v = part.clone();
+    let state = v.get_mut("state")?.as_object_mut()?;
+    let status = state.get("status").cloned().unwrap_or(Value::Null);
+    let error = match state.get("error").and_then(Value::as_str) {
+        Some(e) => e.to_owned(),
+        None => format!("Tool ended with status {status} (not a status OpenCode knows)"),
+    };
+    let start = time_of(state, "start").unwrap_or(json!(now));
+    let end = time_of(state, "end").unwrap_or(json!(now));
+    let meta = into_error(state, error, start, end)?;
+    meta.insert(
+        REPAIR_MARKER.into(),
+        marker(SchemaViolation::RULE, json!({ "status": status })),
+    );
+    Some(v)
 }

@@ -1,5 +1,5 @@
 use super::incidents::{Incident, incidents};
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::model::zod;
 use crate::session::{Analysis, ErrorInfo, EventKind};
@@ -36,10 +36,6 @@ declare_check! {
 }
 
 impl Check for SessionError {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for incident in incidents(analysis) {
             out.push(finding(&incident));

@@ -1,4 +1,4 @@
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, ErrorInfo, Event, EventKind};
 
@@ -31,10 +31,6 @@ declare_check! {
 }
 
 impl Check for SseConcatenatedEvents {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let mut seen: Vec<&str> = Vec::new();
         for (seq, _, p) in super::streams::payload_problems(analysis) {

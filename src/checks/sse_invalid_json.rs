@@ -1,5 +1,5 @@
 use super::streams::{alternative_note, event_no, payload_problems, reaction};
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::session::Analysis;
 
@@ -34,10 +34,6 @@ declare_check! {
 }
 
 impl Check for SseInvalidJson {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let session = analysis.sessions.first().map(|s| s.id.clone());
         for (seq, span, p) in payload_problems(analysis) {

@@ -1,6 +1,8 @@
-use super::{Check, CheckMeta, declare_check};
+use super::fix::{Fix, FixContext, recovery_finish, recovery_start};
+use super::step_unclosed::StepUnclosed;
+use super::{Check, Rule};
 use crate::diagnostic::{Finding, Ids};
-use crate::model::{MessageBody, PartBody};
+use crate::model::{MessageBody, PartBody, ids};
 use crate::session::{Analysis, Message, PartRecord};
 
 declare_check! {
@@ -33,6 +35,7 @@ declare_check! {
         name: "step-merged",
         severity: Error,
         summary: "Text or reasoning follows a tool part in the same step: two steps were stored as one",
+        fix: "a recovery `step-finish` and a `step-start` inserted between the tool part and the text",
     }
 }
 
@@ -83,8 +86,12 @@ pub fn merges(message: &Message) -> Vec<Merge<'_>> {
 }
 
 impl Check for StepMerged {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
+    fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+        plan_boundaries(f, ctx)
+    }
+
+    fn fix_phase(&self) -> u8 {
+        1
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
@@ -124,4 +131,136 @@ impl Check for StepMerged {
             }
         }
     }
+}
+
+/// Kinds in a message's simulated part sequence.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Start,
+    Finish,
+    Other,
+}
+
+/// Plans the step boundaries of the finding's message, once per message, for both rules that
+/// need them: splits of merged steps (`step-merged`) first, then a recovery step-finish for every
+/// step still open at the next step-start or at the end (`step-unclosed`). Both rules' fixes call
+/// this; the message's `step-merged` and `step-unclosed` findings are all fixed by it.
+pub(super) fn plan_boundaries(f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+    let Some(mid) = f.ids.message_id.as_deref() else {
+        return Fix::Skipped;
+    };
+    if ctx.once(StepMerged::RULE, mid) {
+        return Fix::Planned;
+    }
+    let Some(message) = ctx.session.message(mid) else {
+        return Fix::Skipped;
+    };
+    let about: Vec<&Finding> = ctx
+        .findings
+        .iter()
+        .filter(|g| {
+            matches!(g.rule, Rule::StepMerged | Rule::StepUnclosed)
+                && g.ids.message_id.as_deref() == Some(mid)
+        })
+        .collect();
+    // The sequence: real parts, with insertions (rule, kind) after part index i.
+    let kinds: Vec<Kind> = message
+        .parts
+        .iter()
+        .map(|p| match p.part.body {
+            PartBody::StepStart(_) => Kind::Start,
+            PartBody::StepFinish(_) => Kind::Finish,
+            _ => Kind::Other,
+        })
+        .collect();
+    let mut inserts: Vec<(usize, Vec<(Rule, Kind)>)> = Vec::new();
+    if replayed(message) {
+        for m in merges(message) {
+            let Some(i) = message
+                .parts
+                .iter()
+                .position(|p| p.part.id == m.before.part.id)
+            else {
+                continue;
+            };
+            inserts.push((
+                i,
+                vec![
+                    (StepMerged::RULE, Kind::Finish),
+                    (StepMerged::RULE, Kind::Start),
+                ],
+            ));
+        }
+    }
+    // Walk the simulated sequence; a step still open at the next start, or at the end, gets a
+    // recovery step-finish before it.
+    let mut open = false;
+    let mut closes: Vec<usize> = Vec::new();
+    let mut ends_open = false;
+    for (i, kind) in kinds.iter().enumerate() {
+        if *kind == Kind::Start && open && i > 0 {
+            closes.push(i - 1);
+        }
+        match kind {
+            Kind::Start => open = true,
+            Kind::Finish => open = false,
+            Kind::Other => {}
+        }
+        for (_, ins) in inserts.iter().filter(|(at, _)| *at == i) {
+            for (_, k) in ins {
+                match k {
+                    Kind::Start => open = true,
+                    Kind::Finish => open = false,
+                    Kind::Other => {}
+                }
+            }
+        }
+        if i + 1 == kinds.len() && open {
+            ends_open = true;
+        }
+    }
+    for i in closes {
+        match inserts.iter_mut().find(|(at, _)| *at == i) {
+            Some((_, ins)) => ins.insert(0, (StepUnclosed::RULE, Kind::Finish)),
+            None => inserts.push((i, vec![(StepUnclosed::RULE, Kind::Finish)])),
+        }
+    }
+    if ends_open && let Some(last) = kinds.len().checked_sub(1) {
+        match inserts.iter_mut().find(|(at, _)| *at == last) {
+            Some((_, ins)) => ins.push((StepUnclosed::RULE, Kind::Finish)),
+            None => inserts.push((last, vec![(StepUnclosed::RULE, Kind::Finish)])),
+        }
+    }
+    inserts.sort_by_key(|(at, _)| *at);
+    for (at, ins) in inserts {
+        let after = &message.parts[at].part.id;
+        let before = message.parts.get(at + 1).map(|p| p.part.id.as_str());
+        let Some(new_ids) = ids::between(after, before, ins.len()) else {
+            ctx.unfixable(format!(
+                "message {}: no part id fits between {after} and {}; insert the step boundary by hand",
+                message.id,
+                before.unwrap_or("the end")
+            ));
+            continue;
+        };
+        for ((rule, kind), id) in ins.iter().zip(new_ids) {
+            let (data, words) = match kind {
+                Kind::Finish => (
+                    recovery_finish(*rule),
+                    format!(
+                        "insert step-finish (reason `error`, zero tokens and cost) after {after}"
+                    ),
+                ),
+                _ => (
+                    recovery_start(*rule),
+                    format!("insert step-start after {after}"),
+                ),
+            };
+            ctx.insert_part(*rule, &message.id, id, data, words);
+        }
+    }
+    for g in about {
+        ctx.fixed(g);
+    }
+    Fix::Planned
 }

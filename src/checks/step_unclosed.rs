@@ -1,5 +1,6 @@
 use super::incidents::what_ended;
-use super::{Check, CheckMeta, declare_check};
+use super::fix::{Fix, FixContext};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
 use crate::session::{Analysis, PartRecord};
@@ -29,12 +30,17 @@ declare_check! {
         name: "step-unclosed",
         severity: Error,
         summary: "A step-start has no step-finish: the step was interrupted",
+        fix: "a recovery `step-finish` (reason `error`, zero tokens and cost)",
     }
 }
 
 impl Check for StepUnclosed {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
+    fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+        super::step_merged::plan_boundaries(f, ctx)
+    }
+
+    fn fix_phase(&self) -> u8 {
+        1
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {

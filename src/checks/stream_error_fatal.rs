@@ -1,5 +1,5 @@
 use super::incidents::{incidents, is_stream_parse_error};
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, EventKind};
 
@@ -35,10 +35,6 @@ declare_check! {
 }
 
 impl Check for StreamErrorFatal {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for incident in incidents(analysis) {
             if !incident.fatal || !incident.errors().any(|(_, i)| is_stream_parse_error(i)) {

@@ -1,5 +1,5 @@
 use super::streams::event_no;
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::session::{Analysis, EventKind};
 
@@ -36,10 +36,6 @@ declare_check! {
 }
 
 impl Check for StreamOutOfOrder {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let session = analysis.sessions.first().map(|s| s.id.clone());
         let mut seen: Vec<&str> = Vec::new();

@@ -1,5 +1,5 @@
 use super::streams::{alternative_note, event_no, reaction};
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, EventKind};
 
@@ -33,10 +33,6 @@ declare_check! {
 }
 
 impl Check for StreamProviderError {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let session = analysis.sessions.first().map(|s| s.id.clone());
         let errors: Vec<_> = analysis

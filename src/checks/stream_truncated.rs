@@ -1,5 +1,5 @@
 use super::streams::{facts, payload_problems};
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::session::{Analysis, StreamOutcome};
 
@@ -35,10 +35,6 @@ declare_check! {
 }
 
 impl Check for StreamTruncated {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let Some(f) = facts(analysis) else {
             return;

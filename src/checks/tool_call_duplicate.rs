@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, Message, PartRecord};
 
@@ -31,10 +31,6 @@ declare_check! {
 }
 
 impl Check for ToolCallDuplicate {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for session in &analysis.sessions {
             let mut first: HashMap<&str, (&Message, &PartRecord)> = HashMap::new();

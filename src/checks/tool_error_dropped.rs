@@ -1,5 +1,5 @@
 use super::incidents::what_ended;
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::{TOOL_ABORTED, ToolState};
 use crate::session::Analysis;
@@ -35,10 +35,6 @@ declare_check! {
 }
 
 impl Check for ToolErrorDropped {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         if analysis.stream.is_some() {
             stream_level(analysis, out);

@@ -1,8 +1,11 @@
 use super::incidents::what_ended;
-use super::{Check, CheckMeta, declare_check};
+use serde_json::{Value, json};
+
+use super::fix::{Fix, FixContext, into_error, marker, time_of};
+use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::ingest::Format;
-use crate::model::{TOOL_ABORTED, ToolState};
+use crate::model::{REPAIR_MARKER, TOOL_ABORTED, ToolState};
 use crate::session::Analysis;
 
 declare_check! {
@@ -32,12 +35,26 @@ declare_check! {
         name: "tool-never-finished",
         severity: Error,
         summary: "A tool part was left pending/running, or only closed by cleanup after the stream died",
+        fix: "pending/running tool state → `error` \"Tool execution aborted\", `metadata.interrupted: true`",
     }
 }
 
 impl Check for ToolNeverFinished {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
+    fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+        let part_id = f.ids.part_id.as_deref().unwrap_or_default();
+        let Some(tool) = ctx.session.part(part_id).and_then(|r| r.part.tool()) else {
+            return Fix::Skipped;
+        };
+        if !matches!(tool.state, ToolState::Pending(_) | ToolState::Running(_)) {
+            return Fix::Skipped;
+        }
+        let words = format!(
+            "tool `{}`: `{}` → `error` \"{TOOL_ABORTED}\", metadata.interrupted",
+            tool.tool,
+            tool.state.status()
+        );
+        let data = ctx.raw_part(part_id).and_then(|v| abort_tool(&v, ctx.now));
+        ctx.update_part(f, data, words)
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
@@ -211,4 +228,19 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
         }
         out.push(f.help("the tool call never reached an outcome of its own; re-run it if its effect matters").ids(ids));
     }
+}
+
+/// Aborts a pending/running tool state the way OpenCode's cleanup does.
+fn abort_tool(part: &Value, now: i64) -> Option<Value> {
+    let mut v = part.clone();
+    let state = v.get_mut("state")?.as_object_mut()?;
+    let status = state.get("status").cloned().unwrap_or(Value::Null);
+    let start = time_of(state, "start").unwrap_or(json!(now));
+    let meta = into_error(state, TOOL_ABORTED.to_owned(), start, json!(now))?;
+    meta.insert("interrupted".into(), json!(true));
+    meta.insert(
+        REPAIR_MARKER.into(),
+        marker(ToolNeverFinished::RULE, json!({ "status": status })),
+    );
+    Some(v)
 }

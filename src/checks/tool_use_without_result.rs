@@ -1,6 +1,6 @@
 use std::collections::HashSet;
 
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::reconstruct::provider;
 use crate::session::Analysis;
@@ -37,10 +37,6 @@ declare_check! {
 }
 
 impl Check for ToolUseWithoutResult {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         // A session checked against two providers' rules reports a broken part once.
         let mut reported: HashSet<(Option<String>, String)> = HashSet::new();

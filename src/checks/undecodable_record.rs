@@ -1,4 +1,4 @@
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::Finding;
 use crate::session::Analysis;
 
@@ -30,10 +30,6 @@ declare_check! {
 }
 
 impl Check for UndecodableRecord {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for rec in &analysis.undecodable {
             let f = if rec.truncated {

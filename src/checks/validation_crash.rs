@@ -1,5 +1,5 @@
 use super::incidents::incidents;
-use super::{Check, CheckMeta, declare_check};
+use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::zod;
 use crate::session::{Analysis, ErrorInfo, Event, EventKind, PartRecord};
@@ -41,10 +41,6 @@ struct Occurrence<'a> {
 }
 
 impl Check for ValidationCrash {
-    fn meta(&self) -> &'static CheckMeta {
-        &Self::META
-    }
-
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for incident in incidents(analysis) {
             let mut groups: Vec<Vec<Occurrence<'_>>> = Vec::new();

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use crate::checks;
+use crate::checks::Rule;
 use crate::cli::ExitStatus;
 use crate::error::RewindError;
 
@@ -13,9 +13,11 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let check =
-        checks::find(&args.rule).ok_or_else(|| RewindError::UnknownRule(args.rule.clone()))?;
-    let meta = check.meta();
+    let rule: Rule = args
+        .rule
+        .parse()
+        .map_err(|_| RewindError::UnknownRule(args.rule.clone()))?;
+    let meta = rule.meta();
     let mut out = std::io::stdout().lock();
     writeln!(out, "# {} ({} by default)\n", meta.name, meta.severity)?;
     writeln!(out, "{}\n", meta.summary)?;

@@ -42,7 +42,7 @@ fn table(plans: &[SessionPlan]) -> String {
             escape(&c.session_id, true),
             escape(&c.message_id, true),
             escape(c.part_id.as_deref().unwrap_or("-"), true),
-            c.rule.to_owned(),
+            c.rule.to_string(),
             escape(&c.change, true),
         ]);
     }

@@ -6,7 +6,7 @@ use comfy_table::{Table, presets};
 use serde_json::json;
 
 use super::HumanOrJson as Format;
-use crate::checks;
+use crate::checks::Rule;
 use crate::cli::ExitStatus;
 use crate::error::RewindError;
 
@@ -24,19 +24,19 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             let mut t = Table::new();
             t.load_preset(presets::UTF8_FULL_CONDENSED);
             t.set_header(["rule", "severity", "what it reports"]);
-            for c in checks::ALL {
-                let m = c.meta();
+            for rule in Rule::ALL {
+                let m = rule.meta();
                 t.add_row([m.name, &m.severity.to_string(), m.summary]);
             }
             writeln!(out, "{t}")?;
             writeln!(out, "`rewind explain RULE` prints a rule's documentation.")?;
         }
         Format::Json => {
-            let rules: Vec<_> = checks::ALL
+            let rules: Vec<_> = Rule::ALL
                 .iter()
-                .map(|c| {
-                    let m = c.meta();
-                    json!({"name": m.name, "severity": m.severity, "summary": m.summary, "doc": m.doc_markdown()})
+                .map(|rule| {
+                    let m = rule.meta();
+                    json!({"name": m.name, "severity": m.severity, "summary": m.summary, "fix": m.fix, "doc": m.doc_markdown()})
                 })
                 .collect();
             serde_json::to_writer_pretty(&mut out, &rules).map_err(std::io::Error::from)?;

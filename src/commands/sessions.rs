@@ -42,7 +42,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     args.store_args.apply(&mut options);
     let mut sources = SourceMap::new();
     let mut rows = Vec::new();
-    let enabled = |_: &checks::CheckMeta| true;
+    let enabled = |_: checks::Rule| true;
     pipeline::analyze(&args.store, &options, &mut sources, &mut |_, unit| {
         let Some(a) = unit.primary() else {
             return Ok(());

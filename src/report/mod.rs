@@ -332,7 +332,7 @@ pub fn by_rule<'a>(
 ) -> BTreeMap<&'static str, Totals> {
     let mut out: BTreeMap<&'static str, Totals> = BTreeMap::new();
     for r in records {
-        out.entry(r.rule).or_default().count(r.severity);
+        out.entry(r.rule.as_str()).or_default().count(r.severity);
     }
     out
 }

@@ -7,6 +7,7 @@ use std::io::{Read, Seek, SeekFrom};
 use serde::Serialize;
 
 use super::Located;
+use crate::checks::Rule;
 use crate::diagnostic::{Finding, Ids, Label, Severity};
 use crate::source::{SourceKind, SourceMap, Span};
 
@@ -38,7 +39,7 @@ pub struct LabelRecord {
 /// A finding ready for machine output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FindingRecord {
-    pub rule: &'static str,
+    pub rule: Rule,
     pub severity: Severity,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -204,7 +205,7 @@ pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
                 ids.part_id.is_some() || ids.message_id.is_some() || ids.call_id.is_some();
             let base = if has_ids {
                 fnv(&[
-                    f.rule.as_bytes(),
+                    f.rule.as_str().as_bytes(),
                     id(&ids.session_id).as_bytes(),
                     id(&ids.message_id).as_bytes(),
                     id(&ids.part_id).as_bytes(),
@@ -218,7 +219,7 @@ pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
                     .map(|s| display_path(&s.path))
                     .unwrap_or_default();
                 fnv(&[
-                    f.rule.as_bytes(),
+                    f.rule.as_str().as_bytes(),
                     id(&ids.session_id).as_bytes(),
                     file.as_bytes(),
                     &content,

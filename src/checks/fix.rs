@@ -1,0 +1,268 @@
+//! Rule-owned fixes: what change repairs a finding in a stored OpenCode session.
+//!
+//! A check that can repair what it finds implements [`Check::fix`](super::Check::fix): given
+//! the finding and a [`FixContext`] (the session's stored JSON, its replayed model and the plan so
+//! far), it adds [`Change`]s to the plan and says whether it could ([`Fix`]). Changes are edits of
+//! the stored JSON (never a re-serialisation of the lenient model: keys keep their order, unknown
+//! fields survive), each carrying a `rewind` marker that says which rule changed what.
+//! `repair::plan` builds the context, asks each finding's rule, and applies nothing itself.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde_json::{Map, Value, json};
+
+use super::Rule;
+use crate::diagnostic::Finding;
+use crate::model::{REPAIR_MARKER, schema};
+use crate::replay::opencode::StoredSession;
+use crate::session::Session;
+
+/// One change to a stored record.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Change {
+    pub session_id: String,
+    pub message_id: String,
+    /// The part changed or added (none for a message change).
+    pub part_id: Option<String>,
+    pub rule: Rule,
+    /// What changes, in words.
+    pub change: String,
+    #[serde(skip)]
+    pub edit: Edit,
+}
+
+/// The edit itself: the record's new JSON.
+#[derive(Clone, Debug)]
+pub enum Edit {
+    UpdatePart { data: Value },
+    InsertPart { data: Value },
+    UpdateMessage { data: Value },
+}
+
+/// A session's plan.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct SessionPlan {
+    pub session_id: String,
+    pub changes: Vec<Change>,
+    /// Findings of fixable rules this plan cannot fix, in words.
+    pub unfixable: Vec<String>,
+    /// The findings the plan fixes (rule, message, part), checked after applying it.
+    #[serde(skip)]
+    pub fixes: BTreeSet<FindingKey>,
+}
+
+/// What identifies a finding across two diagnoses.
+pub type FindingKey = (Rule, Option<String>, Option<String>, Option<String>);
+
+/// The key of a finding.
+pub fn key(f: &Finding) -> FindingKey {
+    (
+        f.rule,
+        f.ids.message_id.clone(),
+        f.ids.part_id.clone(),
+        f.ids.call_id.clone(),
+    )
+}
+
+/// What a rule's fix did with a finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fix {
+    /// Changes were planned (or another finding's changes already cover this one).
+    Planned,
+    /// The finding is not one this rule's fix applies to (e.g. a tool that is no longer open);
+    /// nothing was planned and nothing is said.
+    Skipped,
+    /// The rule cannot repair this finding; the reason was added to the plan's `unfixable`.
+    Unfixable,
+    /// The rule has no fix at all.
+    NotFixable,
+}
+
+/// What a fix reads, and the plan it adds to.
+pub struct FixContext<'a> {
+    pub stored: &'a StoredSession,
+    /// The session as replayed from `stored`.
+    pub session: &'a Session,
+    /// Every finding of the session (fixes that act per message read their siblings).
+    pub findings: &'a [Finding],
+    /// The time written into repaired records (ms since the epoch).
+    pub now: i64,
+    pub plan: SessionPlan,
+    raw_parts: HashMap<&'a str, &'a str>,
+    raw_messages: HashMap<&'a str, &'a str>,
+    /// Units of work already planned, so a fix that covers several findings runs once.
+    done: HashSet<(Rule, String)>,
+}
+
+impl<'a> FixContext<'a> {
+    pub fn new(
+        stored: &'a StoredSession,
+        session: &'a Session,
+        findings: &'a [Finding],
+        now: i64,
+    ) -> FixContext<'a> {
+        let mut raw_parts = HashMap::new();
+        let mut raw_messages = HashMap::new();
+        for m in &stored.messages {
+            if let Some(info) = &m.info {
+                raw_messages.insert(m.id.as_str(), info.text.as_str());
+            }
+            for p in &m.parts {
+                raw_parts.insert(p.id.as_str(), p.text.as_str());
+            }
+        }
+        FixContext {
+            stored,
+            session,
+            findings,
+            now,
+            plan: SessionPlan {
+                session_id: stored.id.clone(),
+                ..SessionPlan::default()
+            },
+            raw_parts,
+            raw_messages,
+            done: HashSet::new(),
+        }
+    }
+
+    /// The stored JSON of a part.
+    pub fn raw_part(&self, id: &str) -> Option<Value> {
+        serde_json::from_str(self.raw_parts.get(id)?).ok()
+    }
+
+    /// The stored JSON of a message's info.
+    pub fn raw_message(&self, id: &str) -> Option<Value> {
+        serde_json::from_str(self.raw_messages.get(id)?).ok()
+    }
+
+    /// Whether `unit` of `rule` was planned already; marks it planned.
+    pub fn once(&mut self, rule: Rule, unit: &str) -> bool {
+        !self.done.insert((rule, unit.to_owned()))
+    }
+
+    /// Plans replacing the finding's part with `data` (when there is one), checked against the
+    /// schema first.
+    pub fn update_part(&mut self, f: &Finding, data: Option<Value>, words: String) -> Fix {
+        let (Some(part_id), Some(data)) = (f.ids.part_id.clone(), data) else {
+            self.unfixable(format!("{}: {}", f.rule, f.message));
+            return Fix::Unfixable;
+        };
+        if !schema::validate_part(&data).is_empty() {
+            self.unfixable(format!(
+                "{} on part {part_id}: the part has other schema problems; fix it by hand",
+                f.rule
+            ));
+            return Fix::Unfixable;
+        }
+        self.plan.fixes.insert(key(f));
+        self.plan.changes.push(Change {
+            session_id: self.stored.id.clone(),
+            message_id: f.ids.message_id.clone().unwrap_or_default(),
+            part_id: Some(part_id),
+            rule: f.rule,
+            change: words,
+            edit: Edit::UpdatePart { data },
+        });
+        Fix::Planned
+    }
+
+    /// Plans replacing a message's info with `data`.
+    pub fn update_message(&mut self, f: &Finding, message_id: &str, data: Value, words: String) {
+        self.plan.fixes.insert(key(f));
+        self.plan.changes.push(Change {
+            session_id: self.stored.id.clone(),
+            message_id: message_id.to_owned(),
+            part_id: None,
+            rule: f.rule,
+            change: words,
+            edit: Edit::UpdateMessage { data },
+        });
+    }
+
+    /// Plans inserting a new part.
+    pub fn insert_part(
+        &mut self,
+        rule: Rule,
+        message_id: &str,
+        part_id: String,
+        data: Value,
+        words: String,
+    ) {
+        self.plan.changes.push(Change {
+            session_id: self.stored.id.clone(),
+            message_id: message_id.to_owned(),
+            part_id: Some(part_id),
+            rule,
+            change: words,
+            edit: Edit::InsertPart { data },
+        });
+    }
+
+    /// Records that `f` is fixed by changes planned elsewhere.
+    pub fn fixed(&mut self, f: &Finding) {
+        self.plan.fixes.insert(key(f));
+    }
+
+    /// Says why something cannot be fixed.
+    pub fn unfixable(&mut self, words: String) {
+        self.plan.unfixable.push(words);
+    }
+}
+
+/// The `rewind` marker of a repaired record: which rule changed it, and what was there before.
+pub fn marker(rule: Rule, original: Value) -> Value {
+    json!({ "rule": rule.as_str(), "original": original })
+}
+
+/// The current time in ms since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0))
+}
+
+/// `state.time.<key>` when it is a number.
+pub fn time_of(state: &Map<String, Value>, key: &str) -> Option<Value> {
+    state
+        .get("time")
+        .and_then(|t| t.get(key))
+        .filter(|x| x.is_number())
+        .cloned()
+}
+
+/// Makes `state` a valid `error` state (status, error, time, an object input) and returns its
+/// metadata object, created when missing, for the caller's markers.
+pub fn into_error(
+    state: &mut Map<String, Value>,
+    error: String,
+    start: Value,
+    end: Value,
+) -> Option<&mut Map<String, Value>> {
+    state.insert("status".into(), json!("error"));
+    state.insert("error".into(), json!(error));
+    state.insert("time".into(), json!({ "start": start, "end": end }));
+    if !state.get("input").is_some_and(Value::is_object) {
+        state.insert("input".into(), json!({}));
+    }
+    state
+        .entry("metadata")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+}
+
+/// A recovery `step-finish` (reason `error`, zero tokens and cost) written by `rule`'s fix.
+pub fn recovery_finish(rule: Rule) -> Value {
+    json!({
+        "type": "step-finish",
+        "reason": "error",
+        "cost": 0,
+        "tokens": { "input": 0, "output": 0, "reasoning": 0, "cache": { "read": 0, "write": 0 } },
+        "metadata": { REPAIR_MARKER: marker(rule, Value::Null) },
+    })
+}
+
+/// A recovery `step-start` written by `rule`'s fix.
+pub fn recovery_start(rule: Rule) -> Value {
+    json!({ "type": "step-start", "metadata": { REPAIR_MARKER: marker(rule, Value::Null) } })
+}
