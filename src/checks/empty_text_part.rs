@@ -30,7 +30,7 @@ declare_check! {
         name: "empty-text-part",
         severity: Warning,
         summary: "A text part has empty text: providers reject the empty block",
-        fix: "the empty text → a short placeholder (`[empty]`), the original kept in `metadata.rewind`",
+        fix: "the placeholder text `[empty]`; the original kept in `metadata.rewind`",
     }
 }
 

@@ -32,7 +32,7 @@ declare_check! {
         name: "schema-violation",
         severity: Error,
         summary: "A recorded payload does not satisfy the schema (unknown discriminator, missing field, wrong type)",
-        fix: "an invalid tool status → `error`, the original status kept in `metadata.rewind`",
+        fix: "an invalid tool status (e.g. `failed`): state `error`; the original status kept in `metadata.rewind`",
     }
 }
 

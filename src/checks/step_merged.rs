@@ -35,7 +35,7 @@ declare_check! {
         name: "step-merged",
         severity: Error,
         summary: "Text or reasoning follows a tool part in the same step: two steps were stored as one",
-        fix: "a recovery `step-finish` and a `step-start` inserted between the tool part and the text",
+        fix: "a recovery `step-finish` (reason `error`, zero tokens and cost) and a `step-start`, with ids that sort between the tool part and the next text/reasoning part",
     }
 }
 

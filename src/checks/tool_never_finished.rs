@@ -35,7 +35,7 @@ declare_check! {
         name: "tool-never-finished",
         severity: Error,
         summary: "A tool part was left pending/running, or only closed by cleanup after the stream died",
-        fix: "pending/running tool state → `error` \"Tool execution aborted\", `metadata.interrupted: true`",
+        fix: "a tool `pending`/`running` at rest: state `error` \"Tool execution aborted\", `metadata.interrupted: true` (what OpenCode's own cleanup writes)",
     }
 }
 

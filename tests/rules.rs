@@ -1,0 +1,215 @@
+//! Per-rule tests: every rule has a fixture that triggers it and a clean fixture of the closest
+//! healthy case that must not, and what it prints is pinned (human and JSON output, with only that
+//! rule selected) in `tests/snapshots/rules__<rule>.{human,json}.snap`.
+//!
+//! Adding a rule: its check file, one row in `CASES`, `tests/fixtures/rules/<rule>.clean.<ext>`,
+//! then `cargo insta review` to accept its two snapshots.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use serde_json::Value;
+
+/// (rule, a fixture that triggers it). The clean twin is `tests/fixtures/rules/<rule>.clean.*`.
+const CASES: &[(&str, &str)] = &[
+    (
+        "schema-violation",
+        "tests/fixtures/checks/schema-violation.log",
+    ),
+    ("validation-crash", "samples/zod-failed-status.log"),
+    ("tool-never-finished", "samples/zod-failed-status.log"),
+    ("tool-error-dropped", "samples/pending-tool-aborted.log"),
+    ("step-unclosed", "samples/step-without-finish.log"),
+    ("session-error", "samples/step-without-finish.log"),
+    ("stream-error-fatal", "samples/sse-concatenated.log"),
+    ("sse-concatenated-events", "samples/sse-concatenated.log"),
+    (
+        "tool-use-without-result",
+        "tests/fixtures/checks/tool-use-without-result.json",
+    ),
+    (
+        "undecodable-record",
+        "tests/fixtures/checks/undecodable-record.log",
+    ),
+    ("sse-invalid-json", "tests/fixtures/stream/invalid-json.sse"),
+    ("stream-truncated", "tests/fixtures/stream/truncated.sse"),
+    (
+        "stream-out-of-order",
+        "tests/fixtures/stream/out-of-order.sse",
+    ),
+    (
+        "stream-provider-error",
+        "tests/fixtures/stream/provider-error.sse",
+    ),
+    ("step-merged", "tests/fixtures/checks/step-merged.json"),
+    (
+        "empty-text-part",
+        "tests/fixtures/checks/empty-text-part.json",
+    ),
+    (
+        "tool-call-duplicate",
+        "tests/fixtures/checks/tool-call-duplicate.json",
+    ),
+    (
+        "message-incomplete",
+        "tests/fixtures/checks/message-incomplete.json",
+    ),
+];
+
+/// The rules the binary knows, as `rewind rules --format json` lists them.
+fn catalogue() -> Vec<Value> {
+    let out = rewind()
+        .args(["rules", "--format", "json"])
+        .output()
+        .unwrap();
+    serde_json::from_slice::<Value>(&out.stdout)
+        .unwrap()
+        .as_array()
+        .cloned()
+        .unwrap()
+}
+
+/// `tests/fixtures/rules/<rule>.clean.*`.
+fn clean_fixture(rule: &str) -> Option<PathBuf> {
+    let prefix = format!("{rule}.clean.");
+    std::fs::read_dir(repo("tests/fixtures/rules"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+}
+
+/// `rewind diagnose --select RULE` on a file of this repository, run from its root.
+fn diagnose(rule: &str, rel: &str, format: &str) -> String {
+    let out = rewind()
+        .current_dir(repo(""))
+        .args(["diagnose", "--select", rule, "--format", format, rel])
+        .output()
+        .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "{rel}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn rules_of(json: &str) -> Vec<String> {
+    let doc: Value = serde_json::from_str(json).unwrap();
+    findings(&doc)
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn each_rule_fires_on_its_fixture_and_prints_what_is_pinned() {
+    for (rule, fixture) in CASES {
+        let json = diagnose(rule, fixture, "json");
+        let fired = rules_of(&json);
+        assert!(!fired.is_empty(), "{rule} does not trigger on {fixture}");
+        assert!(
+            fired.iter().all(|r| r == rule),
+            "--select {rule} reported {fired:?}"
+        );
+        let mut doc: Value = serde_json::from_str(&json).unwrap();
+        doc["tool"]["version"] = "[version]".into();
+        insta::assert_json_snapshot!(format!("{rule}.json"), doc);
+        insta::assert_snapshot!(format!("{rule}.human"), diagnose(rule, fixture, "human"));
+    }
+}
+
+#[test]
+fn each_rule_stays_quiet_on_its_clean_twin() {
+    for (rule, _) in CASES {
+        let clean = clean_fixture(rule).unwrap_or_else(|| panic!("{rule} has no clean fixture"));
+        let rel = clean
+            .strip_prefix(repo(""))
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let fired = rules_of(&diagnose(rule, &rel, "json"));
+        assert!(fired.is_empty(), "{rule} triggers on {rel}");
+    }
+}
+
+#[test]
+fn every_rule_has_a_case_and_every_fixture_a_rule() {
+    let names: Vec<String> = catalogue()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect();
+    for name in &names {
+        assert!(
+            CASES.iter().any(|(rule, _)| rule == name),
+            "{name} has no case in tests/rules.rs"
+        );
+    }
+    for entry in std::fs::read_dir(repo("tests/fixtures/rules")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let rule = name.split('.').next().unwrap_or_default();
+        assert!(
+            names.iter().any(|n| n == rule),
+            "tests/fixtures/rules/{name} names no rule"
+        );
+    }
+}
+
+/// Rule names are a stable contract: this snapshot changes only when a rule is added.
+#[test]
+fn rule_names_are_pinned() {
+    let names: Vec<String> = catalogue()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect();
+    insta::assert_snapshot!("rule_names", names.join("\n"));
+}
+
+/// The README's rule and repair tables are generated from the declarations: a change to a rule's
+/// severity, summary or fix must reach the README. `REWIND_BLESS=1` rewrites them.
+#[test]
+fn readme_tables_match_the_declarations() {
+    let rules = catalogue();
+    let mut table = String::from("| rule | severity | what it reports |\n|---|---|---|\n");
+    let mut fixes = String::from("| rule | what `rewind repair` changes |\n|---|---|\n");
+    for r in &rules {
+        table += &format!(
+            "| `{}` | {} | {} |\n",
+            r["name"].as_str().unwrap(),
+            r["severity"].as_str().unwrap(),
+            r["summary"].as_str().unwrap()
+        );
+        if let Some(fix) = r["fix"].as_str() {
+            fixes += &format!("| `{}` | {fix} |\n", r["name"].as_str().unwrap());
+        }
+    }
+    let path = repo("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let mut updated = readme.clone();
+    for (marker, body) in [("rules", &table), ("fixes", &fixes)] {
+        let begin = updated
+            .find(&format!("<!-- {marker}:begin"))
+            .unwrap_or_else(|| panic!("README.md has no `<!-- {marker}:begin` marker"));
+        let begin = begin + updated[begin..].find("-->\n").unwrap() + 4;
+        let end = updated
+            .find(&format!("<!-- {marker}:end -->"))
+            .unwrap_or_else(|| panic!("README.md has no `<!-- {marker}:end -->` marker"));
+        updated.replace_range(begin..end, body);
+    }
+    if std::env::var_os("REWIND_BLESS").is_some() {
+        std::fs::write(&path, &updated).unwrap();
+    } else {
+        assert!(
+            readme == updated,
+            "README.md's generated tables are out of date: run `REWIND_BLESS=1 cargo test --test rules`"
+        );
+    }
+}
