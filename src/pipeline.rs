@@ -6,8 +6,7 @@
 //! once, so nothing accumulates across units. Every file gets its own [`SourceMap`], so files can
 //! be diagnosed on several threads.
 
-use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
 use crate::checks;
@@ -17,12 +16,12 @@ use crate::error::RewindError;
 use crate::ingest::capture::{self, Envelope, Locator};
 use crate::ingest::opencode_db::{Db, DbError, Schema, SessionRow};
 use crate::ingest::recording::{self, Exchange};
+use crate::ingest::stored::{Keep, StoredSession, load_db_session};
 use crate::ingest::{self, Format};
-use crate::model::version;
 use crate::reconstruct::opencode::{self as rebuild, ProviderChoice};
 use crate::reconstruct::{RecordedResponse, request};
 use crate::replay;
-use crate::replay::opencode::{Kind, Place, Render, StoredMessage, StoredRecord, StoredSession};
+use crate::replay::opencode::Render;
 use crate::replay::stream::protocol::Protocol;
 use crate::replay::stream::{Profile, StreamOptions};
 use crate::report::human::Renderer;
@@ -70,15 +69,11 @@ impl Options {
         store_version: Option<&str>,
         schema: Option<&Schema>,
     ) -> rebuild::Options {
-        let given = self.opencode_version.as_deref().or(store_version);
-        let interrupted_results = match given.and_then(version::parse) {
-            Some(v) => v >= version::INTERRUPTED_RESULT_SINCE,
-            None => schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations")),
-        };
-        rebuild::Options {
-            interrupted_results,
-            provider: self.provider,
-        }
+        rebuild::Options::for_store(
+            self.opencode_version.as_deref().or(store_version),
+            schema,
+            self.provider,
+        )
     }
 }
 
@@ -372,70 +367,6 @@ pub fn db_error(path: &Path, source: DbError) -> RewindError {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// What [`load_db_session`] keeps of each row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Keep {
-    /// The text of every row: to render the rows, or to edit them.
-    Text,
-    /// The model of each row that satisfies the schema, read as the row streams by (its text
-    /// is not copied); the text of the others, for the replay to validate.
-    Model,
-}
-
-/// Reads one session's rows: its messages, and its parts attached to them (parts whose message
-/// is not in the session are counted, not kept).
-pub fn load_db_session(
-    db: &Db,
-    row: SessionRow,
-    keep: Keep,
-) -> Result<(StoredSession, u64), DbError> {
-    let record = |id: Cow<'_, str>, text: Cow<'_, str>, kind: Kind| match keep {
-        Keep::Text => StoredRecord::new(id.into_owned(), text.into_owned(), Place::Row),
-        Keep::Model => StoredRecord::read_row(id.into_owned(), &text, kind),
-    };
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut messages: Vec<StoredMessage> = Vec::new();
-    db.for_each_message(&row.id, |r| {
-        index.insert(r.id.to_string(), messages.len());
-        messages.push(StoredMessage {
-            id: r.id.to_string(),
-            info: Some(record(r.id, r.data, Kind::Info)),
-            parts: Vec::new(),
-        });
-    })?;
-    let mut orphans = 0;
-    // Parts mostly arrive message by message: the last message found is tried first.
-    let mut last: Option<usize> = None;
-    db.for_each_part(&row.id, |p| {
-        let found = last
-            .filter(|&i| messages[i].id == p.message_id)
-            .or_else(|| index.get(p.message_id.as_ref()).copied());
-        last = found;
-        match found {
-            Some(i) => messages[i].parts.push(record(p.id, p.data, Kind::Part)),
-            None => orphans += 1,
-        }
-    })?;
-    // OpenCode orders the parts of a message by id (rows arrive in storage order).
-    for m in &mut messages {
-        if !m.parts.is_sorted_by(|a, b| a.id <= b.id) {
-            m.parts.sort_by(|a, b| a.id.cmp(&b.id));
-        }
-    }
-    Ok((
-        StoredSession {
-            id: row.id,
-            title: row.title,
-            parent_id: row.parent_id,
-            version: row.version,
-            time_created: row.time_created,
-            time_updated: row.time_updated,
-            messages,
-        },
-        orphans,
-    ))
 }
 
 /// Loads an SQL dump into an in-memory database (the dump is read whole: SQLite executes it).

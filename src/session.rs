@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::ingest::Format;
 use crate::model::schema::SchemaIssue;
 use crate::model::{MessageInfo, Part};
-use crate::reconstruct::ModelRequest;
+use crate::request::ModelRequest;
 use crate::source::{FileId, Span};
 
 /// Position of a record in its input: orders parts and events against each other.

@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::Rule;
 use crate::diagnostic::Finding;
+use crate::ingest::stored::StoredSession;
 use crate::model::{REPAIR_MARKER, schema};
-use crate::replay::opencode::StoredSession;
 use crate::session::Session;
 
 /// One change to a stored record.

@@ -11,7 +11,6 @@ use super::diagnose::StoreArgs;
 use crate::cli::ExitStatus;
 use crate::error::RewindError;
 use crate::ingest::{self, Format};
-use crate::pipeline::Options;
 use crate::repair::{self, SessionPlan};
 use crate::report::snippet::escape;
 
@@ -50,8 +49,11 @@ fn table(plans: &[SessionPlan]) -> String {
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let mut options = Options::default();
-    args.store_args.apply(&mut options);
+    let options = repair::Options {
+        sessions: args.store_args.sessions,
+        opencode_version: args.store_args.opencode_version,
+        provider: args.store_args.provider,
+    };
     let path = &args.store;
     let shown = path.display().to_string();
     let mut out = std::io::stdout().lock();

@@ -21,7 +21,7 @@ use regex::bytes::Regex;
 use serde_json::Value;
 
 use super::IngestError;
-use super::json_scan::{Depth, Fed, Seg, locate};
+use crate::json_scan::{Depth, Fed, Seg, locate};
 use crate::source::{FileId, Span};
 
 /// The `solve.mjs` wrapper prefix: `[ISO timestamp] [LEVEL] `.

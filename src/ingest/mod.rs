@@ -6,7 +6,6 @@
 
 pub mod agent_log;
 pub mod capture;
-pub mod json_scan;
 pub mod json_stream;
 pub mod json_string;
 pub mod opencode_db;
@@ -14,6 +13,7 @@ pub mod opencode_export;
 pub mod opencode_storage;
 pub mod recording;
 pub mod sse;
+pub mod stored;
 
 use std::fs::File;
 use std::io::{BufReader, Read};

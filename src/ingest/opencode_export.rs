@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use super::json_scan::{self, Seg};
-use crate::replay::opencode::{Place, StoredMessage, StoredRecord, StoredSession};
+use super::stored::{Place, StoredMessage, StoredRecord, StoredSession};
+use crate::json_scan::{self, Seg};
 use crate::source::FileId;
 
 /// Why an export could not be read.

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::replay::opencode::{Place, StoredMessage, StoredRecord, StoredSession};
+use super::stored::{Place, StoredMessage, StoredRecord, StoredSession};
 use crate::source::SourceMap;
 
 /// The storage root under `path` (`path` itself or `path/storage`), if it looks like one.

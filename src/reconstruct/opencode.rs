@@ -30,7 +30,8 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::{Block, BlockKind, ModelMessage, ModelRequest, Provider, Role};
-use crate::model::{MessageBody, PartBody, ToolState};
+use crate::ingest::opencode_db::Schema;
+use crate::model::{MessageBody, PartBody, ToolState, version};
 use crate::session::{Analysis, Message, Session};
 
 /// The text OpenCode sends for a tool part still pending or running.
@@ -55,6 +56,26 @@ pub struct Options {
     /// Pending/running tools get an "[Tool execution was interrupted]" result (OpenCode ≥ 1.14).
     pub interrupted_results: bool,
     pub provider: ProviderChoice,
+}
+
+impl Options {
+    /// How a store's sessions are rebuilt: as `version` (given, else the store's newest session
+    /// version) does; with neither, from what the store's migration journal says (the
+    /// `migration` journal came with the core package, after the interrupted-result change).
+    pub fn for_store(
+        version: Option<&str>,
+        schema: Option<&Schema>,
+        provider: ProviderChoice,
+    ) -> Options {
+        let interrupted_results = match version.and_then(version::parse) {
+            Some(v) => v >= version::INTERRUPTED_RESULT_SINCE,
+            None => schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations")),
+        };
+        Options {
+            interrupted_results,
+            provider,
+        }
+    }
 }
 
 impl Default for Options {

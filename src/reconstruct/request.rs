@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Block, BlockKind, ModelMessage, ModelRequest, Provider, RecordedResponse, Role};
 use crate::ingest::capture::Locator;
-use crate::ingest::json_scan::{Seg, locate};
+use crate::json_scan::{Seg, locate};
 
 /// The provider a request is for, from its URL, else from its shape.
 pub fn provider_of(url: Option<&str>, body: &Value) -> Option<Provider> {

@@ -23,14 +23,14 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use super::{Edit, SessionPlan, plan, verify};
+use super::{Edit, Options, SessionPlan, plan, verify};
 use crate::checks;
 use crate::ingest::Format;
 use crate::ingest::opencode_db::{Db, DbError};
+use crate::ingest::stored::{Keep, StoredSession, load_db_session};
 use crate::model::ids;
-use crate::pipeline::{Keep, Options, load_db_session};
 use crate::reconstruct::opencode as rebuild;
-use crate::replay::opencode::{Render, StoredSession, replay};
+use crate::replay::opencode::{Render, replay};
 use crate::session::Analysis;
 use crate::source::SourceMap;
 

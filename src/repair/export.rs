@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{Edit, SessionPlan, plan, verify};
+use super::{Edit, Options, SessionPlan, plan, verify};
 use crate::checks;
 use crate::ingest::{Format, opencode_export};
-use crate::pipeline::Options;
 use crate::reconstruct::opencode as rebuild;
 use crate::replay::opencode::{Render, replay};
 use crate::source::SourceMap;
@@ -51,7 +50,7 @@ fn diagnose(
     options: &Options,
 ) -> Result<
     (
-        crate::replay::opencode::StoredSession,
+        crate::ingest::stored::StoredSession,
         Vec<crate::diagnostic::Finding>,
         crate::session::Analysis,
     ),

@@ -15,10 +15,39 @@ use std::collections::BTreeSet;
 
 use crate::checks::fix::{FixContext, key, now_ms};
 use crate::diagnostic::Finding;
-use crate::replay::opencode::StoredSession;
+use crate::ingest::opencode_db::Schema;
+use crate::ingest::stored::StoredSession;
+use crate::reconstruct::opencode::{self as rebuild, ProviderChoice};
 use crate::session::Analysis;
 
 pub use crate::checks::fix::{Change, Edit, FindingKey, SessionPlan};
+
+/// What a repair works on besides the store: which sessions, and how they are rebuilt when they
+/// are diagnosed before and after.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Only these sessions (all when empty).
+    pub sessions: Vec<String>,
+    /// The OpenCode version whose history reconstruction to follow (default: the store's).
+    pub opencode_version: Option<String>,
+    /// Which provider rules the rebuilt requests are checked against.
+    pub provider: ProviderChoice,
+}
+
+impl Options {
+    /// How a store's sessions are rebuilt (see [`rebuild::Options::for_store`]).
+    fn rebuild_options(
+        &self,
+        store_version: Option<&str>,
+        schema: Option<&Schema>,
+    ) -> rebuild::Options {
+        rebuild::Options::for_store(
+            self.opencode_version.as_deref().or(store_version),
+            schema,
+            self.provider,
+        )
+    }
+}
 
 /// Plans the repair of one session from its stored records, its analysis and its findings: each
 /// finding's rule plans its own fix, edits of existing records first (in finding order), then

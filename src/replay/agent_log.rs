@@ -20,8 +20,8 @@ use serde_json::Value;
 use super::{MAX_KEPT_STRING, cap_strings};
 use crate::ingest::agent_log::{AgentLogReader, JsonRecord, LogRecord};
 use crate::ingest::capture;
-use crate::ingest::json_scan::Seg;
 use crate::ingest::{Format, IngestError};
+use crate::json_scan::Seg;
 use crate::model::Part;
 use crate::model::schema;
 use crate::session::{
@@ -202,8 +202,7 @@ impl State {
         if capture::sniff_envelope(preview) != Some(capture::Envelope::Sse) {
             return;
         }
-        let Some((s, e)) = crate::ingest::json_scan::locate(&rec.text, &[Seg::Key("bodyPreview")])
-        else {
+        let Some((s, e)) = crate::json_scan::locate(&rec.text, &[Seg::Key("bodyPreview")]) else {
             return;
         };
         let Some(raw) = rec.text.get(s + 1..e.saturating_sub(1)) else {
