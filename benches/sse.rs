@@ -9,10 +9,10 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use rewind::ingest::Format;
-use rewind::ingest::capture::{Envelope, Framing, Locator};
-use rewind::replay::stream::{Profile, StreamOptions, replay_reader};
-use rewind::source::FileId;
+use rewind::streams::FileId;
+use rewind::streams::Format;
+use rewind::streams::{Envelope, Framing, Locator};
+use rewind::streams::{Profile, StreamOptions, replay_reader};
 
 fn capture(target: usize) -> (Vec<u8>, u64) {
     let words = [

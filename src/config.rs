@@ -104,8 +104,6 @@ pub struct Policy {
     overrides: Vec<(GlobSet, RuleOverride)>,
     /// Rules selected on the command line: they run even where the file ignores them.
     cli_select: Vec<Rule>,
-    /// Where the configuration came from, if anywhere.
-    pub source: Option<PathBuf>,
 }
 
 /// An override's rules, resolved.
@@ -274,7 +272,6 @@ impl Policy {
             overrides,
             cli_select: flag_select,
             root,
-            source: config.map(Path::to_path_buf),
         })
     }
 

@@ -30,10 +30,6 @@ impl Depth {
         self.in_string
     }
 
-    pub fn depth(&self) -> u32 {
-        self.depth
-    }
-
     /// Feeds bytes of a value that started with `{` or `[` (the opening bracket must be fed too).
     pub fn feed(&mut self, bytes: &[u8]) -> Fed {
         let mut i = 0;

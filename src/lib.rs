@@ -10,24 +10,37 @@
 //!
 //! [`pipeline`] wires the stages together; [`cli`] and [`commands`] are the binary's front end.
 
+#![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-pub mod baseline;
-pub mod checks;
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod diagnostic;
-pub mod discover;
-pub mod error;
-pub mod ingest;
-pub mod json_scan;
-pub mod model;
-pub mod pipeline;
-pub mod reconstruct;
-pub mod repair;
-pub mod replay;
-pub mod report;
-pub mod request;
-pub mod session;
-pub mod source;
+mod baseline;
+mod checks;
+mod cli;
+mod commands;
+mod config;
+mod diagnostic;
+mod discover;
+mod error;
+mod ingest;
+mod json_scan;
+mod model;
+mod pipeline;
+mod reconstruct;
+mod repair;
+mod replay;
+mod report;
+mod request;
+mod session;
+mod source;
+
+pub use cli::{Cli, ExitStatus, run};
+pub use commands::print_error;
+
+/// Stream framing and replay, driven directly by the SSE benchmark and the chunk-boundary tests.
+pub mod streams {
+    pub use crate::ingest::capture::{Envelope, Framing, Locator, Payload};
+    pub use crate::ingest::recording;
+    pub use crate::ingest::{Format, sniff};
+    pub use crate::replay::stream::{Profile, StreamOptions, replay_reader};
+    pub use crate::source::FileId;
+}

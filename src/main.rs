@@ -1,7 +1,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use rewind::cli::{Cli, ExitStatus, run};
+use rewind::{Cli, ExitStatus, run};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -10,7 +10,7 @@ fn main() -> ExitCode {
         Ok(status) => status.into(),
         Err(err) if err.is_broken_pipe() => ExitStatus::Clean.into(),
         Err(err) => {
-            rewind::commands::print_error(&err, color);
+            rewind::print_error(&err, color);
             ExitStatus::Error.into()
         }
     }

@@ -75,10 +75,6 @@ impl Source {
             }
         }
     }
-
-    pub fn is_virtual(&self) -> bool {
-        matches!(self.kind, SourceKind::Virtual { .. })
-    }
 }
 
 /// All sources of a run.
@@ -116,13 +112,6 @@ impl SourceMap {
         self.sources.get(id.0 as usize)
     }
 
-    /// Moves the sources of `other` into `self`, returning the id offset to add to `other`'s ids.
-    pub fn absorb(&mut self, other: SourceMap) -> u32 {
-        let base = u32::try_from(self.sources.len()).unwrap_or(u32::MAX);
-        self.sources.extend(other.sources);
-        base
-    }
-
     /// Forgets the sources added after the first `len` (a unit's sources, once it is printed).
     pub fn truncate(&mut self, len: usize) {
         self.sources.truncate(len);
@@ -130,10 +119,6 @@ impl SourceMap {
 
     pub fn len(&self) -> usize {
         self.sources.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sources.is_empty()
     }
 }
 

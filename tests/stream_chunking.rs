@@ -10,10 +10,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use rewind::ingest::capture::{Envelope, Framing, Payload};
-use rewind::ingest::recording;
-use rewind::ingest::{Format, sniff};
-use rewind::source::FileId;
+use rewind::streams::FileId;
+use rewind::streams::recording;
+use rewind::streams::{Envelope, Framing, Payload};
+use rewind::streams::{Format, sniff};
 
 type Event = (
     u64,

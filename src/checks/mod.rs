@@ -188,11 +188,6 @@ impl Rule {
     pub const fn as_str(self) -> &'static str {
         self.meta().name
     }
-
-    /// The rules whose findings `rewind repair` can fix (some only in part).
-    pub fn fixable() -> impl Iterator<Item = Rule> {
-        Rule::ALL.iter().copied().filter(|r| r.meta().fix.is_some())
-    }
 }
 
 impl fmt::Display for Rule {

@@ -365,6 +365,7 @@ pub fn walk<R: BufRead>(input: R, visitor: &mut dyn Visitor) -> Result<(), Inges
     }
 }
 
+#[cfg(test)]
 /// Renders a path like `interactions[0].response.body`.
 pub fn show(path: &[PathSeg]) -> String {
     let mut out = String::new();

@@ -6,6 +6,7 @@
 //! anchors — one after each escape — from which [`Anchors::raw`] maps any decoded offset back to an
 //! offset in the literal (between two escapes, one decoded byte is one raw byte).
 
+#[cfg(test)]
 use std::fmt::Write as _;
 
 /// `(decoded offset, raw offset)` pairs, ascending; `(0, 0)` is implied.
@@ -129,6 +130,7 @@ fn unicode_escape(raw: &[u8], at: usize) -> Result<(char, usize), StringError> {
     char::from_u32(hi).map(|ch| (ch, 6)).ok_or(bad)
 }
 
+#[cfg(test)]
 /// Encodes `s` as a JSON string literal (quotes included).
 pub fn encode(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

@@ -121,6 +121,10 @@ pub struct SessionRow {
     pub title: Option<String>,
     pub parent_id: Option<String>,
     pub version: Option<String>,
+    #[allow(
+        dead_code,
+        reason = "the session's working directory as stored; no check reads it yet"
+    )]
     pub directory: Option<String>,
     pub time_created: Option<i64>,
     pub time_updated: Option<i64>,
@@ -267,10 +271,6 @@ impl Db {
 
     pub fn conn(&self) -> &Connection {
         &self.conn
-    }
-
-    pub fn into_connection(self) -> Connection {
-        self.conn
     }
 
     /// Number of rows in the v2 `session_message` store (0 when there is none).

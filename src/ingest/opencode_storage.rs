@@ -61,6 +61,10 @@ fn stem(p: &Path) -> String {
 #[derive(Clone, Debug)]
 pub struct SessionFile {
     pub id: String,
+    #[allow(
+        dead_code,
+        reason = "where the session file is; errors name the file by id"
+    )]
     pub path: PathBuf,
     pub info: Value,
 }

@@ -187,11 +187,6 @@ impl LineSplitter {
         }
     }
 
-    /// Bytes consumed so far.
-    pub fn position(&self) -> u64 {
-        self.pos
-    }
-
     /// Feeds a chunk; `on_line(text, start, line_no)` gets each complete line.
     pub fn feed(
         &mut self,
@@ -322,11 +317,6 @@ impl SseFramer {
         let mut s = self.stats.clone();
         s.bom = self.lines.bom;
         s
-    }
-
-    /// Bytes consumed so far.
-    pub fn position(&self) -> u64 {
-        self.lines.position()
     }
 
     /// Feeds a chunk; `sink` gets every event it completes.
@@ -474,6 +464,7 @@ impl State<'_> {
     }
 }
 
+#[cfg(test)]
 /// Frames a whole byte slice (for tests and small bodies).
 pub fn frame_all(bytes: &[u8]) -> Result<(Vec<SseEvent>, SseStats), IngestError> {
     let mut framer = SseFramer::new();

@@ -131,10 +131,6 @@ impl StoredSession {
             messages: Vec::new(),
         }
     }
-
-    pub fn part_count(&self) -> usize {
-        self.messages.iter().map(|m| m.parts.len()).sum()
-    }
 }
 
 /// What [`load_db_session`] keeps of each row.

@@ -15,6 +15,7 @@ use super::schema::{Field, Ty};
 use crate::json_scan::{Seg, locate};
 
 /// Whether `text` is exactly one JSON value that satisfies `ty` (see the module doc).
+#[cfg(test)]
 pub fn conforms(text: &str, ty: &Ty) -> bool {
     conforms_with(text, ty, &mut NoSink)
 }
@@ -51,8 +52,10 @@ pub trait Sink<'a> {
 }
 
 /// A sink that listens to nothing.
+#[cfg(test)]
 struct NoSink;
 
+#[cfg(test)]
 impl<'a> Sink<'a> for NoSink {
     #[inline(always)]
     fn variant(&mut self, _: &[&'a str], _: &'static str) {}

@@ -32,6 +32,7 @@ impl<'a> Id<'a> {
         })
     }
 
+    #[cfg(test)]
     /// Creation time in epoch milliseconds modulo 2^36 (about 795 days).
     pub fn time_ms_mod(&self) -> u64 {
         self.value >> 12

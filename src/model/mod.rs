@@ -17,25 +17,6 @@ pub mod zod;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// Tool statuses the schema allows, in order.
-pub const TOOL_STATUSES: [&str; 4] = ["pending", "running", "completed", "error"];
-
-/// The 12 part types of message-v2.
-pub const PART_TYPES: [&str; 12] = [
-    "text",
-    "subtask",
-    "reasoning",
-    "file",
-    "tool",
-    "step-start",
-    "step-finish",
-    "snapshot",
-    "patch",
-    "agent",
-    "retry",
-    "compaction",
-];
-
 /// The error OpenCode's cleanup writes on tool parts still pending or running when a step ends.
 pub const TOOL_ABORTED: &str = "Tool execution aborted";
 

@@ -34,9 +34,6 @@ use crate::ingest::opencode_db::Schema;
 use crate::model::{MessageBody, PartBody, ToolState, version};
 use crate::session::{Analysis, Message, Session};
 
-/// The text OpenCode sends for a tool part still pending or running.
-pub const INTERRUPTED_RESULT: &str = "[Tool execution was interrupted]";
-
 /// Which provider rules the rebuilt requests are checked against.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProviderChoice {

@@ -86,6 +86,10 @@ pub struct Applied<'a> {
 
 /// A stream processor writing its own analysis.
 pub trait Processor {
+    #[allow(
+        dead_code,
+        reason = "each processor names its profile; the driver knows it already"
+    )]
     fn profile(&self) -> Profile;
     fn apply(&mut self, a: &Applied<'_>);
     /// Records a stream-level event.

@@ -107,6 +107,7 @@ pub enum PartKind {
 }
 
 impl PartKind {
+    #[cfg(test)]
     /// The AI SDK's name of the part type.
     pub fn type_name(&self) -> &'static str {
         match self {

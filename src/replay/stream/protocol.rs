@@ -135,6 +135,10 @@ pub fn detect(data: &str, event_type: Option<&str>) -> Option<Protocol> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Focus {
     None,
+    #[allow(
+        dead_code,
+        reason = "for problems found at a byte range rather than a JSON path"
+    )]
     Range(usize, usize),
     Path(Vec<String>),
 }

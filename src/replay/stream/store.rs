@@ -60,10 +60,6 @@ impl Store {
         }
     }
 
-    pub fn session_id(&self) -> &str {
-        &self.session_id
-    }
-
     /// Writes a part: `idx` None creates it. `body` holds the type-specific fields.
     pub fn write(
         &mut self,
