@@ -6,7 +6,7 @@
 //! once, so nothing accumulates across units. Every file gets its own [`SourceMap`], so files can
 //! be diagnosed on several threads.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use crate::checks;
@@ -409,18 +409,51 @@ fn analyze_db(
     );
     let ropts = &ropts;
     // This thread streams the session list and hands each replayed session, in order, to `each`
-    // (checks, printing). Workers load, replay and rebuild the sessions meanwhile, each over its
-    // own read-only connection; where the database cannot be reopened (an in-memory SQL dump)
-    // this thread loads the rows and the workers only replay. At most a few sessions are in
-    // flight, so memory stays flat whatever the size of the database.
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    let readers: Option<Vec<_>> = (0..workers).map(|_| db.reader()).collect();
-    let (to_workers, work) = std::sync::mpsc::sync_channel::<(usize, Job)>(2 * workers);
-    // The workers own the receiving end: should they all stop, sending fails instead of blocking.
-    let work = std::sync::Arc::new(std::sync::Mutex::new(work));
-    let (to_main, done) = std::sync::mpsc::channel::<(usize, Result<Replayed, DbError>)>();
-    let mut found = 0;
-    let mut hand_over = |sources: &mut SourceMap, replayed: Result<Replayed, DbError>| {
+    // (checks, printing). The rayon pool loads, replays and rebuilds the sessions meanwhile, each
+    // worker over a read-only connection of its own; where the database cannot be reopened (an
+    // in-memory SQL dump) this thread loads the rows and the pool only replays. At most a few
+    // sessions are in flight, so memory stays flat whatever the size of the database.
+    let threads = rayon::current_num_threads();
+    // One connection per worker: a session being loaded borrows one and gives it back.
+    let readers: Option<Vec<_>> = (0..threads).map(|_| db.reader()).collect();
+    let parallel_reads = readers.is_some();
+    let readers = std::sync::Mutex::new(readers.unwrap_or_default());
+    let work = |job: Job| -> Result<Replayed, DbError> {
+        let (stored, orphans, row) = match job {
+            Job::Replay(stored, orphans, row) => (stored, orphans, row),
+            Job::Load(row) => {
+                // No more sessions load at once than the pool has workers.
+                let reader = readers
+                    .lock()
+                    .ok()
+                    .and_then(|mut r| r.pop())
+                    .ok_or_else(|| {
+                        DbError::Other("internal error: no free connection to read with".into())
+                    })?;
+                let loaded = load_db_session(&reader, row.clone(), Keep::Model);
+                if let Ok(mut free) = readers.lock() {
+                    free.push(reader);
+                }
+                let (stored, orphans) = loaded?;
+                (stored, orphans, row)
+            }
+        };
+        // The placeholder pass touches no source: a private map will do.
+        let mut unused = SourceMap::new();
+        let mut analysis = replay::opencode::replay(
+            stored,
+            format,
+            file,
+            &Render::Placeholder(placeholder),
+            &mut unused,
+        );
+        if orphans > 0 {
+            analysis.counts.insert("orphan parts", orphans);
+        }
+        rebuild::rebuild(&mut analysis, ropts);
+        Ok((row, analysis))
+    };
+    let hand_over = |replayed: Result<Replayed, DbError>| {
         let (row, analysis) = replayed.map_err(|e| db_error(path, e))?;
         let mark = sources.len();
         // The first pass kept no row text: a session is read again, text and all, to be shown.
@@ -452,111 +485,134 @@ fn analyze_db(
         sources.truncate(mark);
         result
     };
-    // Results arrive in any order and are handed over by number. `drain` hands over what is
-    // ready and, given a target, waits until every session before it has been handed over.
-    let mut order = Reorder {
-        pending: std::collections::BTreeMap::new(),
-        next: 0,
-    };
-    let mut drain = |sources: &mut SourceMap,
-                     order: &mut Reorder<Result<Replayed, DbError>>,
-                     until: Option<usize>|
-     -> Result<(), RewindError> {
-        loop {
-            while let Some(ready) = order.pending.remove(&order.next) {
-                order.next += 1;
-                hand_over(sources, ready)?;
-            }
-            let got = match until {
-                Some(target) if order.next >= target => return Ok(()),
-                // A closed channel means every worker has stopped: nothing more will come.
-                Some(_) => done.recv().ok(),
-                None => done.try_recv().ok(),
-            };
-            let Some((i, replayed)) = got else {
-                return Ok(());
-            };
-            order.pending.insert(i, replayed);
-        }
-    };
-    std::thread::scope(|scope| -> Result<(), RewindError> {
-        let mut readers = readers.map(|r| r.into_iter());
-        for _ in 0..workers {
-            let reader = readers.as_mut().and_then(Iterator::next);
-            let to_main = to_main.clone();
-            let work = std::sync::Arc::clone(&work);
-            scope.spawn(move || {
-                loop {
-                    let job = match work.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => break,
-                    };
-                    let Ok((i, job)) = job else {
-                        break;
-                    };
-                    let loaded = match (job, &reader) {
-                        (Job::Replay(stored, orphans, row), _) => Ok((stored, orphans, row)),
-                        (Job::Load(row), Some(reader)) => {
-                            load_db_session(reader, row.clone(), Keep::Model)
-                                .map(|(stored, orphans)| (stored, orphans, row))
-                        }
-                        (Job::Load(_), None) => Err(DbError::Other(
-                            "internal error: a worker without a connection was asked to read"
-                                .into(),
-                        )),
-                    };
-                    let replayed = loaded.map(|(stored, orphans, row)| {
-                        // The placeholder pass touches no source: a private map will do.
-                        let mut unused = SourceMap::new();
-                        let mut analysis = replay::opencode::replay(
-                            stored,
-                            format,
-                            file,
-                            &Render::Placeholder(placeholder),
-                            &mut unused,
-                        );
-                        if orphans > 0 {
-                            analysis.counts.insert("orphan parts", orphans);
-                        }
-                        rebuild::rebuild(&mut analysis, ropts);
-                        (row, analysis)
-                    });
-                    if to_main.send((i, replayed)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop((to_main, work));
-        let parallel_reads = readers.is_some();
+    let mut found = 0;
+    let feed = |push: &mut dyn FnMut(Job) -> Result<(), RewindError>| {
         let err = |e| db_error(path, e);
-        let mut sent = 0usize;
-        let read = db.for_each_session(&options.sessions, err, |row| -> Result<(), RewindError> {
+        db.for_each_session(&options.sessions, err, |row| {
             found += 1;
-            let job = if parallel_reads {
-                Job::Load(row)
+            if parallel_reads {
+                push(Job::Load(row))
             } else {
                 let (stored, orphans) =
-                    load_db_session(db, row.clone(), Keep::Model).map_err(|e| db_error(path, e))?;
-                Job::Replay(stored, orphans, row)
-            };
-            // Keep a bounded number of sessions in flight, even behind one slow session.
-            let behind = sent.saturating_sub(4 * workers);
-            let wait = (order.next < behind).then_some(behind);
-            drain(sources, &mut order, wait)?;
-            // The workers only stop early when this thread has stopped listening.
-            let _ = to_workers.send((sent, job));
-            sent += 1;
-            Ok(())
-        });
-        drop(to_workers);
-        read?;
-        drain(sources, &mut order, Some(sent))
-    })?;
+                    load_db_session(db, row.clone(), Keep::Model).map_err(err)?;
+                push(Job::Replay(stored, orphans, row))
+            }
+        })
+    };
+    rayon::in_place_scope(|scope| in_order(scope, 4 * threads, &work, feed, hand_over))?;
     missing_sessions(path, options, found)
 }
 
-/// A session a worker replays: the main thread either loaded it or leaves it to the worker.
+/// Runs `work` on the rayon pool of `scope` for every item `feed` pushes, and hands the results
+/// to `sink` on this thread, in the order of the items, each as soon as it and every item before
+/// it are done. At most `window` items are between pushed and handed over: pushing waits for
+/// room, so memory stays bounded whatever the number of items.
+///
+/// When `sink` fails, nothing more is pushed (`feed` gets the error back) and its error is
+/// returned; when `feed` fails, what it pushed before is still handed over.
+pub fn in_order<'s, T, R, E>(
+    scope: &rayon::Scope<'s>,
+    window: usize,
+    work: &'s (dyn Fn(T) -> R + Sync),
+    feed: impl FnOnce(&mut dyn FnMut(T) -> Result<(), E>) -> Result<(), E>,
+    mut sink: impl FnMut(R) -> Result<(), E>,
+) -> Result<(), E>
+where
+    T: Send + 's,
+    R: Send + 's,
+{
+    let window = window.max(1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut done = Reorder {
+        rx,
+        pending: BTreeMap::new(),
+        next: 0,
+    };
+    let mut pushed: usize = 0;
+    let mut stopped = false;
+    let fed = feed(&mut |item| {
+        if let Err(e) = done.hand_over((pushed + 1).saturating_sub(window), &mut sink) {
+            stopped = true;
+            return Err(e);
+        }
+        let tx = tx.clone();
+        let i = pushed;
+        scope.spawn(move |_| {
+            // A panic is carried over to this thread rather than leave it waiting.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(item)));
+            // Only fails once this thread has stopped listening.
+            let _ = tx.send((i, result));
+        });
+        pushed += 1;
+        Ok(())
+    });
+    if stopped {
+        return fed;
+    }
+    done.hand_over(pushed, &mut sink)?;
+    fed
+}
+
+/// Results that arrived out of order, waiting for their turn.
+struct Reorder<R> {
+    rx: std::sync::mpsc::Receiver<(usize, std::thread::Result<R>)>,
+    pending: BTreeMap<usize, R>,
+    /// The next item to hand over.
+    next: usize,
+}
+
+impl<R> Reorder<R> {
+    /// Hands every result that is ready in turn to `sink`, waiting until the first `until` items
+    /// have been handed over.
+    fn hand_over<E>(
+        &mut self,
+        until: usize,
+        sink: &mut impl FnMut(R) -> Result<(), E>,
+    ) -> Result<(), E> {
+        loop {
+            while let Ok(got) = self.rx.try_recv() {
+                self.arrived(got);
+            }
+            while let Some(ready) = self.pending.remove(&self.next) {
+                self.next += 1;
+                sink(ready)?;
+            }
+            if self.next >= until {
+                return Ok(());
+            }
+            let got = match rayon::yield_local() {
+                // Not a pool thread: the pool does the work, this thread can block.
+                None => self.rx.recv().ok(),
+                // A pool thread must not block while work it queued waits in its own queue:
+                // it does that work itself, and polls while others do the rest.
+                Some(rayon::Yield::Executed) => continue,
+                Some(rayon::Yield::Idle) => {
+                    match self.rx.recv_timeout(std::time::Duration::from_millis(1)) {
+                        Ok(got) => Some(got),
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+                    }
+                }
+            };
+            match got {
+                Some(got) => self.arrived(got),
+                // Every sender is gone (cannot happen while `in_order` holds one).
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn arrived(&mut self, (i, result): (usize, std::thread::Result<R>)) {
+        match result {
+            Ok(r) => {
+                self.pending.insert(i, r);
+            }
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+/// A session the pool replays: this thread either loaded it or leaves the loading to the pool.
 enum Job {
     Load(SessionRow),
     Replay(StoredSession, u64, SessionRow),
@@ -564,12 +620,6 @@ enum Job {
 
 /// A replayed session: its row (to load it again for rendering) and its placeholder analysis.
 type Replayed = (SessionRow, Analysis);
-
-/// Results that arrived out of order, waiting for their turn.
-struct Reorder<T> {
-    pending: std::collections::BTreeMap<usize, T>,
-    next: usize,
-}
 
 /// Fails when `--session` named sessions that were not found.
 fn missing_sessions(path: &Path, options: &Options, found: usize) -> Result<(), RewindError> {

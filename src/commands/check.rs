@@ -9,8 +9,6 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use rayon::prelude::*;
-
 use super::{make_printer, print_error};
 use crate::cli::ExitStatus;
 use crate::config::{self, Flags, Policy};
@@ -204,12 +202,6 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         .num_threads(threads)
         .build()
         .map_err(|e| RewindError::Usage(format!("cannot start worker threads: {e}")))?;
-    let outcomes: Vec<Outcome> = pool.install(|| {
-        files
-            .par_iter()
-            .map(|(path, explicit)| diagnose_one(path, *explicit))
-            .collect()
-    });
 
     let mut printer = make_printer(
         args.format,
@@ -229,8 +221,13 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     }
     let mut totals = Totals::default();
     let mut all_records = Vec::new();
-    let io = |e: std::io::Error| RewindError::Output(e);
-    for ((path, _), outcome) in files.iter().zip(outcomes) {
+    // Each file is printed as soon as it and every file before it are diagnosed; only a few
+    // files' results wait for their turn at any time.
+    let mut paths = files.iter().map(|(path, _)| path);
+    let mut print = |outcome: Outcome| -> Result<(), RewindError> {
+        let Some(path) = paths.next() else {
+            return Ok(());
+        };
         let shown = crate::report::record::display_path(path);
         match outcome {
             Outcome::Checked(units) => {
@@ -240,12 +237,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                     if args.write_baseline.is_some() {
                         all_records.extend(unit.records.iter().cloned());
                     }
-                    match printer.unit(unit) {
-                        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                            return Ok(ExitStatus::Clean);
-                        }
-                        other => other.map_err(io)?,
-                    }
+                    printer.unit(unit).map_err(RewindError::Output)?;
                 }
             }
             Outcome::Skipped(why) => run.files_skipped.push((shown, why)),
@@ -254,10 +246,26 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 run.errors.push((shown, error));
             }
         }
+        Ok(())
+    };
+    let work = |(path, explicit): &(PathBuf, bool)| diagnose_one(path, *explicit);
+    let window = 4 * pool.current_num_threads();
+    let printed = pool.in_place_scope(|scope| {
+        pipeline::in_order(
+            scope,
+            window,
+            &work,
+            |push| files.iter().try_for_each(push),
+            &mut print,
+        )
+    });
+    match printed {
+        Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
+        other => other?,
     }
     match printer.finish(&run) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Clean),
-        other => other.map_err(io)?,
+        other => other.map_err(RewindError::Output)?,
     }
     if let Some(path) = &args.write_baseline {
         crate::baseline::write(path, &all_records)?;

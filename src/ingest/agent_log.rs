@@ -21,6 +21,7 @@ use regex::bytes::Regex;
 use serde_json::Value;
 
 use super::IngestError;
+use super::json_position::text_offset;
 use crate::json_scan::{Depth, Fed, Seg, locate};
 use crate::source::{FileId, Span};
 
@@ -451,19 +452,6 @@ fn breaks_value(content: &[u8], open: &str) -> bool {
                 ..=b'9' | b't' | b'f' | b'n'
         ),
     }
-}
-
-/// Byte offset in `text` of a 1-based line/column position reported by serde_json.
-fn text_offset(text: &str, line: usize, column: usize) -> Option<usize> {
-    if line == 0 {
-        return None;
-    }
-    let mut start = 0;
-    for _ in 1..line {
-        start += text[start..].find('\n')? + 1;
-    }
-    let pos = start + column.saturating_sub(1);
-    (pos < text.len()).then_some(pos)
 }
 
 impl<R: BufRead> Iterator for AgentLogReader<R> {

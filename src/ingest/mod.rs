@@ -6,6 +6,7 @@
 
 pub mod agent_log;
 pub mod capture;
+pub mod json_position;
 pub mod json_stream;
 pub mod json_string;
 pub mod opencode_db;

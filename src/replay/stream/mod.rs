@@ -23,6 +23,7 @@ use std::io::Read;
 use serde_json::Value;
 
 use crate::ingest::capture::{Envelope, Framing, Locator, Payload};
+use crate::ingest::json_position::text_offset;
 use crate::ingest::{Format, IngestError};
 use crate::model::schema::SchemaIssue;
 use crate::replay::{MAX_KEPT_STRING, cap_strings};
@@ -684,19 +685,6 @@ fn capped(s: &str, max: usize) -> String {
         Value::String(s) => s,
         _ => String::new(),
     }
-}
-
-/// Byte offset in `text` of serde_json's 1-based line/column.
-fn text_offset(text: &str, line: usize, column: usize) -> Option<usize> {
-    if line == 0 {
-        return None;
-    }
-    let mut start = 0;
-    for _ in 1..line {
-        start += text[start..].find('\n')? + 1;
-    }
-    let pos = (start + column.saturating_sub(1)).min(text.len().saturating_sub(1));
-    Some(pos)
 }
 
 /// What `other` did differently from `main`, event by event.
