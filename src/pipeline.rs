@@ -581,18 +581,12 @@ impl<R> Reorder<R> {
                 return Ok(());
             }
             let got = match rayon::yield_local() {
-                // Not a pool thread: the pool does the work, this thread can block.
-                None => self.rx.recv().ok(),
-                // A pool thread must not block while work it queued waits in its own queue:
-                // it does that work itself, and polls while others do the rest.
+                // A pool thread must not block while work it queued waits in its own queue: it
+                // does that work itself.
                 Some(rayon::Yield::Executed) => continue,
-                Some(rayon::Yield::Idle) => {
-                    match self.rx.recv_timeout(std::time::Duration::from_millis(1)) {
-                        Ok(got) => Some(got),
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
-                    }
-                }
+                // Not a pool thread, or one with an empty queue: every item still out is being
+                // worked on elsewhere, so waiting for it is safe.
+                None | Some(rayon::Yield::Idle) => self.rx.recv().ok(),
             };
             match got {
                 Some(got) => self.arrived(got),
@@ -736,4 +730,121 @@ pub fn diagnose_file(
             sources, &analysis, &findings, baseline, renderer,
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    /// Later items of each group of 8 finish first, so results arrive out of order.
+    fn slow_first(i: usize) -> usize {
+        std::thread::sleep(Duration::from_micros(((8 - i % 8) * 200) as u64));
+        i * 2
+    }
+
+    #[test]
+    fn hands_results_over_in_order_and_within_the_window() {
+        for threads in [1, 2, 4] {
+            let pushed = Cell::new(0);
+            let handed = Cell::new(0);
+            let mut got = Vec::new();
+            let result: Result<(), ()> = pool(threads).in_place_scope(|scope| {
+                in_order(
+                    scope,
+                    3,
+                    &slow_first,
+                    |push| {
+                        (0..50).try_for_each(|i| {
+                            assert!(pushed.get() - handed.get() <= 3);
+                            push(i)?;
+                            pushed.set(pushed.get() + 1);
+                            Ok(())
+                        })
+                    },
+                    |r| {
+                        got.push(r);
+                        handed.set(handed.get() + 1);
+                        Ok(())
+                    },
+                )
+            });
+            assert_eq!(result, Ok(()));
+            assert_eq!(got, (0..50).map(|i| i * 2).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn waits_without_blocking_its_own_pool() {
+        // The waiting thread is the pool's only worker: it must run the queued items itself.
+        let mut got = Vec::new();
+        let result: Result<(), ()> = pool(1).install(|| {
+            rayon::in_place_scope(|scope| {
+                in_order(
+                    scope,
+                    4,
+                    &slow_first,
+                    |push| (0..20).try_for_each(push),
+                    |r| {
+                        got.push(r);
+                        Ok(())
+                    },
+                )
+            })
+        });
+        assert_eq!(result, Ok(()));
+        assert_eq!(got.len(), 20);
+    }
+
+    #[test]
+    fn a_failing_sink_stops_the_feed() {
+        let pushed = Cell::new(0);
+        let result = pool(2).in_place_scope(|scope| {
+            in_order(
+                scope,
+                4,
+                &slow_first,
+                |push| {
+                    (0..100).try_for_each(|i| {
+                        pushed.set(pushed.get() + 1);
+                        push(i)
+                    })
+                },
+                |r| if r == 10 { Err(r) } else { Ok(()) },
+            )
+        });
+        assert_eq!(result, Err(10));
+        assert!(pushed.get() < 100);
+    }
+
+    #[test]
+    fn a_failing_feed_still_hands_over_what_it_pushed() {
+        let mut got = Vec::new();
+        let result = pool(2).in_place_scope(|scope| {
+            in_order(
+                scope,
+                4,
+                &slow_first,
+                |push| {
+                    (0..10).try_for_each(&mut *push)?;
+                    Err("listing failed")
+                },
+                |r| {
+                    got.push(r);
+                    Ok(())
+                },
+            )
+        });
+        assert_eq!(result, Err("listing failed"));
+        assert_eq!(got, (0..10).map(|i| i * 2).collect::<Vec<_>>());
+    }
 }
