@@ -9,6 +9,7 @@
 //! cleaned up) is its own.
 
 pub mod anthropic;
+pub mod envelope;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod opencode;
