@@ -613,7 +613,9 @@ impl Decoder for OpenAiResponses {
     }
 
     fn decode(&mut self, data: &str, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        if data.contains("chat.completion") && wrong_protocol(data) {
+        // Read as a value only when the payload may say so (literally, or in `\u` escapes).
+        let maybe_chat = data.contains("chat.completion.chunk") || data.contains("\\u");
+        if maybe_chat && wrong_protocol(data) {
             out.anomaly(
                 "a Chat Completions chunk in a Responses stream (the endpoint answered with the wrong protocol)",
                 false,
