@@ -96,6 +96,10 @@ impl<'a> Envelope<'a> for Event<'a> {
         Event::Other
     }
 
+    fn is_other(&self) -> bool {
+        matches!(self, Event::Other)
+    }
+
     fn shape(ty: &str) -> Option<&'static Ty> {
         match ty {
             "message_start" => Some(&MESSAGE_START),

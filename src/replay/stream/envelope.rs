@@ -26,6 +26,11 @@ pub trait Envelope<'a>: Deserialize<'a> {
     fn other() -> Self;
     /// The schema an event of type `ty` is validated against.
     fn shape(ty: &str) -> Option<&'static Ty>;
+    /// Whether this is the catch-all.
+    fn is_other(&self) -> bool;
+    /// Whether the schema also checks types the envelope does not read (`tool-*`): an event
+    /// of such a type is then read as a value too, to be validated.
+    const CHECKS_OTHER: bool = false;
 }
 
 /// One payload.
@@ -46,6 +51,7 @@ pub fn parse<'a, E: Envelope<'a>>(
     }
     if data.trim_start().starts_with('{')
         && let Ok(event) = serde_json::from_str::<E>(data)
+        && !(E::CHECKS_OTHER && event.is_other())
     {
         return Ok(Parsed::Event(event));
     }

@@ -8,6 +8,7 @@
 //! and recorded in each analysis; what the processor did (skipped, threw, dropped a tool error,
 //! cleaned up) is its own.
 
+pub mod ag_ui;
 pub mod anthropic;
 pub mod envelope;
 pub mod openai_chat;
@@ -17,6 +18,7 @@ pub mod part;
 pub mod protocol;
 pub mod store;
 pub mod tanstack;
+pub mod ui_book;
 pub mod ui_stream;
 
 use std::collections::{HashMap, HashSet};
@@ -676,7 +678,7 @@ fn new_decoder(p: Protocol) -> Box<dyn Decoder> {
         Protocol::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::new()),
         Protocol::Anthropic => Box::new(anthropic::Anthropic::new()),
         Protocol::UiStream => Box::new(ui_stream::UiStream::new()),
-        Protocol::AgUi => Box::new(ui_stream::AgUi::new()),
+        Protocol::AgUi => Box::new(ag_ui::AgUi::new()),
     }
 }
 

@@ -117,6 +117,10 @@ impl<'a> Envelope<'a> for Event<'a> {
         Event::Other
     }
 
+    fn is_other(&self) -> bool {
+        matches!(self, Event::Other)
+    }
+
     fn shape(ty: &str) -> Option<&'static Ty> {
         match ty {
             "response.output_item.added" | "response.output_item.done" => Some(&ITEM_EVENT),
