@@ -40,13 +40,19 @@ pub enum Parsed<E> {
     Event(E),
 }
 
+/// The `[DONE]` sentinel that ends OpenAI-style streams (and that the other protocols' SDKs
+/// accept too).
+pub fn is_done(data: &str) -> bool {
+    data.trim() == "[DONE]"
+}
+
 /// Parses one payload: `[DONE]`, or an event of the envelope `E`. `spare` holds the value of a
 /// payload that took the slow path, which the event then borrows from.
 pub fn parse<'a, E: Envelope<'a>>(
     data: &'a str,
     spare: &'a mut Option<Value>,
 ) -> Result<Parsed<E>, Rejected> {
-    if data.trim() == "[DONE]" {
+    if is_done(data) {
         return Ok(Parsed::Done);
     }
     if data.trim_start().starts_with('{')
