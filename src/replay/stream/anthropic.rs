@@ -612,3 +612,55 @@ impl Decoder for Anthropic {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    fn decode(d: &mut Anthropic, data: &str) -> (Vec<PartKind>, String) {
+        let mut out = Out::default();
+        let r = match d.decode(data, Span::new(FileId(0), 0, 0), &mut out) {
+            Ok(()) => String::new(),
+            Err(Rejected::Json(e)) => format!("json: {e}"),
+            Err(Rejected::Schema(i)) => format!("schema: {}", i[0]),
+        };
+        (out.parts.into_iter().map(|(p, _)| p).collect(), r)
+    }
+
+    #[test]
+    fn deltas_are_a_checked_union() {
+        let mut d = Anthropic::new();
+        decode(&mut d, r#"{"type":"message_start","message":{"id":"m"}}"#);
+        decode(
+            &mut d,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        );
+        let (parts, r) = decode(
+            &mut d,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"h\"i"}}"#,
+        );
+        assert_eq!(r, "");
+        assert_eq!(
+            parts,
+            [PartKind::TextDelta {
+                id: "0".into(),
+                delta: "h\"i".into()
+            }]
+        );
+        for bad in [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"sparkle_delta"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":["text_delta","x"]}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":1}}"#,
+            r#"{"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":""}}"#,
+        ] {
+            let (_, r) = decode(&mut d, bad);
+            assert!(r.starts_with("schema: "), "{bad}: {r}");
+        }
+        let (parts, r) = decode(
+            &mut d,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#,
+        );
+        assert!(parts.is_empty() && r.is_empty());
+    }
+}

@@ -291,3 +291,84 @@ impl<'de> Deserialize<'de> for Raw {
         Value::deserialize(d).map(|v| Raw(Some(v)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::schema::{opt, req};
+
+    static SHAPE: Ty = Ty::Obj(&[req("id", Ty::Str), opt("n", Ty::Num)]);
+
+    #[derive(serde::Deserialize)]
+    #[serde(tag = "type")]
+    enum Ev<'a> {
+        #[serde(rename = "a")]
+        A {
+            #[serde(borrow)]
+            id: Cow<'a, str>,
+            #[serde(default)]
+            n: Num,
+            #[serde(borrow, default)]
+            s: Str<'a>,
+            #[serde(default)]
+            raw: Raw,
+        },
+        #[serde(other)]
+        Other,
+    }
+
+    impl<'a> Envelope<'a> for Ev<'a> {
+        fn other() -> Self {
+            Ev::Other
+        }
+        fn is_other(&self) -> bool {
+            matches!(self, Ev::Other)
+        }
+        fn shape(ty: &str) -> Option<&'static Ty> {
+            (ty == "a").then_some(&SHAPE)
+        }
+    }
+
+    fn run(data: &str) -> String {
+        let mut spare = None;
+        match parse::<Ev<'_>>(data, &mut spare) {
+            Ok(Parsed::Done) => "done".into(),
+            Ok(Parsed::Event(Ev::A { id, n, s, raw })) => {
+                let borrowed = matches!(id, Cow::Borrowed(_));
+                format!("a {id} {:?} {:?} {:?} {borrowed}", n.0, s.get(), raw.0)
+            }
+            Ok(Parsed::Event(Ev::Other)) => "other".into(),
+            Err(Rejected::Json(e)) => format!("json {e}"),
+            Err(Rejected::Schema(i)) => format!("schema {}", i[0]),
+        }
+    }
+
+    #[test]
+    fn strict_lenient_and_slow_paths() {
+        assert_eq!(run(" [DONE] "), "done");
+        assert_eq!(
+            run(r#"{"type":"a","id":"x","n":3,"s":"t","raw":null}"#),
+            "a x Some(3) Some(\"t\") Some(Null) true"
+        );
+        // Lenient fields read other JSON types as absent; strict ones are schema issues.
+        assert_eq!(
+            run(r#"{"type":"a","id":"x","n":-1.5,"s":{"k":[1]}}"#),
+            "a x None None None true"
+        );
+        assert!(run(r#"{"type":"a","id":"x","n":null}"#).starts_with("schema `n`"));
+        assert!(run(r#"{"type":"a","id":7}"#).starts_with("schema `id`"));
+        assert!(run(r#"{"type":"a"}"#).starts_with("schema `id`"));
+        // A repeated key: the last one, as a value reads it.
+        assert_eq!(
+            run(r#"{"type":"a","id":"x","id":"y"}"#),
+            "a y None None None true"
+        );
+        assert_eq!(run(r#"{"type":"b","id":1}"#), "other");
+        assert_eq!(run(r#"{"type":1}"#), "other");
+        assert_eq!(run(r#"["a","x"]"#), "other");
+        assert_eq!(run("7"), "other");
+        assert!(run(r#"{"type":"a","#).starts_with("json EOF"));
+        assert_eq!(type_name(r#"{"x":{"type":"in"},"type":"out"}"#), "out");
+        assert_eq!(type_name(r#"{"type":2}"#), "");
+    }
+}

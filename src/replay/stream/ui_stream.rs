@@ -502,3 +502,38 @@ impl Decoder for UiStream {
         self.book.open_at_end()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    fn decode(d: &mut UiStream, data: &str) -> (usize, String) {
+        let mut out = Out::default();
+        let r = match d.decode(data, Span::new(FileId(0), 0, 0), &mut out) {
+            Ok(()) => String::new(),
+            Err(Rejected::Json(e)) => format!("json: {e}"),
+            Err(Rejected::Schema(i)) => format!("schema: {}", i[0]),
+        };
+        (out.parts.len(), r)
+    }
+
+    #[test]
+    fn every_tool_chunk_needs_its_call_id() {
+        let mut d = UiStream::new();
+        let (_, r) = decode(
+            &mut d,
+            r#"{"type":"tool-approval-request","approvalId":"a"}"#,
+        );
+        assert!(r.starts_with("schema: `toolCallId`"), "{r}");
+        let (n, r) = decode(
+            &mut d,
+            r#"{"type":"tool-approval-request","toolCallId":"c","approvalId":"a"}"#,
+        );
+        assert_eq!((n, r.as_str()), (0, ""));
+        let (_, r) = decode(&mut d, r#"{"type":"text-delta","delta":"x"}"#);
+        assert!(r.starts_with("schema: `id`"), "{r}");
+        let (n, r) = decode(&mut d, r#"{"type":"data-weather","data":{}}"#);
+        assert_eq!((n, r.as_str()), (0, ""));
+    }
+}
