@@ -8,16 +8,17 @@
 //! message while a message is open is a spliced generation: the SDK reports
 //! `InvalidResponseDataError` and reads nothing more (vercel/ai #18402).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
 
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::envelope::{self, Envelope, Loose, Num, Obj, Parsed, Raw, Str, U64};
 use super::openai_chat::is_retryable;
 use super::part::{ErrorKind, PartKind, StreamError, unified_finish};
-use super::protocol::{
-    Decoder, Focus, Out, Protocol, ProviderError, Rejected, parse_value, s, sniff_type,
-};
-use crate::model::schema::{self, Ty, Union, opt, req};
+use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected, s, sniff_type};
+use crate::model::schema::{Ty, Union, opt, req};
 use crate::source::Span;
 
 static MESSAGE_START: Ty = Ty::Obj(&[req(
@@ -47,6 +48,170 @@ static MESSAGE_DELTA: Ty = Ty::Obj(&[req(
     Ty::Obj(&[opt("stop_reason", Ty::Nullable(&Ty::Str))]),
 )]);
 
+/// The events the decoder reads; the fields of the schemas above are strict.
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum Event<'a> {
+    #[serde(rename = "ping")]
+    Ping,
+    #[serde(rename = "message_start")]
+    MessageStart {
+        #[serde(borrow)]
+        message: Obj<Message<'a>>,
+    },
+    #[serde(rename = "content_block_start")]
+    BlockStart {
+        index: Num,
+        #[serde(borrow)]
+        content_block: Obj<Block<'a>>,
+    },
+    #[serde(rename = "content_block_delta")]
+    BlockDelta {
+        index: Num,
+        #[serde(borrow)]
+        delta: Obj<Delta<'a>>,
+    },
+    #[serde(rename = "content_block_stop")]
+    BlockStop { index: Num },
+    #[serde(rename = "message_delta")]
+    MessageDelta {
+        #[serde(borrow)]
+        delta: Obj<MessageDeltaBody<'a>>,
+        #[serde(default)]
+        usage: Loose<OutputUsage>,
+    },
+    #[serde(rename = "message_stop")]
+    MessageStop,
+    #[serde(rename = "error")]
+    Error {
+        #[serde(default)]
+        error: Raw,
+    },
+    #[serde(other)]
+    Other,
+}
+
+impl<'a> Envelope<'a> for Event<'a> {
+    fn other() -> Self {
+        Event::Other
+    }
+
+    fn is_other(&self) -> bool {
+        matches!(self, Event::Other)
+    }
+
+    fn shape(ty: &str) -> Option<&'static Ty> {
+        match ty {
+            "message_start" => Some(&MESSAGE_START),
+            "content_block_start" => Some(&BLOCK_START),
+            "content_block_delta" => Some(&BLOCK_DELTA),
+            "content_block_stop" => Some(&BLOCK_STOP),
+            "message_delta" => Some(&MESSAGE_DELTA),
+            _ => None,
+        }
+    }
+}
+
+impl Event<'_> {
+    /// The event's type (`None` for the catch-all, which does not keep it).
+    fn name(&self) -> Option<&'static str> {
+        Some(match self {
+            Event::Ping => "ping",
+            Event::MessageStart { .. } => "message_start",
+            Event::BlockStart { .. } => "content_block_start",
+            Event::BlockDelta { .. } => "content_block_delta",
+            Event::BlockStop { .. } => "content_block_stop",
+            Event::MessageDelta { .. } => "message_delta",
+            Event::MessageStop => "message_stop",
+            Event::Error { .. } => "error",
+            Event::Other => return None,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    usage: Loose<InputUsage>,
+}
+
+#[derive(Deserialize)]
+struct InputUsage {
+    #[serde(default)]
+    input_tokens: U64,
+}
+
+#[derive(Deserialize)]
+struct OutputUsage {
+    #[serde(default)]
+    output_tokens: U64,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    id: Str<'a>,
+    #[serde(borrow, default)]
+    name: Str<'a>,
+    #[serde(borrow, default)]
+    tool_use_id: Str<'a>,
+    #[serde(default)]
+    content: Raw,
+}
+
+/// A content block delta ([`DELTA`]).
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum Delta<'a> {
+    #[serde(rename = "text_delta")]
+    Text {
+        #[serde(borrow)]
+        text: Cow<'a, str>,
+    },
+    #[serde(rename = "input_json_delta")]
+    InputJson {
+        #[serde(borrow)]
+        partial_json: Cow<'a, str>,
+    },
+    #[serde(rename = "thinking_delta")]
+    Thinking {
+        #[serde(borrow)]
+        thinking: Cow<'a, str>,
+    },
+    #[serde(rename = "signature_delta")]
+    Signature {
+        #[serde(borrow, rename = "signature")]
+        _signature: Cow<'a, str>,
+    },
+    #[serde(rename = "citations_delta")]
+    Citations,
+    #[serde(rename = "compaction_delta")]
+    Compaction,
+}
+
+impl Delta<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Delta::Text { .. } => "text_delta",
+            Delta::InputJson { .. } => "input_json_delta",
+            Delta::Thinking { .. } => "thinking_delta",
+            Delta::Signature { .. } => "signature_delta",
+            Delta::Citations => "citations_delta",
+            Delta::Compaction => "compaction_delta",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct MessageDeltaBody<'a> {
+    #[serde(borrow, default)]
+    stop_reason: Option<Cow<'a, str>>,
+}
+
 #[derive(Clone, Debug)]
 enum BlockKind {
     Text,
@@ -61,7 +226,7 @@ enum BlockKind {
 }
 
 #[derive(Clone, Debug)]
-struct Block {
+struct OpenBlock {
     kind: BlockKind,
     at: Span,
     type_name: String,
@@ -71,9 +236,9 @@ struct Block {
 #[derive(Default)]
 pub struct Anthropic {
     open: Option<(String, Span)>,
-    blocks: BTreeMap<u64, Block>,
+    blocks: BTreeMap<u64, OpenBlock>,
     /// Indexes of blocks that stopped in the current message.
-    stopped: Vec<u64>,
+    stopped: HashSet<u64>,
     stop_reason: Option<String>,
     usage: (u64, u64),
     invalid_sequence: bool,
@@ -86,25 +251,13 @@ impl Anthropic {
         Self::default()
     }
 
-    fn event(&mut self, v: &Value, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        let ty = s(v, "type").unwrap_or_default();
-        let shape = match ty {
-            "message_start" => Some(&MESSAGE_START),
-            "content_block_start" => Some(&BLOCK_START),
-            "content_block_delta" => Some(&BLOCK_DELTA),
-            "content_block_stop" => Some(&BLOCK_STOP),
-            "message_delta" => Some(&MESSAGE_DELTA),
-            _ => None,
-        };
-        if let Some(shape) = shape {
-            let issues = schema::validate(v, shape);
-            if !issues.is_empty() {
-                return Err(Rejected::Schema(issues));
-            }
-        }
+    fn event(&mut self, e: Event<'_>, data: &str, at: Span, out: &mut Out) {
         if let Some(closed) = self.closed
-            && !matches!(ty, "message_start" | "ping")
+            && !matches!(e, Event::MessageStart { .. } | Event::Ping)
         {
+            let ty = e
+                .name()
+                .map_or_else(|| envelope::type_name(data).into(), Cow::Borrowed);
             out.anomaly(
                 format!("`{ty}` arrives after `message_stop`, outside any message"),
                 false,
@@ -114,213 +267,29 @@ impl Anthropic {
                 a.related.push((closed, "the message ended here".into()));
             }
         }
-        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match ty {
-            "ping" => {}
-            "message_start" => self.message_start(v, at, out),
-            "content_block_start" => {
-                let block = v.get("content_block").cloned().unwrap_or(Value::Null);
-                let type_name = s(&block, "type").unwrap_or_default().to_owned();
-                if self.open.is_none() {
-                    out.anomaly(
-                        format!("content block {index} starts outside a message (no open `message_start`)"),
-                        false,
-                        Focus::path(&["index"]),
-                    );
-                }
-                if let Some(prev) = self.blocks.get(&index) {
-                    out.anomaly(
-                        format!("content block {index} starts again while it is still open"),
-                        false,
-                        Focus::path(&["index"]),
-                    );
-                    let prev_at = prev.at;
-                    if let Some(a) = out.anomalies.last_mut() {
-                        a.related.push((prev_at, "it started here".into()));
-                    }
-                }
-                let id = s(&block, "id").unwrap_or_default().to_owned();
-                let name = s(&block, "name").unwrap_or_default().to_owned();
-                let kind = match type_name.as_str() {
-                    "text" => {
-                        out.part(PartKind::TextStart {
-                            id: index.to_string(),
-                        });
-                        BlockKind::Text
-                    }
-                    "thinking" | "redacted_thinking" => {
-                        out.part(PartKind::ReasoningStart {
-                            id: index.to_string(),
-                        });
-                        BlockKind::Reasoning
-                    }
-                    "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                        out.part_at(
-                            PartKind::ToolInputStart {
-                                id: id.clone(),
-                                name: name.clone(),
-                                provider_executed: type_name != "tool_use",
-                            },
-                            Focus::path(&["content_block", "id"]),
-                        );
-                        BlockKind::Tool {
-                            id,
-                            name,
-                            input: String::new(),
-                        }
-                    }
-                    t if t.ends_with("_tool_result") => {
-                        let call = s(&block, "tool_use_id").unwrap_or_default().to_owned();
-                        out.part(PartKind::ToolResult {
-                            id: call,
-                            name: t.trim_end_matches("_tool_result").to_owned(),
-                            output: block
-                                .get("content")
-                                .map(Value::to_string)
-                                .unwrap_or_default(),
-                        });
-                        BlockKind::Other
-                    }
-                    _ => BlockKind::Other,
-                };
-                self.blocks.insert(
-                    index,
-                    Block {
-                        kind,
-                        at,
-                        type_name,
-                    },
-                );
+        match e {
+            Event::Ping | Event::Other => {}
+            Event::MessageStart { message } => self.message_start(&message.0, at, out),
+            Event::BlockStart {
+                index,
+                content_block,
+            } => self.block_start(index.0.unwrap_or(0), &content_block.0, at, out),
+            Event::BlockDelta { index, delta } => {
+                self.block_delta(index.0.unwrap_or(0), delta.0, out);
             }
-            "content_block_delta" => {
-                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
-                let dty = s(&delta, "type").unwrap_or_default();
-                let Some(block) = self.blocks.get_mut(&index) else {
-                    let when = if self.stopped.contains(&index) {
-                        "after its `content_block_stop`"
-                    } else {
-                        "that never started"
-                    };
-                    out.anomaly(
-                        format!("a `{dty}` for content block {index} {when}"),
-                        false,
-                        Focus::path(&["index"]),
-                    );
-                    // The SDK still forwards text for an unknown block.
-                    if dty == "text_delta" {
-                        out.part(PartKind::TextDelta {
-                            id: index.to_string(),
-                            delta: s(&delta, "text").unwrap_or_default().to_owned(),
-                        });
-                    }
-                    return Ok(());
-                };
-                match (dty, &mut block.kind) {
-                    ("text_delta", _) => out.part(PartKind::TextDelta {
-                        id: index.to_string(),
-                        delta: s(&delta, "text").unwrap_or_default().to_owned(),
-                    }),
-                    ("thinking_delta", _) => out.part(PartKind::ReasoningDelta {
-                        id: index.to_string(),
-                        delta: s(&delta, "thinking").unwrap_or_default().to_owned(),
-                    }),
-                    ("input_json_delta", BlockKind::Tool { id, input, .. }) => {
-                        let d = s(&delta, "partial_json").unwrap_or_default();
-                        if !d.is_empty() {
-                            input.push_str(d);
-                            out.part(PartKind::ToolInputDelta {
-                                id: id.clone(),
-                                delta: d.to_owned(),
-                            });
-                        }
-                    }
-                    _ => {}
+            Event::BlockStop { index } => self.block_stop(index.0.unwrap_or(0), out),
+            Event::MessageDelta { delta, usage } => {
+                if let Some(n) = usage.get().and_then(|u| u.output_tokens.0) {
+                    self.usage.1 = n;
+                }
+                if let Some(r) = delta.0.stop_reason {
+                    out.finish_reason = Some(r.to_string());
+                    self.stop_reason = Some(r.into_owned());
                 }
             }
-            "content_block_stop" => match self.blocks.remove(&index) {
-                None => out.anomaly(
-                    format!("`content_block_stop` for content block {index}, which is not open"),
-                    true,
-                    Focus::path(&["index"]),
-                ),
-                Some(block) => {
-                    self.stopped.push(index);
-                    match block.kind {
-                        BlockKind::Text => out.part(PartKind::TextEnd {
-                            id: index.to_string(),
-                        }),
-                        BlockKind::Reasoning => out.part(PartKind::ReasoningEnd {
-                            id: index.to_string(),
-                        }),
-                        BlockKind::Tool { id, name, input } => {
-                            out.part(PartKind::ToolInputEnd { id: id.clone() });
-                            let input = if input.is_empty() { "{}".into() } else { input };
-                            let provider_executed = block.type_name != "tool_use";
-                            out.part(PartKind::ToolCall {
-                                id,
-                                name,
-                                input,
-                                provider_executed,
-                            });
-                        }
-                        BlockKind::Other => {}
-                    }
-                }
-            },
-            "message_delta" => {
-                let reason = v
-                    .pointer("/delta/stop_reason")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                if let Some(out_tokens) = v.pointer("/usage/output_tokens").and_then(Value::as_u64)
-                {
-                    self.usage.1 = out_tokens;
-                }
-                if let Some(r) = reason {
-                    out.finish_reason = Some(r.clone());
-                    self.stop_reason = Some(r);
-                }
-            }
-            "message_stop" => {
-                if self.open.is_none() {
-                    out.anomaly("`message_stop` without an open message", true, Focus::None);
-                }
-                if !self.blocks.is_empty() {
-                    let open: Vec<String> = self
-                        .blocks
-                        .iter()
-                        .map(|(i, b)| format!("{} block {i}", b.type_name))
-                        .collect();
-                    out.anomaly(
-                        format!(
-                            "`message_stop` while {} is still open (no `content_block_stop`)",
-                            open.join(", ")
-                        ),
-                        false,
-                        Focus::None,
-                    );
-                    let related: Vec<(Span, String)> = self
-                        .blocks
-                        .values()
-                        .map(|b| (b.at, format!("the {} block started here", b.type_name)))
-                        .collect();
-                    if let Some(a) = out.anomalies.last_mut() {
-                        a.related = related;
-                    }
-                    self.blocks.clear();
-                }
-                let raw = self.stop_reason.take();
-                out.part(PartKind::FinishStep {
-                    reason: raw.as_deref().map_or("other", unified_finish).into(),
-                    input_tokens: self.usage.0,
-                    output_tokens: self.usage.1,
-                });
-                out.terminal = Some("`message_stop`".into());
-                self.open = None;
-                self.closed = Some(at);
-            }
-            "error" => {
-                let err = v.get("error").cloned().unwrap_or(Value::Null);
+            Event::MessageStop => self.message_stop(at, out),
+            Event::Error { error } => {
+                let err = error.0.unwrap_or(Value::Null);
                 let name = s(&err, "type").unwrap_or("error").to_owned();
                 let message = s(&err, "message").unwrap_or_default().to_owned();
                 let retryable = is_retryable(&name);
@@ -333,17 +302,200 @@ impl Anthropic {
                 out.provider_error(error, retryable, Focus::path(&["error"]));
                 out.terminal = Some("`error`".into());
             }
-            _ => {}
         }
-        Ok(())
     }
 
-    fn message_start(&mut self, v: &Value, at: Span, out: &mut Out) {
-        let id = v
-            .pointer("/message/id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+    fn block_start(&mut self, index: u64, block: &Block<'_>, at: Span, out: &mut Out) {
+        let type_name = block.kind.as_ref();
+        if self.open.is_none() {
+            out.anomaly(
+                format!("content block {index} starts outside a message (no open `message_start`)"),
+                false,
+                Focus::path(&["index"]),
+            );
+        }
+        if let Some(prev) = self.blocks.get(&index) {
+            out.anomaly(
+                format!("content block {index} starts again while it is still open"),
+                false,
+                Focus::path(&["index"]),
+            );
+            let prev_at = prev.at;
+            if let Some(a) = out.anomalies.last_mut() {
+                a.related.push((prev_at, "it started here".into()));
+            }
+        }
+        let kind = match type_name {
+            "text" => {
+                out.part(PartKind::TextStart {
+                    id: index.to_string(),
+                });
+                BlockKind::Text
+            }
+            "thinking" | "redacted_thinking" => {
+                out.part(PartKind::ReasoningStart {
+                    id: index.to_string(),
+                });
+                BlockKind::Reasoning
+            }
+            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+                let id = block.id.get().unwrap_or_default().to_owned();
+                let name = block.name.get().unwrap_or_default().to_owned();
+                out.part_at(
+                    PartKind::ToolInputStart {
+                        id: id.clone(),
+                        name: name.clone(),
+                        provider_executed: type_name != "tool_use",
+                    },
+                    Focus::path(&["content_block", "id"]),
+                );
+                BlockKind::Tool {
+                    id,
+                    name,
+                    input: String::new(),
+                }
+            }
+            t if t.ends_with("_tool_result") => {
+                out.part(PartKind::ToolResult {
+                    id: block.tool_use_id.get().unwrap_or_default().to_owned(),
+                    name: t.trim_end_matches("_tool_result").to_owned(),
+                    output: block
+                        .content
+                        .0
+                        .as_ref()
+                        .map(Value::to_string)
+                        .unwrap_or_default(),
+                });
+                BlockKind::Other
+            }
+            _ => BlockKind::Other,
+        };
+        self.blocks.insert(
+            index,
+            OpenBlock {
+                kind,
+                at,
+                type_name: type_name.to_owned(),
+            },
+        );
+    }
+
+    fn block_delta(&mut self, index: u64, delta: Delta<'_>, out: &mut Out) {
+        let Some(block) = self.blocks.get_mut(&index) else {
+            let when = if self.stopped.contains(&index) {
+                "after its `content_block_stop`"
+            } else {
+                "that never started"
+            };
+            out.anomaly(
+                format!("a `{}` for content block {index} {when}", delta.name()),
+                false,
+                Focus::path(&["index"]),
+            );
+            // The SDK still forwards text for an unknown block.
+            if let Delta::Text { text } = delta {
+                out.part(PartKind::TextDelta {
+                    id: index.to_string(),
+                    delta: text.into_owned(),
+                });
+            }
+            return;
+        };
+        match (delta, &mut block.kind) {
+            (Delta::Text { text }, _) => out.part(PartKind::TextDelta {
+                id: index.to_string(),
+                delta: text.into_owned(),
+            }),
+            (Delta::Thinking { thinking }, _) => out.part(PartKind::ReasoningDelta {
+                id: index.to_string(),
+                delta: thinking.into_owned(),
+            }),
+            (Delta::InputJson { partial_json }, BlockKind::Tool { id, input, .. })
+                if !partial_json.is_empty() =>
+            {
+                input.push_str(&partial_json);
+                out.part(PartKind::ToolInputDelta {
+                    id: id.clone(),
+                    delta: partial_json.into_owned(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn block_stop(&mut self, index: u64, out: &mut Out) {
+        let Some(block) = self.blocks.remove(&index) else {
+            out.anomaly(
+                format!("`content_block_stop` for content block {index}, which is not open"),
+                true,
+                Focus::path(&["index"]),
+            );
+            return;
+        };
+        self.stopped.insert(index);
+        match block.kind {
+            BlockKind::Text => out.part(PartKind::TextEnd {
+                id: index.to_string(),
+            }),
+            BlockKind::Reasoning => out.part(PartKind::ReasoningEnd {
+                id: index.to_string(),
+            }),
+            BlockKind::Tool { id, name, input } => {
+                out.part(PartKind::ToolInputEnd { id: id.clone() });
+                let input = if input.is_empty() { "{}".into() } else { input };
+                let provider_executed = block.type_name != "tool_use";
+                out.part(PartKind::ToolCall {
+                    id,
+                    name,
+                    input,
+                    provider_executed,
+                });
+            }
+            BlockKind::Other => {}
+        }
+    }
+
+    fn message_stop(&mut self, at: Span, out: &mut Out) {
+        if self.open.is_none() {
+            out.anomaly("`message_stop` without an open message", true, Focus::None);
+        }
+        if !self.blocks.is_empty() {
+            let open: Vec<String> = self
+                .blocks
+                .iter()
+                .map(|(i, b)| format!("{} block {i}", b.type_name))
+                .collect();
+            out.anomaly(
+                format!(
+                    "`message_stop` while {} is still open (no `content_block_stop`)",
+                    open.join(", ")
+                ),
+                false,
+                Focus::None,
+            );
+            let related: Vec<(Span, String)> = self
+                .blocks
+                .values()
+                .map(|b| (b.at, format!("the {} block started here", b.type_name)))
+                .collect();
+            if let Some(a) = out.anomalies.last_mut() {
+                a.related = related;
+            }
+            self.blocks.clear();
+        }
+        let raw = self.stop_reason.take();
+        out.part(PartKind::FinishStep {
+            reason: raw.as_deref().map_or("other", unified_finish).into(),
+            input_tokens: self.usage.0,
+            output_tokens: self.usage.1,
+        });
+        out.terminal = Some("`message_stop`".into());
+        self.open = None;
+        self.closed = Some(at);
+    }
+
+    fn message_start(&mut self, message: &Message<'_>, at: Span, out: &mut Out) {
+        let id = message.id.as_deref().unwrap_or_default().to_owned();
         if let Some((open_id, open_at)) = self.open.clone() {
             if open_id == id {
                 out.anomaly(
@@ -407,12 +559,8 @@ impl Anthropic {
         self.open = Some((id.clone(), at));
         self.closed = None;
         self.stopped.clear();
-        self.usage = (
-            v.pointer("/message/usage/input_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0),
-            0,
-        );
+        let input_tokens = message.usage.get().and_then(|u| u.input_tokens.0);
+        self.usage = (input_tokens.unwrap_or(0), 0);
         out.reopened = true;
         out.part(PartKind::ResponseMetadata {
             id: (!id.is_empty()).then_some(id),
@@ -434,11 +582,12 @@ impl Decoder for Anthropic {
             }
             return Ok(());
         }
-        if data.trim() == "[DONE]" {
-            return Ok(());
+        let mut spare = None;
+        match envelope::parse::<Event<'_>>(data, &mut spare)? {
+            Parsed::Done => {}
+            Parsed::Event(e) => self.event(e, data, at, out),
         }
-        let v = parse_value(data)?;
-        self.event(&v, at, out)
+        Ok(())
     }
 
     fn flush(&mut self, _out: &mut Out) {}
@@ -461,5 +610,57 @@ impl Decoder for Anthropic {
             out.push((what, b.at));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    fn decode(d: &mut Anthropic, data: &str) -> (Vec<PartKind>, String) {
+        let mut out = Out::default();
+        let r = match d.decode(data, Span::new(FileId(0), 0, 0), &mut out) {
+            Ok(()) => String::new(),
+            Err(Rejected::Json(e)) => format!("json: {e}"),
+            Err(Rejected::Schema(i)) => format!("schema: {}", i[0]),
+        };
+        (out.parts.into_iter().map(|(p, _)| p).collect(), r)
+    }
+
+    #[test]
+    fn deltas_are_a_checked_union() {
+        let mut d = Anthropic::new();
+        decode(&mut d, r#"{"type":"message_start","message":{"id":"m"}}"#);
+        decode(
+            &mut d,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        );
+        let (parts, r) = decode(
+            &mut d,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"h\"i"}}"#,
+        );
+        assert_eq!(r, "");
+        assert_eq!(
+            parts,
+            [PartKind::TextDelta {
+                id: "0".into(),
+                delta: "h\"i".into()
+            }]
+        );
+        for bad in [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"sparkle_delta"}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":["text_delta","x"]}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":1}}"#,
+            r#"{"type":"content_block_delta","index":"0","delta":{"type":"text_delta","text":""}}"#,
+        ] {
+            let (_, r) = decode(&mut d, bad);
+            assert!(r.starts_with("schema: "), "{bad}: {r}");
+        }
+        let (parts, r) = decode(
+            &mut d,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#,
+        );
+        assert!(parts.is_empty() && r.is_empty());
     }
 }

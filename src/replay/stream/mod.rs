@@ -8,7 +8,9 @@
 //! and recorded in each analysis; what the processor did (skipped, threw, dropped a tool error,
 //! cleaned up) is its own.
 
+pub mod ag_ui;
 pub mod anthropic;
+pub mod envelope;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod opencode;
@@ -16,8 +18,10 @@ pub mod part;
 pub mod protocol;
 pub mod store;
 pub mod tanstack;
+pub mod ui_book;
 pub mod ui_stream;
 
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 
 use serde_json::Value;
@@ -558,15 +562,18 @@ impl StreamReplay {
         };
         let first_at = located.first().and_then(|(_, s)| *s);
         let first = issues.first().map(ToString::to_string).unwrap_or_default();
-        self.schema_issues.push(PayloadIssues {
-            seq,
-            what,
-            span: data_span,
-            issues: located,
-            session_id: Some(self.options.session_id.clone()),
-            message_id: None,
-            part_id: None,
-        });
+        // Past the cap they are counted (`undecodable events`), not kept.
+        if (self.schema_issues.len() as u64) < store::MAX_EVENTS_PER_KIND {
+            self.schema_issues.push(PayloadIssues {
+                seq,
+                what,
+                span: data_span,
+                issues: located,
+                session_id: Some(self.options.session_id.clone()),
+                message_id: None,
+                part_id: None,
+            });
+        }
         let problem = PayloadProblem {
             reason: first.clone(),
             schema: true,
@@ -676,7 +683,7 @@ fn new_decoder(p: Protocol) -> Box<dyn Decoder> {
         Protocol::OpenAiResponses => Box::new(openai_responses::OpenAiResponses::new()),
         Protocol::Anthropic => Box::new(anthropic::Anthropic::new()),
         Protocol::UiStream => Box::new(ui_stream::UiStream::new()),
-        Protocol::AgUi => Box::new(ui_stream::AgUi::new()),
+        Protocol::AgUi => Box::new(ag_ui::AgUi::new()),
     }
 }
 
@@ -700,27 +707,26 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
         .map(|f| f.profile.clone())
         .unwrap_or_default();
     let mut differences = Vec::new();
-    let reaction = |a: &Analysis, seq: Seq| -> Option<String> {
-        a.events
-            .iter()
-            .filter(|e| e.seq == seq)
-            .find_map(|e| match &e.kind {
-                EventKind::ProcessorSkipped { .. } => {
-                    Some("skips the event and reads on".to_owned())
-                }
-                EventKind::SessionError(i) => Some(format!("ends the session ({})", i.title())),
+    // What each processor did with each event: the first reaction recorded for it.
+    let reactions = |a: &Analysis| -> HashMap<Seq, String> {
+        let mut by_seq = HashMap::new();
+        for e in &a.events {
+            let reaction = match &e.kind {
+                EventKind::ProcessorSkipped { .. } => "skips the event and reads on".to_owned(),
+                EventKind::SessionError(i) => format!("ends the session ({})", i.title()),
                 EventKind::Log { error: Some(i), .. } if i.name.as_deref() != Some("ZodError") => {
-                    Some(format!(
-                        "re-throws it ({})",
-                        i.name.as_deref().unwrap_or("error")
-                    ))
+                    format!("re-throws it ({})", i.name.as_deref().unwrap_or("error"))
                 }
                 EventKind::ProcessorDropped { what, reason, .. } => {
-                    Some(format!("drops the `{what}`: {reason}"))
+                    format!("drops the `{what}`: {reason}")
                 }
-                _ => None,
-            })
+                _ => continue,
+            };
+            by_seq.entry(e.seq).or_insert(reaction);
+        }
+        by_seq
     };
+    let (main_reactions, other_reactions) = (reactions(main), reactions(other));
     let mut seqs: Vec<Seq> = main
         .events
         .iter()
@@ -738,11 +744,11 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
     seqs.sort_unstable();
     seqs.dedup();
     for seq in seqs {
-        let (a, b) = (reaction(main, seq), reaction(other, seq));
+        let (a, b) = (main_reactions.get(&seq), other_reactions.get(&seq));
         if a != b
             && let Some(b) = b
         {
-            differences.push((seq, b));
+            differences.push((seq, b.clone()));
         }
     }
     let tools = |a: &Analysis| -> Vec<(String, String, String)> {
@@ -763,15 +769,23 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
             .collect()
     };
     let (mine, theirs) = (tools(main), tools(other));
+    let mine: HashSet<(&str, &str)> = mine
+        .iter()
+        .map(|(c, _, s)| (c.as_str(), s.as_str()))
+        .collect();
+    // The last event that wrote each of the other processor's tool parts.
+    let mut last_write: HashMap<&str, Seq> = HashMap::new();
+    for (_, _, p) in other.parts() {
+        if let Some(t) = p.part.tool()
+            && let Some(o) = p.last()
+        {
+            let e = last_write.entry(t.call_id.as_str()).or_insert(o.seq);
+            *e = (*e).max(o.seq);
+        }
+    }
     for (call, tool, state) in &theirs {
-        let same = mine.iter().any(|(c, _, s)| c == call && s == state);
-        if !same {
-            let last = other
-                .parts()
-                .filter(|(_, _, p)| p.part.tool().is_some_and(|t| &t.call_id == call))
-                .filter_map(|(_, _, p)| p.last().map(|o| o.seq))
-                .max()
-                .unwrap_or(0);
+        if !mine.contains(&(call.as_str(), state.as_str())) {
+            let last = last_write.get(call.as_str()).copied().unwrap_or(0);
             differences.push((last, format!("tool `{tool}` ({call}) ends {state}")));
         }
     }

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::envelope;
 use super::part::{ErrorKind, PartKind, StreamError, unified_finish};
 use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected};
 use crate::model::schema::{self, Field, Ty, opt};
@@ -347,7 +348,7 @@ impl Decoder for OpenAiChat {
         if self.failed {
             return Ok(());
         }
-        if data.trim() == "[DONE]" {
+        if envelope::is_done(data) {
             if self.done.is_some() {
                 out.anomaly("a second `[DONE]`", true, Focus::None);
             }

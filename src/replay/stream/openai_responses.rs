@@ -7,16 +7,17 @@
 //! its result; `response.completed` / `response.incomplete` finish the step; `response.failed` and
 //! `error` are in-band provider errors.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashSet};
 
+use serde::Deserialize;
 use serde_json::Value;
 
+use super::envelope::{self, Envelope, Loose, Num, Obj, Parsed, Raw, Str, U64};
 use super::openai_chat::is_retryable;
 use super::part::PartKind;
-use super::protocol::{
-    Decoder, Focus, Out, Protocol, ProviderError, Rejected, parse_value, s, text_of,
-};
-use crate::model::schema::{self, Ty, opt, req};
+use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected, s, text_of};
+use crate::model::schema::{Ty, opt, req};
 use crate::source::Span;
 
 static ITEM_EVENT: Ty = Ty::Obj(&[
@@ -35,8 +36,197 @@ const PROVIDER_ITEMS: [&str; 6] = [
     "tool_search_call",
 ];
 
+/// The events the decoder reads; [`ITEM_EVENT`] and [`DELTA_EVENT`] fields are strict.
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+enum Event<'a> {
+    #[serde(rename = "response.created")]
+    Created {
+        #[serde(borrow, default)]
+        response: Loose<Head<'a>>,
+    },
+    #[serde(rename = "response.output_item.added")]
+    ItemAdded {
+        #[serde(default)]
+        output_index: Num,
+        #[serde(borrow)]
+        item: Obj<Item<'a>>,
+    },
+    #[serde(rename = "response.output_item.done")]
+    ItemDone {
+        #[serde(default)]
+        output_index: Num,
+        #[serde(borrow)]
+        item: Obj<Item<'a>>,
+    },
+    #[serde(rename = "response.output_text.delta")]
+    TextDelta {
+        #[serde(default)]
+        output_index: Num,
+        #[serde(borrow)]
+        delta: Cow<'a, str>,
+        #[serde(borrow, default)]
+        item_id: Str<'a>,
+    },
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    ReasoningSummaryDelta(#[serde(borrow)] Loosely<'a>),
+    #[serde(rename = "response.reasoning_text.delta")]
+    ReasoningTextDelta(#[serde(borrow)] Loosely<'a>),
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionArgsDelta {
+        #[serde(default)]
+        output_index: Num,
+        #[serde(borrow)]
+        delta: Cow<'a, str>,
+    },
+    #[serde(rename = "response.custom_tool_call_input.delta")]
+    CustomInputDelta {
+        #[serde(default)]
+        output_index: Num,
+        #[serde(borrow)]
+        delta: Cow<'a, str>,
+    },
+    #[serde(rename = "response.mcp_call_arguments.delta")]
+    McpArgsDelta(#[serde(borrow)] Loosely<'a>),
+    #[serde(rename = "response.completed")]
+    Completed {
+        #[serde(borrow, default)]
+        response: Loose<Final<'a>>,
+    },
+    #[serde(rename = "response.incomplete")]
+    Incomplete {
+        #[serde(borrow, default)]
+        response: Loose<Final<'a>>,
+    },
+    #[serde(rename = "response.failed")]
+    Failed {
+        #[serde(default)]
+        response: Loose<FailedResponse>,
+    },
+    #[serde(rename = "error")]
+    Error {
+        #[serde(default)]
+        error: Raw,
+    },
+    #[serde(other)]
+    Other,
+}
+
+impl<'a> Envelope<'a> for Event<'a> {
+    fn other() -> Self {
+        Event::Other
+    }
+
+    fn is_other(&self) -> bool {
+        matches!(self, Event::Other)
+    }
+
+    fn shape(ty: &str) -> Option<&'static Ty> {
+        match ty {
+            "response.output_item.added" | "response.output_item.done" => Some(&ITEM_EVENT),
+            "response.output_text.delta"
+            | "response.function_call_arguments.delta"
+            | "response.custom_tool_call_input.delta" => Some(&DELTA_EVENT),
+            _ => None,
+        }
+    }
+}
+
+impl Event<'_> {
+    /// The event's type (`None` for the catch-all, which does not keep it).
+    fn name(&self) -> Option<&'static str> {
+        Some(match self {
+            Event::Created { .. } => "response.created",
+            Event::ItemAdded { .. } => "response.output_item.added",
+            Event::ItemDone { .. } => "response.output_item.done",
+            Event::TextDelta { .. } => "response.output_text.delta",
+            Event::ReasoningSummaryDelta(_) => "response.reasoning_summary_text.delta",
+            Event::ReasoningTextDelta(_) => "response.reasoning_text.delta",
+            Event::FunctionArgsDelta { .. } => "response.function_call_arguments.delta",
+            Event::CustomInputDelta { .. } => "response.custom_tool_call_input.delta",
+            Event::McpArgsDelta(_) => "response.mcp_call_arguments.delta",
+            Event::Completed { .. } => "response.completed",
+            Event::Incomplete { .. } => "response.incomplete",
+            Event::Failed { .. } => "response.failed",
+            Event::Error { .. } => "error",
+            Event::Other => return None,
+        })
+    }
+}
+
+/// A delta event without a schema: every field lenient.
+#[derive(Deserialize)]
+struct Loosely<'a> {
+    #[serde(default)]
+    output_index: U64,
+    #[serde(borrow, default)]
+    delta: Str<'a>,
+    #[serde(borrow, default)]
+    item_id: Str<'a>,
+}
+
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    id: Str<'a>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    id: Str<'a>,
+    #[serde(borrow, default)]
+    call_id: Str<'a>,
+    #[serde(borrow, default)]
+    name: Str<'a>,
+    #[serde(borrow, default)]
+    status: Str<'a>,
+    #[serde(default)]
+    arguments: Raw,
+    #[serde(default)]
+    action: Raw,
+    #[serde(default)]
+    input: Raw,
+    #[serde(default)]
+    output: Raw,
+    #[serde(default)]
+    results: Raw,
+    #[serde(default)]
+    error: Raw,
+}
+
+#[derive(Deserialize)]
+struct Final<'a> {
+    #[serde(borrow, default)]
+    incomplete_details: Loose<IncompleteDetails<'a>>,
+    #[serde(default)]
+    usage: Loose<Usage>,
+}
+
+#[derive(Deserialize)]
+struct IncompleteDetails<'a> {
+    #[serde(borrow, default)]
+    reason: Str<'a>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: U64,
+    #[serde(default)]
+    output_tokens: U64,
+}
+
+#[derive(Deserialize)]
+struct FailedResponse {
+    #[serde(default)]
+    error: Raw,
+}
+
 #[derive(Clone, Debug)]
-struct Item {
+struct OpenItem {
     kind: String,
     /// The item id (text and reasoning parts are keyed by it).
     id: String,
@@ -51,11 +241,16 @@ struct Item {
 #[derive(Default)]
 pub struct OpenAiResponses {
     open: Option<(String, Span)>,
-    items: BTreeMap<u64, Item>,
-    done_items: Vec<String>,
+    items: BTreeMap<u64, OpenItem>,
+    done_items: HashSet<String>,
     has_function_call: bool,
     completed: Option<Span>,
     error_seen: bool,
+}
+
+/// A field rendered as JSON text, strings as they are; `first` when present, else `second`.
+fn text_of_either(first: &Raw, second: &Raw) -> String {
+    text_of(first.0.as_ref().or(second.0.as_ref()))
 }
 
 impl OpenAiResponses {
@@ -75,33 +270,12 @@ impl OpenAiResponses {
         out.provider_error(error, retryable, focus);
     }
 
-    fn event(&mut self, v: &Value, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        let ty = s(v, "type").unwrap_or_default();
-        if v.get("object").and_then(Value::as_str) == Some("chat.completion.chunk") {
-            out.anomaly(
-                "a Chat Completions chunk in a Responses stream (the endpoint answered with the wrong protocol)",
-                false,
-                Focus::path(&["object"]),
-            );
-            return Ok(());
-        }
-        let shape = match ty {
-            "response.output_item.added" | "response.output_item.done" => Some(&ITEM_EVENT),
-            "response.output_text.delta"
-            | "response.function_call_arguments.delta"
-            | "response.custom_tool_call_input.delta" => Some(&DELTA_EVENT),
-            _ => None,
-        };
-        if let Some(shape) = shape {
-            let issues = schema::validate(v, shape);
-            if !issues.is_empty() {
-                return Err(Rejected::Schema(issues));
-            }
-        }
+    fn event(&mut self, e: Event<'_>, data: &str, at: Span, out: &mut Out) {
+        let ty = e.name();
         if let Some(done) = self.completed
-            && ty != "response.created"
-            && ty != "error"
+            && !matches!(e, Event::Created { .. } | Event::Error { .. })
         {
+            let ty = ty.map_or_else(|| envelope::type_name(data).into(), Cow::Borrowed);
             out.anomaly(
                 format!("`{ty}` arrives after the response completed"),
                 false,
@@ -111,278 +285,329 @@ impl OpenAiResponses {
                 a.related.push((done, "the response completed here".into()));
             }
         }
-        let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
-        match ty {
-            "response.created" => {
-                if let Some((id, open_at)) = self.open.clone() {
-                    out.anomaly(
-                        format!("a new response starts while response {id} has not completed"),
-                        false,
-                        Focus::path(&["response", "id"]),
-                    );
-                    if let Some(a) = out.anomalies.last_mut() {
-                        a.related.push((open_at, "it started here".into()));
-                    }
-                }
-                let id = v
-                    .pointer("/response/id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                self.open = Some((id.clone(), at));
-                self.completed = None;
-                self.items.clear();
-                self.done_items.clear();
-                self.has_function_call = false;
-                out.reopened = true;
-                out.part(PartKind::ResponseMetadata {
-                    id: (!id.is_empty()).then_some(id),
-                });
-                out.part(PartKind::StartStep);
+        let ty = ty.unwrap_or_default();
+        match e {
+            Event::Created { response } => {
+                let id = response.get().and_then(|r| r.id.get()).unwrap_or_default();
+                self.created(id, at, out);
             }
-            "response.output_item.added" => {
-                let item = v.get("item").cloned().unwrap_or(Value::Null);
-                let kind = s(&item, "type").unwrap_or_default().to_owned();
-                let id = s(&item, "id").unwrap_or_default().to_owned();
-                let call_id = s(&item, "call_id").map(str::to_owned);
-                let name = s(&item, "name").unwrap_or(&kind).to_owned();
-                match kind.as_str() {
-                    "message" => out.part(PartKind::TextStart { id: id.clone() }),
-                    "reasoning" => out.part(PartKind::ReasoningStart { id: id.clone() }),
-                    k if PROVIDER_ITEMS.contains(&k) => {
-                        out.part(PartKind::ToolInputStart {
-                            id: id.clone(),
-                            name: k.trim_end_matches("_call").to_owned(),
-                            provider_executed: true,
-                        });
-                    }
-                    _ => {
-                        let tool_id = call_id.clone().unwrap_or_else(|| id.clone());
-                        out.part_at(
-                            PartKind::ToolInputStart {
-                                id: tool_id,
-                                name: name.clone(),
-                                provider_executed: false,
-                            },
-                            Focus::path(&["item", "call_id"]),
-                        );
-                    }
-                }
-                self.items.insert(
-                    index,
-                    Item {
-                        kind,
-                        id,
-                        call_id,
-                        name,
-                        args: String::new(),
-                        at,
+            Event::ItemAdded { output_index, item } => {
+                self.item_added(output_index.0.unwrap_or(0), &item.0, at, out);
+            }
+            Event::ItemDone { output_index, item } => {
+                self.item_done(output_index.0.unwrap_or(0), &item.0, out);
+            }
+            Event::TextDelta {
+                output_index,
+                delta,
+                item_id,
+            } => {
+                let id = self.delta_item(ty, output_index.0.unwrap_or(0), item_id.get(), out);
+                out.part(PartKind::TextDelta {
+                    id,
+                    delta: delta.into_owned(),
+                });
+            }
+            Event::ReasoningSummaryDelta(d) | Event::ReasoningTextDelta(d) => {
+                let id = self.delta_item(ty, d.output_index.0.unwrap_or(0), d.item_id.get(), out);
+                let delta = d.delta.0.map(Cow::into_owned).unwrap_or_default();
+                out.part(PartKind::ReasoningDelta { id, delta });
+            }
+            Event::FunctionArgsDelta {
+                output_index,
+                delta,
+            }
+            | Event::CustomInputDelta {
+                output_index,
+                delta,
+            } => self.args_delta(ty, output_index.0.unwrap_or(0), &delta, out),
+            Event::McpArgsDelta(d) => {
+                let index = d.output_index.0.unwrap_or(0);
+                self.args_delta(ty, index, d.delta.get().unwrap_or_default(), out);
+            }
+            Event::Completed { response } | Event::Incomplete { response } => {
+                self.completed(ty, response.get(), at, out);
+            }
+            Event::Failed { response } => {
+                let err = response.0.and_then(|r| r.error.0).unwrap_or(Value::Null);
+                self.failed(err, at, out);
+            }
+            Event::Error { error } => self.error(error.0, data, out),
+            Event::Other => {}
+        }
+    }
+
+    fn created(&mut self, id: &str, at: Span, out: &mut Out) {
+        if let Some((open_id, open_at)) = self.open.clone() {
+            out.anomaly(
+                format!("a new response starts while response {open_id} has not completed"),
+                false,
+                Focus::path(&["response", "id"]),
+            );
+            if let Some(a) = out.anomalies.last_mut() {
+                a.related.push((open_at, "it started here".into()));
+            }
+        }
+        self.open = Some((id.to_owned(), at));
+        self.completed = None;
+        self.items.clear();
+        self.done_items.clear();
+        self.has_function_call = false;
+        out.reopened = true;
+        out.part(PartKind::ResponseMetadata {
+            id: (!id.is_empty()).then(|| id.to_owned()),
+        });
+        out.part(PartKind::StartStep);
+    }
+
+    fn item_added(&mut self, index: u64, item: &Item<'_>, at: Span, out: &mut Out) {
+        let kind = item.kind.as_ref();
+        let id = item.id.get().unwrap_or_default();
+        let call_id = item.call_id.get();
+        let name = item.name.get().unwrap_or(kind);
+        match kind {
+            "message" => out.part(PartKind::TextStart { id: id.to_owned() }),
+            "reasoning" => out.part(PartKind::ReasoningStart { id: id.to_owned() }),
+            k if PROVIDER_ITEMS.contains(&k) => {
+                out.part(PartKind::ToolInputStart {
+                    id: id.to_owned(),
+                    name: k.trim_end_matches("_call").to_owned(),
+                    provider_executed: true,
+                });
+            }
+            _ => {
+                out.part_at(
+                    PartKind::ToolInputStart {
+                        id: call_id.unwrap_or(id).to_owned(),
+                        name: name.to_owned(),
+                        provider_executed: false,
                     },
+                    Focus::path(&["item", "call_id"]),
                 );
             }
-            "response.output_text.delta"
-            | "response.reasoning_summary_text.delta"
-            | "response.reasoning_text.delta" => {
-                let delta = s(v, "delta").unwrap_or_default().to_owned();
-                let item_id = s(v, "item_id").unwrap_or_default();
-                let id = self
-                    .items
-                    .get(&index)
-                    .map_or_else(|| item_id.to_owned(), |i| i.id.clone());
-                if self.done_items.contains(&id) {
-                    out.anomaly(
-                        format!("`{ty}` for output item {id} after its `output_item.done`"),
-                        false,
-                        Focus::path(&["item_id"]),
-                    );
-                }
-                if ty == "response.output_text.delta" {
-                    out.part(PartKind::TextDelta { id, delta });
-                } else {
-                    out.part(PartKind::ReasoningDelta { id, delta });
-                }
-            }
-            "response.function_call_arguments.delta"
-            | "response.custom_tool_call_input.delta"
-            | "response.mcp_call_arguments.delta" => {
-                let delta = s(v, "delta").unwrap_or_default();
-                match self.items.get_mut(&index) {
-                    Some(item) => {
-                        item.args.push_str(delta);
-                        let id = item.call_id.clone().unwrap_or_else(|| item.id.clone());
-                        if !PROVIDER_ITEMS.contains(&item.kind.as_str()) {
-                            out.part(PartKind::ToolInputDelta {
-                                id,
-                                delta: delta.to_owned(),
-                            });
-                        }
-                    }
-                    None => out.anomaly(
-                        format!("`{ty}` for output item {index}, which is not open"),
-                        false,
-                        Focus::path(&["output_index"]),
-                    ),
-                }
-            }
-            "response.output_item.done" => {
-                let item = v.get("item").cloned().unwrap_or(Value::Null);
-                let kind = s(&item, "type").unwrap_or_default().to_owned();
-                let open = self.items.remove(&index);
-                let id = open
-                    .as_ref()
-                    .map(|i| i.id.clone())
-                    .or_else(|| s(&item, "id").map(str::to_owned))
-                    .unwrap_or_default();
-                self.done_items.push(id.clone());
-                match kind.as_str() {
-                    "message" => out.part(PartKind::TextEnd { id }),
-                    "reasoning" => out.part(PartKind::ReasoningEnd { id }),
-                    k if PROVIDER_ITEMS.contains(&k) => {
-                        let name = k.trim_end_matches("_call").to_owned();
-                        if open.is_none() {
-                            out.part(PartKind::ToolInputStart {
-                                id: id.clone(),
-                                name: name.clone(),
-                                provider_executed: true,
-                            });
-                        }
-                        out.part(PartKind::ToolInputEnd { id: id.clone() });
-                        out.part(PartKind::ToolCall {
-                            id: id.clone(),
-                            name: name.clone(),
-                            input: text_of(item.get("action").or_else(|| item.get("arguments"))),
-                            provider_executed: true,
-                        });
-                        let status = s(&item, "status").unwrap_or_default();
-                        if status == "failed" {
-                            out.part(PartKind::ToolError {
-                                id,
-                                name,
-                                error: text_of(item.get("error")),
-                            });
-                        } else {
-                            out.part(PartKind::ToolResult {
-                                id,
-                                name,
-                                output: text_of(item.get("output").or_else(|| item.get("results"))),
-                            });
-                        }
-                    }
-                    _ => {
-                        let call_id = s(&item, "call_id")
-                            .map(str::to_owned)
-                            .or_else(|| open.as_ref().and_then(|i| i.call_id.clone()))
-                            .unwrap_or_else(|| id.clone());
-                        let name = s(&item, "name")
-                            .map(str::to_owned)
-                            .or_else(|| open.as_ref().map(|i| i.name.clone()))
-                            .unwrap_or_else(|| kind.clone());
-                        let input = match kind.as_str() {
-                            "function_call" => s(&item, "arguments")
-                                .map(str::to_owned)
-                                .or_else(|| open.as_ref().map(|i| i.args.clone()))
-                                .unwrap_or_default(),
-                            "custom_tool_call" => text_of(item.get("input")),
-                            _ => text_of(item.get("action")),
-                        };
-                        if open.is_none() {
-                            out.part(PartKind::ToolInputStart {
-                                id: call_id.clone(),
-                                name: name.clone(),
-                                provider_executed: false,
-                            });
-                        }
-                        self.has_function_call = true;
-                        out.part(PartKind::ToolInputEnd {
-                            id: call_id.clone(),
-                        });
-                        out.part_at(
-                            PartKind::ToolCall {
-                                id: call_id,
-                                name,
-                                input,
-                                provider_executed: false,
-                            },
-                            Focus::path(&["item", "call_id"]),
-                        );
-                    }
-                }
-            }
-            "response.completed" | "response.incomplete" => {
-                let incomplete = v
-                    .pointer("/response/incomplete_details/reason")
-                    .and_then(Value::as_str);
-                let reason = match incomplete {
-                    Some("max_output_tokens") => "length",
-                    Some("content_filter") => "content-filter",
-                    Some(_) => "other",
-                    None if self.has_function_call => "tool-calls",
-                    None => "stop",
-                };
-                let usage = |k: &str| {
-                    v.pointer(&format!("/response/usage/{k}"))
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                };
-                out.finish_reason = Some(incomplete.unwrap_or(reason).to_owned());
-                out.part(PartKind::FinishStep {
-                    reason: reason.into(),
-                    input_tokens: usage("input_tokens"),
-                    output_tokens: usage("output_tokens"),
-                });
-                out.terminal = Some(format!("`{ty}`"));
-                self.completed = Some(at);
-                self.open = None;
-            }
-            "response.failed" => {
-                let err = v.pointer("/response/error").cloned().unwrap_or(Value::Null);
-                if !self.error_seen && !err.is_null() {
-                    let name = s(&err, "code").unwrap_or("response.failed").to_owned();
-                    let message = s(&err, "message").unwrap_or_default().to_owned();
-                    Self::provider_error(
-                        name,
-                        message,
-                        Focus::path(&["response", "error", "message"]),
-                        err,
-                        out,
-                    );
-                } else if !err.is_null() {
-                    out.provider_errors.push(ProviderError {
-                        name: s(&err, "code").unwrap_or("response.failed").to_owned(),
-                        message: s(&err, "message").unwrap_or_default().to_owned(),
-                        focus: Focus::path(&["response", "error", "message"]),
-                        data: err,
+        }
+        self.items.insert(
+            index,
+            OpenItem {
+                kind: kind.to_owned(),
+                id: id.to_owned(),
+                call_id: call_id.map(str::to_owned),
+                name: name.to_owned(),
+                args: String::new(),
+                at,
+            },
+        );
+    }
+
+    /// The item a text or reasoning delta belongs to (by output index, else its `item_id`).
+    fn delta_item(&self, ty: &str, index: u64, item_id: Option<&str>, out: &mut Out) -> String {
+        let id = self
+            .items
+            .get(&index)
+            .map_or_else(|| item_id.unwrap_or_default().to_owned(), |i| i.id.clone());
+        if self.done_items.contains(&id) {
+            out.anomaly(
+                format!("`{ty}` for output item {id} after its `output_item.done`"),
+                false,
+                Focus::path(&["item_id"]),
+            );
+        }
+        id
+    }
+
+    fn args_delta(&mut self, ty: &str, index: u64, delta: &str, out: &mut Out) {
+        match self.items.get_mut(&index) {
+            Some(item) => {
+                item.args.push_str(delta);
+                if !PROVIDER_ITEMS.contains(&item.kind.as_str()) {
+                    let id = item.call_id.as_ref().unwrap_or(&item.id).clone();
+                    out.part(PartKind::ToolInputDelta {
+                        id,
+                        delta: delta.to_owned(),
                     });
                 }
-                out.finish_reason = Some("failed".into());
-                out.part(PartKind::FinishStep {
-                    reason: "error".into(),
-                    input_tokens: 0,
-                    output_tokens: 0,
-                });
-                out.terminal = Some("`response.failed`".into());
-                self.completed = Some(at);
-                self.open = None;
             }
-            "error" => {
-                // Documented flat (`code`, `message`), seen nested (`error: {…}`).
-                let err = v.get("error").cloned().unwrap_or_else(|| v.clone());
-                let name = s(&err, "code")
-                    .or_else(|| s(&err, "type").filter(|t| *t != "error"))
-                    .unwrap_or("error")
-                    .to_owned();
-                let message = s(&err, "message").unwrap_or_default().to_owned();
-                let focus = if v.get("error").is_some() {
-                    Focus::path(&["error", "message"])
-                } else {
-                    Focus::path(&["message"])
-                };
-                self.error_seen = true;
+            None => out.anomaly(
+                format!("`{ty}` for output item {index}, which is not open"),
+                false,
+                Focus::path(&["output_index"]),
+            ),
+        }
+    }
+
+    fn item_done(&mut self, index: u64, item: &Item<'_>, out: &mut Out) {
+        let kind = item.kind.as_ref();
+        let open = self.items.remove(&index);
+        let id = open
+            .as_ref()
+            .map(|i| i.id.clone())
+            .or_else(|| item.id.get().map(str::to_owned))
+            .unwrap_or_default();
+        self.done_items.insert(id.clone());
+        match kind {
+            "message" => out.part(PartKind::TextEnd { id }),
+            "reasoning" => out.part(PartKind::ReasoningEnd { id }),
+            k if PROVIDER_ITEMS.contains(&k) => {
+                Self::provider_item_done(k, id, open.is_none(), item, out);
+            }
+            _ => self.tool_item_done(kind, id, open, item, out),
+        }
+    }
+
+    /// A provider-executed item: its call and its result (or error) at once.
+    fn provider_item_done(kind: &str, id: String, unopened: bool, item: &Item<'_>, out: &mut Out) {
+        let name = kind.trim_end_matches("_call").to_owned();
+        if unopened {
+            out.part(PartKind::ToolInputStart {
+                id: id.clone(),
+                name: name.clone(),
+                provider_executed: true,
+            });
+        }
+        out.part(PartKind::ToolInputEnd { id: id.clone() });
+        out.part(PartKind::ToolCall {
+            id: id.clone(),
+            name: name.clone(),
+            input: text_of_either(&item.action, &item.arguments),
+            provider_executed: true,
+        });
+        if item.status.get() == Some("failed") {
+            out.part(PartKind::ToolError {
+                id,
+                name,
+                error: text_of(item.error.0.as_ref()),
+            });
+        } else {
+            out.part(PartKind::ToolResult {
+                id,
+                name,
+                output: text_of_either(&item.output, &item.results),
+            });
+        }
+    }
+
+    /// A function (or custom, or other client-side) tool call is complete.
+    fn tool_item_done(
+        &mut self,
+        kind: &str,
+        id: String,
+        open: Option<OpenItem>,
+        item: &Item<'_>,
+        out: &mut Out,
+    ) {
+        let call_id = item
+            .call_id
+            .get()
+            .map(str::to_owned)
+            .or_else(|| open.as_ref().and_then(|i| i.call_id.clone()))
+            .unwrap_or(id);
+        let name = item
+            .name
+            .get()
+            .map(str::to_owned)
+            .or_else(|| open.as_ref().map(|i| i.name.clone()))
+            .unwrap_or_else(|| kind.to_owned());
+        let input = match kind {
+            "function_call" => item
+                .arguments
+                .0
+                .as_ref()
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .or_else(|| open.as_ref().map(|i| i.args.clone()))
+                .unwrap_or_default(),
+            "custom_tool_call" => text_of(item.input.0.as_ref()),
+            _ => text_of(item.action.0.as_ref()),
+        };
+        if open.is_none() {
+            out.part(PartKind::ToolInputStart {
+                id: call_id.clone(),
+                name: name.clone(),
+                provider_executed: false,
+            });
+        }
+        self.has_function_call = true;
+        out.part(PartKind::ToolInputEnd {
+            id: call_id.clone(),
+        });
+        out.part_at(
+            PartKind::ToolCall {
+                id: call_id,
+                name,
+                input,
+                provider_executed: false,
+            },
+            Focus::path(&["item", "call_id"]),
+        );
+    }
+
+    fn completed(&mut self, ty: &str, response: Option<&Final<'_>>, at: Span, out: &mut Out) {
+        let incomplete = response
+            .and_then(|r| r.incomplete_details.get())
+            .and_then(|d| d.reason.get());
+        let reason = match incomplete {
+            Some("max_output_tokens") => "length",
+            Some("content_filter") => "content-filter",
+            Some(_) => "other",
+            None if self.has_function_call => "tool-calls",
+            None => "stop",
+        };
+        let usage = response.and_then(|r| r.usage.get());
+        out.finish_reason = Some(incomplete.unwrap_or(reason).to_owned());
+        out.part(PartKind::FinishStep {
+            reason: reason.into(),
+            input_tokens: usage.and_then(|u| u.input_tokens.0).unwrap_or(0),
+            output_tokens: usage.and_then(|u| u.output_tokens.0).unwrap_or(0),
+        });
+        out.terminal = Some(format!("`{ty}`"));
+        self.completed = Some(at);
+        self.open = None;
+    }
+
+    fn failed(&mut self, err: Value, at: Span, out: &mut Out) {
+        if !err.is_null() {
+            let name = s(&err, "code").unwrap_or("response.failed").to_owned();
+            let message = s(&err, "message").unwrap_or_default().to_owned();
+            let focus = Focus::path(&["response", "error", "message"]);
+            if self.error_seen {
+                out.provider_errors.push(ProviderError {
+                    name,
+                    message,
+                    focus,
+                    data: err,
+                });
+            } else {
                 Self::provider_error(name, message, focus, err, out);
             }
-            _ => {}
         }
-        Ok(())
+        out.finish_reason = Some("failed".into());
+        out.part(PartKind::FinishStep {
+            reason: "error".into(),
+            input_tokens: 0,
+            output_tokens: 0,
+        });
+        out.terminal = Some("`response.failed`".into());
+        self.completed = Some(at);
+        self.open = None;
+    }
+
+    /// Documented flat (`code`, `message`), seen nested (`error: {…}`).
+    fn error(&mut self, nested: Option<Value>, data: &str, out: &mut Out) {
+        let focus = if nested.is_some() {
+            Focus::path(&["error", "message"])
+        } else {
+            Focus::path(&["message"])
+        };
+        let err = nested
+            .or_else(|| serde_json::from_str(data).ok())
+            .unwrap_or(Value::Null);
+        let name = s(&err, "code")
+            .or_else(|| s(&err, "type").filter(|t| *t != "error"))
+            .unwrap_or("error")
+            .to_owned();
+        let message = s(&err, "message").unwrap_or_default().to_owned();
+        self.error_seen = true;
+        Self::provider_error(name, message, focus, err, out);
     }
 }
 
@@ -392,11 +617,22 @@ impl Decoder for OpenAiResponses {
     }
 
     fn decode(&mut self, data: &str, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        if data.trim() == "[DONE]" {
+        // Read as a value only when the payload may say so (literally, or in `\u` escapes).
+        let maybe_chat = data.contains("chat.completion.chunk") || data.contains("\\u");
+        if maybe_chat && wrong_protocol(data) {
+            out.anomaly(
+                "a Chat Completions chunk in a Responses stream (the endpoint answered with the wrong protocol)",
+                false,
+                Focus::path(&["object"]),
+            );
             return Ok(());
         }
-        let v = parse_value(data)?;
-        self.event(&v, at, out)
+        let mut spare = None;
+        match envelope::parse::<Event<'_>>(data, &mut spare)? {
+            Parsed::Done => {}
+            Parsed::Event(e) => self.event(e, data, at, out),
+        }
+        Ok(())
     }
 
     fn flush(&mut self, _out: &mut Out) {}
@@ -414,5 +650,93 @@ impl Decoder for OpenAiResponses {
             out.push((what, i.at));
         }
         out
+    }
+}
+
+/// A Chat Completions chunk (`"object": "chat.completion.chunk"`), which a Responses stream
+/// reports before anything else.
+fn wrong_protocol(data: &str) -> bool {
+    serde_json::from_str::<Value>(data)
+        .is_ok_and(|v| v.get("object").and_then(Value::as_str) == Some("chat.completion.chunk"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    fn decode(d: &mut OpenAiResponses, data: &str) -> (Vec<PartKind>, Vec<String>, String) {
+        let mut out = Out::default();
+        let r = match d.decode(data, Span::new(FileId(0), 0, 0), &mut out) {
+            Ok(()) => String::new(),
+            Err(Rejected::Json(e)) => format!("json: {e}"),
+            Err(Rejected::Schema(i)) => format!("schema: {}", i[0]),
+        };
+        let parts = out.parts.into_iter().map(|(p, _)| p).collect();
+        let anomalies = out.anomalies.into_iter().map(|a| a.problem).collect();
+        (parts, anomalies, r)
+    }
+
+    #[test]
+    fn strict_fields_are_rejected_with_their_path() {
+        let mut d = OpenAiResponses::new();
+        let (_, _, r) = decode(
+            &mut d,
+            r#"{"type":"response.output_text.delta","output_index":null,"delta":"x"}"#,
+        );
+        assert!(r.starts_with("schema: `output_index`"), "{r}");
+        let (_, _, r) = decode(
+            &mut d,
+            r#"{"type":"response.output_item.added","item":["message"]}"#,
+        );
+        assert!(r.starts_with("schema: `item`"), "{r}");
+        let (_, _, r) = decode(&mut d, r#"{"type":"response.output_text.delta","delta":7}"#);
+        assert!(r.starts_with("schema: `delta`"), "{r}");
+    }
+
+    #[test]
+    fn lenient_fields_and_repeated_keys_read_like_a_value() {
+        let mut d = OpenAiResponses::new();
+        // A non-string id reads as absent; a repeated key keeps its last value.
+        let (parts, _, r) = decode(
+            &mut d,
+            r#"{"type":"response.created","response":{"id":5},"response":{"id":"resp_2"}}"#,
+        );
+        assert_eq!(r, "");
+        assert_eq!(
+            parts[0],
+            PartKind::ResponseMetadata {
+                id: Some("resp_2".into())
+            }
+        );
+        let (parts, _, _) = decode(
+            &mut d,
+            r#"{"type":"response.output_text.delta","output_index":1.5,"item_id":{"a":1},"delta":"h\u00e9"}"#,
+        );
+        assert_eq!(
+            parts,
+            [PartKind::TextDelta {
+                id: String::new(),
+                delta: "hé".into()
+            }]
+        );
+        // A `type` that is not a string is no event the decoder reads.
+        let (parts, _, r) = decode(&mut d, r#"{"type":3,"delta":"x"}"#);
+        assert!(parts.is_empty() && r.is_empty());
+        let (parts, _, r) = decode(&mut d, r#"["response.created"]"#);
+        assert!(parts.is_empty() && r.is_empty());
+    }
+
+    #[test]
+    fn chat_chunk_and_late_events_are_anomalies() {
+        let mut d = OpenAiResponses::new();
+        let (_, a, _) = decode(&mut d, r#"{"object":"chat.completion.chunk","choices":[]}"#);
+        assert_eq!(a.len(), 1);
+        decode(&mut d, r#"{"type":"response.completed","response":{}}"#);
+        let (_, a, _) = decode(&mut d, r#"{"type":"response.in_progress"}"#);
+        assert_eq!(
+            a,
+            ["`response.in_progress` arrives after the response completed"]
+        );
     }
 }

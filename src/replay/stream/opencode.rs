@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::part::{ErrorKind, PartKind};
+use super::part::{ErrorKind, PartKind, StreamError};
 use super::store::{Store, Streaming, now};
 use super::{Applied, Processor, Profile};
 use crate::ingest::Format;
@@ -275,6 +275,167 @@ impl Opencode {
             st.idx = Some(written);
         }
     }
+
+    fn start_step(&mut self, a: &Applied<'_>) {
+        self.store
+            .write(None, json!({"type": "step-start"}), a.seq, a.span, None);
+        self.step_open = true;
+    }
+
+    fn text_start(&mut self, a: &Applied<'_>) {
+        self.text = Some(Streaming {
+            start: now(a.seq),
+            ..Streaming::default()
+        });
+    }
+
+    /// Text is written from its first (non-empty) delta.
+    fn text_delta(&mut self, delta: &str, a: &Applied<'_>) {
+        let Some(t) = self.text.as_mut() else {
+            return;
+        };
+        t.push(delta);
+        if t.idx.is_none() && !delta.is_empty() {
+            self.text_write(a, None, false);
+        }
+    }
+
+    fn text_end(&mut self, a: &Applied<'_>) {
+        self.text_write(a, None, true);
+        self.text = None;
+    }
+
+    fn reasoning_start(&mut self, id: &str, a: &Applied<'_>) {
+        self.reasoning.entry(id.to_owned()).or_insert(Streaming {
+            start: now(a.seq),
+            ..Streaming::default()
+        });
+    }
+
+    /// Reasoning is written from its first (non-empty) delta.
+    fn reasoning_delta(&mut self, id: &str, delta: &str, a: &Applied<'_>) {
+        let Some(r) = self.reasoning.get_mut(id) else {
+            return;
+        };
+        r.push(delta);
+        if r.idx.is_none() && !delta.is_empty() {
+            self.text_write(a, Some(id), false);
+        }
+    }
+
+    fn reasoning_end(&mut self, id: &str, a: &Applied<'_>) {
+        self.text_write(a, Some(id), true);
+        self.reasoning.remove(id);
+    }
+
+    /// The tool part is written `pending` (again, for a call id already known).
+    fn tool_input_start(&mut self, id: &str, name: &str, a: &Applied<'_>) {
+        let existing = self.calls.get(id).copied();
+        let k = match existing {
+            Some(k) => k,
+            None => {
+                self.tools.push(Tool {
+                    idx: usize::MAX,
+                    call_id: id.to_owned(),
+                    name: name.to_owned(),
+                    input: json!({}),
+                    status: "pending",
+                    start: now(a.seq),
+                });
+                self.tools.len() - 1
+            }
+        };
+        let body = Self::tool_state(&self.tools[k], "pending", json!({}), a.seq);
+        let idx = (existing.is_some()).then_some(self.tools[k].idx);
+        let written = self
+            .store
+            .write(idx, body, a.seq, a.span, a.focus.or(Some(a.span.head())));
+        self.tools[k].idx = written;
+        self.tools[k].status = "pending";
+        self.calls.insert(id.to_owned(), k);
+    }
+
+    /// A known call goes `running` with its input.
+    fn tool_call(&mut self, id: &str, input: &str, a: &Applied<'_>) {
+        match self.calls.get(id).copied() {
+            None => self.dropped(a, None, id, "tool-call"),
+            Some(k) => {
+                self.tools[k].input = serde_json::from_str(input).unwrap_or(json!({}));
+                self.tools[k].start = now(a.seq);
+                self.write_tool(k, "running", json!({}), a);
+            }
+        }
+    }
+
+    /// A result applies only to a `running` tool.
+    fn tool_result(&mut self, id: &str, output: &str, a: &Applied<'_>) {
+        let k = self.calls.get(id).copied();
+        match k {
+            Some(k) if self.tools[k].status == "running" => {
+                let extra = json!({"output": output, "title": "", "metadata": {}});
+                self.write_tool(k, "completed", extra, a);
+                self.calls.remove(id);
+            }
+            _ => self.dropped(a, k, id, "tool-result"),
+        }
+    }
+
+    /// A tool error applies to a `running` tool (and, fixed, a `pending` one); agent-0.8's
+    /// `failed` status is rejected by its own schema, which throws.
+    fn tool_error(&mut self, id: &str, error: &str, a: &Applied<'_>) {
+        let k = self.calls.get(id).copied();
+        let applies = k.is_some_and(|k| {
+            self.tools[k].status == "running"
+                || (self.flags.accept_pending_error && self.tools[k].status == "pending")
+        });
+        let Some(k) = k.filter(|_| applies) else {
+            self.dropped(a, k, id, "tool-error");
+            return;
+        };
+        if self.flags.failed_status {
+            let body = Self::tool_state(&self.tools[k], "failed", json!({"error": error}), a.seq);
+            let issues = schema::validate_part(&body);
+            if !issues.is_empty() {
+                self.rejected_tool = Some(k);
+                let zod = zod_message(&issues);
+                let info = ErrorInfo {
+                    name: Some("ZodError".into()),
+                    message: zod,
+                    message_span: a.focus.or(Some(a.span.head())),
+                    ..ErrorInfo::default()
+                };
+                self.throw(a, info, false);
+                return;
+            }
+        }
+        if self.tools[k].status == "pending" {
+            self.tools[k].start = now(a.seq);
+        }
+        self.write_tool(k, "error", json!({"error": error}), a);
+        self.calls.remove(id);
+    }
+
+    /// A stream error is thrown (a decode error is skipped by `opencode-fixed`).
+    fn error(&mut self, e: &StreamError, a: &Applied<'_>) {
+        let info = a.error.cloned().unwrap_or_else(|| ErrorInfo {
+            name: Some(e.name.clone()),
+            message: e.message.clone(),
+            message_span: a.focus.or(Some(a.span.head())),
+            ..ErrorInfo::default()
+        });
+        if self.flags.skip_parse_errors && e.is_parse_error() {
+            self.store.event(
+                a.seq,
+                a.span,
+                EventKind::ProcessorSkipped {
+                    reason: format!("skipped the malformed event ({}) and read on", e.name),
+                },
+            );
+            return;
+        }
+        let retryable = e.kind == ErrorKind::Provider && e.retryable;
+        self.throw(a, info, retryable);
+    }
 }
 
 impl Processor for Opencode {
@@ -304,158 +465,24 @@ impl Processor for Opencode {
                     self.store.name_message(id);
                 }
             }
-            PartKind::StartStep => {
-                self.store
-                    .write(None, json!({"type": "step-start"}), a.seq, a.span, None);
-                self.step_open = true;
-            }
+            PartKind::StartStep => self.start_step(a),
             PartKind::FinishStep {
                 reason,
                 input_tokens,
                 output_tokens,
             } => self.finish_step(reason, *input_tokens, *output_tokens, a),
-            PartKind::TextStart { .. } => {
-                self.text = Some(Streaming {
-                    start: now(a.seq),
-                    ..Streaming::default()
-                });
-            }
-            PartKind::TextDelta { delta, .. } => {
-                let first = match self.text.as_mut() {
-                    None => return,
-                    Some(t) => {
-                        t.push(delta);
-                        t.idx.is_none() && !delta.is_empty()
-                    }
-                };
-                if first {
-                    self.text_write(a, None, false);
-                }
-            }
-            PartKind::TextEnd { .. } => {
-                self.text_write(a, None, true);
-                self.text = None;
-            }
-            PartKind::ReasoningStart { id } => {
-                self.reasoning.entry(id.clone()).or_insert(Streaming {
-                    start: now(a.seq),
-                    ..Streaming::default()
-                });
-            }
-            PartKind::ReasoningDelta { id, delta } => {
-                let first = match self.reasoning.get_mut(id) {
-                    None => return,
-                    Some(r) => {
-                        r.push(delta);
-                        r.idx.is_none() && !delta.is_empty()
-                    }
-                };
-                if first {
-                    self.text_write(a, Some(id), false);
-                }
-            }
-            PartKind::ReasoningEnd { id } => {
-                self.text_write(a, Some(id), true);
-                self.reasoning.remove(id);
-            }
-            PartKind::ToolInputStart { id, name, .. } => {
-                let existing = self.calls.get(id).copied();
-                let k = match existing {
-                    Some(k) => k,
-                    None => {
-                        self.tools.push(Tool {
-                            idx: usize::MAX,
-                            call_id: id.clone(),
-                            name: name.clone(),
-                            input: json!({}),
-                            status: "pending",
-                            start: now(a.seq),
-                        });
-                        self.tools.len() - 1
-                    }
-                };
-                let body = Self::tool_state(&self.tools[k], "pending", json!({}), a.seq);
-                let idx = (existing.is_some()).then_some(self.tools[k].idx);
-                let written =
-                    self.store
-                        .write(idx, body, a.seq, a.span, a.focus.or(Some(a.span.head())));
-                self.tools[k].idx = written;
-                self.tools[k].status = "pending";
-                self.calls.insert(id.clone(), k);
-            }
+            PartKind::TextStart { .. } => self.text_start(a),
+            PartKind::TextDelta { delta, .. } => self.text_delta(delta, a),
+            PartKind::TextEnd { .. } => self.text_end(a),
+            PartKind::ReasoningStart { id } => self.reasoning_start(id, a),
+            PartKind::ReasoningDelta { id, delta } => self.reasoning_delta(id, delta, a),
+            PartKind::ReasoningEnd { id } => self.reasoning_end(id, a),
+            PartKind::ToolInputStart { id, name, .. } => self.tool_input_start(id, name, a),
             PartKind::ToolInputDelta { .. } | PartKind::ToolInputEnd { .. } => {}
-            PartKind::ToolCall { id, input, .. } => match self.calls.get(id).copied() {
-                None => self.dropped(a, None, id, "tool-call"),
-                Some(k) => {
-                    self.tools[k].input = serde_json::from_str(input).unwrap_or(json!({}));
-                    self.tools[k].start = now(a.seq);
-                    self.write_tool(k, "running", json!({}), a);
-                }
-            },
-            PartKind::ToolResult { id, output, .. } => {
-                let k = self.calls.get(id).copied();
-                match k {
-                    Some(k) if self.tools[k].status == "running" => {
-                        let extra = json!({"output": output, "title": "", "metadata": {}});
-                        self.write_tool(k, "completed", extra, a);
-                        self.calls.remove(id);
-                    }
-                    _ => self.dropped(a, k, id, "tool-result"),
-                }
-            }
-            PartKind::ToolError { id, error, .. } => {
-                let k = self.calls.get(id).copied();
-                let applies = k.is_some_and(|k| {
-                    self.tools[k].status == "running"
-                        || (self.flags.accept_pending_error && self.tools[k].status == "pending")
-                });
-                let Some(k) = k.filter(|_| applies) else {
-                    self.dropped(a, k, id, "tool-error");
-                    return;
-                };
-                if self.flags.failed_status {
-                    let body =
-                        Self::tool_state(&self.tools[k], "failed", json!({"error": error}), a.seq);
-                    let issues = schema::validate_part(&body);
-                    if !issues.is_empty() {
-                        self.rejected_tool = Some(k);
-                        let zod = zod_message(&issues);
-                        let info = ErrorInfo {
-                            name: Some("ZodError".into()),
-                            message: zod,
-                            message_span: a.focus.or(Some(a.span.head())),
-                            ..ErrorInfo::default()
-                        };
-                        self.throw(a, info, false);
-                        return;
-                    }
-                }
-                if self.tools[k].status == "pending" {
-                    self.tools[k].start = now(a.seq);
-                }
-                self.write_tool(k, "error", json!({"error": error}), a);
-                self.calls.remove(id);
-            }
-            PartKind::Error(e) => {
-                let info = a.error.cloned().unwrap_or_else(|| ErrorInfo {
-                    name: Some(e.name.clone()),
-                    message: e.message.clone(),
-                    message_span: a.focus.or(Some(a.span.head())),
-                    ..ErrorInfo::default()
-                });
-                if self.flags.skip_parse_errors && e.is_parse_error() {
-                    self.store.event(
-                        a.seq,
-                        a.span,
-                        EventKind::ProcessorSkipped {
-                            reason: format!("skipped the malformed event ({}) and read on", e.name),
-                        },
-                    );
-                    return;
-                }
-                let retryable = e.kind == ErrorKind::Provider && e.retryable;
-                self.throw(a, info, retryable);
-            }
+            PartKind::ToolCall { id, input, .. } => self.tool_call(id, input, a),
+            PartKind::ToolResult { id, output, .. } => self.tool_result(id, output, a),
+            PartKind::ToolError { id, error, .. } => self.tool_error(id, error, a),
+            PartKind::Error(e) => self.error(e, a),
             PartKind::Finish { reason } => {
                 self.outcome = StreamOutcome::Completed {
                     finish: Some(reason.clone()),

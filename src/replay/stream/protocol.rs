@@ -264,11 +264,6 @@ pub trait Decoder {
     fn open_at_end(&self) -> Vec<(String, Span)>;
 }
 
-/// Parses a payload as a JSON value.
-pub fn parse_value(data: &str) -> Result<Value, Rejected> {
-    serde_json::from_str(data).map_err(Rejected::Json)
-}
-
 /// A string field of a JSON object.
 pub fn s<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)

@@ -1,5 +1,8 @@
 //! What a processor writes: one session, one assistant message, its parts with every write.
 
+use std::collections::HashMap;
+use std::mem::{Discriminant, discriminant};
+
 use serde_json::{Value, json};
 
 use crate::ingest::Format;
@@ -14,11 +17,21 @@ pub fn now(seq: Seq) -> u64 {
     1_700_000_000_000 + seq
 }
 
+/// Events of one kind a processor records: past this, the rest of that kind are only counted
+/// (`events not recorded`), so an input of endless bad events keeps memory, findings and the
+/// report bounded.
+pub const MAX_EVENTS_PER_KIND: u64 = 1000;
+
+/// The count of events over [`MAX_EVENTS_PER_KIND`] that were not recorded.
+pub const NOT_RECORDED: &str = "events not recorded";
+
 /// The session a processor builds.
 pub struct Store {
     pub analysis: Analysis,
     session_id: String,
     next_part: u32,
+    /// Events recorded, by kind.
+    recorded: HashMap<Discriminant<EventKind>, u64>,
 }
 
 impl Store {
@@ -37,6 +50,7 @@ impl Store {
             analysis,
             session_id: session_id.to_owned(),
             next_part: 0,
+            recorded: HashMap::new(),
         }
     }
 
@@ -116,7 +130,14 @@ impl Store {
             .and_then(|m| m.parts.get(idx))
     }
 
+    /// Records an event (up to [`MAX_EVENTS_PER_KIND`] of its kind; the others are counted).
     pub fn event(&mut self, seq: Seq, span: Span, kind: EventKind) {
+        let n = self.recorded.entry(discriminant(&kind)).or_insert(0);
+        if *n >= MAX_EVENTS_PER_KIND {
+            *self.analysis.counts.entry(NOT_RECORDED).or_insert(0) += 1;
+            return;
+        }
+        *n += 1;
         let session = Some(self.session_id.clone());
         self.analysis.events.push(Event {
             seq,
@@ -148,5 +169,29 @@ impl Streaming {
             }
             self.text.push_str(&delta[..end]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_of_one_kind_are_capped_and_counted() {
+        let mut store = Store::new(FileId(0), Format::Sse, "s");
+        let span = Span::new(FileId(0), 0, 0);
+        let n = MAX_EVENTS_PER_KIND + 250;
+        for seq in 0..n {
+            let reason = "skipped".to_owned();
+            store.event(seq, span, EventKind::ProcessorSkipped { reason });
+        }
+        store.event(n, span, EventKind::ProcessorStopped { remaining: 0 });
+        let events = &store.analysis.events;
+        assert_eq!(events.len() as u64, MAX_EVENTS_PER_KIND + 1);
+        assert!(matches!(
+            events.last().map(|e| &e.kind),
+            Some(EventKind::ProcessorStopped { .. })
+        ));
+        assert_eq!(store.analysis.counts.get(NOT_RECORDED), Some(&250));
     }
 }

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::part::PartKind;
+use super::part::{PartKind, StreamError};
 use super::store::{Store, Streaming, now};
 use super::{Applied, Processor, Profile};
 use crate::ingest::Format;
@@ -44,6 +44,8 @@ pub struct Tanstack {
     list: Vec<Call>,
     texts: HashMap<String, Streaming>,
     native: Vec<(String, Vec<(Seq, String)>)>,
+    /// Where each part's states are in `native`.
+    native_at: HashMap<String, usize>,
     outcome: StreamOutcome,
     stopped: bool,
     errored: bool,
@@ -67,6 +69,7 @@ impl Tanstack {
             list: Vec::new(),
             texts: HashMap::new(),
             native: Vec::new(),
+            native_at: HashMap::new(),
             outcome: StreamOutcome::Ended,
             stopped: false,
             errored: false,
@@ -113,13 +116,17 @@ impl Tanstack {
             .unwrap_or_default();
         self.list[k].idx = written;
         self.list[k].state = state;
-        match self.native.iter_mut().find(|(id, _)| *id == part_id) {
-            Some((_, h)) => {
+        match self.native_at.get(&part_id) {
+            Some(&i) => {
+                let h = &mut self.native[i].1;
                 if h.last().map(|(_, s)| s.as_str()) != Some(state) {
                     h.push((seq, state.to_owned()));
                 }
             }
-            None => self.native.push((part_id, vec![(seq, state.to_owned())])),
+            None => {
+                self.native_at.insert(part_id.clone(), self.native.len());
+                self.native.push((part_id, vec![(seq, state.to_owned())]));
+            }
         }
     }
 
@@ -151,6 +158,140 @@ impl Tanstack {
             st.idx = Some(written);
         }
     }
+
+    /// A delta for an unknown text starts it; the text is written from its first delta.
+    fn text_delta(&mut self, id: &str, delta: &str, a: &Applied<'_>) {
+        let st = self.texts.entry(id.to_owned()).or_insert(Streaming {
+            start: now(a.seq),
+            ..Streaming::default()
+        });
+        st.push(delta);
+        if st.idx.is_none() && !delta.is_empty() {
+            self.text_write(id, a, false);
+        }
+    }
+
+    /// `TOOL_CALL_START`: `awaiting-input` (a repeated start is ignored).
+    fn tool_input_start(&mut self, id: &str, name: &str, a: &Applied<'_>) {
+        if self.calls.contains_key(id) {
+            return;
+        }
+        self.list.push(Call {
+            idx: usize::MAX,
+            call_id: id.to_owned(),
+            name: name.to_owned(),
+            args: String::new(),
+            state: "awaiting-input",
+            result: None,
+            start: now(a.seq),
+        });
+        let k = self.list.len() - 1;
+        self.calls.insert(id.to_owned(), k);
+        self.set(k, "awaiting-input", json!({}), a.seq, a.span, a.focus);
+    }
+
+    /// The first non-empty args: `input-streaming`.
+    fn tool_input_delta(&mut self, id: &str, delta: &str, a: &Applied<'_>) {
+        let Some(&k) = self.calls.get(id) else {
+            return;
+        };
+        self.list[k].args.push_str(delta);
+        if self.list[k].state == "awaiting-input" && !delta.is_empty() {
+            self.set(k, "input-streaming", json!({}), a.seq, a.span, a.focus);
+        }
+    }
+
+    /// `TOOL_CALL_END`: `input-complete` (since #727, not over an `error`).
+    fn tool_call(&mut self, id: &str, input: &str, a: &Applied<'_>) {
+        let Some(&k) = self.calls.get(id) else {
+            return;
+        };
+        if self.list[k].args.is_empty() {
+            input.clone_into(&mut self.list[k].args);
+        }
+        let st = self.list[k].state;
+        if st != "input-complete" && !(self.post_727() && st == "error") {
+            self.set(k, "input-complete", json!({}), a.seq, a.span, a.focus);
+        }
+    }
+
+    fn tool_result(&mut self, id: &str, output: &str, a: &Applied<'_>) {
+        let Some(&k) = self.calls.get(id) else {
+            return;
+        };
+        self.list[k].result = Some("complete");
+        self.set(
+            k,
+            "complete",
+            json!({"output": output, "title": "", "metadata": {}}),
+            a.seq,
+            a.span,
+            a.focus,
+        );
+    }
+
+    /// A failed tool: `error` since #727; before, the tool-call part stays `input-complete`.
+    fn tool_error(&mut self, id: &str, error: &str, a: &Applied<'_>) {
+        let Some(&k) = self.calls.get(id) else {
+            return;
+        };
+        self.list[k].result = Some("error");
+        if self.post_727() {
+            self.set(k, "error", json!({"error": error}), a.seq, a.span, a.focus);
+            return;
+        }
+        self.set(k, "input-complete", json!({}), a.seq, a.span, a.focus);
+        let part_id = self
+            .store
+            .part(self.list[k].idx)
+            .map(|p| p.part.id.clone())
+            .unwrap_or_default();
+        self.store.event(
+            a.seq,
+            a.span,
+            EventKind::ProcessorDropped {
+                part_id,
+                call_id: id.to_owned(),
+                tool: self.list[k].name.clone(),
+                what: "tool-error".into(),
+                reason: "`ToolCallState` has no `error` before TanStack/ai #727: the tool-call part stays `input-complete` while its tool-result part is `error`".into(),
+            },
+        );
+    }
+
+    /// A chunk that is not JSON makes the client's line parser throw, which ends the stream;
+    /// `RUN_ERROR` and other stream errors are reported, not thrown.
+    fn error(&mut self, e: &StreamError, a: &Applied<'_>) {
+        if e.is_parse_error() {
+            let mut info = a.error.cloned().unwrap_or_default();
+            info.name = Some("SyntaxError".into());
+            if !info.message.starts_with("JSON parsing failed") {
+                info.message = format!("JSON parsing failed: {}", info.message);
+            }
+            self.store
+                .event(a.seq, a.span, EventKind::SessionError(info.clone()));
+            self.outcome = StreamOutcome::Failed {
+                seq: a.seq,
+                span: a.span,
+                error: format!(
+                    "SyntaxError: {}",
+                    crate::session::first_line(&info.message, 160)
+                ),
+            };
+            self.stopped = true;
+            self.store
+                .event(a.seq, a.span, EventKind::ProcessorStopped { remaining: 0 });
+            return;
+        }
+        self.errored = true;
+        let info = a.error.cloned().unwrap_or_else(|| ErrorInfo {
+            name: Some(e.name.clone()),
+            message: e.message.clone(),
+            ..ErrorInfo::default()
+        });
+        self.store
+            .event(a.seq, a.span, EventKind::SessionError(info));
+    }
 }
 
 impl Processor for Tanstack {
@@ -174,101 +315,17 @@ impl Processor for Tanstack {
                     ..Streaming::default()
                 });
             }
-            PartKind::TextDelta { id, delta } => {
-                let st = self.texts.entry(id.clone()).or_insert(Streaming {
-                    start: now(a.seq),
-                    ..Streaming::default()
-                });
-                st.push(delta);
-                if st.idx.is_none() && !delta.is_empty() {
-                    self.text_write(id, a, false);
-                }
-            }
+            PartKind::TextDelta { id, delta } => self.text_delta(id, delta, a),
             PartKind::TextEnd { id } => {
                 self.text_write(id, a, true);
                 self.texts.remove(id);
             }
-            PartKind::ToolInputStart { id, name, .. } => {
-                if self.calls.contains_key(id) {
-                    return;
-                }
-                self.list.push(Call {
-                    idx: usize::MAX,
-                    call_id: id.clone(),
-                    name: name.clone(),
-                    args: String::new(),
-                    state: "awaiting-input",
-                    result: None,
-                    start: now(a.seq),
-                });
-                let k = self.list.len() - 1;
-                self.calls.insert(id.clone(), k);
-                self.set(k, "awaiting-input", json!({}), a.seq, a.span, a.focus);
-            }
-            PartKind::ToolInputDelta { id, delta } => {
-                let Some(&k) = self.calls.get(id) else {
-                    return;
-                };
-                self.list[k].args.push_str(delta);
-                if self.list[k].state == "awaiting-input" && !delta.is_empty() {
-                    self.set(k, "input-streaming", json!({}), a.seq, a.span, a.focus);
-                }
-            }
-            PartKind::ToolCall { id, input, .. } => {
-                let Some(&k) = self.calls.get(id) else {
-                    return;
-                };
-                if self.list[k].args.is_empty() {
-                    input.clone_into(&mut self.list[k].args);
-                }
-                let st = self.list[k].state;
-                if st != "input-complete" && !(self.post_727() && st == "error") {
-                    self.set(k, "input-complete", json!({}), a.seq, a.span, a.focus);
-                }
-            }
+            PartKind::ToolInputStart { id, name, .. } => self.tool_input_start(id, name, a),
+            PartKind::ToolInputDelta { id, delta } => self.tool_input_delta(id, delta, a),
+            PartKind::ToolCall { id, input, .. } => self.tool_call(id, input, a),
             PartKind::ToolInputEnd { .. } => {}
-            PartKind::ToolResult { id, output, .. } => {
-                let Some(&k) = self.calls.get(id) else {
-                    return;
-                };
-                self.list[k].result = Some("complete");
-                self.set(
-                    k,
-                    "complete",
-                    json!({"output": output, "title": "", "metadata": {}}),
-                    a.seq,
-                    a.span,
-                    a.focus,
-                );
-            }
-            PartKind::ToolError { id, error, .. } => {
-                let Some(&k) = self.calls.get(id) else {
-                    return;
-                };
-                self.list[k].result = Some("error");
-                if self.post_727() {
-                    self.set(k, "error", json!({"error": error}), a.seq, a.span, a.focus);
-                    return;
-                }
-                // Before #727: the tool-call part keeps (or is set to) `input-complete`.
-                self.set(k, "input-complete", json!({}), a.seq, a.span, a.focus);
-                let part_id = self
-                    .store
-                    .part(self.list[k].idx)
-                    .map(|p| p.part.id.clone())
-                    .unwrap_or_default();
-                self.store.event(
-                    a.seq,
-                    a.span,
-                    EventKind::ProcessorDropped {
-                        part_id,
-                        call_id: id.clone(),
-                        tool: self.list[k].name.clone(),
-                        what: "tool-error".into(),
-                        reason: "`ToolCallState` has no `error` before TanStack/ai #727: the tool-call part stays `input-complete` while its tool-result part is `error`".into(),
-                    },
-                );
-            }
+            PartKind::ToolResult { id, output, .. } => self.tool_result(id, output, a),
+            PartKind::ToolError { id, error, .. } => self.tool_error(id, error, a),
             PartKind::FinishStep { reason, .. } => {
                 self.complete_all(a.seq, a.span);
                 self.outcome = StreamOutcome::Completed {
@@ -280,38 +337,7 @@ impl Processor for Tanstack {
                     finish: Some(reason.clone()),
                 };
             }
-            PartKind::Error(e) => {
-                if e.is_parse_error() {
-                    // The client's line parser throws on a chunk that is not JSON.
-                    let mut info = a.error.cloned().unwrap_or_default();
-                    info.name = Some("SyntaxError".into());
-                    if !info.message.starts_with("JSON parsing failed") {
-                        info.message = format!("JSON parsing failed: {}", info.message);
-                    }
-                    self.store
-                        .event(a.seq, a.span, EventKind::SessionError(info.clone()));
-                    self.outcome = StreamOutcome::Failed {
-                        seq: a.seq,
-                        span: a.span,
-                        error: format!(
-                            "SyntaxError: {}",
-                            crate::session::first_line(&info.message, 160)
-                        ),
-                    };
-                    self.stopped = true;
-                    self.store
-                        .event(a.seq, a.span, EventKind::ProcessorStopped { remaining: 0 });
-                    return;
-                }
-                self.errored = true;
-                let info = a.error.cloned().unwrap_or_else(|| ErrorInfo {
-                    name: Some(e.name.clone()),
-                    message: e.message.clone(),
-                    ..ErrorInfo::default()
-                });
-                self.store
-                    .event(a.seq, a.span, EventKind::SessionError(info));
-            }
+            PartKind::Error(e) => self.error(e, a),
             _ => {}
         }
     }

@@ -1,100 +1,203 @@
-//! The AI SDK UI message stream (v5/v6) and AG-UI (TanStack AI) → stream parts.
+//! The AI SDK UI message stream (v5/v6) → stream parts.
 //!
-//! Both are already close to the normalized parts: UI chunks map back the way
+//! UI chunks are already close to the normalized parts: they map back the way
 //! `toUIMessageStream` mapped them forward (`tool-input-available` → `tool-call`,
-//! `tool-output-available` → `tool-result`, `tool-output-error` → `tool-error`, …); AG-UI
-//! `TOOL_CALL_START/ARGS/END` are tool input, `TOOL_CALL_RESULT` a result or — with
-//! `state: "output-error"` (top level or under `metadata.tanstack`) — a tool error,
-//! `RUN_FINISHED`/`RUN_ERROR` end the run.
+//! `tool-output-available` → `tool-result`, `tool-output-error` → `tool-error`, …).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::part::{PartKind, unified_finish};
-use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected, parse_value, s};
-use crate::model::schema::{self, Ty, req};
+use super::envelope::{self, Envelope, Parsed, Raw, Str, True};
+use super::part::PartKind;
+use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected};
+use super::ui_book::{Book, Tool};
+use crate::model::schema::{Ty, req};
 use crate::source::Span;
-
-#[derive(Clone, Debug)]
-struct Tool {
-    name: String,
-    args: String,
-    at: Span,
-    /// Its input is complete (`tool-input-available` / `TOOL_CALL_END`).
-    called: bool,
-}
-
-/// Shared bookkeeping of the two decoders.
-#[derive(Default)]
-struct Book {
-    tools: BTreeMap<String, Tool>,
-    texts: BTreeMap<String, Span>,
-    ended_texts: Vec<String>,
-    step_open: bool,
-    finished: Option<(String, Span)>,
-}
-
-impl Book {
-    fn after_terminal(&self, ty: &str, out: &mut Out) {
-        if let Some((name, at)) = &self.finished {
-            out.anomaly(
-                format!("`{ty}` arrives after the stream's {name}"),
-                false,
-                Focus::path(&["type"]),
-            );
-            if let Some(a) = out.anomalies.last_mut() {
-                a.related.push((*at, "the stream ended here".into()));
-            }
-        }
-    }
-
-    fn tool_outcome(&mut self, id: &str, ty: &str, error_before_call_benign: bool, out: &mut Out) {
-        match self.tools.get_mut(id) {
-            None => out.anomaly(
-                format!("`{ty}` for tool call {id}, which never started"),
-                false,
-                Focus::path(&["toolCallId"]),
-            ),
-            Some(t) => {
-                if !t.called {
-                    out.anomaly(
-                        format!("`{ty}` for tool call {id} arrives before its input was complete (before the tool call itself)"),
-                        error_before_call_benign,
-                        Focus::path(&["toolCallId"]),
-                    );
-                    let at = t.at;
-                    if let Some(a) = out.anomalies.last_mut() {
-                        a.related.push((at, "the tool call started here".into()));
-                    }
-                }
-            }
-        }
-    }
-
-    fn open_at_end(&self) -> Vec<(String, Span)> {
-        let mut out: Vec<(String, Span)> = self
-            .tools
-            .iter()
-            .filter(|(_, t)| !t.called)
-            .map(|(id, t)| {
-                (
-                    format!("tool call `{}` ({id}) never got its input", t.name),
-                    t.at,
-                )
-            })
-            .collect();
-        out.extend(
-            self.texts
-                .iter()
-                .map(|(id, at)| (format!("text {id} was never ended"), *at)),
-        );
-        out
-    }
-}
 
 static WITH_ID: Ty = Ty::Obj(&[req("id", Ty::Str)]);
 static WITH_CALL: Ty = Ty::Obj(&[req("toolCallId", Ty::Str)]);
+
+/// The chunks the decoder reads; `id` and `toolCallId` are strict.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all_fields = "camelCase")]
+enum Chunk<'a> {
+    #[serde(rename = "start")]
+    Start {
+        #[serde(borrow, default)]
+        message_id: Str<'a>,
+    },
+    #[serde(rename = "start-step")]
+    StartStep,
+    #[serde(rename = "finish-step")]
+    FinishStep,
+    #[serde(rename = "text-start")]
+    TextStart {
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+    },
+    #[serde(rename = "text-delta")]
+    TextDelta {
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+        #[serde(borrow, default)]
+        delta: Str<'a>,
+    },
+    #[serde(rename = "text-end")]
+    TextEnd {
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+    },
+    #[serde(rename = "reasoning-start")]
+    ReasoningStart {
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+    },
+    #[serde(rename = "reasoning-delta")]
+    ReasoningDelta {
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+        #[serde(borrow, default)]
+        delta: Str<'a>,
+    },
+    #[serde(rename = "reasoning-end")]
+    ReasoningEnd {
+        #[serde(borrow)]
+        id: Cow<'a, str>,
+    },
+    #[serde(rename = "tool-input-start")]
+    ToolInputStart {
+        #[serde(borrow)]
+        tool_call_id: Cow<'a, str>,
+        #[serde(borrow, default)]
+        tool_name: Str<'a>,
+        #[serde(default)]
+        provider_executed: True,
+    },
+    #[serde(rename = "tool-input-delta")]
+    ToolInputDelta {
+        #[serde(borrow)]
+        tool_call_id: Cow<'a, str>,
+        #[serde(borrow, default)]
+        input_text_delta: Str<'a>,
+    },
+    #[serde(rename = "tool-input-available")]
+    ToolInputAvailable {
+        #[serde(borrow)]
+        tool_call_id: Cow<'a, str>,
+        #[serde(borrow, default)]
+        tool_name: Str<'a>,
+        #[serde(default)]
+        input: Raw,
+    },
+    #[serde(rename = "tool-input-error")]
+    ToolInputError {
+        #[serde(borrow)]
+        tool_call_id: Cow<'a, str>,
+        #[serde(borrow, default)]
+        tool_name: Str<'a>,
+        #[serde(default)]
+        input: Raw,
+        #[serde(borrow, default)]
+        error_text: Str<'a>,
+    },
+    #[serde(rename = "tool-output-available")]
+    ToolOutputAvailable {
+        #[serde(borrow)]
+        tool_call_id: Cow<'a, str>,
+        #[serde(default)]
+        output: Raw,
+    },
+    #[serde(rename = "tool-output-error")]
+    ToolOutputError {
+        #[serde(borrow)]
+        tool_call_id: Cow<'a, str>,
+        #[serde(borrow, default)]
+        error_text: Str<'a>,
+    },
+    #[serde(rename = "tool-output-denied")]
+    ToolOutputDenied {
+        #[serde(borrow)]
+        tool_call_id: Cow<'a, str>,
+    },
+    #[serde(rename = "error")]
+    Error {
+        #[serde(borrow, default)]
+        error_text: Str<'a>,
+    },
+    #[serde(rename = "finish")]
+    Finish {
+        #[serde(borrow, default)]
+        finish_reason: Str<'a>,
+    },
+    #[serde(rename = "abort")]
+    Abort {
+        #[serde(borrow, default)]
+        reason: Str<'a>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+impl<'a> Envelope<'a> for Chunk<'a> {
+    fn other() -> Self {
+        Chunk::Other
+    }
+
+    fn is_other(&self) -> bool {
+        matches!(self, Chunk::Other)
+    }
+
+    /// Every `tool-*` chunk needs its `toolCallId`, the ones not read here too.
+    const CHECKS_OTHER: bool = true;
+
+    fn shape(ty: &str) -> Option<&'static Ty> {
+        match ty {
+            "text-start" | "text-delta" | "text-end" | "reasoning-start" | "reasoning-delta"
+            | "reasoning-end" => Some(&WITH_ID),
+            t if t.starts_with("tool-") => Some(&WITH_CALL),
+            _ => None,
+        }
+    }
+}
+
+impl Chunk<'_> {
+    /// The chunk's type (`None` for the catch-all, which does not keep it).
+    fn name(&self) -> Option<&'static str> {
+        Some(match self {
+            Chunk::Start { .. } => "start",
+            Chunk::StartStep => "start-step",
+            Chunk::FinishStep => "finish-step",
+            Chunk::TextStart { .. } => "text-start",
+            Chunk::TextDelta { .. } => "text-delta",
+            Chunk::TextEnd { .. } => "text-end",
+            Chunk::ReasoningStart { .. } => "reasoning-start",
+            Chunk::ReasoningDelta { .. } => "reasoning-delta",
+            Chunk::ReasoningEnd { .. } => "reasoning-end",
+            Chunk::ToolInputStart { .. } => "tool-input-start",
+            Chunk::ToolInputDelta { .. } => "tool-input-delta",
+            Chunk::ToolInputAvailable { .. } => "tool-input-available",
+            Chunk::ToolInputError { .. } => "tool-input-error",
+            Chunk::ToolOutputAvailable { .. } => "tool-output-available",
+            Chunk::ToolOutputError { .. } => "tool-output-error",
+            Chunk::ToolOutputDenied { .. } => "tool-output-denied",
+            Chunk::Error { .. } => "error",
+            Chunk::Finish { .. } => "finish",
+            Chunk::Abort { .. } => "abort",
+            Chunk::Other => return None,
+        })
+    }
+}
+
+/// A JSON field rendered as JSON text, or "" when absent.
+fn json_text(r: &Raw) -> String {
+    r.0.as_ref().map(Value::to_string).unwrap_or_default()
+}
+
+fn owned(s: &Str<'_>) -> String {
+    s.get().unwrap_or_default().to_owned()
+}
 
 /// The UI message stream decoder.
 #[derive(Default)]
@@ -108,222 +211,271 @@ impl UiStream {
         Self::default()
     }
 
-    fn event(&mut self, v: &Value, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        let ty = s(v, "type").unwrap_or_default();
-        let shape = match ty {
-            "text-start" | "text-delta" | "text-end" | "reasoning-start" | "reasoning-delta"
-            | "reasoning-end" => Some(&WITH_ID),
-            t if t.starts_with("tool-") => Some(&WITH_CALL),
-            _ => None,
-        };
-        if let Some(shape) = shape {
-            let issues = schema::validate(v, shape);
-            if !issues.is_empty() {
-                return Err(Rejected::Schema(issues));
-            }
-        }
-        self.book.after_terminal(ty, out);
-        let id = s(v, "id").unwrap_or_default().to_owned();
-        let call = s(v, "toolCallId").unwrap_or_default().to_owned();
-        let name = s(v, "toolName").unwrap_or_default().to_owned();
-        match ty {
-            "start" => out.part(PartKind::ResponseMetadata {
-                id: s(v, "messageId").map(str::to_owned),
+    fn chunk(&mut self, c: Chunk<'_>, data: &str, at: Span, out: &mut Out) {
+        let ty = c.name();
+        self.book.after_terminal(
+            || ty.map_or_else(|| envelope::type_name(data), str::to_owned),
+            out,
+        );
+        let ty = ty.unwrap_or_default();
+        match c {
+            Chunk::Start { message_id } => out.part(PartKind::ResponseMetadata {
+                id: message_id.0.map(Cow::into_owned),
             }),
-            "start-step" => {
+            Chunk::StartStep => {
                 self.book.step_open = true;
                 out.part(PartKind::StartStep);
             }
-            "finish-step" => {
-                if !self.book.step_open {
-                    out.anomaly("`finish-step` without a `start-step`", true, Focus::None);
-                }
-                self.book.step_open = false;
-                out.part(PartKind::FinishStep {
-                    reason: "unknown".into(),
-                    input_tokens: 0,
-                    output_tokens: 0,
+            Chunk::FinishStep => self.finish_step(out),
+            Chunk::TextStart { id } => {
+                self.book.texts.insert(id.to_string(), at);
+                out.part(PartKind::TextStart {
+                    id: id.into_owned(),
                 });
             }
-            "text-start" => {
-                self.book.texts.insert(id.clone(), at);
-                out.part(PartKind::TextStart { id });
-            }
-            "text-delta" | "reasoning-delta" => {
-                let known = self.book.texts.contains_key(&id);
-                if !known {
-                    let when = if self.book.ended_texts.contains(&id) {
-                        "after its end"
-                    } else {
-                        "that was never started"
-                    };
-                    out.anomaly(
-                        format!("`{ty}` for part {id} {when}"),
-                        false,
-                        Focus::path(&["id"]),
-                    );
-                }
-                let delta = s(v, "delta").unwrap_or_default().to_owned();
-                if ty == "text-delta" {
-                    out.part(PartKind::TextDelta { id, delta });
-                } else {
-                    out.part(PartKind::ReasoningDelta { id, delta });
-                }
-            }
-            "text-end" | "reasoning-end" => {
-                self.book.texts.remove(&id);
-                self.book.ended_texts.push(id.clone());
-                if ty == "text-end" {
-                    out.part(PartKind::TextEnd { id });
-                } else {
-                    out.part(PartKind::ReasoningEnd { id });
-                }
-            }
-            "reasoning-start" => {
-                self.book.texts.insert(id.clone(), at);
-                out.part(PartKind::ReasoningStart { id });
-            }
-            "tool-input-start" => {
-                self.book.tools.insert(
-                    call.clone(),
-                    Tool {
-                        name: name.clone(),
-                        args: String::new(),
-                        at,
-                        called: false,
-                    },
-                );
-                out.part_at(
-                    PartKind::ToolInputStart {
-                        id: call,
-                        name,
-                        provider_executed: v.get("providerExecuted") == Some(&Value::Bool(true)),
-                    },
-                    Focus::path(&["toolCallId"]),
-                );
-            }
-            "tool-input-delta" => match self.book.tools.get_mut(&call) {
-                Some(t) => {
-                    let d = s(v, "inputTextDelta").unwrap_or_default();
-                    t.args.push_str(d);
-                    out.part(PartKind::ToolInputDelta {
-                        id: call,
-                        delta: d.to_owned(),
-                    });
-                }
-                None => out.anomaly(
-                    format!(
-                        "`tool-input-delta` for tool call {call} before its `tool-input-start`"
-                    ),
-                    false,
-                    Focus::path(&["toolCallId"]),
-                ),
-            },
-            "tool-input-available" | "tool-input-error" => {
-                let input = v.get("input").map(Value::to_string).unwrap_or_default();
-                let existed = self.book.tools.contains_key(&call);
-                let t = self.book.tools.entry(call.clone()).or_insert(Tool {
-                    name: name.clone(),
-                    args: String::new(),
-                    at,
-                    called: false,
+            Chunk::ReasoningStart { id } => {
+                self.book.texts.insert(id.to_string(), at);
+                out.part(PartKind::ReasoningStart {
+                    id: id.into_owned(),
                 });
-                t.called = true;
-                if !existed {
-                    out.part(PartKind::ToolInputStart {
-                        id: call.clone(),
-                        name: name.clone(),
-                        provider_executed: false,
-                    });
-                }
-                out.part(PartKind::ToolInputEnd { id: call.clone() });
-                out.part_at(
-                    PartKind::ToolCall {
-                        id: call.clone(),
-                        name: name.clone(),
-                        input,
-                        provider_executed: false,
-                    },
-                    Focus::path(&["toolCallId"]),
-                );
-                if ty == "tool-input-error" {
-                    out.part_at(
-                        PartKind::ToolError {
-                            id: call,
-                            name,
-                            error: s(v, "errorText").unwrap_or_default().to_owned(),
-                        },
-                        Focus::path(&["errorText"]),
-                    );
-                }
             }
-            "tool-output-available" => {
-                self.book.tool_outcome(&call, ty, false, out);
-                let name = self
-                    .book
-                    .tools
-                    .get(&call)
-                    .map(|t| t.name.clone())
-                    .unwrap_or_default();
-                out.part_at(
-                    PartKind::ToolResult {
-                        id: call,
-                        name,
-                        output: v.get("output").map(Value::to_string).unwrap_or_default(),
-                    },
-                    Focus::path(&["toolCallId"]),
-                );
+            Chunk::TextDelta { id, delta } => {
+                let (id, delta) = self.delta(ty, id, delta, out);
+                out.part(PartKind::TextDelta { id, delta });
             }
-            "tool-output-error" | "tool-output-denied" => {
-                self.book.tool_outcome(&call, ty, false, out);
-                let name = self
-                    .book
-                    .tools
-                    .get(&call)
-                    .map(|t| t.name.clone())
-                    .unwrap_or_default();
-                let error = if ty == "tool-output-denied" {
-                    "the tool call was denied".to_owned()
-                } else {
-                    s(v, "errorText").unwrap_or_default().to_owned()
-                };
+            Chunk::ReasoningDelta { id, delta } => {
+                let (id, delta) = self.delta(ty, id, delta, out);
+                out.part(PartKind::ReasoningDelta { id, delta });
+            }
+            Chunk::TextEnd { id } => {
+                let id = self.end(id);
+                out.part(PartKind::TextEnd { id });
+            }
+            Chunk::ReasoningEnd { id } => {
+                let id = self.end(id);
+                out.part(PartKind::ReasoningEnd { id });
+            }
+            Chunk::ToolInputStart {
+                tool_call_id,
+                tool_name,
+                provider_executed,
+            } => self.tool_input_start(tool_call_id, &tool_name, provider_executed.0, at, out),
+            Chunk::ToolInputDelta {
+                tool_call_id,
+                input_text_delta,
+            } => self.tool_input_delta(tool_call_id, &input_text_delta, out),
+            Chunk::ToolInputAvailable {
+                tool_call_id,
+                tool_name,
+                input,
+            } => {
+                self.tool_input(&tool_call_id, &tool_name, &input, at, out);
+            }
+            Chunk::ToolInputError {
+                tool_call_id,
+                tool_name,
+                input,
+                error_text,
+            } => {
+                self.tool_input(&tool_call_id, &tool_name, &input, at, out);
                 out.part_at(
                     PartKind::ToolError {
-                        id: call,
-                        name,
-                        error,
+                        id: tool_call_id.into_owned(),
+                        name: owned(&tool_name),
+                        error: owned(&error_text),
                     },
                     Focus::path(&["errorText"]),
                 );
             }
-            "error" => {
-                let message = s(v, "errorText").unwrap_or_default().to_owned();
+            Chunk::ToolOutputAvailable {
+                tool_call_id,
+                output,
+            } => {
+                let name = self.tool_outcome(&tool_call_id, ty, out);
+                out.part_at(
+                    PartKind::ToolResult {
+                        id: tool_call_id.into_owned(),
+                        name,
+                        output: json_text(&output),
+                    },
+                    Focus::path(&["toolCallId"]),
+                );
+            }
+            Chunk::ToolOutputError {
+                tool_call_id,
+                error_text,
+            } => {
+                let name = self.tool_outcome(&tool_call_id, ty, out);
+                let error = owned(&error_text);
+                Self::tool_error(tool_call_id, name, error, out);
+            }
+            Chunk::ToolOutputDenied { tool_call_id } => {
+                let name = self.tool_outcome(&tool_call_id, ty, out);
+                let error = "the tool call was denied".to_owned();
+                Self::tool_error(tool_call_id, name, error, out);
+            }
+            Chunk::Error { error_text } => {
                 let error = ProviderError {
                     name: "error".into(),
-                    message,
+                    message: owned(&error_text),
                     focus: Focus::path(&["errorText"]),
-                    data: v.clone(),
+                    data: serde_json::from_str(data).unwrap_or(Value::Null),
                 };
                 out.provider_error(error, false, Focus::path(&["errorText"]));
             }
-            "finish" => {
-                let raw = s(v, "finishReason").unwrap_or("stop").to_owned();
+            Chunk::Finish { finish_reason } => {
+                let raw = finish_reason.get().unwrap_or("stop").to_owned();
                 out.finish_reason = Some(raw.clone());
                 self.finish_reason = Some(raw.clone());
                 out.part(PartKind::Finish { reason: raw });
                 out.terminal = Some("`finish`".into());
                 self.book.finished = Some(("`finish`".into(), at));
             }
-            "abort" => {
+            Chunk::Abort { reason } => {
                 out.part(PartKind::Abort {
-                    reason: s(v, "reason").map(str::to_owned),
+                    reason: reason.0.map(Cow::into_owned),
                 });
                 out.terminal = Some("`abort`".into());
                 self.book.finished = Some(("`abort`".into(), at));
             }
-            _ => {}
+            Chunk::Other => {}
         }
-        Ok(())
+    }
+
+    fn finish_step(&mut self, out: &mut Out) {
+        if !self.book.step_open {
+            out.anomaly("`finish-step` without a `start-step`", true, Focus::None);
+        }
+        self.book.step_open = false;
+        out.part(PartKind::FinishStep {
+            reason: "unknown".into(),
+            input_tokens: 0,
+            output_tokens: 0,
+        });
+    }
+
+    /// A text or reasoning delta: its part id and its text.
+    fn delta(&self, ty: &str, id: Cow<'_, str>, delta: Str<'_>, out: &mut Out) -> (String, String) {
+        if !self.book.texts.contains_key(id.as_ref()) {
+            let when = if self.book.ended_texts.contains(id.as_ref()) {
+                "after its end"
+            } else {
+                "that was never started"
+            };
+            out.anomaly(
+                format!("`{ty}` for part {id} {when}"),
+                false,
+                Focus::path(&["id"]),
+            );
+        }
+        let delta = delta.0.map(Cow::into_owned).unwrap_or_default();
+        (id.into_owned(), delta)
+    }
+
+    fn end(&mut self, id: Cow<'_, str>) -> String {
+        self.book.texts.remove(id.as_ref());
+        let id = id.into_owned();
+        self.book.ended_texts.insert(id.clone());
+        id
+    }
+
+    fn tool_input_start(
+        &mut self,
+        call: Cow<'_, str>,
+        name: &Str<'_>,
+        provider_executed: bool,
+        at: Span,
+        out: &mut Out,
+    ) {
+        let name = owned(name);
+        self.book.tools.insert(
+            call.to_string(),
+            Tool {
+                name: name.clone(),
+                args: String::new(),
+                at,
+                called: false,
+            },
+        );
+        out.part_at(
+            PartKind::ToolInputStart {
+                id: call.into_owned(),
+                name,
+                provider_executed,
+            },
+            Focus::path(&["toolCallId"]),
+        );
+    }
+
+    fn tool_input_delta(&mut self, call: Cow<'_, str>, delta: &Str<'_>, out: &mut Out) {
+        match self.book.tools.get_mut(call.as_ref()) {
+            Some(t) => {
+                let d = delta.get().unwrap_or_default();
+                t.args.push_str(d);
+                out.part(PartKind::ToolInputDelta {
+                    id: call.into_owned(),
+                    delta: d.to_owned(),
+                });
+            }
+            None => out.anomaly(
+                format!("`tool-input-delta` for tool call {call} before its `tool-input-start`"),
+                false,
+                Focus::path(&["toolCallId"]),
+            ),
+        }
+    }
+
+    /// `tool-input-available` / `tool-input-error`: the call's input is complete.
+    fn tool_input(&mut self, call: &str, name: &Str<'_>, input: &Raw, at: Span, out: &mut Out) {
+        let name = owned(name);
+        let existed = self.book.tools.contains_key(call);
+        let t = self.book.tools.entry(call.to_owned()).or_insert(Tool {
+            name: name.clone(),
+            args: String::new(),
+            at,
+            called: false,
+        });
+        t.called = true;
+        if !existed {
+            out.part(PartKind::ToolInputStart {
+                id: call.to_owned(),
+                name: name.clone(),
+                provider_executed: false,
+            });
+        }
+        out.part(PartKind::ToolInputEnd {
+            id: call.to_owned(),
+        });
+        out.part_at(
+            PartKind::ToolCall {
+                id: call.to_owned(),
+                name,
+                input: json_text(input),
+                provider_executed: false,
+            },
+            Focus::path(&["toolCallId"]),
+        );
+    }
+
+    /// A tool's outcome arrives: checked against its call; returns the tool's name.
+    fn tool_outcome(&mut self, call: &str, ty: &str, out: &mut Out) -> String {
+        self.book.tool_outcome(call, ty, false, out);
+        self.book
+            .tools
+            .get(call)
+            .map(|t| t.name.clone())
+            .unwrap_or_default()
+    }
+
+    fn tool_error(call: Cow<'_, str>, name: String, error: String, out: &mut Out) {
+        out.part_at(
+            PartKind::ToolError {
+                id: call.into_owned(),
+                name,
+                error,
+            },
+            Focus::path(&["errorText"]),
+        );
     }
 }
 
@@ -333,250 +485,13 @@ impl Decoder for UiStream {
     }
 
     fn decode(&mut self, data: &str, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        if data.trim() == "[DONE]" {
-            return Ok(());
-        }
-        let v = parse_value(data)?;
-        self.event(&v, at, out)
-    }
-
-    fn flush(&mut self, _out: &mut Out) {}
-
-    fn open_at_end(&self) -> Vec<(String, Span)> {
-        if self.book.finished.is_some() {
-            return Vec::new();
-        }
-        self.book.open_at_end()
-    }
-}
-
-/// The AG-UI decoder.
-#[derive(Default)]
-pub struct AgUi {
-    book: Book,
-    runs: u32,
-}
-
-impl AgUi {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn tanstack<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
-        v.get(key)
-            .or_else(|| v.pointer(&format!("/metadata/tanstack/{key}")))
-    }
-
-    fn event(&mut self, v: &Value, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        let ty = s(v, "type").unwrap_or_default();
-        if ty.starts_with("TOOL_CALL_") {
-            let issues = schema::validate(v, &WITH_CALL);
-            if !issues.is_empty() {
-                return Err(Rejected::Schema(issues));
-            }
-        }
-        if ty != "RUN_STARTED" {
-            self.book.after_terminal(ty, out);
-        }
-        let call = s(v, "toolCallId").unwrap_or_default().to_owned();
-        let message = s(v, "messageId").unwrap_or_default().to_owned();
-        match ty {
-            "RUN_STARTED" => {
-                self.runs += 1;
-                self.book.finished = None;
-                out.reopened = true;
-                out.part(PartKind::ResponseMetadata {
-                    id: s(v, "runId").map(str::to_owned),
-                });
-                out.part(PartKind::StartStep);
-            }
-            "TEXT_MESSAGE_START" => {
-                self.book.texts.insert(message.clone(), at);
-                out.part(PartKind::TextStart { id: message });
-            }
-            "TEXT_MESSAGE_CONTENT" | "TEXT_MESSAGE_CHUNK" => {
-                if !self.book.texts.contains_key(&message) {
-                    if ty == "TEXT_MESSAGE_CHUNK" {
-                        self.book.texts.insert(message.clone(), at);
-                        out.part(PartKind::TextStart { id: message.clone() });
-                    } else {
-                        out.anomaly(
-                            format!("`TEXT_MESSAGE_CONTENT` for message {message} without a `TEXT_MESSAGE_START`"),
-                            true,
-                            Focus::path(&["messageId"]),
-                        );
-                    }
-                }
-                out.part(PartKind::TextDelta {
-                    id: message,
-                    delta: s(v, "delta").unwrap_or_default().to_owned(),
-                });
-            }
-            "TEXT_MESSAGE_END" => {
-                self.book.texts.remove(&message);
-                out.part(PartKind::TextEnd { id: message });
-            }
-            "REASONING_MESSAGE_START" | "THINKING_TEXT_MESSAGE_START" => {
-                out.part(PartKind::ReasoningStart { id: message })
-            }
-            "REASONING_MESSAGE_CONTENT" | "THINKING_TEXT_MESSAGE_CONTENT" => {
-                out.part(PartKind::ReasoningDelta {
-                    id: message,
-                    delta: s(v, "delta").unwrap_or_default().to_owned(),
-                })
-            }
-            "REASONING_MESSAGE_END" | "THINKING_TEXT_MESSAGE_END" => {
-                out.part(PartKind::ReasoningEnd { id: message })
-            }
-            "TOOL_CALL_START" => {
-                let name = s(v, "toolCallName").unwrap_or_default().to_owned();
-                if self.book.tools.contains_key(&call) {
-                    out.anomaly(
-                        format!("a second `TOOL_CALL_START` for tool call {call}"),
-                        true,
-                        Focus::path(&["toolCallId"]),
-                    );
-                    return Ok(());
-                }
-                self.book.tools.insert(
-                    call.clone(),
-                    Tool {
-                        name: name.clone(),
-                        args: String::new(),
-                        at,
-                        called: false,
-                    },
-                );
-                out.part_at(
-                    PartKind::ToolInputStart {
-                        id: call,
-                        name,
-                        provider_executed: false,
-                    },
-                    Focus::path(&["toolCallId"]),
-                );
-            }
-            "TOOL_CALL_ARGS" => match self.book.tools.get_mut(&call) {
-                Some(t) => {
-                    let d = s(v, "delta").unwrap_or_default();
-                    t.args.push_str(d);
-                    out.part(PartKind::ToolInputDelta {
-                        id: call,
-                        delta: d.to_owned(),
-                    });
-                }
-                None => out.anomaly(
-                    format!("`TOOL_CALL_ARGS` for tool call {call} before its `TOOL_CALL_START` (TanStack drops it)"),
-                    false,
-                    Focus::path(&["toolCallId"]),
-                ),
-            },
-            "TOOL_CALL_END" => match self.book.tools.get_mut(&call) {
-                Some(t) => {
-                    t.called = true;
-                    let input = match Self::tanstack(v, "input") {
-                        Some(i) if t.args.is_empty() => i.to_string(),
-                        _ => t.args.clone(),
-                    };
-                    let name = t.name.clone();
-                    out.part(PartKind::ToolInputEnd { id: call.clone() });
-                    out.part_at(
-                        PartKind::ToolCall {
-                            id: call,
-                            name,
-                            input,
-                            provider_executed: false,
-                        },
-                        Focus::path(&["toolCallId"]),
-                    );
-                }
-                None => out.anomaly(
-                    format!("`TOOL_CALL_END` for tool call {call}, which never started"),
-                    false,
-                    Focus::path(&["toolCallId"]),
-                ),
-            },
-            "TOOL_CALL_RESULT" => {
-                let error = Self::tanstack(v, "state").and_then(Value::as_str) == Some("output-error");
-                // TanStack ≥ #727 handles an error result before TOOL_CALL_END; it still breaks
-                // the adapter contract.
-                self.book.tool_outcome(&call, ty, error, out);
-                let name = self.book.tools.get(&call).map(|t| t.name.clone()).unwrap_or_default();
-                let content = s(v, "content").unwrap_or_default().to_owned();
-                if error {
-                    let text = serde_json::from_str::<Value>(&content)
-                        .ok()
-                        .and_then(|c| c.get("error").and_then(Value::as_str).map(str::to_owned))
-                        .unwrap_or_else(|| content.clone());
-                    out.part_at(
-                        PartKind::ToolError {
-                            id: call,
-                            name,
-                            error: text,
-                        },
-                        Focus::path(&["content"]),
-                    );
-                } else {
-                    out.part_at(
-                        PartKind::ToolResult {
-                            id: call,
-                            name,
-                            output: content,
-                        },
-                        Focus::path(&["content"]),
-                    );
-                }
-            }
-            "RUN_FINISHED" => {
-                let reason = Self::tanstack(v, "finishReason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("stop")
-                    .to_owned();
-                out.finish_reason = Some(reason.clone());
-                out.part(PartKind::FinishStep {
-                    reason: unified_finish(&reason).into(),
-                    input_tokens: 0,
-                    output_tokens: 0,
-                });
-                out.terminal = Some("`RUN_FINISHED`".into());
-                self.book.finished = Some(("`RUN_FINISHED`".into(), at));
-            }
-            "RUN_ERROR" => {
-                let message = s(v, "message")
-                    .or_else(|| v.pointer("/error/message").and_then(Value::as_str))
-                    .unwrap_or("An error occurred")
-                    .to_owned();
-                let name = s(v, "code").unwrap_or("RUN_ERROR").to_owned();
-                let error = ProviderError {
-                    name,
-                    message,
-                    focus: Focus::path(&["message"]),
-                    data: v.clone(),
-                };
-                out.provider_error(error, false, Focus::path(&["message"]));
-                out.terminal = Some("`RUN_ERROR`".into());
-                self.book.finished = Some(("`RUN_ERROR`".into(), at));
-            }
-            _ => {}
+        let mut spare = None;
+        match envelope::parse::<Chunk<'_>>(data, &mut spare)? {
+            Parsed::Done => {}
+            Parsed::Event(c) => self.chunk(c, data, at, out),
         }
         Ok(())
     }
-}
-
-impl Decoder for AgUi {
-    fn protocol(&self) -> Protocol {
-        Protocol::AgUi
-    }
-
-    fn decode(&mut self, data: &str, at: Span, out: &mut Out) -> Result<(), Rejected> {
-        if data.trim() == "[DONE]" {
-            // TanStack's client synthesizes RUN_FINISHED for a legacy `[DONE]`.
-            out.terminal = Some("`[DONE]`".into());
-            return Ok(());
-        }
-        let v = parse_value(data)?;
-        self.event(&v, at, out)
-    }
 
     fn flush(&mut self, _out: &mut Out) {}
 
@@ -585,5 +500,40 @@ impl Decoder for AgUi {
             return Vec::new();
         }
         self.book.open_at_end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    fn decode(d: &mut UiStream, data: &str) -> (usize, String) {
+        let mut out = Out::default();
+        let r = match d.decode(data, Span::new(FileId(0), 0, 0), &mut out) {
+            Ok(()) => String::new(),
+            Err(Rejected::Json(e)) => format!("json: {e}"),
+            Err(Rejected::Schema(i)) => format!("schema: {}", i[0]),
+        };
+        (out.parts.len(), r)
+    }
+
+    #[test]
+    fn every_tool_chunk_needs_its_call_id() {
+        let mut d = UiStream::new();
+        let (_, r) = decode(
+            &mut d,
+            r#"{"type":"tool-approval-request","approvalId":"a"}"#,
+        );
+        assert!(r.starts_with("schema: `toolCallId`"), "{r}");
+        let (n, r) = decode(
+            &mut d,
+            r#"{"type":"tool-approval-request","toolCallId":"c","approvalId":"a"}"#,
+        );
+        assert_eq!((n, r.as_str()), (0, ""));
+        let (_, r) = decode(&mut d, r#"{"type":"text-delta","delta":"x"}"#);
+        assert!(r.starts_with("schema: `id`"), "{r}");
+        let (n, r) = decode(&mut d, r#"{"type":"data-weather","data":{}}"#);
+        assert_eq!((n, r.as_str()), (0, ""));
     }
 }

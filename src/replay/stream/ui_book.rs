@@ -1,0 +1,92 @@
+//! What the two UI-level decoders ([`super::ui_stream`] and [`super::ag_ui`]) keep track of:
+//! tool calls, open texts, and the stream's terminal event.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::protocol::{Focus, Out};
+use crate::source::Span;
+
+#[derive(Clone, Debug)]
+pub struct Tool {
+    pub name: String,
+    pub args: String,
+    pub at: Span,
+    /// Its input is complete (`tool-input-available` / `TOOL_CALL_END`).
+    pub called: bool,
+}
+
+/// Shared bookkeeping of the two decoders.
+#[derive(Default)]
+pub struct Book {
+    pub tools: BTreeMap<String, Tool>,
+    pub texts: BTreeMap<String, Span>,
+    pub ended_texts: HashSet<String>,
+    pub step_open: bool,
+    pub finished: Option<(String, Span)>,
+}
+
+impl Book {
+    /// An event after the stream's terminal event; `ty` names it (only then).
+    pub fn after_terminal(&self, ty: impl FnOnce() -> String, out: &mut Out) {
+        if let Some((name, at)) = &self.finished {
+            let ty = ty();
+            out.anomaly(
+                format!("`{ty}` arrives after the stream's {name}"),
+                false,
+                Focus::path(&["type"]),
+            );
+            if let Some(a) = out.anomalies.last_mut() {
+                a.related.push((*at, "the stream ended here".into()));
+            }
+        }
+    }
+
+    pub fn tool_outcome(
+        &mut self,
+        id: &str,
+        ty: &str,
+        error_before_call_benign: bool,
+        out: &mut Out,
+    ) {
+        match self.tools.get_mut(id) {
+            None => out.anomaly(
+                format!("`{ty}` for tool call {id}, which never started"),
+                false,
+                Focus::path(&["toolCallId"]),
+            ),
+            Some(t) => {
+                if !t.called {
+                    out.anomaly(
+                        format!("`{ty}` for tool call {id} arrives before its input was complete (before the tool call itself)"),
+                        error_before_call_benign,
+                        Focus::path(&["toolCallId"]),
+                    );
+                    let at = t.at;
+                    if let Some(a) = out.anomalies.last_mut() {
+                        a.related.push((at, "the tool call started here".into()));
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn open_at_end(&self) -> Vec<(String, Span)> {
+        let mut out: Vec<(String, Span)> = self
+            .tools
+            .iter()
+            .filter(|(_, t)| !t.called)
+            .map(|(id, t)| {
+                (
+                    format!("tool call `{}` ({id}) never got its input", t.name),
+                    t.at,
+                )
+            })
+            .collect();
+        out.extend(
+            self.texts
+                .iter()
+                .map(|(id, at)| (format!("text {id} was never ended"), *at)),
+        );
+        out
+    }
+}
