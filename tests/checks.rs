@@ -97,6 +97,26 @@ const CASES: &[(&str, &str, &str)] = &[
         "tests/fixtures/checks/message-incomplete.json",
         "tests/fixtures/checks/export-healthy.json",
     ),
+    (
+        "loop-exited-early",
+        "tests/fixtures/checks/loop-exited-early.log",
+        "tests/fixtures/checks/loop-continues.log",
+    ),
+    (
+        "usage-mismatch",
+        "tests/fixtures/checks/usage-mismatch.log",
+        "tests/fixtures/checks/usage-recorded.log",
+    ),
+    (
+        "model-substituted",
+        "tests/fixtures/checks/model-substituted.log",
+        "tests/fixtures/checks/model-as-asked.log",
+    ),
+    (
+        "retry-wait-excessive",
+        "tests/fixtures/checks/retry-wait-excessive.log",
+        "tests/fixtures/checks/retry-wait-short.log",
+    ),
 ];
 
 fn rules_reported(path: &str) -> Vec<String> {

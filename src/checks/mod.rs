@@ -10,7 +10,10 @@ mod incidents;
 mod streams;
 
 mod empty_text_part;
+mod loop_exited_early;
 mod message_incomplete;
+mod model_substituted;
+mod retry_wait_excessive;
 mod schema_violation;
 mod session_error;
 mod sse_concatenated_events;
@@ -26,6 +29,7 @@ mod tool_error_dropped;
 mod tool_never_finished;
 mod tool_use_without_result;
 mod undecodable_record;
+mod usage_mismatch;
 mod validation_crash;
 
 use crate::diagnostic::{Finding, Severity};
@@ -122,6 +126,10 @@ pub static ALL: &[&dyn Check] = &[
     &empty_text_part::EmptyTextPart,
     &tool_call_duplicate::ToolCallDuplicate,
     &message_incomplete::MessageIncomplete,
+    &loop_exited_early::LoopExitedEarly,
+    &usage_mismatch::UsageMismatch,
+    &model_substituted::ModelSubstituted,
+    &retry_wait_excessive::RetryWaitExcessive,
 ];
 
 /// The check called `name`.
