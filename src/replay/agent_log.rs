@@ -63,6 +63,8 @@ struct State {
     bus_events: u64,
     /// The last `retry-after` the agent parsed, until the sleep it leads to.
     retry_after: Option<(u64, Span)>,
+    /// Informational stderr lines a wrapper wrapped as errors (see [`informational`]).
+    informational: Vec<String>,
 }
 
 impl State {
@@ -75,6 +77,7 @@ impl State {
             current_session: None,
             bus_events: 0,
             retry_after: None,
+            informational: Vec::new(),
         }
     }
 
@@ -213,11 +216,22 @@ impl State {
             }
             "error" => {
                 if obj.contains_key("exitCode") || obj.contains_key("errorDetectedInOutput") {
+                    let matched = s("errorMatch").or(s("message")).unwrap_or_default();
+                    if self.informational.iter().any(|i| i == matched.trim()) {
+                        // The wrapper matched an informational stderr line: not a failure.
+                        return;
+                    }
                     let kind = EventKind::WrapperError {
                         error_type: s("errorType").unwrap_or_default().to_owned(),
                         message: s("errorMatch").or(s("message")).unwrap_or_default().into(),
                     };
                     self.event(seq, rec.span, None, kind);
+                } else if obj.contains_key("errorType") && informational(obj) {
+                    // A stderr line the wrapper wrapped as an error: a banner, not a crash.
+                    let line = s("message").unwrap_or_default().trim().to_owned();
+                    if self.informational.len() < 64 && !self.informational.contains(&line) {
+                        self.informational.push(line);
+                    }
                 } else if obj.contains_key("errorType") {
                     let mut info = error_info(rec, &[], &rec.value);
                     info.name = s("errorType").map(str::to_owned);
@@ -898,6 +912,51 @@ fn error_info(rec: &JsonRecord, path: &[&str], v: &Value) -> ErrorInfo {
         other => info.message = other.to_string(),
     }
     info
+}
+
+/// Whether a process-level error object is only a stderr line a wrapper wrapped as an error
+/// (`{"type":"error","errorType":"RuntimeError","message":"Verbose mode enabled…"}`): no stack,
+/// no data, a generic class, and a message that does not speak of a failure.
+fn informational(obj: &serde_json::Map<String, Value>) -> bool {
+    const FAILURE: &[&str] = &[
+        "error",
+        "fail",
+        "exception",
+        "cannot",
+        "can't",
+        "unable",
+        "denied",
+        "timed out",
+        "timeout",
+        "crash",
+        "abort",
+        "panic",
+        "fatal",
+        "reject",
+        "invalid",
+        "not found",
+        "refused",
+        "unhandled",
+        "uncaught",
+        "killed",
+        "exit code",
+        "missing",
+        "unexpected",
+    ];
+    let generic = matches!(
+        obj.get("errorType").and_then(Value::as_str),
+        Some("RuntimeError" | "Error" | "StderrOutput" | "stderr")
+    );
+    let message = obj
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    generic
+        && !obj.contains_key("stack")
+        && !obj.contains_key("data")
+        && !message.trim().is_empty()
+        && !FAILURE.iter().any(|w| message.contains(w))
 }
 
 /// Claude Code's synthetic assistant text for a failed request: `API Error: 400 {…json…}`.
