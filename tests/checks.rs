@@ -157,3 +157,37 @@ fn each_check_has_a_case() {
         .collect();
     assert!(missing.is_empty(), "checks without fixtures: {missing:?}");
 }
+
+/// Healthy cases that looked like incidents: (rule, fixture that must not trigger it).
+const SILENT: &[(&str, &str)] = &[
+    // A stderr banner the wrapper wrapped as a `RuntimeError`, and its report matching it.
+    ("session-error", "tests/fixtures/checks/stderr-banner.log"),
+    // The gateway's accounting chunk after `[DONE]`.
+    (
+        "stream-out-of-order",
+        "tests/fixtures/stream/gateway-trailer.sse",
+    ),
+    // An empty text part whose next request went through.
+    (
+        "empty-text-part",
+        "tests/fixtures/checks/empty-text-harmless.log",
+    ),
+    // A synthetic echo model: zero tokens with reason `stop`.
+    (
+        "loop-exited-early",
+        "tests/fixtures/checks/loop-continues.log",
+    ),
+    ("usage-mismatch", "tests/fixtures/checks/loop-continues.log"),
+];
+
+#[test]
+fn healthy_cases_that_look_like_incidents_stay_silent() {
+    for (rule, good) in SILENT {
+        let reported = rules_reported(good);
+        assert!(
+            !reported.iter().any(|r| r == rule),
+            "{rule} triggers on {good}"
+        );
+        assert!(reported.is_empty(), "{good} is healthy, got {reported:?}");
+    }
+}
