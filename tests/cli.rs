@@ -247,3 +247,13 @@ fn rules_and_explain() {
         assert!(stdout.contains(section), "{section}");
     }
 }
+
+#[test]
+fn replayed_bodies_are_labelled_in_the_session_table() {
+    let (_, stdout, _) = diagnose(&repo("tests/fixtures/agent-log-body-preview.log"));
+    assert!(
+        stdout.contains("replayed HTTP response body, not a session"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("as the stream left them"), "{stdout}");
+}

@@ -474,3 +474,25 @@ corpus_test!(issue_177_healthy_excerpt {
     assert!(serious.is_empty(), "{}", describe(&serious));
     assert_none(&f, &["undecodable-record"], "the analyst's indented quote");
 });
+
+corpus_test!(the_human_report_opens_with_the_root_cause {
+    let out = rewind()
+        .arg("diagnose")
+        .arg(log("issue-211-zero-tokens-usage-ignored.log"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("root cause: [usage-mismatch]"), "{first}");
+    let usage = text.find("error[usage-mismatch]").unwrap_or(usize::MAX);
+    let session = text.find("error[session-error]").unwrap_or(0);
+    assert!(usage < session, "the cause before its consequence");
+
+    let out = rewind()
+        .arg("diagnose")
+        .arg(log("issue-177-healthy-excerpt.txt"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no session in it"), "not silently clean: {text}");
+});
