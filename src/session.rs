@@ -338,7 +338,8 @@ pub struct StepFinish {
     pub responded_model: Option<String>,
 }
 
-/// The finish reasons the AI SDK defines (`LanguageModelV2FinishReason`, and `unified` of V3).
+/// The finish reasons the AI SDK defines: `LanguageModelV1FinishReason` and V3's `unified` have
+/// the first six; `LanguageModelV2FinishReason` adds `unknown` (no reason was transmitted).
 pub const SDK_FINISH_REASONS: &[&str] = &[
     "stop",
     "length",

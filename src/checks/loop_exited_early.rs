@@ -173,10 +173,15 @@ fn finding(a: &Analysis, e: &Event, step: &StepFinish, exit: &Event, calls: &[Ca
     if step.reason_not_string {
         f = f.note("the finish reason was stored as JSON text of an object; the loop compares it with `tool-calls` as a string and stops");
     } else {
-        f = f.note(format!(
-            "{} is one of the AI SDK's finish reasons only as a placeholder for a reason the provider did not give; a step whose tools ran should have finished with `tool-calls`",
-            if step.reason == "unknown" { "`unknown`" } else { "this value" }
-        ));
+        f = f.note(if step.reason == "unknown" {
+            "`unknown` means no finish reason reached the agent (the AI SDK's placeholder); a step whose tools ran should have finished with `tool-calls`".to_owned()
+        } else {
+            format!(
+                "`{}` is none of the AI SDK's finish reasons ({}); a step whose tools ran should have finished with `tool-calls`",
+                step.reason,
+                SDK_FINISH_REASONS.join(", ")
+            )
+        });
     }
     if step.zero_usage {
         f = f.note("the step also recorded zero tokens and zero cost: the provider's finish and usage were both lost between the stream and the step");

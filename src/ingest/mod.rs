@@ -420,8 +420,71 @@ fn sniff_line(line: &str) -> Option<Format> {
     }
 }
 
+/// The keys of the first JSON object in `text` at depth 1, and at depth 2 under a top-level
+/// `log` key, as far as `text` goes: what a document is does not depend on how far into it
+/// its distinguishing key lies.
+fn object_keys(text: &str) -> (Vec<&str>, Vec<&str>) {
+    let bytes = text.as_bytes();
+    let (mut top, mut log) = (Vec::new(), Vec::new());
+    let (mut depth, mut i) = (0u32, 0usize);
+    let mut in_log = false;
+    let mut last_top: Option<&str> = None;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                let Some(key) = text.get(start..j.min(bytes.len())) else {
+                    break;
+                };
+                let after =
+                    text[j.min(text.len())..].trim_start_matches(['"', ' ', '\n', '\r', '\t']);
+                if after.starts_with(':') {
+                    if depth == 1 {
+                        top.push(key);
+                        last_top = Some(key);
+                    } else if depth == 2 && in_log {
+                        log.push(key);
+                    }
+                }
+                i = j + 1;
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if depth == 2 {
+                    in_log = last_top == Some("log") && bytes[i] == b'{';
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (top, log)
+}
+
 /// Tells JSON documents, JSON lines and the agent's pretty-printed output apart.
 fn sniff_json(text: &str) -> Option<Format> {
+    let (top, log) = object_keys(text.trim_start());
+    if top.contains(&"interactions") {
+        return Some(Format::HttpRecording);
+    }
+    if top.first() == Some(&"log")
+        && log
+            .iter()
+            .any(|k| matches!(*k, "entries" | "creator" | "pages"))
+    {
+        return Some(Format::Har);
+    }
     let probe: String = text.chars().take(4096).collect();
     let has = |k: &str| probe.contains(&format!("\"{k}\""));
     if has("interactions") {
@@ -592,6 +655,25 @@ mod tests {
         assert_eq!(
             fmt(&line.as_bytes()[..SNIFF_BYTES]).ok(),
             Some(Format::OpencodeExport)
+        );
+    }
+
+    #[test]
+    fn recordings_are_recognised_however_far_their_key_lies() {
+        let meta = "m".repeat(8 * 1024);
+        let rec = format!(
+            "{{\n  \"version\": 1,\n  \"metadata\": {{\"note\": \"{meta}\", \"sessionID\": \"ses_1\"}},\n  \"interactions\": []\n}}\n"
+        );
+        assert_eq!(fmt(rec.as_bytes()).ok(), Some(Format::HttpRecording));
+        let har = format!(
+            "{{\"log\":{{\"version\":\"1.2\",\"pages\":[{{\"title\":\"{meta}\"}}],\"entries\":[]}}}}"
+        );
+        assert_eq!(fmt(har.as_bytes()).ok(), Some(Format::Har));
+        // `{"log": {…}}` logger lines are not HAR files.
+        assert_eq!(
+            fmt(b"{\"log\":{\"level\":\"info\",\"service\":\"default\",\"message\":\"hi\"}}\n")
+                .ok(),
+            Some(Format::AgentLog)
         );
     }
 
