@@ -486,6 +486,8 @@ pub struct ErrorInfo {
     pub payload: Option<(String, Span)>,
     /// Where `data:` or `event:` occurs inside that payload, if it does (not at its start).
     pub embedded_event: Option<Span>,
+    /// Places that explain the error, with words (the tool result the failed request carried).
+    pub context: Vec<(Span, String)>,
 }
 
 impl ErrorInfo {

@@ -456,6 +456,8 @@ corpus_test!(issue_38_claude_code_image_400 {
     assert!((1280..=1295).contains(&line(err)), "the synthetic API Error message");
     assert!(msg(err).contains("Could not process image"));
     assert!(err.to_string().contains("is_error"), "the result record: {err}");
+    assert!(related_lines(err).contains(&1103), "the Read of the PNG: {err}");
+    assert!(err["related"].to_string().contains("image block"));
     assert_none(&f, &["tool-use-without-result"], "every tool_use has its tool_result");
 });
 

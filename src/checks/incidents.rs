@@ -63,6 +63,7 @@ static EMPTY: ErrorInfo = ErrorInfo {
     message_span: None,
     payload: None,
     embedded_event: None,
+    context: Vec::new(),
 };
 
 /// The error an event carries, if it is an incident error.

@@ -144,6 +144,9 @@ fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
             f = f.also(Some(span.head()), word.clone());
         }
     }
+    for (span, words) in &info.context {
+        f = f.also(Some(*span), words.clone());
+    }
     f = notes(analysis, incident, event, info, f);
     if info.message.contains("reading 'input_tokens'") {
         f = f.help("the provider returned no usage and the SDK read `usage.input_tokens` from undefined (a TypeError); default missing usage to zeros");

@@ -65,6 +65,11 @@ struct State {
     retry_after: Option<(u64, Span)>,
     /// Informational stderr lines a wrapper wrapped as errors (see [`informational`]).
     informational: Vec<String>,
+    /// The tool results of the last user turn of a Claude Code session: what the next request
+    /// carried (where, words).
+    last_results: Vec<(Span, String)>,
+    /// Tool results that carried media (images, documents): every later request resends them.
+    media_results: Vec<(Span, String)>,
 }
 
 impl State {
@@ -78,6 +83,8 @@ impl State {
             bus_events: 0,
             retry_after: None,
             informational: Vec::new(),
+            last_results: Vec::new(),
+            media_results: Vec::new(),
         }
     }
 
@@ -668,7 +675,14 @@ impl State {
                                 .get("text")
                                 .and_then(Value::as_str)
                                 .unwrap_or_default();
-                            if let Some(info) = api_error(text, at("text")) {
+                            if let Some(mut info) = api_error(text, at("text")) {
+                                let mut context = self.media_results.clone();
+                                for c in std::mem::take(&mut self.last_results) {
+                                    if !context.iter().any(|m| m.0 == c.0) {
+                                        context.push(c);
+                                    }
+                                }
+                                info.context = context;
                                 let span = at("text").unwrap_or(rec.span);
                                 self.event(
                                     seq,
@@ -683,6 +697,12 @@ impl State {
                 }
             }
             "user" => {
+                if blocks.is_some_and(|b| {
+                    b.iter()
+                        .any(|x| x.get("type").and_then(Value::as_str) == Some("tool_result"))
+                }) {
+                    self.last_results.clear();
+                }
                 for (k, block) in blocks.into_iter().flatten().enumerate() {
                     if block.get("type").and_then(Value::as_str) != Some("tool_result") {
                         continue;
@@ -711,6 +731,35 @@ impl State {
                         Seg::Index(k),
                         Seg::Key("tool_use_id"),
                     ]);
+                    let kinds: Vec<&str> = match block.get("content") {
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .filter_map(|c| c.get("type").and_then(Value::as_str))
+                            .collect(),
+                        _ => vec!["text"],
+                    };
+                    if let Some(at) = span
+                        && self.last_results.len() < 16
+                    {
+                        let media = kinds.iter().find(|k| matches!(**k, "image" | "document"));
+                        let tool_use = self.claude_use_span(si, id);
+                        let mut found = Vec::new();
+                        if let Some(u) = tool_use {
+                            found.push((u, format!("`{tool}` called here")));
+                        }
+                        match media {
+                            Some(m) => {
+                                found.push((at, format!("the result of `{tool}` ({id}) is an {m} block; every later request resends it")));
+                                if self.media_results.len() < 16 {
+                                    self.media_results.extend(found);
+                                }
+                            }
+                            None => {
+                                found.push((at, format!("the result of `{tool}` ({id}): the last turn before the failed request")));
+                                self.last_results.extend(found);
+                            }
+                        }
+                    }
                     self.claude_part(si, seq, rec.span, span, &part);
                 }
             }
@@ -753,6 +802,16 @@ impl State {
                     (t.call_id == id).then(|| (mi, t.tool.clone()))
                 })
             })
+    }
+
+    /// Where the tool part with call id `id` was first written (its `tool_use`).
+    fn claude_use_span(&self, si: usize, id: &str) -> Option<Span> {
+        self.analysis.sessions[si].messages.iter().find_map(|m| {
+            m.parts.iter().find_map(|p| {
+                let t = p.part.tool()?;
+                (t.call_id == id).then(|| p.history.first().map(|o| o.span))?
+            })
+        })
     }
 
     fn claude_part(&mut self, si: usize, seq: Seq, span: Span, at: Option<Span>, raw: &Value) {
