@@ -307,10 +307,13 @@ pub enum EventKind {
         /// The provider's `retry-after`, when the agent logged it just before, and where.
         retry_after: Option<(u64, Span)>,
     },
-    /// Usage as the provider itself sent it (logged provider metadata, a logged response body).
+    /// Usage (and the finish reason, when it says) as the provider itself sent it: logged
+    /// provider metadata, a logged response body or stream. Counts are zero when it gave none.
     ProviderUsage {
         input: u64,
         output: u64,
+        /// The provider's own finish reason (`tool_calls`, `end_turn`…), when the body has one.
+        finish: Option<String>,
         /// What carried it: `providerMetadata`, `response body`.
         source: String,
         span: Option<Span>,

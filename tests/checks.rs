@@ -191,3 +191,19 @@ fn healthy_cases_that_look_like_incidents_stay_silent() {
         assert!(reported.is_empty(), "{good} is healthy, got {reported:?}");
     }
 }
+
+#[test]
+fn a_logged_stream_shows_what_the_step_lost() {
+    let (_, doc) = diagnose_json(
+        &repo("tests/fixtures/checks/loop-exited-early-stream.log"),
+        &[],
+    );
+    let f = findings(&doc);
+    let early = of_rule(&f, "loop-exited-early");
+    assert_eq!(early.len(), 1, "{}", describe(&f));
+    assert!(early[0]["notes"].to_string().contains("`tool_calls`"));
+    let usage = of_rule(&f, "usage-mismatch");
+    assert_eq!(usage.len(), 1, "{}", describe(&f));
+    assert!(usage[0]["message"].to_string().contains("15,333"));
+    assert_eq!(usage[0]["severity"], "error", "the step ended the session");
+}

@@ -73,7 +73,29 @@ impl Check for LoopExitedEarly {
             else {
                 continue;
             };
-            out.push(finding(analysis, e, step, exit, &calls));
+            let mut f = finding(analysis, e, step, exit, &calls);
+            // What the provider itself said, when the log kept its response.
+            let start = previous_finish(analysis, i, step).unwrap_or(0);
+            if let Some((x, finish)) = analysis
+                .events
+                .iter()
+                .filter(|x| x.seq > start && x.seq < e.seq)
+                .filter(|x| x.session.as_deref().is_none_or(|s| s == session))
+                .filter_map(|x| match &x.kind {
+                    EventKind::ProviderUsage {
+                        finish: Some(r), ..
+                    } => Some((x, r)),
+                    _ => None,
+                })
+                .next_back()
+            {
+                f = f
+                    .also(Some(x.span.head()), format!("the provider's response ended with `{finish}`"))
+                    .note(format!(
+                        "the provider's own response ended with `{finish}`: the reason was lost between the stream and the step"
+                    ));
+            }
+            out.push(f);
         }
     }
 }

@@ -68,7 +68,8 @@ impl Check for UsageMismatch {
                         output,
                         source,
                         span,
-                    } => Some((x, *input, *output, source, *span)),
+                        ..
+                    } if input + output > 0 => Some((x, *input, *output, source, *span)),
                     _ => None,
                 });
             let Some((x, input, output, source, span)) = usage else {

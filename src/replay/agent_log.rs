@@ -353,6 +353,7 @@ impl State {
             let kind = EventKind::ProviderUsage {
                 input,
                 output,
+                finish: None,
                 source: "providerMetadata".into(),
                 span: at("providerMetadata"),
             };
@@ -483,28 +484,43 @@ impl State {
         let Some(body) = obj.get("bodyPreview").and_then(Value::as_str) else {
             return;
         };
+        // The agent's own server (`POST /session/…/message`) answers with its stored message,
+        // not with what a provider sent.
+        let url = obj.get("url").and_then(Value::as_str).unwrap_or_default();
+        if ["127.0.0.1", "localhost", "/session/"]
+            .iter()
+            .any(|m| url.contains(m))
+        {
+            return;
+        }
         let mut found = None;
+        let mut finish = None;
         if body.trim_start().starts_with('{') {
-            found = serde_json::from_str::<Value>(body)
-                .ok()
-                .as_ref()
-                .and_then(usage_of);
+            if let Ok(v) = serde_json::from_str::<Value>(body) {
+                found = usage_of(&v);
+                finish = finish_of(&v, 0);
+            }
         } else {
             for line in body.lines() {
                 let Some(data) = line.strip_prefix("data:") else {
                     continue;
                 };
-                if let Ok(v) = serde_json::from_str::<Value>(data.trim())
-                    && let Some(u) = usage_of(&v)
-                {
-                    found = Some(u);
+                if let Ok(v) = serde_json::from_str::<Value>(data.trim()) {
+                    if let Some(u) = usage_of(&v) {
+                        found = Some(u);
+                    }
+                    if let Some(f) = finish_of(&v, 0) {
+                        finish = Some(f);
+                    }
                 }
             }
         }
-        if let Some((input, output)) = found {
+        if found.is_some() || finish.is_some() {
+            let (input, output) = found.unwrap_or((0, 0));
             let kind = EventKind::ProviderUsage {
                 input,
                 output,
+                finish,
                 source: "the logged response body".into(),
                 span: at("bodyPreview").map(|s| s.head()),
             };
@@ -1113,6 +1129,22 @@ pub fn usage_of(v: &Value) -> Option<(u64, u64)> {
     let mut best = (0, 0);
     walk(v, &mut best, 0);
     (best.0 + best.1 > 0).then_some(best)
+}
+
+/// The provider's finish reason in a response value (`finish_reason`, `stop_reason`,
+/// `finishReason`), the first non-null one found.
+fn finish_of(v: &Value, depth: usize) -> Option<String> {
+    if depth > 6 {
+        return None;
+    }
+    match v {
+        Value::Object(m) => ["finish_reason", "stop_reason", "finishReason"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| m.values().find_map(|c| finish_of(c, depth + 1))),
+        Value::Array(a) => a.iter().find_map(|c| finish_of(c, depth + 1)),
+        _ => None,
+    }
 }
 
 /// The model a command line asks for: `--model X`, `--model=X` or `-m X`.
