@@ -207,3 +207,19 @@ fn a_logged_stream_shows_what_the_step_lost() {
     assert!(usage[0]["message"].to_string().contains("15,333"));
     assert_eq!(usage[0]["severity"], "error", "the step ended the session");
 }
+
+#[test]
+fn one_failure_is_one_finding_with_its_traces() {
+    let (_, doc) = diagnose_json(&repo("tests/fixtures/checks/model-not-found.log"), &[]);
+    let f = findings(&doc);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    let err = &f[0];
+    assert_eq!(err["rule"], "session-error");
+    let related = err["related"].to_string();
+    assert!(
+        related.contains("uncaught"),
+        "the runtime's stack dump: {related}"
+    );
+    assert!(related.contains("still reported success"), "{related}");
+    assert!(err["notes"].to_string().contains("no step ever started"));
+}
