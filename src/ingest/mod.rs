@@ -268,7 +268,10 @@ impl Scan {
     fn words(&self, lines: usize, bytes: usize) -> String {
         let kib = bytes.div_ceil(1024);
         match self.objects {
-            0 => format!("no JSON object starts a line in its first {lines} lines ({kib} KiB)"),
+            0 => {
+                let s = if lines == 1 { "" } else { "s" };
+                format!("no JSON object starts a line in its first {lines} line{s} ({kib} KiB)")
+            }
             n => {
                 let s = if n == 1 { "" } else { "s" };
                 format!(
