@@ -350,7 +350,10 @@ impl<R: BufRead> AgentLogReader<R> {
             let span = Span::new(self.file, line_start, end - line_start);
             let text = String::from_utf8_lossy(content);
             let frame_start = self.frame.take();
-            if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(&text)) {
+            if text.trim().is_empty() && frame_start.is_some() {
+                // Node prints a blank line between the caret and the error.
+                self.frame = frame_start;
+            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(&text)) {
                 self.frame = Some(frame_start.unwrap_or(line_start));
             } else if let Some(frame) = frame_start
                 && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(&text))
@@ -689,6 +692,30 @@ mod tests {
             .locate_in_string(&["error".into(), "text".into()], "data:")
             .unwrap_or(Span::new(FileId(0), 0, 0));
         assert_eq!(&log[span.offset as usize..span.end() as usize], "data:");
+    }
+
+    #[test]
+    fn uncaught_errors_after_a_code_frame() {
+        let bun = format!(
+            "{P}1433 |       throw new ModelNotFoundError({{ providerID }});\n{P}                   ^\n{P}ProviderModelNotFoundError: ProviderModelNotFoundError\n{P} data: {{\n"
+        );
+        let node = "/app/index.js:10\n    throw new Error('boom');\n    ^\n\nTypeError: boom\n    at main (/app/index.js:10:11)\n";
+        for log in [bun.as_str(), node] {
+            let (recs, _) = read(log);
+            let found: Vec<&str> = recs
+                .iter()
+                .filter_map(|r| match r {
+                    LogRecord::Uncaught { name, .. } => Some(name.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(found.len(), 1, "{log}: {recs:?}");
+        }
+        // Without a code frame, `Error: …` text is just text.
+        let (recs, _) = read("Error: this is a note in a transcript\n");
+        assert!(matches!(recs[0], LogRecord::Text(_)));
+        let (recs, _) = read("Exit Code: 1\n");
+        assert!(matches!(&recs[0], LogRecord::Status { success: false, .. }));
     }
 
     #[test]
