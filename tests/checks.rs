@@ -223,3 +223,11 @@ fn one_failure_is_one_finding_with_its_traces() {
     assert!(related.contains("still reported success"), "{related}");
     assert!(err["notes"].to_string().contains("no step ever started"));
 }
+
+#[test]
+fn a_store_shows_which_model_answered() {
+    let bad = rules_reported("tests/fixtures/checks/export-model-substituted.json");
+    assert!(bad.iter().any(|r| r == "model-substituted"), "{bad:?}");
+    let good = rules_reported("tests/fixtures/checks/export-healthy.json");
+    assert!(!good.iter().any(|r| r == "model-substituted"), "{good:?}");
+}

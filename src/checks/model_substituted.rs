@@ -41,6 +41,7 @@ impl Check for ModelSubstituted {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        stored(analysis, out);
         let mut requested: Option<(&str, Span)> = None;
         let mut reported = false;
         for e in &analysis.events {
@@ -103,6 +104,68 @@ impl Check for ModelSubstituted {
                 _ => {}
             }
         }
+    }
+}
+
+/// In a session store, each user message records the model it asked for (`model`), and each
+/// assistant message the model that answered (`providerID`, `modelID`): one finding per session
+/// whose answers came from another model. Summaries and compactions are left out: the agent may
+/// run them on a model of its own.
+fn stored(analysis: &Analysis, out: &mut Vec<Finding>) {
+    use crate::model::MessageBody;
+    for session in &analysis.sessions {
+        let mut mismatched = Vec::new();
+        for m in &session.messages {
+            let Some(MessageBody::Assistant(a)) = m.info.as_ref().map(|i| &i.body) else {
+                continue;
+            };
+            if a.summary == Some(true)
+                || a.mode == "compaction"
+                || a.agent.as_deref() == Some("compaction")
+                || a.model_id.is_empty()
+            {
+                continue;
+            }
+            let asked = session.message(&a.parent_id).and_then(|u| {
+                match u.info.as_ref().map(|i| &i.body) {
+                    Some(MessageBody::User(user)) => user.model.as_ref().map(|r| (u, r)),
+                    _ => None,
+                }
+            });
+            let Some((user, wanted)) = asked else {
+                continue;
+            };
+            if wanted.model_id.is_empty() {
+                continue;
+            }
+            let spec = format!("{}/{}", wanted.provider_id, wanted.model_id);
+            if !same_model(&spec, &a.provider_id, &a.model_id) {
+                mismatched.push((m, user, spec, format!("{}/{}", a.provider_id, a.model_id)));
+            }
+        }
+        let Some((m, user, spec, ran)) = mismatched.first() else {
+            continue;
+        };
+        let more = match mismatched.len() {
+            1 => String::new(),
+            n => format!(" ({n} replies in all)"),
+        };
+        let mut f = ModelSubstituted::META
+            .finding(format!(
+                "the user asked for `{spec}`, but `{ran}` answered{more}"
+            ))
+            .ids(Ids {
+                session_id: Some(session.id.clone()),
+                message_id: Some(m.id.clone()),
+                ..Ids::default()
+            });
+        if let Some(span) = m.span {
+            f = f.at(span.head(), format!("`{ran}` answered this message"));
+        }
+        if let Some(span) = user.span {
+            f = f.also(Some(span.head()), format!("the user asked for `{spec}`"));
+        }
+        out.push(f.help("check the agent's model configuration and fallbacks: the reply did not come from the model the user chose"));
     }
 }
 
