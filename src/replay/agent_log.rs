@@ -368,12 +368,13 @@ impl State {
                 .and_then(Value::as_str)
                 .and_then(model_flag)
         {
-            self.event(
-                seq,
-                at("command").unwrap_or(rec.span),
-                None,
-                EventKind::ModelRequested { spec },
-            );
+            let mut path: Vec<Seg<'_>> = base.iter().map(|k| Seg::Key(k)).collect();
+            path.push(Seg::Key("command"));
+            let span = rec
+                .locate_in_string(&path, &spec)
+                .or_else(|| at("command"))
+                .unwrap_or(rec.span);
+            self.event(seq, span, None, EventKind::ModelRequested { spec });
         }
         // The CLI's own model resolution (`using explicit provider/model`, with `rawModel` in
         // later versions); the provider service's `getModel` also loads auxiliary small models.
