@@ -1019,10 +1019,9 @@ fn informational(obj: &serde_json::Map<String, Value>) -> bool {
         "missing",
         "unexpected",
     ];
-    let generic = matches!(
-        obj.get("errorType").and_then(Value::as_str),
-        Some("RuntimeError" | "Error" | "StderrOutput" | "stderr")
-    );
+    // The class a stderr line gets when it is wrapped; a real crash names its own class and
+    // carries its stack.
+    let generic = obj.get("errorType").and_then(Value::as_str) == Some("RuntimeError");
     let message = obj
         .get("message")
         .and_then(Value::as_str)
