@@ -1422,4 +1422,23 @@ mod tests {
         assert_eq!(errors.len(), 2);
         assert!(errors[0].contains("Could not process image"));
     }
+
+    #[test]
+    fn only_banners_wrapped_as_errors_are_informational() {
+        let obj = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+        assert!(informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "RuntimeError",
+            "message": "[verbose] Verbose mode enabled: HTTP requests are logged"
+        }))));
+        assert!(!informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "RuntimeError",
+            "message": "connect ECONNREFUSED 127.0.0.1:4096 (could not reach the server)"
+        }))));
+        assert!(!informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "RuntimeError", "message": "started", "stack": "at x"
+        }))));
+        assert!(!informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "UnhandledRejection", "message": "started"
+        }))));
+    }
 }
