@@ -294,7 +294,72 @@ pub enum EventKind {
     ProcessorStopped { remaining: u64 },
     /// The processor's cleanup closed these tool parts ("Tool execution aborted").
     ProcessorCleanup { part_ids: Vec<String> },
+    /// A step finished (`step_finish`): what it recorded.
+    StepFinished(Box<StepFinish>),
+    /// The prompt loop logged that it exits (`exiting loop`): no further step follows.
+    LoopExit,
+    /// The model the user asked for (`--model` on the agent's command line, as it logged it).
+    ModelRequested { spec: String },
+    /// The model the agent resolved and will call (`rawModel`, `providerID`, `modelID`).
+    ModelResolved {
+        raw: String,
+        provider: String,
+        model: String,
+        span: Option<Span>,
+    },
+    /// The agent announced a retry sleep (a rate limit or a retryable error).
+    RetryWait {
+        delay_ms: u64,
+        /// Where the delay value is.
+        delay_span: Option<Span>,
+        /// The provider's `retry-after`, when the agent logged it just before, and where.
+        retry_after: Option<(u64, Span)>,
+    },
+    /// Usage (and the finish reason, when it says) as the provider itself sent it: logged
+    /// provider metadata, a logged response body or stream. Counts are zero when it gave none.
+    ProviderUsage {
+        input: u64,
+        output: u64,
+        /// The provider's own finish reason (`tool_calls`, `end_turn`…), when the body has one.
+        finish: Option<String>,
+        /// What carried it: `providerMetadata`, `response body`.
+        source: String,
+        span: Option<Span>,
+    },
+    /// The wrapper reported that the agent's command succeeded (`✅ … command completed`,
+    /// `Exit Code: 0`) or failed (`Exit Code: 1`).
+    WrapperStatus { success: bool, words: String },
 }
+
+/// What a `step_finish` recorded.
+#[derive(Debug, Clone, Default)]
+pub struct StepFinish {
+    pub message_id: String,
+    pub part_id: String,
+    /// The finish reason as written; a value that is not a string is kept as its JSON text.
+    pub reason: String,
+    /// The finish reason was not a string (e.g. an object).
+    pub reason_not_string: bool,
+    pub reason_span: Option<Span>,
+    /// Every token count is zero, or the counts are missing.
+    pub zero_usage: bool,
+    pub tokens_span: Option<Span>,
+    /// `model.requestedModelID` / `model.respondedModelID`, when the step says.
+    pub requested_model: Option<String>,
+    pub responded_model: Option<String>,
+}
+
+/// The finish reasons the AI SDK defines: `LanguageModelV1FinishReason` and V3's `unified` have
+/// the first six; `LanguageModelV2FinishReason` adds `unknown` (no reason was transmitted).
+pub const SDK_FINISH_REASONS: &[&str] = &[
+    "stop",
+    "length",
+    "content-filter",
+    "tool-calls",
+    "error",
+    "other",
+    "unknown",
+];
 
 /// What was wrong with one stream payload.
 #[derive(Debug, Clone)]
@@ -432,6 +497,8 @@ pub struct ErrorInfo {
     pub payload: Option<(String, Span)>,
     /// Where `data:` or `event:` occurs inside that payload, if it does (not at its start).
     pub embedded_event: Option<Span>,
+    /// Places that explain the error, with words (the tool result the failed request carried).
+    pub context: Vec<(Span, String)>,
 }
 
 impl ErrorInfo {

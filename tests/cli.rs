@@ -74,10 +74,10 @@ fn binary_garbage() {
     let f = temp_with(b"{\"type\":\"log\"}\n\x00\x01\x02");
     assert_one_line_error(f.path(), &["NUL byte", "line 2"]);
     // Past the sniffed head, the streaming reader says where too.
-    let mut late = b"{\"type\":\"status\",\"mode\":\"stdin-stream\"}\n".repeat(1000);
+    let mut late = b"{\"type\":\"status\",\"mode\":\"stdin-stream\"}\n".repeat(3000);
     late.extend_from_slice(b"{\"type\":\"log\"}\x00\n");
     let f = temp_with(&late);
-    assert_one_line_error(f.path(), &["binary data", "line 1001"]);
+    assert_one_line_error(f.path(), &["binary data", "line 3001"]);
 }
 
 #[test]
@@ -245,5 +245,35 @@ fn rules_and_explain() {
         "## How to fix",
     ] {
         assert!(stdout.contains(section), "{section}");
+    }
+}
+
+#[test]
+fn replayed_bodies_are_labelled_in_the_session_table() {
+    let (_, stdout, _) = diagnose(&repo("tests/fixtures/agent-log-body-preview.log"));
+    assert!(
+        stdout.contains("replayed HTTP response body, not a session"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("as the stream left them"), "{stdout}");
+}
+
+#[test]
+fn exports_are_read_as_exports_whatever_their_layout() {
+    let text = std::fs::read_to_string(repo("tests/fixtures/checks/export-healthy.json")).unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // A long title and a long tool output: the distinguishing keys lie far into the file.
+    doc["info"]["title"] = serde_json::Value::String("t".repeat(6 * 1024));
+    let one_line = {
+        let mut d = doc.clone();
+        d["messages"][1]["parts"][0]["padding"] = serde_json::Value::String("x".repeat(80 * 1024));
+        serde_json::to_string(&d).unwrap()
+    };
+    let indented = serde_json::to_string_pretty(&doc).unwrap();
+    for text in [one_line, indented] {
+        let f = temp_with(text.as_bytes());
+        let (code, out) = diagnose_json(f.path(), &[]);
+        assert!(code == 0 || code == 1, "exit {code}");
+        assert_eq!(out["files"][0]["format"], "opencode-export");
     }
 }

@@ -296,3 +296,205 @@ fn issue_217_healthy() {
     let out = rewind().arg("diagnose").arg(&path).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+// Incident families: logs that start with any preamble, and the rules for what real runs hit.
+
+/// Diagnoses a corpus log that must be recognised without `--input`, and returns its findings.
+fn diagnose_any(name: &str) -> Vec<Value> {
+    let path = log(name);
+    let (code, doc) = diagnose_json(&path, &[]);
+    assert!(code == 0 || code == 1, "{name}: exit {code}");
+    assert_eq!(doc["files"][0]["format"], "agent-log", "{name}: {doc}");
+    findings(&doc)
+}
+
+fn related_lines(f: &Value) -> Vec<u64> {
+    f["related"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|x| x["line"].as_u64()).collect())
+        .unwrap_or_default()
+}
+
+fn notes(f: &Value) -> String {
+    f["notes"].to_string()
+}
+
+macro_rules! corpus_test {
+    ($name:ident $body:block) => {
+        #[test]
+        #[cfg_attr(
+            not(rewind_corpus),
+            ignore = "../shared/corpus not found (set REWIND_CORPUS to its path)"
+        )]
+        fn $name() $body
+    };
+}
+
+corpus_test!(issue_192_premature_exit_model_swap {
+    let f = diagnose_any("issue-192-premature-exit-model-swap.log");
+    let early = one(&f, "loop-exited-early", |_| true);
+    assert_eq!(early["session_id"], "ses_39a100a89ffeAsx49dC6vwrGlp");
+    assert_eq!(early["message_id"], "msg_c65eff5eb001r3XKMdb0RIKPsV");
+    assert_eq!(early["call_id"], "todowrite:0");
+    assert!((1540..=1570).contains(&line(early)), "on the step_finish at 1545");
+    assert!(msg(early).contains("`todowrite`") && msg(early).contains("`unknown`"));
+    assert!(related_lines(early).iter().any(|l| (1594..=1600).contains(l)), "the loop's exit");
+    assert!(notes(early).contains("success"), "the wrapper still printed success");
+
+    let swap = one(&f, "model-substituted", |_| true);
+    assert!(msg(swap).contains("kilo/glm-5-free") && msg(swap).contains("opencode/kimi-k2.5-free"));
+    assert_eq!(line(swap), 222, "the resolved rawModel");
+    assert!(related_lines(swap).contains(&179), "the agent's command line");
+    assert_none(
+        &f,
+        &["tool-never-finished", "step-unclosed", "session-error", "tool-use-without-result"],
+        "one balanced step with a completed tool",
+    );
+});
+
+corpus_test!(issue_194_zero_tokens_exit {
+    let f = diagnose_any("issue-194-zero-tokens-exit.log");
+    let early = one(&f, "loop-exited-early", |_| true);
+    assert!((2440..=2480).contains(&line(early)), "the step_finish near 2458");
+    assert!(related_lines(early).iter().any(|l| (2505..=2513).contains(l)));
+    assert_none(&f, &["tool-never-finished", "step-unclosed"], "balanced steps");
+});
+
+corpus_test!(issue_211_zero_tokens_usage_ignored {
+    let f = diagnose_any("issue-211-zero-tokens-usage-ignored.log");
+    let usage = one(&f, "usage-mismatch", |_| true);
+    assert!(msg(usage).contains("14,533") && msg(usage).contains("164"));
+    assert!(related_lines(usage).iter().any(|l| (1078..=1089).contains(l)), "what the provider sent");
+    assert!(!related_lines(usage).is_empty() && line(usage) > 1089, "what the agent recorded");
+    assert_eq!(usage["severity"], "error", "it ended the session");
+});
+
+corpus_test!(issue_171_model_swap_rate_limit {
+    let f = diagnose_any("issue-171-model-swap-rate-limit.log");
+    let swap = one(&f, "model-substituted", |_| true);
+    assert!((301..=303).contains(&line(swap)) || msg(swap).contains("opencode/kimi-k2.5-free"));
+    assert!(msg(swap).contains("kilo/glm-5-free"));
+    let waits = of_rule(&f, "retry-wait-excessive");
+    assert_eq!(waits.len(), 3, "{}", describe(&f));
+    assert!((692..=696).contains(&line(waits[0])));
+    assert!(msg(waits[0]).contains("12.9 h") && msg(waits[0]).contains("44,548 s"));
+    assert!(related_lines(waits[0]).iter().any(|l| (665..=680).contains(l)));
+    let timeout = one(&f, "session-error", |_| true);
+    assert_eq!(timeout["session_id"], "ses_3a40ee95bffeo9ZopEOp4Juqir");
+    assert!((734..=738).contains(&line(timeout)));
+    assert!(msg(timeout).contains("The operation timed out"));
+    assert!(notes(timeout).contains("retry sleep"), "tied to the wait: {timeout}");
+    assert_none(&f, &["step-unclosed", "tool-never-finished"], "no step ever started");
+    assert!(f.iter().all(|x| x["session_id"] != "opencode"), "`opencode` is a provider id");
+});
+
+corpus_test!(issue_181_retry_wait {
+    let f = diagnose_any("issue-181-retry-wait.json");
+    let waits = of_rule(&f, "retry-wait-excessive");
+    assert_eq!(waits.len(), 2);
+    assert_eq!(line(waits[0]), 27);
+    assert!(msg(waits[0]).contains("15.5 h") && msg(waits[0]).contains("54,847 s"));
+    assert!(waits.iter().all(|w| w["severity"] == "warning"));
+    assert_none(&f, &["session-error", "undecodable-record"], "six log objects");
+    assert!(f.iter().all(|x| x["session_id"] != "opencode"));
+});
+
+corpus_test!(issue_62_rate_limit_crash {
+    let f = diagnose_any("issue-62-rate-limit-crash.json");
+    let crash = one(&f, "session-error", |_| true);
+    assert!(msg(crash).contains("UnhandledRejection") && msg(crash).contains("AI_RetryError"));
+    assert!(msg(crash).contains("Failed after 3 attempts") && msg(crash).contains("rate limit"));
+    assert!(notes(crash).contains("retries were exhausted") && notes(crash).contains("process died"));
+});
+
+corpus_test!(issue_62_provider_400 {
+    let f = diagnose_any("issue-62-provider-400.json");
+    let err = one(&f, "session-error", |_| true);
+    assert_eq!(err["session_id"], "ses_4d6f3284cffeJYqUKoBG8t8koG");
+    assert!(msg(err).contains("APIError") && msg(err).contains("not retryable"));
+    assert!(msg(err).contains("cache_control cannot be set for empty text blocks"));
+    assert_none(&f, &["empty-text-part"], "the empty block was the system prompt");
+});
+
+corpus_test!(issue_200_model_not_found {
+    let f = diagnose_any("issue-200-model-not-found.log");
+    let err = one(&f, "session-error", |_| true);
+    assert_eq!(err["session_id"], "ses_37da35ff5ffe703mTnfaffy5HR");
+    assert!((648..=658).contains(&line(err)));
+    assert!(msg(err).contains("ProviderModelNotFoundError"));
+    assert!(related_lines(err).iter().any(|l| (689..=703).contains(l)), "the Bun stack dump");
+    assert!(related_lines(err).contains(&737), "the wrapper's success line");
+    assert!(notes(err).contains("still reported success") && notes(err).contains("no step ever started"));
+    assert_none(&f, &["model-substituted", "step-unclosed", "undecodable-record"], "a normal expansion");
+});
+
+corpus_test!(issue_102_provider_500_crash {
+    let f = diagnose_any("issue-102-provider-500-crash.log");
+    let err = one(&f, "session-error", |_| true);
+    assert_eq!(err["session_id"], "ses_4aeef8f86ffejyBcZwhU8uQtwq");
+    assert!((329..=333).contains(&line(err)), "the AI_RetryError");
+    assert!(msg(err).contains("AI_RetryError") && msg(err).contains("Internal error encountered"));
+    assert!(related_lines(err).contains(&338), "exit code 1");
+    assert!(notes(err).contains("500"), "tied to the provider's 500s: {err}");
+    assert_none(&f, &["model-substituted", "step-unclosed"], "an alias and a small model");
+});
+
+corpus_test!(issue_208_provider_401 {
+    let f = diagnose_any("issue-208-provider-401.log");
+    let err = one(&f, "session-error", |x| x["severity"] == "error");
+    assert_eq!(err["session_id"], "ses_34d3f2219ffeJnyYIj8tTX7xoZ");
+    assert!((1790..=1810).contains(&line(err)));
+    assert!(msg(err).contains("APIError") && msg(err).contains("Model kimi-k2.5-free not supported"));
+    assert!(msg(err).contains("not retryable"));
+    assert_none(&f, &["model-substituted", "retry-wait-excessive", "step-unclosed"], "asked and ran kimi-k2.5-free");
+});
+
+corpus_test!(issue_38_claude_code_image_400 {
+    let f = diagnose_any("issue-38-claude-code-image-400.log");
+    let err = one(&f, "session-error", |_| true);
+    assert_eq!(err["session_id"], "78d218d3-0824-433f-9d38-09627c94506e");
+    assert!((1280..=1295).contains(&line(err)), "the synthetic API Error message");
+    assert!(msg(err).contains("Could not process image"));
+    assert!(err.to_string().contains("is_error"), "the result record: {err}");
+    assert!(related_lines(err).contains(&1103), "the Read of the PNG: {err}");
+    assert!(err["related"].to_string().contains("image block"));
+    assert_none(&f, &["tool-use-without-result"], "every tool_use has its tool_result");
+});
+
+corpus_test!(issue_96_healthy_echo {
+    let f = diagnose_any("issue-96-healthy-echo.log");
+    assert!(f.is_empty(), "zeros with reason `stop` are fine:\n{}", describe(&f));
+    let (_, doc) = diagnose_json(&log("issue-96-healthy-echo.log"), &[]);
+    let sessions = doc["files"][0]["sessions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(sessions.len(), 3);
+    assert!(sessions.iter().all(|s| s["steps_started"] == 1 && s["steps_finished"] == 1));
+});
+
+corpus_test!(issue_177_healthy_excerpt {
+    let f = diagnose_any("issue-177-healthy-excerpt.txt");
+    let serious: Vec<Value> = f.iter().filter(|x| x["severity"] != "info").cloned().collect();
+    assert!(serious.is_empty(), "{}", describe(&serious));
+    assert_none(&f, &["undecodable-record"], "the analyst's indented quote");
+});
+
+corpus_test!(the_human_report_opens_with_the_root_cause {
+    let out = rewind()
+        .arg("diagnose")
+        .arg(log("issue-211-zero-tokens-usage-ignored.log"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("root cause: [usage-mismatch]"), "{first}");
+    let usage = text.find("error[usage-mismatch]").unwrap_or(usize::MAX);
+    let session = text.find("error[session-error]").unwrap_or(0);
+    assert!(usage < session, "the cause before its consequence");
+
+    let out = rewind()
+        .arg("diagnose")
+        .arg(log("issue-177-healthy-excerpt.txt"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no session in it"), "not silently clean: {text}");
+});

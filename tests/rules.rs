@@ -57,6 +57,19 @@ const CASES: &[(&str, &str)] = &[
         "message-incomplete",
         "tests/fixtures/checks/message-incomplete.json",
     ),
+    (
+        "loop-exited-early",
+        "tests/fixtures/checks/loop-exited-early.log",
+    ),
+    ("usage-mismatch", "tests/fixtures/checks/usage-mismatch.log"),
+    (
+        "model-substituted",
+        "tests/fixtures/checks/model-substituted.log",
+    ),
+    (
+        "retry-wait-excessive",
+        "tests/fixtures/checks/retry-wait-excessive.log",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -69,6 +69,17 @@ impl Check for EmptyTextPart {
             if !t.text.trim().is_empty() || repaired {
                 continue;
             }
+            // A later step of the session finished: the requests that carried this part went
+            // through, so the provider (or the agent's conversion) accepted it.
+            let harmless = session.messages.iter().any(|m| {
+                m.id > message.id
+                    && m.parts
+                        .iter()
+                        .any(|p| matches!(p.part.body, PartBody::StepFinish(_)))
+            });
+            if harmless {
+                continue;
+            }
             let Some(obs) = part.last() else {
                 continue;
             };

@@ -23,13 +23,19 @@ pub struct Incident<'a> {
 
 impl<'a> Incident<'a> {
     /// The event that best names the failure: the session's error, else the first logged error
-    /// with an error object, else a crash, else whatever came first.
+    /// that was not retried, else a crash (retries ran out), else a retried error, else whatever
+    /// came first.
     pub fn primary(&self) -> (&'a Event, &'a ErrorInfo) {
         let pick =
             |want: fn(&EventKind) -> bool| self.events.iter().copied().find(|e| want(&e.kind));
+        let final_log = self.events.iter().copied().find(|e| {
+            matches!(e.kind, EventKind::Log { .. })
+                && error_of(e).is_some_and(|i| i.retryable != Some(true))
+        });
         let event = pick(|k| matches!(k, EventKind::SessionError(_)))
-            .or_else(|| pick(|k| matches!(k, EventKind::Log { .. })))
+            .or(final_log)
             .or_else(|| pick(|k| matches!(k, EventKind::ProcessCrash(_))))
+            .or_else(|| pick(|k| matches!(k, EventKind::Log { .. })))
             .unwrap_or(self.events[0]);
         (event, error_of(event).unwrap_or(&EMPTY))
     }
@@ -57,6 +63,7 @@ static EMPTY: ErrorInfo = ErrorInfo {
     message_span: None,
     payload: None,
     embedded_event: None,
+    context: Vec::new(),
 };
 
 /// The error an event carries, if it is an incident error.
@@ -181,6 +188,10 @@ pub fn incidents(a: &Analysis) -> Vec<Incident<'_>> {
                 EventKind::WrapperError { error_type, .. } => {
                     format!("the wrapper reported {error_type}")
                 }
+                EventKind::WrapperStatus { success: true, .. } => {
+                    "the wrapper still reported success".to_owned()
+                }
+                EventKind::WrapperStatus { words, .. } => format!("the wrapper reported `{words}`"),
                 _ => continue,
             };
             if !inc.aftermath.iter().any(|(w, _)| *w == word) {

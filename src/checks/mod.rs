@@ -181,12 +181,48 @@ rules! {
     empty_text_part::EmptyTextPart,
     tool_call_duplicate::ToolCallDuplicate,
     message_incomplete::MessageIncomplete,
+    loop_exited_early::LoopExitedEarly,
+    usage_mismatch::UsageMismatch,
+    model_substituted::ModelSubstituted,
+    retry_wait_excessive::RetryWaitExcessive,
 }
 
 impl Rule {
     /// The kebab-case name.
     pub const fn as_str(self) -> &'static str {
         self.meta().name
+    }
+
+    /// How early in a chain of failure this rule's findings usually stand: causes (corrupt data,
+    /// lost usage, a swapped model, a wait of hours) before what they set off (a fatal stream
+    /// error, an early exit, a dropped tool error), before the session's error, before its
+    /// aftermath (unclosed or merged steps, tools left open). The human report opens with the
+    /// first. Every rule is listed: a new rule must say where it sits.
+    pub const fn causal_rank(self) -> u8 {
+        match self {
+            Rule::SseConcatenatedEvents
+            | Rule::SseInvalidJson
+            | Rule::SchemaViolation
+            | Rule::ValidationCrash
+            | Rule::UsageMismatch
+            | Rule::ModelSubstituted
+            | Rule::RetryWaitExcessive
+            | Rule::StreamOutOfOrder
+            | Rule::StreamProviderError
+            | Rule::UndecodableRecord => 0,
+            Rule::StreamErrorFatal
+            | Rule::ToolErrorDropped
+            | Rule::LoopExitedEarly
+            | Rule::StreamTruncated
+            | Rule::EmptyTextPart
+            | Rule::ToolCallDuplicate => 1,
+            Rule::SessionError => 2,
+            Rule::ToolNeverFinished
+            | Rule::StepUnclosed
+            | Rule::MessageIncomplete
+            | Rule::StepMerged
+            | Rule::ToolUseWithoutResult => 3,
+        }
     }
 }
 

@@ -2,7 +2,7 @@ use super::incidents::{Incident, incidents};
 use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::model::zod;
-use crate::session::{Analysis, ErrorInfo, EventKind};
+use crate::session::{Analysis, ErrorInfo, Event, EventKind};
 
 declare_check! {
     /// ## What it does
@@ -38,7 +38,7 @@ declare_check! {
 impl Check for SessionError {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for incident in incidents(analysis) {
-            out.push(finding(&incident));
+            out.push(finding(analysis, &incident));
         }
     }
 }
@@ -68,7 +68,7 @@ fn retryable(info: &ErrorInfo) -> Option<bool> {
     })
 }
 
-fn finding(incident: &Incident<'_>) -> Finding {
+fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
     let (event, info) = incident.primary();
     let class = info.name.as_deref();
     let what = match (&event.kind, class) {
@@ -140,6 +140,10 @@ fn finding(incident: &Incident<'_>) -> Finding {
             f = f.also(Some(span.head()), word.clone());
         }
     }
+    for (span, words) in &info.context {
+        f = f.also(Some(*span), words.clone());
+    }
+    f = notes(analysis, incident, event, info, f);
     if info.message.contains("reading 'input_tokens'") {
         f = f.help("the provider returned no usage and the SDK read `usage.input_tokens` from undefined (a TypeError); default missing usage to zeros");
     } else if info.message.contains("timed out") {
@@ -150,8 +154,187 @@ fn finding(incident: &Incident<'_>) -> Finding {
         f = f.help("the connection dropped mid-stream; retries with backoff usually recover, check the network or gateway");
     } else if !incident.fatal {
         f = f.help("the session recovered from this error; it matters if it recurs");
-    } else {
-        f = f.help("other findings at the same place usually name the root cause");
+    } else if let Some(help) = fatal_help(info) {
+        f = f.help(help);
+    }
+    f
+}
+
+/// What to do about a fatal error, when its class or message says.
+fn fatal_help(info: &ErrorInfo) -> Option<String> {
+    let text = format!(
+        "{} {}",
+        info.name.as_deref().unwrap_or_default(),
+        info.message
+    );
+    if text.contains("ModelNotFound") {
+        return Some("the provider does not list that model: check the model name and the provider's configuration".into());
+    }
+    if retries_exhausted(info) {
+        return Some("the provider kept failing until the retries ran out: check its status and rate limits, or switch provider or model".into());
+    }
+    match status_code(&info.data) {
+        Some(code) if (400..500).contains(&code) => Some(format!(
+            "the provider rejected the request (HTTP {code}) and retrying will not help: its message says what to change"
+        )),
+        Some(code) if code >= 500 => Some(format!(
+            "the provider failed (HTTP {code}); retry later or switch provider"
+        )),
+        _ => None,
+    }
+}
+
+/// The retries of the AI SDK ran out (`AI_RetryError: Failed after 3 attempts`).
+fn retries_exhausted(info: &ErrorInfo) -> bool {
+    let text = format!(
+        "{} {} {}",
+        info.name.as_deref().unwrap_or_default(),
+        info.wrapped.as_deref().unwrap_or_default(),
+        info.message
+    );
+    text.contains("AI_RetryError")
+        || text.contains("Failed after")
+        || text.contains("maxRetriesExceeded")
+}
+
+/// The HTTP status an error carries (`statusCode`, also inside `data`, `error` or `lastError`).
+fn status_code(v: &serde_json::Value) -> Option<u64> {
+    ["statusCode", "status"]
+        .iter()
+        .find_map(|k| v.get(*k).and_then(serde_json::Value::as_u64))
+        .or_else(|| {
+            ["data", "error", "lastError"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(status_code))
+        })
+}
+
+/// Notes that tie the error to what surrounds it: the provider errors retried before it, retries
+/// running out, a long retry wait before a timeout, a wrapper that still reported success.
+fn notes(
+    analysis: &Analysis,
+    incident: &Incident<'_>,
+    event: &Event,
+    info: &ErrorInfo,
+    mut f: Finding,
+) -> Finding {
+    let retried: Vec<(&Event, &ErrorInfo)> = incident
+        .errors()
+        .filter(|(e, i)| e.seq < event.seq && i.retryable == Some(true))
+        .collect();
+    if let Some((_, first)) = retried.first() {
+        let code = status_code(&first.data)
+            .map(|c| format!(" {c}"))
+            .unwrap_or_default();
+        let what = first.name.as_deref().unwrap_or("error");
+        let msg = first
+            .data
+            .pointer("/data/error/message")
+            .or_else(|| first.data.pointer("/data/message"))
+            .and_then(serde_json::Value::as_str)
+            .or(Some(first.message.as_str()).filter(|m| !m.is_empty()))
+            .map(|m| format!(": {}", crate::session::first_line(m, 100)))
+            .unwrap_or_default();
+        // Each failed attempt is logged once per service (the prompt loop and the processor).
+        let mut per_service: std::collections::BTreeMap<&str, usize> = Default::default();
+        for (e, _) in &retried {
+            let service = match &e.kind {
+                EventKind::Log { service, .. } => service.as_str(),
+                _ => "",
+            };
+            *per_service.entry(service).or_default() += 1;
+        }
+        let times = per_service.values().copied().max().unwrap_or(retried.len());
+        let times = if times == 1 {
+            "once".to_owned()
+        } else {
+            format!("{times} times")
+        };
+        f = f.note(format!(
+            "before it, the provider answered with a retryable error {times} ({what}{code}{msg}) and the agent retried"
+        ));
+    }
+    if let Some((e, _)) = incident
+        .errors()
+        .find(|(_, i)| i.data.get("is_error") == Some(&serde_json::Value::Bool(true)))
+    {
+        f = f
+            .also(Some(e.span), "the run's final result: is_error")
+            .note("the run's final `result` record has `is_error: true`: the run failed, whatever its `subtype` says");
+    }
+    if incident.fatal && retries_exhausted(info) {
+        let died = matches!(event.kind, EventKind::ProcessCrash(_))
+            || incident
+                .events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::ProcessCrash(_)));
+        f = f.note(if died {
+            "the retries were exhausted and the process died of the error (an unhandled rejection)"
+        } else {
+            "the retries were exhausted"
+        });
+    }
+    if info.message.contains("timed out") {
+        let run_start = analysis
+            .events
+            .iter()
+            .filter(|e| e.seq < event.seq && matches!(e.kind, EventKind::RunStart))
+            .map(|e| e.seq)
+            .next_back()
+            .unwrap_or(0);
+        if let Some((wait, ms)) = analysis
+            .events
+            .iter()
+            .filter(|e| e.seq > run_start && e.seq < event.seq)
+            .filter_map(|e| match e.kind {
+                EventKind::RetryWait { delay_ms, .. }
+                    if delay_ms > super::retry_wait_excessive::EXCESSIVE_MS =>
+                {
+                    Some((e, delay_ms))
+                }
+                _ => None,
+            })
+            .next_back()
+        {
+            let (span, d) = match &wait.kind {
+                EventKind::RetryWait { delay_span, .. } => (
+                    delay_span.unwrap_or(wait.span.head()),
+                    super::retry_wait_excessive::duration(ms),
+                ),
+                _ => (wait.span.head(), String::new()),
+            };
+            f = f
+                .also(Some(span), format!("a retry sleep of {d} was pending"))
+                .note(format!(
+                    "the request was still waiting on a rate-limit retry sleep of {d} when it timed out (see retry-wait-excessive)"
+                ));
+        }
+    }
+    if incident.fatal
+        && let Some((e, words)) = analysis
+            .events_after(event.seq)
+            .find_map(|e| match &e.kind {
+                EventKind::WrapperStatus {
+                    success: true,
+                    words,
+                } => Some((e, words)),
+                _ => None,
+            })
+    {
+        let no_step = incident.session.is_none_or(|id| {
+            analysis
+                .session(id)
+                .is_none_or(|s| s.messages.iter().all(|m| m.count("step-start") == 0))
+        });
+        let why = if no_step {
+            "although no step ever started"
+        } else {
+            "although the session had failed"
+        };
+        let _ = e;
+        f = f.note(format!(
+            "the wrapper still reported success (`{words}`) {why}"
+        ));
     }
     f
 }

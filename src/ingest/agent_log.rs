@@ -37,6 +37,25 @@ static PREFIX: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static RAW_ERROR: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"^([A-Za-z_][A-Za-z0-9_]*Error): *[\[{]").ok());
 
+/// A line of a runtime's code frame (Bun prints the source around a throw: `1433 |   throw …`,
+/// then a caret line) — what precedes an uncaught error's `Name: message` line.
+static CODE_FRAME: LazyLock<Option<regex::Regex>> =
+    LazyLock::new(|| regex::Regex::new(r"^\s*(?:\d+ \|.*|\^+)\s*$").ok());
+
+/// The headline of an uncaught error printed raw: `ProviderModelNotFoundError: …`, `error: …`.
+static UNCAUGHT: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(r"^([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Rejection)|error): (.*?)\s*$")
+        .ok()
+});
+
+/// A wrapper's verdict on the agent's command: `✅ Agent command completed`, `Exit Code: 1`.
+static WRAPPER_STATUS: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"^(?:✅ ?(?:[A-Za-z]+ )?command completed(?: successfully)?|Exit Code: (-?\d+))\s*$",
+    )
+    .ok()
+});
+
 /// Largest JSON value rewind re-joins (a single record bigger than this is reported, not read).
 const MAX_RECORD: usize = 256 << 20;
 
@@ -106,6 +125,20 @@ pub enum LogRecord {
         reason = "the line's bytes; replay does not read plain text lines yet"
     )]
     Text(Span),
+    /// An uncaught error's headline printed raw after a runtime's code frame (Bun prints the
+    /// source lines around the throw, a caret, then `Name: message`).
+    Uncaught {
+        name: String,
+        message: String,
+        /// The headline line (the code frame before it is not kept).
+        span: Span,
+    },
+    /// A wrapper's verdict on the agent's command (`✅ Agent command completed`, `Exit Code: N`).
+    Status {
+        span: Span,
+        success: bool,
+        words: String,
+    },
     /// Something that looked like a JSON object but could not be decoded.
     Undecodable {
         span: Span,
@@ -159,6 +192,8 @@ pub struct AgentLogReader<R> {
     ready: std::collections::VecDeque<LogRecord>,
     finished: bool,
     stats: LogStats,
+    /// Start of the code frame the previous text lines formed, if they did.
+    frame: Option<u64>,
 }
 
 impl<R: BufRead> AgentLogReader<R> {
@@ -173,6 +208,7 @@ impl<R: BufRead> AgentLogReader<R> {
             ready: std::collections::VecDeque::new(),
             finished: false,
             stats: LogStats::default(),
+            frame: None,
         }
     }
 
@@ -284,6 +320,7 @@ impl<R: BufRead> AgentLogReader<R> {
             }
             // No open value: start one, or this line is text.
             if content.first() == Some(&b'{') {
+                self.frame = None;
                 self.open = Some(Open {
                     kind: OpenKind::Object,
                     start: at,
@@ -313,11 +350,36 @@ impl<R: BufRead> AgentLogReader<R> {
             }
             let end = newline_at.unwrap_or(at + content.len() as u64);
             self.stats.text_lines += 1;
-            self.ready.push_back(LogRecord::Text(Span::new(
-                self.file,
-                line_start,
-                end - line_start,
-            )));
+            let span = Span::new(self.file, line_start, end - line_start);
+            let text = String::from_utf8_lossy(content);
+            let frame_start = self.frame.take();
+            if text.trim().is_empty() && frame_start.is_some() {
+                // Node prints a blank line between the caret and the error.
+                self.frame = frame_start;
+            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(&text)) {
+                self.frame = Some(frame_start.unwrap_or(line_start));
+            } else if frame_start.is_some()
+                && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(&text))
+            {
+                let field = |i| caps.get(i).map_or("", |m| m.as_str()).to_owned();
+                self.ready.push_back(LogRecord::Uncaught {
+                    name: field(1),
+                    message: field(2),
+                    span: Span::new(self.file, at, end.saturating_sub(at)),
+                });
+                return;
+            } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(&text)) {
+                let success = caps
+                    .get(1)
+                    .is_none_or(|code| code.as_str().parse::<i64>().is_ok_and(|c| c == 0));
+                self.ready.push_back(LogRecord::Status {
+                    span,
+                    success,
+                    words: text.trim().to_owned(),
+                });
+                return;
+            }
+            self.ready.push_back(LogRecord::Text(span));
             return;
         }
     }
@@ -619,6 +681,30 @@ mod tests {
             .locate_in_string(&["error".into(), "text".into()], "data:")
             .unwrap_or(Span::new(FileId(0), 0, 0));
         assert_eq!(&log[span.offset as usize..span.end() as usize], "data:");
+    }
+
+    #[test]
+    fn uncaught_errors_after_a_code_frame() {
+        let bun = format!(
+            "{P}1433 |       throw new ModelNotFoundError({{ providerID }});\n{P}                   ^\n{P}ProviderModelNotFoundError: ProviderModelNotFoundError\n{P} data: {{\n"
+        );
+        let node = "/app/index.js:10\n    throw new Error('boom');\n    ^\n\nTypeError: boom\n    at main (/app/index.js:10:11)\n";
+        for log in [bun.as_str(), node] {
+            let (recs, _) = read(log);
+            let found: Vec<&str> = recs
+                .iter()
+                .filter_map(|r| match r {
+                    LogRecord::Uncaught { name, .. } => Some(name.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(found.len(), 1, "{log}: {recs:?}");
+        }
+        // Without a code frame, `Error: …` text is just text.
+        let (recs, _) = read("Error: this is a note in a transcript\n");
+        assert!(matches!(recs[0], LogRecord::Text(_)));
+        let (recs, _) = read("Exit Code: 1\n");
+        assert!(matches!(&recs[0], LogRecord::Status { success: false, .. }));
     }
 
     #[test]

@@ -22,8 +22,13 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-/// Size of the head read to recognise a format.
-const SNIFF_BYTES: usize = 16 * 1024;
+/// Size of the head read to recognise a format: real logs start with anything (a shell
+/// transcript, a wrapper's header, test-runner output), so the agent's first object can lie
+/// well into the file.
+pub const SNIFF_BYTES: usize = 64 * 1024;
+
+/// How many candidate JSON values the head scan tries before giving up.
+const SNIFF_MAX_VALUES: usize = 400;
 
 /// Errors of the ingest stage. Each one says what is wrong and where.
 #[derive(Debug, Error)]
@@ -76,9 +81,14 @@ pub enum DetectError {
         line: u64,
     },
     #[error(
-        "cannot tell what `{path}` is: expected an agent log, an SSE capture, an HTTP recording or an OpenCode session store (it starts with {head:?})"
+        "cannot tell what `{path}` is: expected an agent log, an SSE capture, an HTTP recording or an OpenCode session store (it starts with {head:?}; {found}); if you know what it is, say so with `--input` (e.g. `--input agent-log`)"
     )]
-    Unknown { path: PathBuf, head: String },
+    Unknown {
+        path: PathBuf,
+        head: String,
+        /// What the head holds, in words.
+        found: String,
+    },
 }
 
 /// Kinds of input rewind reads.
@@ -213,18 +223,96 @@ pub fn sniff(path: &Path, head: &[u8]) -> Result<Format, DetectError> {
     {
         return Ok(Format::Sse);
     }
-    if first.starts_with('{')
-        && let Some(format) = sniff_json(text)
-    {
-        return Ok(format);
+    if first.starts_with('{') {
+        // An export's first key is `info`, however long its title or however far its
+        // `messages` lie; no agent, stream or recording object starts with it.
+        if first_key(text.trim_start()) == Some("info") {
+            return Ok(Format::OpencodeExport);
+        }
+        if let Some(format) = sniff_json(text) {
+            return Ok(format);
+        }
     }
     if is_sql_dump(text) {
         return Ok(Format::OpencodeSqlDump);
     }
+    // A preamble (shell transcript, wrapper header, test-runner output, comments) before the
+    // agent's objects: look for them anywhere in the head.
+    let scan = scan_values(text);
+    if scan.agent > 0 {
+        return Ok(Format::AgentLog);
+    }
     Err(DetectError::Unknown {
         path: path_buf(),
         head: first.chars().take(60).collect(),
+        found: scan.words(lines.len(), head.len()),
     })
+}
+
+/// The first key of the JSON object `text` starts with, when it is a plain string.
+fn first_key(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let end = rest.find(['"', '\\'])?;
+    (rest.as_bytes().get(end) == Some(&b'"')).then(|| &rest[..end])
+}
+
+/// What a scan of the head found: complete JSON objects starting a line, and how many of them
+/// are an agent's.
+#[derive(Debug, Default)]
+struct Scan {
+    objects: usize,
+    agent: usize,
+}
+
+impl Scan {
+    fn words(&self, lines: usize, bytes: usize) -> String {
+        let kib = bytes.div_ceil(1024);
+        match self.objects {
+            0 => {
+                let s = if lines == 1 { "" } else { "s" };
+                format!("no JSON object starts a line in its first {lines} line{s} ({kib} KiB)")
+            }
+            n => {
+                let s = if n == 1 { "" } else { "s" };
+                format!(
+                    "{n} JSON object{s} in its first {kib} KiB, none of them an agent's log entry or event"
+                )
+            }
+        }
+    }
+}
+
+/// Reads the JSON objects that start a line (after a wrapper prefix, unindented) in `text`,
+/// whether compact or pretty-printed, and counts the agent's among them. A value cut by the end
+/// of the head is skipped.
+fn scan_values(text: &str) -> Scan {
+    let mut scan = Scan::default();
+    let mut tries = 0;
+    let mut pos = 0;
+    while pos < text.len() && tries < SNIFF_MAX_VALUES {
+        let line_end = text[pos..].find('\n').map_or(text.len(), |k| pos + k + 1);
+        let line = &text[pos..line_end];
+        let skip = agent_log::prefix_len(line.as_bytes()).unwrap_or(0);
+        if line[skip..].starts_with('{') {
+            tries += 1;
+            let start = pos + skip;
+            let mut values =
+                serde_json::Deserializer::from_str(&text[start..]).into_iter::<serde_json::Value>();
+            if let Some(Ok(serde_json::Value::Object(obj))) = values.next() {
+                scan.objects += 1;
+                if agent_object(&obj) {
+                    scan.agent += 1;
+                    return scan;
+                }
+                let end = start + values.byte_offset();
+                pos = text[end..].find('\n').map_or(text.len(), |k| end + k + 1);
+                continue;
+            }
+        }
+        pos = line_end;
+    }
+    scan
 }
 
 /// Whether `text` starts like an SQL dump (`sqlite3 DB .dump`) of a database with OpenCode's
@@ -267,13 +355,24 @@ const AGENT_TYPES: &[&str] = &[
     "model_resolved",
 ];
 
-/// An object an agent writes: a logger or bus entry, an output event, an error event.
+/// An object an agent writes: a logger or bus entry (also as `{"log": {…}}`), an output event,
+/// an error event, or a Claude Code `stream-json` record.
 fn agent_object(obj: &serde_json::Map<String, serde_json::Value>) -> bool {
     let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+    let logger = |o: &serde_json::Map<String, serde_json::Value>| {
+        o.contains_key("service") && o.contains_key("message")
+    };
     obj.contains_key("sessionID")
-        || (obj.contains_key("service") && obj.contains_key("message"))
+        || logger(obj)
         || AGENT_TYPES.contains(&ty)
         || (ty == "error" && (obj.contains_key("errorType") || obj.contains_key("exitCode")))
+        || (obj.len() == 1
+            && obj
+                .get("log")
+                .and_then(|l| l.as_object())
+                .is_some_and(logger))
+        || (obj.contains_key("session_id")
+            && matches!(ty, "system" | "assistant" | "user" | "result"))
 }
 
 /// A provider or UI stream event: Chat Completions chunks, Responses and Anthropic events, AI SDK
@@ -325,8 +424,71 @@ fn sniff_line(line: &str) -> Option<Format> {
     }
 }
 
+/// The keys of the first JSON object in `text` at depth 1, and at depth 2 under a top-level
+/// `log` key, as far as `text` goes: what a document is does not depend on how far into it
+/// its distinguishing key lies.
+fn object_keys(text: &str) -> (Vec<&str>, Vec<&str>) {
+    let bytes = text.as_bytes();
+    let (mut top, mut log) = (Vec::new(), Vec::new());
+    let (mut depth, mut i) = (0u32, 0usize);
+    let mut in_log = false;
+    let mut last_top: Option<&str> = None;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < bytes.len() && bytes[j] != b'"' {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                let Some(key) = text.get(start..j.min(bytes.len())) else {
+                    break;
+                };
+                let after =
+                    text[j.min(text.len())..].trim_start_matches(['"', ' ', '\n', '\r', '\t']);
+                if after.starts_with(':') {
+                    if depth == 1 {
+                        top.push(key);
+                        last_top = Some(key);
+                    } else if depth == 2 && in_log {
+                        log.push(key);
+                    }
+                }
+                i = j + 1;
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                if depth == 2 {
+                    in_log = last_top == Some("log") && bytes[i] == b'{';
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    (top, log)
+}
+
 /// Tells JSON documents, JSON lines and the agent's pretty-printed output apart.
 fn sniff_json(text: &str) -> Option<Format> {
+    let (top, log) = object_keys(text.trim_start());
+    if top.contains(&"interactions") {
+        return Some(Format::HttpRecording);
+    }
+    if top.first() == Some(&"log")
+        && log
+            .iter()
+            .any(|k| matches!(*k, "entries" | "creator" | "pages"))
+    {
+        return Some(Format::Har);
+    }
     let probe: String = text.chars().take(4096).collect();
     let has = |k: &str| probe.contains(&format!("\"{k}\""));
     if has("interactions") {
@@ -350,6 +512,9 @@ fn sniff_json(text: &str) -> Option<Format> {
     let compact: String = probe.chars().filter(|c| !c.is_whitespace()).collect();
     if compact.starts_with("{\"info\":") && has("messages") {
         return Some(Format::OpencodeExport);
+    }
+    if scan_values(text).agent > 0 {
+        return Some(Format::AgentLog);
     }
     let agent = has("sessionID")
         || (has("service") && has("message"))
@@ -438,6 +603,92 @@ mod tests {
             fmt(b"{\"type\":\"abort\",\"level\":\"info\",\"service\":\"session.processor\",\"message\":\"unhandled\"}\n").ok(),
             Some(Format::AgentLog)
         );
+    }
+
+    #[test]
+    fn agent_objects_after_a_preamble() {
+        let status = "{\n  \"type\": \"status\",\n  \"mode\": \"stdin-stream\"\n}\n";
+        for preamble in [
+            "user@host ~ % echo hi | agent --model m\n",
+            "=== Start Command Log ===\nCommand: agent\n==========\n\n",
+            "# a comment\n# another\n",
+            "Running integration test...\n  ok 1 - builds\n",
+        ] {
+            assert_eq!(
+                fmt(format!("{preamble}{status}").as_bytes()).ok(),
+                Some(Format::AgentLog),
+                "{preamble}"
+            );
+        }
+        // Compact `{"log": {…}}` lines.
+        assert_eq!(
+            fmt(b"header\n{\"log\":{\"level\":\"info\",\"service\":\"default\",\"message\":\"hi\"}}\n").ok(),
+            Some(Format::AgentLog)
+        );
+        // A single bare error object, pretty-printed.
+        assert_eq!(
+            fmt(b"{\n  \"type\": \"error\",\n  \"errorType\": \"UnhandledRejection\",\n  \"message\": \"x\"\n}\n").ok(),
+            Some(Format::AgentLog)
+        );
+        // Claude Code stream-json records under a wrapper without prefixes.
+        assert_eq!(
+            fmt(b"starting\n{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"u-1\"}\n")
+                .ok(),
+            Some(Format::AgentLog)
+        );
+        // Far into the head.
+        let mut long = "text line of a preamble\n".repeat(2000);
+        long.push_str(status);
+        assert!(long.len() > 16 * 1024);
+        assert_eq!(fmt(long.as_bytes()).ok(), Some(Format::AgentLog));
+    }
+
+    #[test]
+    fn exports_are_recognised_however_far_their_messages_lie() {
+        let title = "t".repeat(8 * 1024);
+        let pretty = format!(
+            "{{\n  \"info\": {{\n    \"id\": \"ses_1\",\n    \"title\": \"{title}\"\n  }},\n  \"messages\": []\n}}\n"
+        );
+        assert_eq!(fmt(pretty.as_bytes()).ok(), Some(Format::OpencodeExport));
+        // One line, larger than the head, with session ids in it.
+        let parts = "{\"id\":\"prt_1\",\"sessionID\":\"ses_1\",\"type\":\"text\"},".repeat(3000);
+        let line = format!(
+            "{{\"info\":{{\"id\":\"ses_1\"}},\"messages\":[{{\"info\":{{}},\"parts\":[{parts}]}}]}}"
+        );
+        assert!(line.len() > SNIFF_BYTES);
+        assert_eq!(
+            fmt(&line.as_bytes()[..SNIFF_BYTES]).ok(),
+            Some(Format::OpencodeExport)
+        );
+    }
+
+    #[test]
+    fn recordings_are_recognised_however_far_their_key_lies() {
+        let meta = "m".repeat(8 * 1024);
+        let rec = format!(
+            "{{\n  \"version\": 1,\n  \"metadata\": {{\"note\": \"{meta}\", \"sessionID\": \"ses_1\"}},\n  \"interactions\": []\n}}\n"
+        );
+        assert_eq!(fmt(rec.as_bytes()).ok(), Some(Format::HttpRecording));
+        let har = format!(
+            "{{\"log\":{{\"version\":\"1.2\",\"pages\":[{{\"title\":\"{meta}\"}}],\"entries\":[]}}}}"
+        );
+        assert_eq!(fmt(har.as_bytes()).ok(), Some(Format::Har));
+        // `{"log": {…}}` logger lines are not HAR files.
+        assert_eq!(
+            fmt(b"{\"log\":{\"level\":\"info\",\"service\":\"default\",\"message\":\"hi\"}}\n")
+                .ok(),
+            Some(Format::AgentLog)
+        );
+    }
+
+    #[test]
+    fn unknown_says_what_was_found_and_suggests_input() {
+        let err = fmt(b"just some notes\n{\"name\": \"pkg\"}\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("1 JSON object"), "{err}");
+        assert!(err.contains("--input"), "{err}");
     }
 
     #[test]

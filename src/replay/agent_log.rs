@@ -61,6 +61,15 @@ struct State {
     part_index: HashMap<(usize, usize, String), usize>,
     current_session: Option<String>,
     bus_events: u64,
+    /// The last `retry-after` the agent parsed, until the sleep it leads to.
+    retry_after: Option<(u64, Span)>,
+    /// Informational stderr lines a wrapper wrapped as errors (see [`informational`]).
+    informational: Vec<String>,
+    /// The tool results of the last user turn of a Claude Code session: what the next request
+    /// carried (where, words).
+    last_results: Vec<(Span, String)>,
+    /// Tool results that carried media (images, documents): every later request resends them.
+    media_results: Vec<(Span, String)>,
 }
 
 impl State {
@@ -72,6 +81,10 @@ impl State {
             part_index: HashMap::new(),
             current_session: None,
             bus_events: 0,
+            retry_after: None,
+            informational: Vec::new(),
+            last_results: Vec::new(),
+            media_results: Vec::new(),
         }
     }
 
@@ -110,6 +123,24 @@ impl State {
                 self.event(seq, record.span, None, EventKind::RawError(info));
             }
             LogRecord::Text(_) => {}
+            LogRecord::Uncaught {
+                name,
+                message,
+                span,
+            } => {
+                let info = ErrorInfo {
+                    name: Some(name),
+                    message: capped(&message, MAX_ERROR_MESSAGE),
+                    message_span: Some(span),
+                    ..ErrorInfo::default()
+                };
+                self.event(seq, span, None, EventKind::RawError(info));
+            }
+            LogRecord::Status {
+                span,
+                success,
+                words,
+            } => self.event(seq, span, None, EventKind::WrapperStatus { success, words }),
             LogRecord::Undecodable {
                 span,
                 reason,
@@ -132,9 +163,28 @@ impl State {
         let ty = s("type").unwrap_or_default();
         let service = s("service").unwrap_or_default();
         let message = s("message").unwrap_or_default();
-        let session_id = s("sessionID").map(str::to_owned);
+        // `sessionID` of a logger entry can be something else (`retry-fetch` logs the provider id
+        // there): only OpenCode's `ses_…` ids, or a part event's, name a session.
+        let session_id = s("sessionID")
+            .filter(|id| id.starts_with("ses") || obj.get("part").is_some_and(Value::is_object))
+            .map(str::to_owned);
         if let Some(id) = &session_id {
             self.current_session = Some(id.clone());
+        }
+        // `{"log": {…}}`: a logger entry in the agent's early compact form.
+        if obj.len() == 1
+            && let Some(inner) = obj.get("log").and_then(Value::as_object)
+        {
+            if let Some(id) = inner
+                .get("sessionID")
+                .and_then(Value::as_str)
+                .filter(|id| id.starts_with("ses"))
+            {
+                self.current_session = Some(id.to_owned());
+            }
+            let s = |k: &str| inner.get(k).and_then(Value::as_str).unwrap_or_default();
+            self.apply_log(seq, rec, inner, &["log"], s("service"), s("message"));
+            return;
         }
 
         if service == "bus" && message == "publishing" {
@@ -154,20 +204,40 @@ impl State {
             self.event(seq, rec.span, None, kind);
             return;
         }
+        if let Some(id) = s("session_id")
+            && matches!(ty, "system" | "assistant" | "user" | "result")
+        {
+            self.apply_claude(seq, rec, obj, ty, id);
+            return;
+        }
         match ty {
-            "log" => self.apply_log(seq, rec, service, message),
+            "log" => self.apply_log(seq, rec, obj, &[], service, message),
             "step_start" | "step_finish" | "tool_use" | "text" | "reasoning"
                 if obj.get("part").is_some_and(Value::is_object) =>
             {
-                self.apply_part(seq, rec, session_id);
+                self.apply_part(seq, rec, session_id.clone());
+                if ty == "step_finish" {
+                    self.step_finished(seq, rec, session_id);
+                }
             }
             "error" => {
                 if obj.contains_key("exitCode") || obj.contains_key("errorDetectedInOutput") {
+                    let matched = s("errorMatch").or(s("message")).unwrap_or_default();
+                    if self.informational.iter().any(|i| i == matched.trim()) {
+                        // The wrapper matched an informational stderr line: not a failure.
+                        return;
+                    }
                     let kind = EventKind::WrapperError {
                         error_type: s("errorType").unwrap_or_default().to_owned(),
                         message: s("errorMatch").or(s("message")).unwrap_or_default().into(),
                     };
                     self.event(seq, rec.span, None, kind);
+                } else if obj.contains_key("errorType") && informational(obj) {
+                    // A stderr line the wrapper wrapped as an error: a banner, not a crash.
+                    let line = s("message").unwrap_or_default().trim().to_owned();
+                    if self.informational.len() < 64 && !self.informational.contains(&line) {
+                        self.informational.push(line);
+                    }
                 } else if obj.contains_key("errorType") {
                     let mut info = error_info(rec, &[], &rec.value);
                     info.name = s("errorType").map(str::to_owned);
@@ -256,19 +326,107 @@ impl State {
             });
     }
 
-    fn apply_log(&mut self, seq: Seq, rec: &JsonRecord, service: &str, message: &str) {
+    fn apply_log(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        obj: &serde_json::Map<String, Value>,
+        base: &[&str],
+        service: &str,
+        message: &str,
+    ) {
+        let at = |key: &str| {
+            let mut path: Vec<Seg<'_>> = base.iter().map(|k| Seg::Key(k)).collect();
+            path.push(Seg::Key(key));
+            rec.locate(&path)
+        };
+        let num = |k: &str| obj.get(k).and_then(num_of);
         if service == "http" {
             self.embedded_stream(rec);
+            self.response_usage(seq, rec, obj, &at);
         }
-        let level = match rec.value.get("level").and_then(Value::as_str) {
+        if let Some(meta) = obj.get("providerMetadata")
+            && let Some((input, output)) = usage_of(&parse_if_string(meta))
+        {
+            let kind = EventKind::ProviderUsage {
+                input,
+                output,
+                finish: None,
+                source: "providerMetadata".into(),
+                span: at("providerMetadata"),
+            };
+            self.event(seq, rec.span, None, kind);
+        }
+        if message == "exiting loop" && service.starts_with("session") {
+            self.event(seq, rec.span, None, EventKind::LoopExit);
+        }
+        if message.starts_with("Agent started")
+            && let Some(spec) = obj
+                .get("command")
+                .and_then(Value::as_str)
+                .and_then(model_flag)
+        {
+            let mut path: Vec<Seg<'_>> = base.iter().map(|k| Seg::Key(k)).collect();
+            path.push(Seg::Key("command"));
+            let span = rec
+                .locate_in_string(&path, &spec)
+                .or_else(|| at("command"))
+                .unwrap_or(rec.span);
+            self.event(seq, span, None, EventKind::ModelRequested { spec });
+        }
+        // The CLI's own model resolution (`using explicit provider/model`, with `rawModel` in
+        // later versions); the provider service's `getModel` also loads auxiliary small models.
+        if let (Some(provider), Some(model)) = (
+            obj.get("providerID").and_then(Value::as_str),
+            obj.get("modelID").and_then(Value::as_str),
+        ) && (obj.contains_key("rawModel") || service == "default")
+        {
+            let raw = obj
+                .get("rawModel")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("{provider}/{model}"), str::to_owned);
+            let kind = EventKind::ModelResolved {
+                raw,
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+                span: at("rawModel").or_else(|| at("modelID")),
+            };
+            self.event(seq, rec.span, None, kind);
+        }
+        // The provider's `retry-after`, in ms, remembered for the sleep it leads to.
+        let lower = message.to_ascii_lowercase();
+        if lower.contains("retry-after")
+            && let Some(ms) = num("retryAfterMs").or_else(|| num("delayMs"))
+        {
+            let key = if obj.contains_key("retryAfterMs") {
+                "retryAfterMs"
+            } else {
+                "delayMs"
+            };
+            if let Some(span) = at(key) {
+                self.retry_after = Some((ms, span));
+            }
+        }
+        if (lower.contains("will retry") || lower.contains("retrying") || lower.contains("sleep"))
+            && let Some((key, ms)) = ["delay", "delayMs", "waitMs", "sleepMs"]
+                .iter()
+                .find_map(|k| num(k).map(|v| (*k, v)))
+        {
+            let kind = EventKind::RetryWait {
+                delay_ms: ms,
+                delay_span: at(key),
+                retry_after: self.retry_after.take(),
+            };
+            self.event(seq, rec.span, None, kind);
+        }
+        let level = match obj.get("level").and_then(Value::as_str) {
             Some("error") => LogLevel::Error,
             Some("warn") => LogLevel::Warn,
             Some("info") => LogLevel::Info,
             _ => LogLevel::Debug,
         };
         if service == "session.prompt" && message == "cancel" {
-            let session = rec
-                .value
+            let session = obj
                 .get("sessionID")
                 .and_then(Value::as_str)
                 .map(str::to_owned);
@@ -278,11 +436,33 @@ impl State {
         if level < LogLevel::Warn {
             return;
         }
-        let error = rec
-            .value
-            .get("error")
-            .filter(|e| e.is_object())
-            .map(|e| error_info(rec, &["error"], e));
+        let mut path: Vec<&str> = base.to_vec();
+        path.push("error");
+        let error = match obj.get("error") {
+            Some(e) if e.is_object() => Some(error_info(rec, &path, e)),
+            // An error logged without an error object: its class as a string, or nothing but
+            // the message (`Provider returned zero tokens…`).
+            Some(Value::String(_)) | None if level == LogLevel::Error => {
+                let class = obj
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .filter(|c| c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'))
+                    .map(str::to_owned);
+                let text = obj
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .filter(|_| class.is_none())
+                    .unwrap_or(message);
+                Some(ErrorInfo {
+                    name: class,
+                    message: capped(text, MAX_ERROR_MESSAGE),
+                    message_span: at("message").or_else(|| at("error")),
+                    data: cap_strings(&Value::Object(obj.clone()), MAX_KEPT_STRING),
+                    ..ErrorInfo::default()
+                })
+            }
+            _ => None,
+        };
         let kind = EventKind::Log {
             level,
             service: service.to_owned(),
@@ -290,6 +470,104 @@ impl State {
             error,
         };
         self.event(seq, rec.span, None, kind);
+    }
+
+    /// Usage in a logged response body: a JSON body's `usage`, or the last `usage` of an SSE body.
+    fn response_usage(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        obj: &serde_json::Map<String, Value>,
+        at: &dyn Fn(&str) -> Option<Span>,
+    ) {
+        let Some(body) = obj.get("bodyPreview").and_then(Value::as_str) else {
+            return;
+        };
+        // The agent's own server (`POST /session/…/message`) answers with its stored message,
+        // not with what a provider sent.
+        let url = obj.get("url").and_then(Value::as_str).unwrap_or_default();
+        if ["127.0.0.1", "localhost", "/session/"]
+            .iter()
+            .any(|m| url.contains(m))
+        {
+            return;
+        }
+        let mut found = None;
+        let mut finish = None;
+        if body.trim_start().starts_with('{') {
+            if let Ok(v) = serde_json::from_str::<Value>(body) {
+                found = usage_of(&v);
+                finish = finish_of(&v, 0);
+            }
+        } else {
+            for line in body.lines() {
+                let Some(data) = line.strip_prefix("data:") else {
+                    continue;
+                };
+                if let Ok(v) = serde_json::from_str::<Value>(data.trim()) {
+                    if let Some(u) = usage_of(&v) {
+                        found = Some(u);
+                    }
+                    if let Some(f) = finish_of(&v, 0) {
+                        finish = Some(f);
+                    }
+                }
+            }
+        }
+        if found.is_some() || finish.is_some() {
+            let (input, output) = found.unwrap_or((0, 0));
+            let kind = EventKind::ProviderUsage {
+                input,
+                output,
+                finish,
+                source: "the logged response body".into(),
+                span: at("bodyPreview").map(|s| s.head()),
+            };
+            self.event(seq, rec.span, None, kind);
+        }
+    }
+
+    fn step_finished(&mut self, seq: Seq, rec: &JsonRecord, session_id: Option<String>) {
+        let part = &rec.value["part"];
+        let s = |k: &str| {
+            part.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (reason, reason_not_string) = match part.get("reason") {
+            Some(Value::String(r)) => (r.clone(), false),
+            Some(Value::Null) | None => (String::new(), false),
+            Some(other) => (other.to_string(), true),
+        };
+        let tokens = part.get("tokens");
+        let zero_usage = tokens.is_none_or(|t| usage_total(t) == 0);
+        let model = part.get("model");
+        let model_s = |k: &str| {
+            model
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let finish = crate::session::StepFinish {
+            message_id: s("messageID"),
+            part_id: s("id"),
+            reason,
+            reason_not_string,
+            reason_span: rec.locate(&["part".into(), "reason".into()]),
+            zero_usage,
+            tokens_span: rec
+                .locate(&["part".into(), "tokens".into()])
+                .map(|t| t.head()),
+            requested_model: model_s("requestedModelID"),
+            responded_model: model_s("respondedModelID"),
+        };
+        self.event(
+            seq,
+            rec.span,
+            session_id,
+            EventKind::StepFinished(Box::new(finish)),
+        );
     }
 
     fn apply_part(&mut self, seq: Seq, rec: &JsonRecord, session_id: Option<String>) {
@@ -341,6 +619,224 @@ impl State {
         };
 
         let si = self.session_slot(&session_id);
+        let mi = self.message_slot(si, &part.message_id);
+        let key = (si, mi, part.id.clone());
+        let message = &mut self.analysis.sessions[si].messages[mi];
+        match self.part_index.get(&key) {
+            Some(&pi) => {
+                let record = &mut message.parts[pi];
+                record.part = part;
+                record.history.push(observation);
+            }
+            None => {
+                self.part_index.insert(key, message.parts.len());
+                message.parts.push(PartRecord {
+                    part,
+                    history: vec![observation],
+                });
+            }
+        }
+    }
+
+    /// A Claude Code `--output-format stream-json` record: a session per `session_id`, a tool
+    /// part per `tool_use` (running until its `tool_result`), the synthetic "API Error"
+    /// assistant message and a `result` with `is_error` as the session's errors.
+    fn apply_claude(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        obj: &serde_json::Map<String, Value>,
+        ty: &str,
+        session: &str,
+    ) {
+        self.current_session = Some(session.to_owned());
+        let si = self.session_slot(session);
+        let blocks = obj
+            .get("message")
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array);
+        match ty {
+            "assistant" => {
+                let message = obj.get("message");
+                let msg_id = message
+                    .and_then(|m| m.get("id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let synthetic = message.and_then(|m| m.get("model")).and_then(Value::as_str)
+                    == Some("<synthetic>");
+                for (k, block) in blocks.into_iter().flatten().enumerate() {
+                    let at = |key: &str| {
+                        rec.locate(&[
+                            "message".into(),
+                            "content".into(),
+                            Seg::Index(k),
+                            Seg::Key(key),
+                        ])
+                    };
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("tool_use") => {
+                            let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
+                            let part = serde_json::json!({
+                                "id": id, "sessionID": session, "messageID": msg_id,
+                                "type": "tool", "callID": id,
+                                "tool": block.get("name").and_then(Value::as_str).unwrap_or_default(),
+                                "state": {"status": "running", "input": {}, "time": {"start": 0}},
+                            });
+                            self.claude_part(si, seq, rec.span, at("id"), &part);
+                        }
+                        Some("text") if synthetic => {
+                            let text = block
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default();
+                            if let Some(mut info) = api_error(text, at("text")) {
+                                let mut context = self.media_results.clone();
+                                for c in std::mem::take(&mut self.last_results) {
+                                    if !context.iter().any(|m| m.0 == c.0) {
+                                        context.push(c);
+                                    }
+                                }
+                                info.context = context;
+                                let span = at("text").unwrap_or(rec.span);
+                                self.event(
+                                    seq,
+                                    span,
+                                    Some(session.to_owned()),
+                                    EventKind::SessionError(info),
+                                );
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            "user" => {
+                if blocks.is_some_and(|b| {
+                    b.iter()
+                        .any(|x| x.get("type").and_then(Value::as_str) == Some("tool_result"))
+                }) {
+                    self.last_results.clear();
+                }
+                for (k, block) in blocks.into_iter().flatten().enumerate() {
+                    if block.get("type").and_then(Value::as_str) != Some("tool_result") {
+                        continue;
+                    }
+                    let id = block
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let failed = block.get("is_error").and_then(Value::as_bool) == Some(true);
+                    let Some((mi, tool)) = self.claude_tool(si, id) else {
+                        continue;
+                    };
+                    let msg_id = self.analysis.sessions[si].messages[mi].id.clone();
+                    let state = if failed {
+                        serde_json::json!({"status": "error", "input": {}, "error": "tool_result is_error", "time": {"start": 0, "end": 0}})
+                    } else {
+                        serde_json::json!({"status": "completed", "input": {}, "output": "", "title": "", "metadata": {}, "time": {"start": 0, "end": 0}})
+                    };
+                    let part = serde_json::json!({
+                        "id": id, "sessionID": session, "messageID": msg_id,
+                        "type": "tool", "callID": id, "tool": tool, "state": state,
+                    });
+                    let span = rec.locate(&[
+                        "message".into(),
+                        "content".into(),
+                        Seg::Index(k),
+                        Seg::Key("tool_use_id"),
+                    ]);
+                    let kinds: Vec<&str> = match block.get("content") {
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .filter_map(|c| c.get("type").and_then(Value::as_str))
+                            .collect(),
+                        _ => vec!["text"],
+                    };
+                    if let Some(at) = span
+                        && self.last_results.len() < 16
+                    {
+                        let media = kinds.iter().find(|k| matches!(**k, "image" | "document"));
+                        let tool_use = self.claude_use_span(si, id);
+                        let mut found = Vec::new();
+                        if let Some(u) = tool_use {
+                            found.push((u, format!("`{tool}` called here")));
+                        }
+                        match media {
+                            Some(m) => {
+                                found.push((at, format!("the result of `{tool}` ({id}) is an {m} block; every later request resends it")));
+                                if self.media_results.len() < 16 {
+                                    self.media_results.extend(found);
+                                }
+                            }
+                            None => {
+                                found.push((at, format!("the result of `{tool}` ({id}): the last turn before the failed request")));
+                                self.last_results.extend(found);
+                            }
+                        }
+                    }
+                    self.claude_part(si, seq, rec.span, span, &part);
+                }
+            }
+            "result" if obj.get("is_error").and_then(Value::as_bool) == Some(true) => {
+                let text = obj
+                    .get("result")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let span = rec.locate(&["is_error".into()]);
+                let mut info =
+                    api_error(text, rec.locate(&["result".into()])).unwrap_or(ErrorInfo {
+                        message: capped(text, MAX_ERROR_MESSAGE),
+                        message_span: span,
+                        ..ErrorInfo::default()
+                    });
+                info.data = serde_json::json!({
+                    "is_error": true,
+                    "subtype": obj.get("subtype").cloned().unwrap_or(Value::Null),
+                });
+                self.event(
+                    seq,
+                    span.unwrap_or(rec.span),
+                    Some(session.to_owned()),
+                    EventKind::SessionError(info),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// The message index and tool name of the tool part with call id `id` in session `si`.
+    fn claude_tool(&self, si: usize, id: &str) -> Option<(usize, String)> {
+        self.analysis.sessions[si]
+            .messages
+            .iter()
+            .enumerate()
+            .find_map(|(mi, m)| {
+                m.parts.iter().find_map(|p| {
+                    let t = p.part.tool()?;
+                    (t.call_id == id).then(|| (mi, t.tool.clone()))
+                })
+            })
+    }
+
+    /// Where the tool part with call id `id` was first written (its `tool_use`).
+    fn claude_use_span(&self, si: usize, id: &str) -> Option<Span> {
+        self.analysis.sessions[si].messages.iter().find_map(|m| {
+            m.parts.iter().find_map(|p| {
+                let t = p.part.tool()?;
+                (t.call_id == id).then(|| p.history.first().map(|o| o.span))?
+            })
+        })
+    }
+
+    fn claude_part(&mut self, si: usize, seq: Seq, span: Span, at: Option<Span>, raw: &Value) {
+        let part = Part::from_value(raw);
+        let observation = Observation {
+            seq,
+            span: at.unwrap_or(span),
+            status: part.tool().map(|t| t.state.status_name()),
+            status_span: at,
+        };
         let mi = self.message_slot(si, &part.message_id);
         let key = (si, mi, part.id.clone());
         let message = &mut self.analysis.sessions[si].messages[mi];
@@ -490,6 +986,177 @@ fn error_info(rec: &JsonRecord, path: &[&str], v: &Value) -> ErrorInfo {
         other => info.message = other.to_string(),
     }
     info
+}
+
+/// Whether a process-level error object is only a stderr line a wrapper wrapped as an error
+/// (`{"type":"error","errorType":"RuntimeError","message":"Verbose mode enabled…"}`): no stack,
+/// no data, a generic class, and a message that does not speak of a failure.
+fn informational(obj: &serde_json::Map<String, Value>) -> bool {
+    const FAILURE: &[&str] = &[
+        "error",
+        "fail",
+        "exception",
+        "cannot",
+        "can't",
+        "unable",
+        "denied",
+        "timed out",
+        "timeout",
+        "crash",
+        "abort",
+        "panic",
+        "fatal",
+        "reject",
+        "invalid",
+        "not found",
+        "refused",
+        "unhandled",
+        "uncaught",
+        "killed",
+        "exit code",
+        "missing",
+        "unexpected",
+    ];
+    // The class a stderr line gets when it is wrapped; a real crash names its own class and
+    // carries its stack.
+    let generic = obj.get("errorType").and_then(Value::as_str) == Some("RuntimeError");
+    let message = obj
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    generic
+        && !obj.contains_key("stack")
+        && !obj.contains_key("data")
+        && !message.trim().is_empty()
+        && !FAILURE.iter().any(|w| message.contains(w))
+}
+
+/// Claude Code's synthetic assistant text for a failed request: `API Error: 400 {…json…}`.
+fn api_error(text: &str, span: Option<Span>) -> Option<ErrorInfo> {
+    let rest = text
+        .strip_prefix("API Error")?
+        .trim_start_matches(':')
+        .trim_start();
+    let (code, body) = rest.split_once(' ').unwrap_or((rest, ""));
+    let status: Option<u64> = code.parse().ok();
+    let body_json: Option<Value> = serde_json::from_str(body.trim()).ok();
+    let detail = body_json
+        .as_ref()
+        .and_then(|b| b.pointer("/error/message"))
+        .and_then(Value::as_str);
+    let kind = body_json
+        .as_ref()
+        .and_then(|b| b.pointer("/error/type"))
+        .and_then(Value::as_str);
+    let message = match (status, kind, detail) {
+        (Some(c), Some(k), Some(d)) => format!("{c} {k}: {d}"),
+        (Some(c), _, Some(d)) => format!("{c}: {d}"),
+        _ => rest.to_owned(),
+    };
+    Some(ErrorInfo {
+        name: Some("API Error".into()),
+        message: capped(&message, MAX_ERROR_MESSAGE),
+        retryable: status.map(|c| c == 429 || c >= 500),
+        data: serde_json::json!({ "statusCode": status, "text": capped(text, MAX_KEPT_STRING) }),
+        message_span: span,
+        ..ErrorInfo::default()
+    })
+}
+
+/// A non-negative integer, or a number in a string (`"772.12"` is not read: only integers).
+fn num_of(v: &Value) -> Option<u64> {
+    v.as_u64()
+        .or_else(|| v.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+        .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
+}
+
+/// A JSON value logged as a string (`"providerMetadata": "{\"anthropic\":…}"`), parsed.
+fn parse_if_string(v: &Value) -> Value {
+    match v {
+        Value::String(t) => serde_json::from_str(t).unwrap_or(Value::Null),
+        other => other.clone(),
+    }
+}
+
+/// The sum of the counts of a token object (`{input, output, reasoning, cache: {read, write}}`).
+fn usage_total(v: &Value) -> u64 {
+    match v {
+        Value::Object(m) => m.values().map(usage_total).sum(),
+        other => num_of(other).unwrap_or(0),
+    }
+}
+
+/// Input and output token counts found anywhere in a provider's value, in the names providers
+/// use (Anthropic `input_tokens`, OpenAI `prompt_tokens`, Google `promptTokenCount`, the AI SDK
+/// `inputTokens`); `None` when it carries none or only zeros.
+pub fn usage_of(v: &Value) -> Option<(u64, u64)> {
+    const INPUT: &[&str] = &[
+        "input_tokens",
+        "prompt_tokens",
+        "inputTokens",
+        "promptTokens",
+        "promptTokenCount",
+    ];
+    const OUTPUT: &[&str] = &[
+        "output_tokens",
+        "completion_tokens",
+        "outputTokens",
+        "completionTokens",
+        "candidatesTokenCount",
+    ];
+    fn walk(v: &Value, best: &mut (u64, u64), depth: usize) {
+        if depth > 8 {
+            return;
+        }
+        match v {
+            Value::Object(m) => {
+                let pick = |keys: &[&str]| keys.iter().find_map(|k| m.get(*k).and_then(num_of));
+                let (i, o) = (pick(INPUT).unwrap_or(0), pick(OUTPUT).unwrap_or(0));
+                if i + o > best.0 + best.1 {
+                    *best = (i, o);
+                }
+                for child in m.values() {
+                    walk(child, best, depth + 1);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|c| walk(c, best, depth + 1)),
+            _ => {}
+        }
+    }
+    let mut best = (0, 0);
+    walk(v, &mut best, 0);
+    (best.0 + best.1 > 0).then_some(best)
+}
+
+/// The provider's finish reason in a response value (`finish_reason`, `stop_reason`,
+/// `finishReason`), the first non-null one found.
+fn finish_of(v: &Value, depth: usize) -> Option<String> {
+    if depth > 6 {
+        return None;
+    }
+    match v {
+        Value::Object(m) => ["finish_reason", "stop_reason", "finishReason"]
+            .iter()
+            .find_map(|k| m.get(*k).and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| m.values().find_map(|c| finish_of(c, depth + 1))),
+        Value::Array(a) => a.iter().find_map(|c| finish_of(c, depth + 1)),
+        _ => None,
+    }
+}
+
+/// The model a command line asks for: `--model X`, `--model=X` or `-m X`.
+fn model_flag(command: &str) -> Option<String> {
+    let mut words = command.split_whitespace();
+    while let Some(w) = words.next() {
+        if let Some(v) = w.strip_prefix("--model=") {
+            return Some(v.trim_matches(['"', '\'']).to_owned());
+        }
+        if w == "--model" || w == "-m" {
+            return words.next().map(|v| v.trim_matches(['"', '\'']).to_owned());
+        }
+    }
+    None
 }
 
 /// A message for errors that carry none (`AI_RetryError` has `reason` and `lastError`).
@@ -661,5 +1328,115 @@ mod tests {
             "AI_RetryError (maxRetriesExceeded) after 1 attempt; last error: AI_APICallError 429: Rate limit exceeded."
         );
         assert_eq!(err.wrapped.as_deref(), Some("AI_APICallError"));
+    }
+
+    #[test]
+    fn incident_evidence_becomes_events() {
+        let log = [
+            r#"{"type":"log","level":"info","service":"default","command":"bun agent --model kilo/glm-5-free --verbose","message":"Agent started (continuous mode)"}"#,
+            r#"{"type":"log","level":"info","service":"default","providerID":"opencode","modelID":"kimi-k2.5-free","message":"using explicit provider/model"}"#,
+            r#"{"type":"log","level":"info","service":"retry-fetch","retryAfterMs":44548000,"delay":44548000,"message":"using retry-after value"}"#,
+            r#"{"type":"log","level":"info","service":"retry-fetch","sessionID":"opencode","attempt":1,"delay":46327183,"message":"rate limited, will retry"}"#,
+            r#"{"type":"log","level":"warn","service":"session.processor","providerMetadata":"{\"anthropic\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":2}}}","message":"zero"}"#,
+            r#"{"type":"step_finish","timestamp":1,"sessionID":"ses_1","part":{"id":"prt_9","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":{"unified":"tool-calls"},"cost":0,"tokens":{"input":0,"output":0}}}"#,
+            r#"{"type":"log","level":"info","service":"session.prompt","sessionID":"ses_1","message":"exiting loop"}"#,
+            r#"{"type":"log","level":"error","service":"session.prompt","error":"ProviderModelNotFoundError","message":"Failed to initialize"}"#,
+            "1433 |   throw new ModelNotFoundError({ providerID })",
+            "           ^",
+            "ProviderModelNotFoundError: ProviderModelNotFoundError",
+            "✅ Agent command completed",
+        ]
+        .join("\n");
+        let a = run(&log);
+        let kinds: Vec<&EventKind> = a.events.iter().map(|e| &e.kind).collect();
+        assert!(
+            matches!(kinds[0], EventKind::ModelRequested { spec } if spec == "kilo/glm-5-free")
+        );
+        assert!(
+            matches!(kinds[1], EventKind::ModelResolved { raw, .. } if raw == "opencode/kimi-k2.5-free")
+        );
+        assert!(matches!(
+            kinds[2],
+            EventKind::RetryWait {
+                delay_ms: 46327183,
+                retry_after: Some((44548000, _)),
+                ..
+            }
+        ));
+        assert!(matches!(
+            kinds[3],
+            EventKind::ProviderUsage {
+                input: 10,
+                output: 2,
+                ..
+            }
+        ));
+        assert!(matches!(kinds[4], EventKind::Log { error: None, .. }));
+        let EventKind::StepFinished(step) = kinds[5] else {
+            panic!("expected a step finish: {kinds:?}");
+        };
+        assert!(step.reason_not_string && step.zero_usage);
+        assert!(matches!(kinds[6], EventKind::LoopExit));
+        assert!(
+            matches!(kinds[7], EventKind::Log { error: Some(e), .. } if e.name.as_deref() == Some("ProviderModelNotFoundError"))
+        );
+        assert!(
+            matches!(kinds[8], EventKind::RawError(e) if e.name.as_deref() == Some("ProviderModelNotFoundError"))
+        );
+        assert!(matches!(
+            kinds[9],
+            EventKind::WrapperStatus { success: true, .. }
+        ));
+        // `opencode` in a retry-fetch record is the provider, not a session.
+        assert!(a.events[2].session.is_none());
+        assert!(a.session("opencode").is_none());
+    }
+
+    #[test]
+    fn claude_code_stream_json_is_a_session() {
+        let log = [
+            r#"{"type":"system","subtype":"init","session_id":"u-1"}"#,
+            r#"{"type":"assistant","message":{"id":"msg_a","model":"claude","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]},"session_id":"u-1"}"#,
+            r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"ok"}]},"session_id":"u-1"}"#,
+            r#"{"type":"assistant","message":{"id":"msg_b","model":"<synthetic>","content":[{"type":"text","text":"API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"Could not process image\"}}"}]},"session_id":"u-1"}"#,
+            r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400","session_id":"u-1"}"#,
+        ]
+        .join("\n");
+        let a = run(&log);
+        let s = a.session("u-1").map(|s| s.messages.len());
+        assert_eq!(s, Some(1));
+        let tool = a
+            .parts()
+            .find_map(|(_, _, p)| p.part.tool().map(|t| t.state.status_name()));
+        assert_eq!(tool.as_deref(), Some("completed"));
+        let errors: Vec<String> = a
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::SessionError(i) => Some(i.message.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0].contains("Could not process image"));
+    }
+
+    #[test]
+    fn only_banners_wrapped_as_errors_are_informational() {
+        let obj = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
+        assert!(informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "RuntimeError",
+            "message": "[verbose] Verbose mode enabled: HTTP requests are logged"
+        }))));
+        assert!(!informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "RuntimeError",
+            "message": "connect ECONNREFUSED 127.0.0.1:4096 (could not reach the server)"
+        }))));
+        assert!(!informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "RuntimeError", "message": "started", "stack": "at x"
+        }))));
+        assert!(!informational(&obj(serde_json::json!({
+            "type": "error", "errorType": "UnhandledRejection", "message": "started"
+        }))));
     }
 }

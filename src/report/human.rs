@@ -169,7 +169,8 @@ pub struct HumanPrinter<W: Write> {
     color: bool,
     summary: Summary,
     rows: Vec<(String, SessionSummary)>,
-    files: Vec<(String, Totals, String)>,
+    /// Per file: totals, the objects line, and whether it held no session at all.
+    files: Vec<(String, Totals, String, bool)>,
     rules: std::collections::BTreeMap<&'static str, Totals>,
     totals: Totals,
     sessions: usize,
@@ -217,10 +218,21 @@ impl<W: Write> HumanPrinter<W> {
                 infos: row.infos,
             }
             .words();
-            let id = if self.files.len() > 1 {
+            let mut id = if self.files.len() > 1 {
                 format!("{}\n{file}", row.id)
             } else {
                 row.id.clone()
+            };
+            let tools = match &row.replayed {
+                Some(what) => {
+                    id.push_str(&format!("\n({what}, not a session)"));
+                    if tools == "-" {
+                        tools
+                    } else {
+                        format!("{tools} (as the stream left them)")
+                    }
+                }
+                None => tools,
             };
             t.add_row([
                 escape(&id, true),
@@ -270,9 +282,16 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 format!("{n} JSON objects, {bad} undecodable")
             })
             .unwrap_or_default();
-        match self.files.iter_mut().find(|(f, _, _)| *f == unit.file) {
-            Some((_, t, _)) => t.merge(totals),
-            None => self.files.push((unit.file.clone(), totals, objects)),
+        let sessionless =
+            unit.format == crate::ingest::Format::AgentLog && unit.sessions.is_empty();
+        match self.files.iter_mut().find(|(f, _, _, _)| *f == unit.file) {
+            Some((_, t, _, none)) => {
+                t.merge(totals);
+                *none &= sessionless;
+            }
+            None => self
+                .files
+                .push((unit.file.clone(), totals, objects, sessionless)),
         }
         Ok(())
     }
@@ -283,12 +302,17 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 if self.summary == Summary::Sessions && !self.rows.is_empty() {
                     writeln!(self.out, "{}", self.session_table())?;
                 }
-                for (file, totals, objects) in &self.files {
-                    let detail = if objects.is_empty() {
+                for (file, totals, objects, sessionless) in &self.files {
+                    let mut detail = if objects.is_empty() {
                         String::new()
                     } else {
                         format!(" ({objects})")
                     };
+                    if *sessionless {
+                        detail.push_str(
+                            "; no session in it (no step, part or session error): only its log entries were checked",
+                        );
+                    }
                     let words = paint(self.color, &totals.words(), "1");
                     writeln!(self.out, "{}: {words}{detail}", escape(file, false))?;
                 }

@@ -108,10 +108,12 @@ pub fn prepare(
     }
     let rendered = human
         .map(|r| {
-            kept_findings
-                .iter()
-                .map(|f| r.render(sources, &located, f) + "\n")
-                .collect::<String>()
+            let order = root_cause_order(&kept_findings);
+            let mut text = root_cause_line(&kept_findings, &order, &records);
+            for i in order {
+                text.push_str(&(r.render(sources, &located, &kept_findings[i]) + "\n"));
+            }
+            text
         })
         .unwrap_or_default();
     let file = sources
@@ -127,6 +129,40 @@ pub fn prepare(
         baselined,
         human: rendered,
     }
+}
+
+/// The order findings are shown in for people: by severity, then causality, then position.
+pub fn root_cause_order(findings: &[Finding]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..findings.len()).collect();
+    order.sort_by_key(|&i| {
+        let f = &findings[i];
+        (std::cmp::Reverse(f.severity), f.rule.causal_rank(), i)
+    });
+    order
+}
+
+/// One line naming the root cause, when there are several findings of note to choose among.
+fn root_cause_line(findings: &[Finding], order: &[usize], records: &[FindingRecord]) -> String {
+    let serious = findings
+        .iter()
+        .filter(|f| f.severity > Severity::Info)
+        .count();
+    let Some(&first) = order.first() else {
+        return String::new();
+    };
+    if serious < 2 || findings[first].severity == Severity::Info {
+        return String::new();
+    }
+    let f = &findings[first];
+    let at = records
+        .get(first)
+        .and_then(|r| r.line.map(|l| format!(" (line {l})")))
+        .unwrap_or_default();
+    format!(
+        "root cause: [{}] {}{at}\n\n",
+        f.rule,
+        crate::session::first_line(&f.message, 200)
+    )
 }
 
 /// What a whole run did, for the printers' last words.
@@ -161,6 +197,10 @@ pub struct SessionSummary {
     pub errors: usize,
     pub warnings: usize,
     pub infos: usize,
+    /// Not a session of the agent: a body replayed as a stream of its own (an agent log's
+    /// logged HTTP response), whose parts are what the stream built.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replayed: Option<String>,
 }
 
 /// Figures of each session of `analysis`.
@@ -174,6 +214,9 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                 messages: s.messages.len(),
                 ..SessionSummary::default()
             };
+            if analysis.format == crate::ingest::Format::AgentLog && analysis.stream.is_some() {
+                sum.replayed = Some("replayed HTTP response body".into());
+            }
             for m in &s.messages {
                 for p in &m.parts {
                     match &p.part.body {

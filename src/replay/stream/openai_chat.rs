@@ -339,6 +339,24 @@ pub fn is_retryable(name: &str) -> bool {
         || n == "503"
 }
 
+/// A gateway's accounting chunk after `[DONE]`: no choices, only ids, cost and usage.
+fn gateway_trailer(data: &str) -> bool {
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(data) else {
+        return false;
+    };
+    let no_choices = obj
+        .get("choices")
+        .and_then(Value::as_array)
+        .is_some_and(Vec::is_empty);
+    let accounting = obj.keys().all(|k| {
+        matches!(
+            k.as_str(),
+            "choices" | "cost" | "usage" | "id" | "object" | "created" | "model" | "provider"
+        )
+    });
+    no_choices && accounting
+}
+
 impl Decoder for OpenAiChat {
     fn protocol(&self) -> Protocol {
         Protocol::OpenAiChat
@@ -357,6 +375,11 @@ impl Decoder for OpenAiChat {
             return Ok(());
         }
         if self.done.is_some() {
+            if gateway_trailer(data) {
+                // OpenCode Zen and OpenRouter send `{"choices":[],"cost":"0"}` after `[DONE]`:
+                // known gateway behaviour, read by no client.
+                return Ok(());
+            }
             out.anomaly("an event after `[DONE]`", true, Focus::None);
         }
         match serde_json::from_str::<Chunk<'_>>(data) {

@@ -1,0 +1,219 @@
+use super::Check;
+use crate::diagnostic::{Finding, Ids};
+use crate::session::{Analysis, Event, EventKind, SDK_FINISH_REASONS, Seq, StepFinish};
+
+declare_check! {
+    /// ## What it does
+    /// Reports a step that called tools and finished with a reason that does not ask for another
+    /// step — `unknown`, or a value that is not one of the AI SDK's finish reasons (`stop`,
+    /// `length`, `content-filter`, `tool-calls`, `error`, `other`, `unknown`), such as an object
+    /// stored as JSON text — after which the prompt loop logged `exiting loop`. It names the tool
+    /// calls whose results never went back to the model.
+    ///
+    /// ## Why it matters
+    /// The prompt loop continues only while the last step finished with `tool-calls`. When the
+    /// provider's finish reason is lost on the way (the SDK reports it undefined and the agent
+    /// stores `unknown`, or the raw reason is an object), the loop ends right after the tools ran:
+    /// the model never sees their results, the task stops half done, and the run still looks
+    /// successful. Zero tokens alone are not this finding: a synthetic model legitimately reports
+    /// zero usage with reason `stop`.
+    ///
+    /// ## Example
+    /// ```text
+    /// "type": "tool_use",    "part": { "callID": "todowrite:0", "state": { "status": "completed", … } }
+    /// "type": "step_finish", "part": { "reason": "unknown", "cost": 0, "tokens": { "input": 0, "output": 0, … } }
+    /// "service": "session.prompt", "message": "exiting loop"
+    /// ```
+    ///
+    /// ## How to fix
+    /// Map the provider's finish reason correctly (`tool_calls` → `tool-calls`; read `unified`
+    /// from a `{unified, raw}` object), and keep the loop going while a step has completed tool
+    /// calls whose results the model has not seen, whatever the finish reason says.
+    pub struct LoopExitedEarly {
+        name: "loop-exited-early",
+        severity: Error,
+        summary: "A step with tool calls finished with an unusable reason and the prompt loop exited: the tool results never reached the model",
+    }
+}
+
+impl Check for LoopExitedEarly {
+    fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        for (i, e) in analysis.events.iter().enumerate() {
+            let EventKind::StepFinished(step) = &e.kind else {
+                continue;
+            };
+            if !unusable(step) {
+                continue;
+            }
+            let Some(session) = e.session.as_deref() else {
+                continue;
+            };
+            let calls = tool_calls(analysis, session, step, previous_finish(analysis, i, step));
+            // The agent itself continues after an `unknown` finish for tools that completed or
+            // still run; a step whose only tool failed, with real usage recorded, is a stop the
+            // provider's answer supports. With zero usage the answer itself was lost.
+            let owed = calls
+                .iter()
+                .any(|c| matches!(c.3.as_str(), "completed" | "running"));
+            if calls.is_empty() || !(owed || step.zero_usage) {
+                continue;
+            }
+            let next_write = next_part_write(analysis, session, e.seq);
+            let Some(exit) = analysis
+                .events_after(e.seq)
+                .take_while(|x| next_write.is_none_or(|n| x.seq < n))
+                .find(|x| {
+                    matches!(x.kind, EventKind::LoopExit)
+                        && x.session.as_deref().is_none_or(|s| s == session)
+                })
+            else {
+                continue;
+            };
+            let mut f = finding(analysis, e, step, exit, &calls);
+            // What the provider itself said, when the log kept its response.
+            let start = previous_finish(analysis, i, step).unwrap_or(0);
+            if let Some((x, finish)) = analysis
+                .events
+                .iter()
+                .filter(|x| x.seq > start && x.seq < e.seq)
+                .filter(|x| x.session.as_deref().is_none_or(|s| s == session))
+                .filter_map(|x| match &x.kind {
+                    EventKind::ProviderUsage {
+                        finish: Some(r), ..
+                    } => Some((x, r)),
+                    _ => None,
+                })
+                .next_back()
+            {
+                f = f
+                    .also(Some(x.span.head()), format!("the provider's response ended with `{finish}`"))
+                    .note(format!(
+                        "the provider's own response ended with `{finish}`: the reason was lost between the stream and the step"
+                    ));
+            }
+            out.push(f);
+        }
+    }
+}
+
+/// A finish reason that does not continue the loop and should not have ended a step with tools.
+pub(super) fn unusable(step: &StepFinish) -> bool {
+    step.reason_not_string
+        || step.reason == "unknown"
+        || !SDK_FINISH_REASONS.contains(&step.reason.as_str())
+}
+
+/// The seq of the previous step-finish of the same message, if any.
+fn previous_finish(a: &Analysis, i: usize, step: &StepFinish) -> Option<Seq> {
+    a.events[..i].iter().rev().find_map(|x| match &x.kind {
+        EventKind::StepFinished(s) if s.message_id == step.message_id => Some(x.seq),
+        _ => None,
+    })
+}
+
+/// A tool call of the step: (tool, call id, part id, status, where its status is).
+type Call = (String, String, String, String, Option<crate::source::Span>);
+
+/// The tool parts of the step's message written during the step.
+fn tool_calls(a: &Analysis, session: &str, step: &StepFinish, after: Option<Seq>) -> Vec<Call> {
+    let Some(message) = a.session(session).and_then(|s| s.message(&step.message_id)) else {
+        return Vec::new();
+    };
+    message
+        .parts
+        .iter()
+        .filter_map(|p| {
+            let tool = p.part.tool()?;
+            let first = p.history.first()?.seq;
+            if after.is_some_and(|a| first <= a) {
+                return None;
+            }
+            Some((
+                tool.tool.clone(),
+                tool.call_id.clone(),
+                p.part.id.clone(),
+                tool.state.status_name().into_owned(),
+                p.status_span(),
+            ))
+        })
+        .collect()
+}
+
+/// The first part write of `session` after `seq`.
+pub(super) fn next_part_write(a: &Analysis, session: &str, seq: Seq) -> Option<Seq> {
+    a.session(session)?
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .flat_map(|p| p.history.iter().map(|o| o.seq))
+        .filter(|s| *s > seq)
+        .min()
+}
+
+fn finding(a: &Analysis, e: &Event, step: &StepFinish, exit: &Event, calls: &[Call]) -> Finding {
+    let names: Vec<String> = calls
+        .iter()
+        .map(|(tool, call, _, status, _)| format!("`{tool}` ({call}, {status})"))
+        .collect();
+    let reason = if step.reason.is_empty() {
+        "no finish reason".to_owned()
+    } else {
+        format!("finish reason `{}`", step.reason)
+    };
+    let zeros = if step.zero_usage {
+        " and zero tokens"
+    } else {
+        ""
+    };
+    let s = if calls.len() == 1 { "" } else { "s" };
+    let message = format!(
+        "the step of message {} called {} and finished with {reason}{zeros}; the prompt loop then exited, so the tool result{s} never went back to the model",
+        step.message_id,
+        names.join(", ")
+    );
+    let primary = step.reason_span.unwrap_or(e.span.head());
+    let mut f = LoopExitedEarly::META
+        .finding(message)
+        .at(primary, format!("{reason}, not `tool-calls`"))
+        .also(Some(exit.span.head()), "the prompt loop exited here")
+        .ids(Ids {
+            session_id: e.session.clone(),
+            message_id: Some(step.message_id.clone()),
+            part_id: Some(step.part_id.clone()),
+            call_id: calls.first().map(|c| c.1.clone()),
+        });
+    for (tool, call, _, status, span) in calls {
+        f = f.also(
+            *span,
+            format!("`{tool}` ({call}) {status} here; the model never saw its result"),
+        );
+    }
+    if step.reason_not_string {
+        f = f.note("the finish reason was stored as JSON text of an object; the loop compares it with `tool-calls` as a string and stops");
+    } else {
+        f = f.note(if step.reason == "unknown" {
+            "`unknown` means no finish reason reached the agent (the AI SDK's placeholder); a step whose tools ran should have finished with `tool-calls`".to_owned()
+        } else {
+            format!(
+                "`{}` is none of the AI SDK's finish reasons ({}); a step whose tools ran should have finished with `tool-calls`",
+                step.reason,
+                SDK_FINISH_REASONS.join(", ")
+            )
+        });
+    }
+    if step.zero_usage {
+        f = f.note("the step also recorded zero tokens and zero cost: the provider's finish and usage were both lost between the stream and the step");
+    }
+    if let Some(w) = a.events_after(exit.seq).find_map(|x| match &x.kind {
+        EventKind::WrapperStatus {
+            success: true,
+            words,
+        } => Some((x, words)),
+        _ => None,
+    }) {
+        f = f
+            .also(Some(w.0.span), "the wrapper still reported success")
+            .note(format!("the wrapper still reported success (`{}`)", w.1));
+    }
+    f.help("map the provider's finish reason to `tool-calls` when the step has tool calls, and continue the loop while tool results are unanswered")
+}
