@@ -184,6 +184,11 @@ fn a_database_with_one_session_needs_no_session() {
     assert_eq!(old["opencode_version"], "1.13.0");
     let types: Vec<String> = shape(&old).into_iter().flat_map(|(_, b)| b).collect();
     assert_eq!(types, ["text", "text"]);
+    let (_, human, _) = request(&db, &["--opencode-version", "1.13.0"]);
+    assert!(
+        human.contains("(as OpenCode < 1.14 sends it), for Anthropic"),
+        "{human}"
+    );
 }
 
 #[test]

@@ -36,7 +36,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ProviderArg::Auto)]
     pub provider: ProviderArg,
 
-    /// Rebuild the request as this OpenCode version does (default: the store's). From 1.14 on,
+    /// Rebuild the request as this OpenCode version does (default: the store's newest). From 1.14 on,
     /// pending/running tools are sent as interrupted.
     #[arg(long, value_name = "VERSION")]
     pub opencode_version: Option<String>,
@@ -65,6 +65,7 @@ struct Listed {
 struct Chosen {
     id: String,
     title: Option<String>,
+    /// The version given, else the one that created the session.
     version: Option<String>,
     request: Option<ModelRequest>,
     /// Auto found no provider in the session's model: Anthropic's request is shown.
@@ -305,19 +306,16 @@ fn human(
         )?;
         return Ok(());
     };
-    let version = chosen
-        .version
-        .as_deref()
-        .map(|v| format!(", OpenCode {}", escape(v, false)))
-        .unwrap_or_default();
     let note = if chosen.undecided {
         " (the session's model does not tell the provider: Anthropic's rules, the stricter, are shown; `--provider openai` shows OpenAI's)"
     } else {
         ""
     };
+    // The origin says which OpenCode behaviour the rebuild followed, as the findings do.
     writeln!(
         out,
-        "the request OpenCode sends next, rebuilt for {}{version}{note}",
+        "{}, for {}{note}",
+        escape(&req.origin, false),
         req.provider.name()
     )?;
     let marked: Vec<(usize, Option<usize>)> = violations
@@ -437,5 +435,96 @@ fn document(chosen: &Chosen, violations: &[Violation]) -> Document {
         opencode_version: chosen.version.clone(),
         messages,
         problems,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(kind: BlockKind, part: &str) -> Block {
+        Block {
+            kind,
+            span: None,
+            part_id: Some(part.into()),
+        }
+    }
+
+    fn chosen(messages: Vec<crate::reconstruct::ModelMessage>) -> Chosen {
+        Chosen {
+            id: "ses_1".into(),
+            title: None,
+            version: None,
+            request: Some(ModelRequest {
+                provider: Provider::Anthropic,
+                messages,
+                span: None,
+                origin: "test".into(),
+                thinking: false,
+                response: None,
+                session_id: Some("ses_1".into()),
+            }),
+            undecided: false,
+        }
+    }
+
+    fn message(role: Role, content: Vec<Block>) -> crate::reconstruct::ModelMessage {
+        crate::reconstruct::ModelMessage {
+            role,
+            content,
+            span: None,
+            message_id: Some("msg_1".into()),
+        }
+    }
+
+    #[test]
+    fn problems_point_at_the_offending_block() {
+        let c = chosen(vec![
+            message(
+                Role::Assistant,
+                vec![
+                    block(
+                        BlockKind::ToolCall {
+                            id: "call_1".into(),
+                            name: "read".into(),
+                        },
+                        "prt_1",
+                    ),
+                    block(BlockKind::Text, "prt_2"),
+                ],
+            ),
+            message(
+                Role::User,
+                vec![block(
+                    BlockKind::ToolResult {
+                        id: "call_1".into(),
+                        is_error: true,
+                    },
+                    "prt_1",
+                )],
+            ),
+        ]);
+        let violations = c.request.as_ref().map(provider::check).unwrap_or_default();
+        let doc = serde_json::to_value(document(&c, &violations)).unwrap();
+        assert_eq!(doc["provider"], "anthropic");
+        assert_eq!(doc["messages"][0]["blocks"][0]["type"], "tool_use");
+        assert_eq!(doc["messages"][1]["blocks"][0]["is_error"], true);
+        assert_eq!(doc["problems"][0]["message_index"], 0);
+        assert_eq!(
+            doc["problems"][0]["block_index"], 1,
+            "the text after the call"
+        );
+        assert_eq!(doc["problems"][0]["part_id"], "prt_2");
+        // Fields a block does not have are left out.
+        assert!(doc["messages"][0]["blocks"][1].get("id").is_none());
+    }
+
+    #[test]
+    fn an_empty_request_has_no_provider() {
+        let mut c = chosen(Vec::new());
+        c.request = None;
+        let doc = serde_json::to_value(document(&c, &[])).unwrap();
+        assert_eq!(doc["provider"], serde_json::Value::Null);
+        assert_eq!(doc["messages"], serde_json::json!([]));
     }
 }
