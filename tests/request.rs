@@ -215,3 +215,48 @@ fn findings_about_the_rebuilt_request_point_to_it() {
         );
     }
 }
+
+/// Writes an export's session as a legacy storage folder (`storage/session|message|part/…`).
+fn storage_from_export(export: &Path, dir: &Path) -> std::path::PathBuf {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(export).unwrap()).unwrap();
+    let root = dir.join("storage");
+    let sid = doc["info"]["id"].as_str().unwrap().to_owned();
+    std::fs::create_dir_all(root.join("session/prj_1")).unwrap();
+    std::fs::write(
+        root.join(format!("session/prj_1/{sid}.json")),
+        doc["info"].to_string(),
+    )
+    .unwrap();
+    for m in doc["messages"].as_array().unwrap() {
+        let mid = m["info"]["id"].as_str().unwrap();
+        std::fs::create_dir_all(root.join(format!("message/{sid}"))).unwrap();
+        std::fs::write(
+            root.join(format!("message/{sid}/{mid}.json")),
+            m["info"].to_string(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(format!("part/{mid}"))).unwrap();
+        for p in m["parts"].as_array().unwrap() {
+            let pid = p["id"].as_str().unwrap();
+            std::fs::write(root.join(format!("part/{mid}/{pid}.json")), p.to_string()).unwrap();
+        }
+    }
+    root
+}
+
+#[test]
+fn a_storage_folder_rebuilds_like_its_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = storage_from_export(&repo(MERGED), dir.path());
+    assert_eq!(request_json(&root, &[]), request_json(&repo(MERGED), &[]));
+}
+
+#[test]
+fn a_store_without_sessions_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_db(&dir.path().join("opencode.db"), &[]);
+    let (code, stdout, stderr) = request(&db, &[]);
+    assert_eq!(code, 2);
+    assert_eq!(stdout, "");
+    assert!(stderr.contains("has no sessions"), "{stderr}");
+}
