@@ -33,6 +33,9 @@ pub enum Command {
     Replay(commands::replay::Args),
     /// List the sessions of an OpenCode store with their size and findings.
     Sessions(commands::sessions::Args),
+    /// Show the request OpenCode sends for a stored session's next turn, block by block, with
+    /// the provider rules it breaks.
+    Request(commands::request::Args),
     /// Repair an OpenCode database or export: plan a fix for every fixable finding, then apply it.
     Repair(commands::repair::Args),
     /// List every rule with its default severity.
@@ -64,6 +67,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
         Command::Check(args) => commands::check::run(args, color),
         Command::Replay(args) => commands::replay::run(args, color),
         Command::Sessions(args) => commands::sessions::run(args),
+        Command::Request(args) => commands::request::run(args),
         Command::Repair(args) => commands::repair::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),

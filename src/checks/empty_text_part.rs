@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::fix::{Fix, FixContext, marker};
 use super::Check;
+use super::step_merged::with_request_view;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::{PartBody, REPAIR_MARKER};
 use crate::session::Analysis;
@@ -89,7 +90,11 @@ impl Check for EmptyTextPart {
                     part.part.id, message.id
                 ))
                 .at(obs.span.head(), "this text part has no text")
-                .help("an empty text block is rejected by providers; `rewind repair` gives it a short placeholder text");
+                .help(with_request_view(
+                    "an empty text block is rejected by providers; `rewind repair` gives it a short placeholder text",
+                    analysis.format,
+                    &session.id,
+                ));
             out.push(
                 f.ids(
                     Ids::default()

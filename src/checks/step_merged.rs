@@ -2,6 +2,7 @@ use super::fix::{Fix, FixContext, recovery_finish, recovery_start};
 use super::step_unclosed::StepUnclosed;
 use super::{Check, Rule};
 use crate::diagnostic::{Finding, Ids};
+use crate::ingest::Format;
 use crate::model::{MessageBody, PartBody, ids};
 use crate::session::{Analysis, Message, PartRecord};
 
@@ -36,6 +37,28 @@ declare_check! {
         severity: Error,
         summary: "Text or reasoning follows a tool part in the same step: two steps were stored as one",
         fix: "a recovery `step-finish` (reason `error`, zero tokens and cost) and a `step-start`, with ids that sort between the tool part and the next text/reasoning part",
+    }
+}
+
+/// The pointer to `rewind request`, which shows the request rebuilt from a stored session, for
+/// the findings about that request. A check does not know the store's path: `<store>` stands for
+/// it. `None` outside session stores (nothing is rebuilt from an agent log or a capture).
+pub(super) fn request_view(format: Format, session: &str) -> Option<String> {
+    matches!(
+        format,
+        Format::OpencodeDb
+            | Format::OpencodeSqlDump
+            | Format::OpencodeExport
+            | Format::OpencodeStorage
+    )
+    .then(|| format!("see `rewind request <store> --session {session}` for the rebuilt request"))
+}
+
+/// Appends the pointer to `rewind request` to a help text, when there is one.
+pub(super) fn with_request_view(help: &str, format: Format, session: &str) -> String {
+    match request_view(format, session) {
+        Some(view) => format!("{help}; {view}"),
+        None => help.to_owned(),
     }
 }
 
@@ -117,7 +140,11 @@ impl Check for StepMerged {
                             "the tool call this step ended with",
                         )
                         .note("the rebuilt request puts this text after the `tool_use` in one assistant message, before its result")
-                        .help("a retry continued in the same message without closing the step (PR #16751 layer 2); `rewind repair` inserts a recovery step-finish and a step-start here");
+                        .help(with_request_view(
+                            "a retry continued in the same message without closing the step (PR #16751 layer 2); `rewind repair` inserts a recovery step-finish and a step-start here",
+                            analysis.format,
+                            &session.id,
+                        ));
                     out.push(
                         f.ids(
                             Ids::default()

@@ -1,6 +1,7 @@
 use std::collections::HashSet;
 
 use super::Check;
+use super::step_merged::with_request_view;
 use crate::diagnostic::{Finding, Ids};
 use crate::reconstruct::provider;
 use crate::session::Analysis;
@@ -66,7 +67,13 @@ impl Check for ToolUseWithoutResult {
                         v.error
                     ))
                     .at(span, "this block breaks the pairing")
-                    .help("each tool call must be answered by its result right after it; `rewind explain tool-use-without-result` says how to fix the history");
+                    .help({
+                        let help = "each tool call must be answered by its result right after it; `rewind explain tool-use-without-result` says how to fix the history";
+                        match req.session_id.as_deref().filter(|_| req.span.is_none()) {
+                            Some(session) => with_request_view(help, analysis.format, session),
+                            None => help.to_owned(),
+                        }
+                    });
                 if let Some(r) = confirmed {
                     f = f.also(
                         r.span,

@@ -5,6 +5,7 @@ pub mod diagnose;
 pub mod explain;
 pub mod repair;
 pub mod replay;
+pub mod request;
 pub mod rules;
 pub mod sessions;
 

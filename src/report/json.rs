@@ -44,7 +44,14 @@ impl<W: Write> Printer for JsonPrinter<W> {
         self.findings.extend(unit.records.iter().cloned());
         self.totals.merge(Totals::of(&unit.records));
         match self.files.iter_mut().find(|f| f.path == unit.file) {
-            Some(entry) => entry.sessions.extend(unit.sessions.iter().cloned()),
+            // A file diagnosed in several units (a database's sessions, an agent log's embedded
+            // streams): its counts are the sum of its units'.
+            Some(entry) => {
+                entry.sessions.extend(unit.sessions.iter().cloned());
+                for (&key, &n) in &unit.counts {
+                    *entry.counts.entry(key).or_default() += n;
+                }
+            }
             None => self.files.push(FileEntry {
                 path: unit.file.clone(),
                 format: unit.format,
