@@ -58,6 +58,14 @@ impl From<ExitStatus> for std::process::ExitCode {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
+    crate::ingest::private::install_signal_cleanup();
+    crate::ingest::private::sweep_stale();
+    let result = dispatch(cli);
+    crate::ingest::input::forget_all();
+    result
+}
+
+fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
     let color = cli.color.enabled();
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),

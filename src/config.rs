@@ -158,11 +158,17 @@ pub fn read(path: &Path) -> Result<ConfigFile, RewindError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| RewindError::Config(format!("cannot read `{origin}`: {e}")))?;
     let cfg: ConfigFile = toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let line = e.span().map(|s| {
+            text[..crate::text::floor_boundary(&text, s.start)]
+                .matches('\n')
+                .count()
+                + 1
+        });
         let at = line.map(|l| format!(" line {l}")).unwrap_or_default();
-        RewindError::Config(format!("`{origin}`{at}: {}", e.message().trim()))
+        RewindError::Config(format!(
+            "`{origin}`{at}: {}",
+            crate::text::clip(e.message().trim())
+        ))
     })?;
     check_rules(
         cfg.select

@@ -29,3 +29,4 @@ pub mod replay;
 pub mod report;
 pub mod session;
 pub mod source;
+pub mod text;

@@ -79,7 +79,7 @@ pub struct Args {
 fn parse_severity(s: &str) -> Result<(String, Severity), String> {
     let (rule, level) = s
         .split_once('=')
-        .ok_or_else(|| format!("expected RULE=SEVERITY, got `{s}`"))?;
+        .ok_or_else(|| format!("expected RULE=SEVERITY, got `{}`", crate::text::clip(s)))?;
     let sev = match level {
         "error" => Severity::Error,
         "warning" => Severity::Warning,
@@ -170,7 +170,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 let e = RewindError::from(e);
                 return match not_a_recording(&e) {
                     Some(why) if !explicit => Outcome::Skipped(why),
-                    _ => Outcome::Failed(e.to_string()),
+                    _ => Outcome::Failed(e.message()),
                 };
             }
         };
@@ -195,7 +195,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             Ok(()) => Outcome::Checked(units),
             Err(e) => match not_a_recording(&e) {
                 Some(why) if !explicit => Outcome::Skipped(why),
-                _ => Outcome::Failed(e.to_string()),
+                _ => Outcome::Failed(e.message()),
             },
         }
     };

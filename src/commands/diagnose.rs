@@ -127,7 +127,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             Err(e) => {
                 std::io::stdout().flush().ok();
                 print_error(&e, color);
-                run.errors.push((file.display().to_string(), e.to_string()));
+                run.errors.push((file.display().to_string(), e.message()));
             }
         }
     }

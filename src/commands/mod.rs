@@ -33,7 +33,7 @@ pub fn print_error(err: &RewindError, color: bool) {
     } else {
         "error"
     };
-    let text = crate::report::snippet::escape(&err.to_string(), false);
+    let text = crate::report::snippet::escape(&err.message(), false);
     eprintln!("{label}: {text}");
 }
 

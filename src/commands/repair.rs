@@ -54,6 +54,11 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     args.store_args.apply(&mut options);
     let path = &args.store;
     let shown = path.display().to_string();
+    if ingest::input::is_one_shot(path) {
+        return Err(RewindError::Usage(format!(
+            "`{shown}` is standard input or a pipe: `rewind repair` changes a store in place, so give the database or export file itself (nothing was changed)"
+        )));
+    }
     let mut out = std::io::stdout().lock();
     match ingest::detect(path)? {
         Format::OpencodeDb => {
@@ -142,10 +147,9 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             }
             Ok(ExitStatus::Clean)
         }
-        other => Err(RewindError::Unsupported {
+        other => Err(RewindError::CannotRepair {
             path: path.clone(),
             format: other,
-            hint: " (rewind repairs OpenCode databases and `opencode export` documents)".into(),
         }),
     }
 }

@@ -692,7 +692,8 @@ fn text_offset(text: &str, line: usize, column: usize) -> Option<usize> {
         start += text[start..].find('\n')? + 1;
     }
     let pos = (start + column.saturating_sub(1)).min(text.len().saturating_sub(1));
-    Some(pos)
+    // serde_json counts columns in bytes: the position may fall inside a character.
+    Some(crate::text::floor_boundary(text, pos))
 }
 
 /// What `other` did differently from `main`, event by event.

@@ -1,0 +1,319 @@
+//! Robustness: bad bytes never panic, pipes are read once and never hang, truncated inputs are
+//! diagnosed up to the cut, error messages stay short.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn temp_with(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(bytes).unwrap();
+    f
+}
+
+/// Runs rewind with `args` and `stdin`, returning (status, stdout, stderr); fails on a panic.
+fn run_with_stdin(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let out = rewind().args(args).write_stdin(stdin).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = rewind().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+fn rules_of(stdout: &str) -> Vec<String> {
+    let doc: serde_json::Value = serde_json::from_str(stdout).unwrap();
+    findings(&doc)
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+// 1. Byte offsets inside multi-byte characters.
+
+#[test]
+fn invalid_json_ending_inside_a_multibyte_character_does_not_panic() {
+    // serde_json reports the error at a byte column inside `é`.
+    let f = temp_with(b"data: {\"a\":\"\xc3\xa9\n\n");
+    let (code, stdout, stderr) = run(&[
+        "diagnose".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        f.path().as_os_str(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        rules_of(&stdout).contains(&"sse-invalid-json".to_owned()),
+        "{stdout}"
+    );
+    let (code, _, stderr) = run(&["replay".as_ref(), f.path().as_os_str()]);
+    assert_eq!(code, 1, "{stderr}");
+    let (code, _, stderr) = run(&["check".as_ref(), f.path().as_os_str()]);
+    assert_eq!(code, 1, "{stderr}");
+}
+
+// 2. Standard input, FIFOs, process substitution.
+
+#[test]
+fn a_capture_on_standard_input_is_diagnosed_like_the_file() {
+    let sample = std::fs::read(repo("samples/sse-concatenated-chunk.sse")).unwrap();
+    let (code, from_file, _) = run(&[
+        "diagnose".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        repo("samples/sse-concatenated-chunk.sse").as_os_str(),
+    ]);
+    assert_eq!(code, 1);
+    for path in ["-", "/dev/stdin"] {
+        let (code, stdout, stderr) =
+            run_with_stdin(&["diagnose", "--format", "json", path], &sample);
+        assert_eq!(code, 1, "{path}: {stderr}");
+        assert_eq!(rules_of(&stdout), rules_of(&from_file), "{path}");
+        let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert!(findings(&doc).iter().all(|f| f["file"] == path), "{stdout}");
+    }
+    // Human output reads lines back from the input to show them.
+    let (code, stdout, _) = run_with_stdin(&["diagnose", "-"], &sample);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("╭─[-:"), "{stdout}");
+    // replay and check take `-` too, and `-` twice is the same input.
+    let (code, stdout, _) = run_with_stdin(&["replay", "-"], &sample);
+    assert_eq!(code, 1, "{stdout}");
+    let (code, stdout, stderr) = run_with_stdin(&["check", "-", "/dev/stdin"], &sample);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("2 files checked"), "{stdout}");
+}
+
+#[test]
+fn a_database_on_standard_input_is_read_from_a_private_copy() {
+    let db = tempfile::tempdir().unwrap();
+    let path = db.path().join("opencode.db");
+    common::opencode::build_db(&path, &common::opencode::sessions());
+    let bytes = std::fs::read(&path).unwrap();
+    let (code, stdout, stderr) = run_with_stdin(&["sessions", "-"], &bytes);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("ses_"), "{stdout}");
+}
+
+/// Runs rewind on a FIFO that a thread fills, failing if it has not finished in 30 s.
+fn run_on_fifo(args: &[&str], content: &'static [u8]) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("capture.fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("rewind"))
+        .env("NO_COLOR", "1")
+        .args(args)
+        .arg(&fifo)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let writer_path = fifo.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_writer = stop.clone();
+    let writer = std::thread::spawn(move || {
+        // Open without blocking (it fails until rewind opens the FIFO for reading), so the
+        // thread ends even when rewind never opens it.
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NONBLOCK: i32 = 0o4000;
+        while !stop_writer.load(std::sync::atomic::Ordering::Relaxed) {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(O_NONBLOCK)
+                .open(&writer_path)
+            {
+                Ok(mut w) => {
+                    let _ = w.write_all(content);
+                    return;
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    });
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            panic!("rewind {args:?} on a FIFO did not finish in 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+const CAPTURE: &[u8] = include_bytes!("../samples/sse-concatenated-chunk.sse");
+
+#[test]
+fn no_command_hangs_on_a_fifo() {
+    let (code, stdout, stderr) = run_on_fifo(&["diagnose", "--format", "json"], CAPTURE);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(rules_of(&stdout).contains(&"sse-concatenated-events".to_owned()));
+    let (code, _, stderr) = run_on_fifo(&["replay"], CAPTURE);
+    assert_eq!(code, 1, "{stderr}");
+    let (code, _, stderr) = run_on_fifo(&["check"], CAPTURE);
+    assert_eq!(code, 1, "{stderr}");
+    let (code, stdout, stderr) = run_on_fifo(&["sessions"], CAPTURE);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("capture"), "{stdout}");
+    let (code, _, stderr) = run_on_fifo(&["repair", "--dry-run"], CAPTURE);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("nothing was changed"), "{stderr}");
+}
+
+#[test]
+fn process_substitution_is_read_once() {
+    let sample = repo("samples/zod-failed-status.log");
+    let script = format!(
+        "{} diagnose --format json <(cat {})",
+        assert_cmd::cargo::cargo_bin("rewind").display(),
+        sample.display()
+    );
+    let out = Command::new("bash").arg("-c").arg(script).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rules = rules_of(&String::from_utf8_lossy(&out.stdout));
+    assert!(rules.contains(&"validation-crash".to_owned()), "{rules:?}");
+}
+
+// 3. Inputs cut inside a multi-byte character.
+
+#[test]
+fn a_log_cut_inside_a_multibyte_character_is_diagnosed_up_to_the_cut() {
+    let log = std::fs::read(repo("samples/clean-session.log")).unwrap();
+    // Every cut inside the first few multi-byte characters.
+    let cuts: Vec<usize> = (0..log.len())
+        .filter(|&i| log[i] >= 0xC0)
+        .take(4)
+        .map(|i| i + 1)
+        .collect();
+    assert!(!cuts.is_empty());
+    for cut in cuts {
+        let f = temp_with(&log[..cut]);
+        let (code, stdout, stderr) = run(&[
+            "diagnose".as_ref(),
+            "--format".as_ref(),
+            "json".as_ref(),
+            f.path().as_os_str(),
+        ]);
+        assert!(code == 0 || code == 1, "cut at {cut}: {stderr}");
+        let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        let cut_findings = findings(&doc);
+        let undecodable = of_rule(&cut_findings, "undecodable-record");
+        assert_eq!(undecodable.len(), 1, "cut at {cut}: {stdout}");
+        let at = undecodable[0]["span"]["offset"].as_u64().unwrap() as usize;
+        assert!(at < cut, "cut at {cut}: finding at {at}");
+    }
+}
+
+#[test]
+fn a_capture_cut_inside_a_multibyte_character_is_a_truncated_stream() {
+    let f = temp_with(b"data: {\"choices\":[{\"delta\":{\"content\":\"caf\xc3");
+    let (code, stdout, stderr) = run(&[
+        "diagnose".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        f.path().as_os_str(),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        rules_of(&stdout).contains(&"stream-truncated".to_owned()),
+        "{stdout}"
+    );
+}
+
+// 4. Error messages quote at most a few hundred bytes of the input.
+
+/// The error line of a run that must fail with status 2.
+fn error_line(args: &[&std::ffi::OsStr]) -> String {
+    let (code, _, stderr) = run(args);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.len() < 1200, "{} bytes: {stderr}", stderr.len());
+    stderr
+}
+
+#[test]
+fn an_sql_dump_error_quotes_the_statement_around_the_error_only() {
+    let mut dump = String::from(
+        "PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\nCREATE TABLE `message` (id text primary key, data text);\n",
+    );
+    dump.push_str(&format!(
+        "INSERT INTO message VALUES('a','{}' 'oops');\nCOMMIT;\n",
+        "x".repeat(200_000)
+    ));
+    let f = temp_with(dump.as_bytes());
+    let line = error_line(&["diagnose".as_ref(), f.path().as_os_str()]);
+    assert!(line.contains("syntax error"), "{line}");
+    assert!(line.contains("'oops'"), "{line}");
+    assert!(line.contains("at byte"), "{line}");
+    assert!(line.contains('…'), "{line}");
+}
+
+#[test]
+fn long_input_in_other_errors_is_cut() {
+    // A long bare token in an HTTP recording.
+    let doc = format!(
+        "{{\"version\": 1, \"metadata\": {{}}, \"interactions\": [{}]}}",
+        "t".repeat(100_000)
+    );
+    let f = temp_with(doc.as_bytes());
+    let (code, _, stderr) = run(&["diagnose".as_ref(), f.path().as_os_str()]);
+    assert!(stderr.len() < 1200, "{code}: {} bytes", stderr.len());
+    // A long unknown rule and session id on the command line.
+    let long = "r".repeat(5000);
+    let line = error_line(&[
+        "diagnose".as_ref(),
+        "--select".as_ref(),
+        long.as_ref(),
+        repo("samples/clean-session.log").as_os_str(),
+    ]);
+    assert!(line.contains("unknown rule"), "{line}");
+    let db = tempfile::tempdir().unwrap();
+    let path = db.path().join("opencode.db");
+    common::opencode::build_db(&path, &common::opencode::sessions());
+    let line = error_line(&[
+        "diagnose".as_ref(),
+        "--session".as_ref(),
+        long.as_ref(),
+        path.as_os_str(),
+    ]);
+    assert!(line.contains("has no session"), "{line}");
+}
