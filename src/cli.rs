@@ -65,7 +65,9 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
     result
 }
 
-fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
+/// Runs a parsed command line without the process-wide set-up of [`run`] (signal handler,
+/// sweeping earlier runs' leftovers).
+pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
     let color = cli.color.enabled();
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),

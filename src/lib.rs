@@ -30,3 +30,37 @@ pub mod report;
 pub mod session;
 pub mod source;
 pub mod text;
+
+/// Runs rewind in this process as the binary would with `args` (the first one is the program
+/// name), writing what it would print to `stdout` and `stderr`; returns the exit status. For
+/// tests and the fuzz harness; the process-wide signal handler is not installed.
+pub fn run_args<I, T>(
+    args: I,
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser;
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = write!(stderr, "{}", e.render());
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let color = cli.color.enabled();
+    let (status, out, err) = commands::capture(|| match cli::dispatch(cli) {
+        Ok(status) => status,
+        Err(err) if err.is_broken_pipe() => cli::ExitStatus::Clean,
+        Err(err) => {
+            commands::print_error(&err, color);
+            cli::ExitStatus::Error
+        }
+    });
+    let _ = stdout.write_all(&out);
+    let _ = stderr.write_all(&err);
+    status as u8
+}

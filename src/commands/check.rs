@@ -261,12 +261,12 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     }
     if let Some(path) = &args.write_baseline {
         crate::baseline::write(path, &all_records)?;
-        eprintln!(
+        super::err_line(&format!(
             "wrote {} finding{} to the baseline {}",
             all_records.len(),
             if all_records.len() == 1 { "" } else { "s" },
             path.display()
-        );
+        ));
         return Ok(if run.errors.is_empty() {
             ExitStatus::Clean
         } else {

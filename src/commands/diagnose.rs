@@ -125,7 +125,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             Ok(()) => run.files_checked += 1,
             Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
             Err(e) => {
-                std::io::stdout().flush().ok();
+                super::Out.flush().ok();
                 print_error(&e, color);
                 run.errors.push((file.display().to_string(), e.message()));
             }

@@ -16,7 +16,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     let check =
         checks::find(&args.rule).ok_or_else(|| RewindError::UnknownRule(args.rule.clone()))?;
     let meta = check.meta();
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     writeln!(out, "# {} ({} by default)\n", meta.name, meta.severity)?;
     writeln!(out, "{}\n", meta.summary)?;
     writeln!(out, "{}", meta.doc_markdown())?;

@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             "`{shown}` is standard input or a pipe: `rewind repair` changes a store in place, so give the database or export file itself (nothing was changed)"
         )));
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     match ingest::detect(path)? {
         Format::OpencodeDb => {
             let outcome = repair::db::repair(path, &options, args.dry_run)

@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     match args.format {
         Format::Human => {
             let mut t = Table::new();

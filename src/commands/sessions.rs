@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         }
         Ok(())
     })?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     match args.format {
         super::HumanOrJson::Human => {
             let mut t = Table::new();
