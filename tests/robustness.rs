@@ -317,3 +317,185 @@ fn long_input_in_other_errors_is_cut() {
     ]);
     assert!(line.contains("has no session"), "{line}");
 }
+
+// 5. Repairs that fail or are killed leave no damaged backup.
+
+fn repair_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::opencode::build_db(
+        &dir.path().join("opencode.db"),
+        &common::opencode::sessions(),
+    );
+    (dir, db)
+}
+
+/// (complete backups, partial ones) next to the database.
+fn backup_files(dir: &std::path::Path) -> (Vec<String>, Vec<String>) {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".rewind-backup-"))
+        .collect();
+    names.into_iter().partition(|n| !n.contains(".partial"))
+}
+
+fn table_rows(db: &std::path::Path) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    conn.query_row(
+        "SELECT (SELECT count(*) FROM part) + (SELECT count(*) FROM message)",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_repair_killed_during_the_backup_leaves_no_backup_under_its_final_name() {
+    let (dir, db) = repair_fixture();
+    let rows = table_rows(&db);
+    let out = rewind()
+        .env("REWIND_TEST_ABORT_AT", "during-backup")
+        .arg("repair")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let (complete, _partial) = backup_files(dir.path());
+    assert!(complete.is_empty(), "{complete:?}");
+    assert_eq!(table_rows(&db), rows, "the database is unchanged");
+    // The next repair removes the partial file and leaves one whole backup.
+    let out = rewind().arg("repair").arg(&db).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (complete, partial) = backup_files(dir.path());
+    assert_eq!(complete.len(), 1, "{complete:?}");
+    assert!(partial.is_empty(), "{partial:?}");
+    assert_eq!(
+        table_rows(&dir.path().join(&complete[0])),
+        rows,
+        "the backup is whole"
+    );
+}
+
+#[test]
+fn a_backup_that_cannot_be_written_is_removed_and_the_database_is_unchanged() {
+    let (dir, db) = repair_fixture();
+    let rows = table_rows(&db);
+    let size = std::fs::metadata(&db).unwrap().len();
+    // A file size limit below the database's size: writing the backup fails with EFBIG, as on
+    // a full disk (SIGXFSZ is ignored, so the write returns an error instead of killing).
+    let script = format!(
+        "trap '' XFSZ; ulimit -f {}; exec {} repair {}",
+        (size / 1024 / 2).max(1),
+        assert_cmd::cargo::cargo_bin("rewind").display(),
+        db.display()
+    );
+    let out = Command::new("bash").arg("-c").arg(script).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("backup"), "{stderr}");
+    assert!(stderr.contains("the database was not changed"), "{stderr}");
+    assert!(stderr.contains("no backup was left behind"), "{stderr}");
+    let (complete, partial) = backup_files(dir.path());
+    assert!(
+        complete.is_empty() && partial.is_empty(),
+        "{complete:?} {partial:?}"
+    );
+    assert_eq!(table_rows(&db), rows);
+}
+
+#[test]
+fn a_read_only_database_is_refused_without_a_backup() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, db) = repair_fixture();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    if std::fs::OpenOptions::new().write(true).open(&db).is_ok() {
+        // Running as root: permissions do not stop writes, so there is nothing to test.
+        return;
+    }
+    let out = rewind().arg("repair").arg(&db).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("read-only"), "{stderr}");
+    assert!(stderr.contains("not changed"), "{stderr}");
+    let (complete, partial) = backup_files(dir.path());
+    assert!(complete.is_empty() && partial.is_empty());
+}
+
+#[test]
+fn an_interrupted_diagnosis_removes_its_private_database_copy() {
+    let (dir, db) = repair_fixture();
+    // A `-wal` without `-shm` makes rewind work on a private copy.
+    std::fs::write(dir.path().join("opencode.db-wal"), b"").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("rewind"))
+        .env("TMPDIR", tmp.path())
+        .env("REWIND_TEST_PAUSE_AFTER_SNAPSHOT", "1")
+        .arg("diagnose")
+        .arg(&db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the copy, then interrupt.
+    let start = Instant::now();
+    let copies = || std::fs::read_dir(tmp.path()).unwrap().count();
+    while copies() == 0 && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(copies() > 0, "no private copy was made");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert_eq!(copies(), 0, "the private copy was left behind");
+}
+
+#[test]
+fn copies_left_by_killed_runs_are_swept() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A process id that cannot be running, and a modification time two hours ago.
+    let stale = tmp.path().join("rewind-private-4294967295-1-0-db");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("opencode.db"), b"x").unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::open(&stale)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
+    let young = tmp.path().join("rewind-private-4294967294-1-0-input");
+    std::fs::write(&young, b"x").unwrap();
+    let other = tmp.path().join("not-rewind-4294967295");
+    std::fs::write(&other, b"x").unwrap();
+    other_file_old(&other, two_hours_ago);
+    let out = rewind()
+        .env("TMPDIR", tmp.path())
+        .arg("rules")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stale.exists(), "a stale copy is removed");
+    assert!(young.exists(), "a young one is kept");
+    assert!(other.exists(), "files rewind did not make are kept");
+}
+
+fn other_file_old(p: &std::path::Path, t: std::time::SystemTime) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}

@@ -395,6 +395,10 @@ fn snapshot(path: &Path, suffixes: &[&str]) -> std::io::Result<SnapshotDir> {
             std::fs::copy(&from, companion(&copy, s))?;
         }
     }
+    // A test hook: the signal tests interrupt rewind while it holds a copy.
+    if std::env::var_os("REWIND_TEST_PAUSE_AFTER_SNAPSHOT").is_some() {
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    }
     Ok(guard)
 }
 

@@ -49,6 +49,28 @@ impl Drop for PrivatePath {
     }
 }
 
+/// Paths outside the temporary folder that a signal must remove (a backup being written): they
+/// are registered while this guard lives. Dropping it only forgets them.
+#[derive(Debug)]
+pub struct Tracked(Vec<PathBuf>);
+
+impl Tracked {
+    pub fn new(paths: &[PathBuf]) -> Tracked {
+        if let Ok(mut live) = LIVE.lock() {
+            live.extend(paths.iter().cloned());
+        }
+        Tracked(paths.to_vec())
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|p| !self.0.contains(p));
+        }
+    }
+}
+
 fn remove(path: &Path) {
     if path.is_dir() {
         let _ = std::fs::remove_dir_all(path);
