@@ -39,6 +39,10 @@ pub enum Command {
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
     Explain(commands::explain::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::Args),
+    /// Print the man page (roff): `rewind man > rewind.1`, or a command's: `rewind man diagnose`.
+    Man(commands::completions::ManArgs),
 }
 
 /// The exit status contract: 0 clean, 1 findings at or above `--fail-on`, 2 usage, I/O or
@@ -77,5 +81,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
         Command::Repair(args) => commands::repair::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
+        Command::Completions(args) => commands::completions::run(args),
+        Command::Man(args) => commands::completions::man(args),
     }
 }

@@ -23,6 +23,7 @@ pub mod error;
 pub mod ingest;
 pub mod model;
 pub mod pipeline;
+pub mod progress;
 pub mod reconstruct;
 pub mod repair;
 pub mod replay;

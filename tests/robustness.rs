@@ -499,3 +499,96 @@ fn other_file_old(p: &std::path::Path, t: std::time::SystemTime) {
         .set_modified(t)
         .unwrap();
 }
+
+// 6. CLI expectations.
+
+#[test]
+fn completions_and_man_pages_are_generated_from_the_command_line() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let (code, stdout, stderr) = run(&["completions".as_ref(), shell.as_ref()]);
+        assert_eq!(code, 0, "{shell}: {stderr}");
+        for word in ["diagnose", "check", "replay", "fail-on"] {
+            assert!(stdout.contains(word), "{shell} completes {word}");
+        }
+    }
+    let (code, stdout, _) = run(&["man".as_ref()]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.starts_with(".ie") || stdout.contains(".TH rewind 1"),
+        "{stdout}"
+    );
+    for word in ["diagnose", "check", "repair", "completions"] {
+        assert!(stdout.contains(word), "man page lists {word}");
+    }
+    let (code, stdout, _) = run(&["man".as_ref(), "diagnose".as_ref()]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains(".TH rewind-diagnose 1"), "{stdout}");
+    assert!(stdout.contains("select"), "{stdout}");
+    let (code, _, stderr) = run(&["man".as_ref(), "nope".as_ref()]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn the_rule_catalogue_fits_80_columns_in_a_pipe() {
+    let (code, stdout, _) = run(&["rules".as_ref()]);
+    assert_eq!(code, 0);
+    for line in stdout.lines() {
+        assert!(
+            line.chars().count() <= 80,
+            "{} chars: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(stdout.contains("tool-error-dropped"));
+}
+
+#[test]
+fn sarif_names_no_information_address() {
+    let (code, stdout, _) = run(&[
+        "check".as_ref(),
+        "--no-config".as_ref(),
+        "--format".as_ref(),
+        "sarif".as_ref(),
+        repo("samples/zod-failed-status.log").as_os_str(),
+    ]);
+    assert_eq!(code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        doc["runs"][0]["tool"]["driver"]
+            .get("informationUri")
+            .is_none()
+    );
+    let _: serde_sarif::sarif::Sarif = serde_json::from_str(&stdout).unwrap();
+}
+
+#[test]
+fn repair_says_it_cannot_repair_a_capture_or_a_log() {
+    for sample in [
+        "samples/sse-concatenated-chunk.sse",
+        "samples/zod-failed-status.log",
+    ] {
+        let (code, _, stderr) = run(&["repair".as_ref(), repo(sample).as_os_str()]);
+        assert_eq!(code, 2);
+        assert!(
+            stderr.contains("cannot repair that kind of input"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("cannot read"), "{stderr}");
+    }
+}
+
+#[test]
+fn no_progress_is_printed_when_standard_error_is_not_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = std::fs::read(repo("samples/sse-concatenated-chunk.sse")).unwrap();
+    for i in 0..30 {
+        std::fs::write(dir.path().join(format!("c{i}.sse")), &capture).unwrap();
+    }
+    let (code, _, stderr) = run(&[
+        "check".as_ref(),
+        "--no-config".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.is_empty(), "{stderr}");
+}

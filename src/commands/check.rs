@@ -204,12 +204,18 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         .num_threads(threads)
         .build()
         .map_err(|e| RewindError::Usage(format!("cannot start worker threads: {e}")))?;
+    let progress = crate::progress::Progress::files(files.len());
     let outcomes: Vec<Outcome> = pool.install(|| {
         files
             .par_iter()
-            .map(|(path, explicit)| diagnose_one(path, *explicit))
+            .map(|(path, explicit)| {
+                let outcome = diagnose_one(path, *explicit);
+                progress.inc();
+                outcome
+            })
             .collect()
     });
+    progress.finish();
 
     let mut printer = make_printer(
         args.format,

@@ -109,6 +109,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let mut totals = Totals::default();
     for file in &args.files {
         let file_policy = policy.for_path(file);
+        let progress = crate::progress::Progress::input(file);
         let result = pipeline::diagnose_file(
             file,
             &options,
@@ -117,10 +118,12 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             renderer.as_ref(),
             &mut |unit| {
                 totals.merge(Totals::of(&unit.records));
-                printer.unit(&unit)?;
+                progress.inc();
+                progress.suspend(|| printer.unit(&unit))?;
                 Ok(())
             },
         );
+        progress.finish();
         match result {
             Ok(()) => run.files_checked += 1,
             Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),

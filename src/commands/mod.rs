@@ -1,6 +1,7 @@
 //! One module per subcommand, each with its `Args` and a `run`.
 
 pub mod check;
+pub mod completions;
 pub mod diagnose;
 pub mod explain;
 pub mod repair;
@@ -51,6 +52,11 @@ pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<u8>, Vec<u8>) {
     let value = f();
     let (out, err) = CAPTURED.with(|c| c.replace(before)).unwrap_or_default();
     (value, out, err)
+}
+
+/// Whether this thread's output is being captured (then no progress is shown).
+pub fn capturing() -> bool {
+    CAPTURED.with(|c| c.borrow().is_some())
 }
 
 /// A command's standard output: the process's, or the buffer of [`capture`].
