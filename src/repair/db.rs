@@ -179,9 +179,13 @@ pub fn backup_path(db: &Path, conn: &Connection) -> PathBuf {
 
 /// Plans (and unless `dry_run`, applies) the repair of the database at `path`.
 pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, RepairError> {
+    let not_changed = |cause: RepairError| RepairError::NotChanged {
+        cause: Box::new(cause),
+        backup: None,
+    };
     if dry_run {
-        let db = Db::open(path)?;
-        let plans = plan_all(&db, options)?;
+        let db = Db::open(path).map_err(|e| not_changed(e.into()))?;
+        let plans = plan_all(&db, options).map_err(|e| not_changed(e.into()))?;
         let caveats = caveats(
             &db,
             &plans.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
@@ -193,10 +197,6 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         });
     }
     remove_partial_backups(path);
-    let not_changed = |cause: RepairError| RepairError::NotChanged {
-        cause: Box::new(cause),
-        backup: None,
-    };
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
