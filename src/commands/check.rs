@@ -23,7 +23,8 @@ use crate::report::{OutputFormat, RunSummary, Totals, UnitOutput};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files, folders or glob patterns to check (default: the current directory).
+    /// Files, folders or glob patterns to check (default: the current directory); `-` reads
+    /// standard input.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
@@ -209,7 +210,17 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         files
             .par_iter()
             .map(|(path, explicit)| {
-                let outcome = diagnose_one(path, *explicit);
+                // A bug in rewind on one file must not end the whole run: that file is reported
+                // as an error (the panic message is printed once, by the panic hook).
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    diagnose_one(path, *explicit)
+                }))
+                .unwrap_or_else(|_| {
+                    Outcome::Failed(format!(
+                        "`{}`: rewind failed on this file (a bug: please report it with the file)",
+                        path.display()
+                    ))
+                });
                 progress.inc();
                 outcome
             })

@@ -17,7 +17,8 @@ use crate::report::{OutputFormat, RunSummary, Totals};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Agent logs, SSE captures, HTTP recordings or OpenCode stores to diagnose.
+    /// Agent logs, SSE captures, HTTP recordings or OpenCode stores to diagnose; `-` reads
+    /// standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 

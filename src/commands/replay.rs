@@ -25,7 +25,8 @@ use crate::source::{SourceMap, Span};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The stream capture: a raw SSE body, a JSON-lines capture, an HTTP recording or a HAR file.
+    /// The stream capture: a raw SSE body, a JSON-lines capture, an HTTP recording or a HAR file
+    /// (`-`: standard input).
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
 

@@ -17,7 +17,7 @@ use crate::source::SourceMap;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// An OpenCode database, storage folder or export.
+    /// An OpenCode database, storage folder or export (`-`: standard input).
     #[arg(value_name = "STORE")]
     pub store: PathBuf,
 
