@@ -136,8 +136,13 @@ fn check_rules<'a>(
 fn globset(patterns: &[String], origin: &str) -> Result<GlobSet, RewindError> {
     let mut b = GlobSetBuilder::new();
     for p in patterns {
-        let glob = Glob::new(p)
-            .map_err(|e| RewindError::Config(format!("{origin}: bad path pattern `{p}`: {e}")))?;
+        let glob = Glob::new(p).map_err(|e| {
+            RewindError::Config(format!(
+                "{origin}: bad path pattern `{}`: {}",
+                crate::text::clip(p),
+                crate::text::clip(&e.to_string())
+            ))
+        })?;
         b.add(glob);
     }
     b.build()

@@ -316,6 +316,17 @@ fn long_input_in_other_errors_is_cut() {
         path.as_os_str(),
     ]);
     assert!(line.contains("has no session"), "{line}");
+    // serde quotes strings of the input in its messages: a baseline that is one long string.
+    let baseline = temp_with(format!("\"{}\"", "b".repeat(50_000)).as_bytes());
+    let line = error_line(&[
+        "check".as_ref(),
+        "--no-config".as_ref(),
+        "--baseline".as_ref(),
+        baseline.path().as_os_str(),
+        repo("samples/clean-session.log").as_os_str(),
+    ]);
+    assert!(line.contains("not a rewind baseline"), "{line}");
+    assert!(line.len() < 500, "{line}");
 }
 
 // 5. Repairs that fail or are killed leave no damaged backup.
