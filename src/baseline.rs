@@ -36,8 +36,12 @@ pub fn read(path: &Path) -> Result<HashSet<String>, RewindError> {
         message,
     };
     let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
-    let file: File =
-        serde_json::from_str(&text).map_err(|e| err(format!("not a rewind baseline: {e}")))?;
+    let file: File = serde_json::from_str(&text).map_err(|e| {
+        err(format!(
+            "not a rewind baseline: {}",
+            crate::text::clip(&e.to_string())
+        ))
+    })?;
     if file.version != 1 {
         return Err(err(format!(
             "baseline version {} is not supported",

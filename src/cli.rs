@@ -42,6 +42,10 @@ pub enum Command {
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
     Explain(commands::explain::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::Args),
+    /// Print the man page (roff): `rewind man > rewind.1`, or a command's: `rewind man diagnose`.
+    Man(commands::completions::ManArgs),
 }
 
 /// The exit status contract: 0 clean, 1 findings at or above `--fail-on`, 2 usage, I/O or
@@ -61,6 +65,16 @@ impl From<ExitStatus> for std::process::ExitCode {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
+    crate::ingest::private::install_signal_cleanup();
+    crate::ingest::private::sweep_stale();
+    let result = dispatch(cli);
+    crate::ingest::input::forget_all();
+    result
+}
+
+/// Runs a parsed command line without the process-wide set-up of [`run`] (signal handler,
+/// sweeping earlier runs' leftovers).
+pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
     let color = cli.color.enabled();
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
@@ -71,5 +85,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
         Command::Repair(args) => commands::repair::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
+        Command::Completions(args) => commands::completions::run(args),
+        Command::Man(args) => commands::completions::man(args),
     }
 }

@@ -159,8 +159,13 @@ fn check_rules<'a>(
 fn globset(patterns: &[String], origin: &str) -> Result<GlobSet, RewindError> {
     let mut b = GlobSetBuilder::new();
     for p in patterns {
-        let glob = Glob::new(p)
-            .map_err(|e| RewindError::Config(format!("{origin}: bad path pattern `{p}`: {e}")))?;
+        let glob = Glob::new(p).map_err(|e| {
+            RewindError::Config(format!(
+                "{origin}: bad path pattern `{}`: {}",
+                crate::text::clip(p),
+                crate::text::clip(&e.to_string())
+            ))
+        })?;
         b.add(glob);
     }
     b.build()
@@ -181,11 +186,17 @@ pub fn read(path: &Path) -> Result<ConfigFile, RewindError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| RewindError::Config(format!("cannot read `{origin}`: {e}")))?;
     let cfg: ConfigFile = toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        let line = e.span().map(|s| {
+            text[..crate::text::floor_boundary(&text, s.start)]
+                .matches('\n')
+                .count()
+                + 1
+        });
         let at = line.map(|l| format!(" line {l}")).unwrap_or_default();
-        RewindError::Config(format!("`{origin}`{at}: {}", e.message().trim()))
+        RewindError::Config(format!(
+            "`{origin}`{at}: {}",
+            crate::text::clip(e.message().trim())
+        ))
     })?;
     check_rules(
         cfg.select

@@ -34,6 +34,10 @@ pub fn discover(args: &[PathBuf]) -> Found {
     let mut found = Found::default();
     for arg in args {
         let text = arg.to_string_lossy();
+        if crate::ingest::input::is_stdin(arg) {
+            found.explicit.push(arg.clone());
+            continue;
+        }
         if is_glob(&text) && !arg.exists() {
             // Walk from the longest literal prefix and keep what the pattern matches.
             let literal: PathBuf = arg

@@ -25,6 +25,7 @@ mod ingest;
 mod json_scan;
 mod model;
 mod pipeline;
+mod progress;
 mod reconstruct;
 mod repair;
 mod replay;
@@ -32,6 +33,7 @@ mod report;
 mod request;
 mod session;
 mod source;
+mod text;
 
 pub use cli::{Cli, ExitStatus, run};
 pub use commands::print_error;
@@ -43,4 +45,38 @@ pub mod streams {
     pub use crate::ingest::{Format, sniff};
     pub use crate::replay::stream::{Profile, StreamOptions, replay_reader};
     pub use crate::source::FileId;
+}
+
+/// Runs rewind in this process as the binary would with `args` (the first one is the program
+/// name), writing what it would print to `stdout` and `stderr`; returns the exit status. For
+/// tests and the fuzz harness; the process-wide signal handler is not installed.
+pub fn run_args<I, T>(
+    args: I,
+    stdout: &mut dyn std::io::Write,
+    stderr: &mut dyn std::io::Write,
+) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::Parser;
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = write!(stderr, "{}", e.render());
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let color = cli.color.enabled();
+    let (status, out, err) = commands::capture(|| match cli::dispatch(cli) {
+        Ok(status) => status,
+        Err(err) if err.is_broken_pipe() => cli::ExitStatus::Clean,
+        Err(err) => {
+            commands::print_error(&err, color);
+            cli::ExitStatus::Error
+        }
+    });
+    let _ = stdout.write_all(&out);
+    let _ = stderr.write_all(&err);
+    status as u8
 }

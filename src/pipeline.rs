@@ -230,7 +230,8 @@ pub fn analyze(
             }
         }
         Format::OpencodeDb => {
-            let db = Db::open(path).map_err(|source| db_error(path, source))?;
+            let read = ingest::input::readable(path)?;
+            let db = Db::open(&read).map_err(|source| db_error(path, source))?;
             analyze_db(path, &db, format, options, sources, each)
         }
         Format::OpencodeSqlDump => {
@@ -370,19 +371,50 @@ pub fn db_error(path: &Path, source: DbError) -> RewindError {
 }
 
 /// Loads an SQL dump into an in-memory database (the dump is read whole: SQLite executes it).
+/// Why an SQL dump does not load, quoting at most a few hundred bytes of it around the error.
+fn sql_dump_error(dump: &str, e: &rusqlite::Error) -> String {
+    let rusqlite::Error::SqlInputError {
+        msg, sql, offset, ..
+    } = e
+    else {
+        return format!(
+            "the SQL dump does not load: {}",
+            crate::text::clip(&e.to_string())
+        );
+    };
+    // `execute_batch` hands SQLite the rest of the dump: find where it starts.
+    let base = dump.len().saturating_sub(sql.len());
+    let base = if dump.get(base..) == Some(sql.as_str()) {
+        base
+    } else {
+        0
+    };
+    let at = usize::try_from(*offset).unwrap_or(0).min(sql.len());
+    let statement_end = sql[at..].find(";\n").map_or(sql.len(), |k| at + k + 1);
+    let statement_start = sql[..at].rfind(";\n").map_or(0, |k| k + 2);
+    let statement = &sql[statement_start..statement_end];
+    let byte = base + at;
+    let line = dump[..crate::text::floor_boundary(dump, byte)]
+        .matches('\n')
+        .count()
+        + 1;
+    format!(
+        "the SQL dump does not load: {msg} at byte {byte} (line {line}), in: {}",
+        crate::text::excerpt(statement, at - statement_start)
+    )
+}
+
 fn load_sql_dump(path: &Path) -> Result<Db, RewindError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RewindError::Ingest {
-        path: path.to_path_buf(),
-        source: ingest::IngestError::Io(e),
+    let text = std::fs::read_to_string(ingest::input::readable(path)?).map_err(|e| {
+        RewindError::Ingest {
+            path: path.to_path_buf(),
+            source: ingest::IngestError::Io(e),
+        }
     })?;
     let conn =
         rusqlite::Connection::open_in_memory().map_err(|e| db_error(path, DbError::from(e)))?;
-    conn.execute_batch(&text).map_err(|e| {
-        db_error(
-            path,
-            DbError::Other(format!("the SQL dump does not load: {e}")),
-        )
-    })?;
+    conn.execute_batch(&text)
+        .map_err(|e| db_error(path, DbError::Other(sql_dump_error(&text, &e))))?;
     Db::from_connection(conn).map_err(|e| db_error(path, e))
 }
 
@@ -396,10 +428,10 @@ fn analyze_db(
 ) -> Result<(), RewindError> {
     let v2 = db.v2_rows();
     if v2 > 0 {
-        eprintln!(
+        crate::commands::err_line(&format!(
             "note: `{}` also has {v2} rows in the v2 `session_message` store, which rewind does not support yet; only the v1 `message`/`part` tables are diagnosed",
             path.display()
-        );
+        ));
     }
     let file = sources.add_file(path);
     let placeholder = sources.add_virtual(path, "(rows not rendered)".into(), String::new());
@@ -632,9 +664,11 @@ fn analyze_export(
     sources: &mut SourceMap,
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RewindError::Ingest {
-        path: path.to_path_buf(),
-        source: ingest::IngestError::Io(e),
+    let text = std::fs::read_to_string(ingest::input::readable(path)?).map_err(|e| {
+        RewindError::Ingest {
+            path: path.to_path_buf(),
+            source: ingest::IngestError::Io(e),
+        }
     })?;
     let file = sources.add_file(path);
     let stored = ingest::opencode_export::load(&text, file)

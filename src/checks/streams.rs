@@ -37,18 +37,23 @@ pub fn alternative_note(a: &Analysis, seq: Seq) -> Option<String> {
         }
         return Some(note);
     }
-    alt.differences
+    let start = alt.differences.partition_point(|(s, _)| *s < seq);
+    alt.differences[start..]
         .iter()
-        .find(|(s, _)| *s == seq)
+        .take_while(|(s, _)| *s == seq)
+        .next()
         .map(|(_, t)| format!("under `{}` the processor {t}", alt.profile))
 }
 
 /// What the processor of this analysis did with the event at `seq`.
 pub fn reaction(a: &Analysis, seq: Seq) -> Option<String> {
     let profile = facts(a).map(|f| f.profile.clone()).unwrap_or_default();
-    a.events
+    // Events are in `seq` order: find this one's without scanning them all (one finding per
+    // event would make that quadratic).
+    let start = a.events.partition_point(|e| e.seq < seq);
+    a.events[start..]
         .iter()
-        .filter(|e| e.seq == seq)
+        .take_while(|e| e.seq == seq)
         .find_map(|e| match &e.kind {
             EventKind::ProcessorSkipped { .. } => {
                 Some(format!("`{profile}` skips this event and reads on"))

@@ -21,7 +21,8 @@ use crate::report::{OutputFormat, RunSummary, Totals, UnitOutput};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files, folders or glob patterns to check (default: the current directory).
+    /// Files, folders or glob patterns to check (default: the current directory); `-` reads
+    /// standard input.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
@@ -77,7 +78,7 @@ pub struct Args {
 fn parse_severity(s: &str) -> Result<(String, Severity), String> {
     let (rule, level) = s
         .split_once('=')
-        .ok_or_else(|| format!("expected RULE=SEVERITY, got `{s}`"))?;
+        .ok_or_else(|| format!("expected RULE=SEVERITY, got `{}`", crate::text::clip(s)))?;
     let sev = match level {
         "error" => Severity::Error,
         "warning" => Severity::Warning,
@@ -168,7 +169,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 let e = RewindError::from(e);
                 return match not_a_recording(&e) {
                     Some(why) if !explicit => Outcome::Skipped(why),
-                    _ => Outcome::Failed(e.to_string()),
+                    _ => Outcome::Failed(e.message()),
                 };
             }
         };
@@ -193,7 +194,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             Ok(()) => Outcome::Checked(units),
             Err(e) => match not_a_recording(&e) {
                 Some(why) if !explicit => Outcome::Skipped(why),
-                _ => Outcome::Failed(e.to_string()),
+                _ => Outcome::Failed(e.message()),
             },
         }
     };
@@ -202,6 +203,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         .num_threads(threads)
         .build()
         .map_err(|e| RewindError::Usage(format!("cannot start worker threads: {e}")))?;
+    let progress = crate::progress::Progress::files(files.len());
 
     let mut printer = make_printer(
         args.format,
@@ -248,7 +250,21 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         }
         Ok(())
     };
-    let work = |(path, explicit): &(PathBuf, bool)| diagnose_one(path, *explicit);
+    let work = |(path, explicit): &(PathBuf, bool)| {
+        // A bug in rewind on one file must not end the whole run: that file is reported as an
+        // error (the panic message is printed once, by the panic hook).
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            diagnose_one(path, *explicit)
+        }))
+        .unwrap_or_else(|_| {
+            Outcome::Failed(format!(
+                "`{}`: rewind failed on this file (a bug: please report it with the file)",
+                path.display()
+            ))
+        });
+        progress.inc();
+        outcome
+    };
     let window = 4 * pool.current_num_threads();
     let printed = pool.in_place_scope(|scope| {
         pipeline::in_order(
@@ -259,6 +275,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             &mut print,
         )
     });
+    progress.finish();
     match printed {
         Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
         other => other?,
@@ -269,12 +286,12 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     }
     if let Some(path) = &args.write_baseline {
         crate::baseline::write(path, &all_records)?;
-        eprintln!(
+        super::err_line(&format!(
             "wrote {} finding{} to the baseline {}",
             all_records.len(),
             if all_records.len() == 1 { "" } else { "s" },
             path.display()
-        );
+        ));
         return Ok(if run.errors.is_empty() {
             ExitStatus::Clean
         } else {

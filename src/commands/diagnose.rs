@@ -17,7 +17,8 @@ use crate::report::{OutputFormat, RunSummary, Totals};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Agent logs, SSE captures, HTTP recordings or OpenCode stores to diagnose.
+    /// Agent logs, SSE captures, HTTP recordings or OpenCode stores to diagnose; `-` reads
+    /// standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
@@ -109,6 +110,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let mut totals = Totals::default();
     for file in &args.files {
         let file_policy = policy.for_path(file);
+        let progress = crate::progress::Progress::input(file);
         let result = pipeline::diagnose_file(
             file,
             &options,
@@ -117,17 +119,19 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             renderer.as_ref(),
             &mut |unit| {
                 totals.merge(Totals::of(&unit.records));
-                printer.unit(&unit)?;
+                progress.inc();
+                progress.suspend(|| printer.unit(&unit))?;
                 Ok(())
             },
         );
+        progress.finish();
         match result {
             Ok(()) => run.files_checked += 1,
             Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
             Err(e) => {
-                std::io::stdout().flush().ok();
+                super::Out.flush().ok();
                 print_error(&e, color);
-                run.errors.push((file.display().to_string(), e.to_string()));
+                run.errors.push((file.display().to_string(), e.message()));
             }
         }
     }

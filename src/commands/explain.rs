@@ -18,7 +18,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         .parse()
         .map_err(|_| RewindError::UnknownRule(args.rule.clone()))?;
     let meta = rule.meta();
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     writeln!(out, "# {} ({} by default)\n", meta.name, meta.severity)?;
     writeln!(out, "{}\n", meta.summary)?;
     writeln!(out, "{}", meta.doc_markdown())?;

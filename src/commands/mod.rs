@@ -1,6 +1,7 @@
 //! One module per subcommand, each with its `Args` and a `run`.
 
 pub mod check;
+pub mod completions;
 pub mod diagnose;
 pub mod explain;
 pub mod repair;
@@ -9,7 +10,8 @@ pub mod request;
 pub mod rules;
 pub mod sessions;
 
-use std::io::{BufWriter, Stdout};
+use std::cell::RefCell;
+use std::io::{BufWriter, Write};
 
 use crate::error::RewindError;
 use crate::report::github::GithubPrinter;
@@ -34,12 +36,79 @@ pub fn print_error(err: &RewindError, color: bool) {
     } else {
         "error"
     };
-    let text = crate::report::snippet::escape(&err.to_string(), false);
-    eprintln!("{label}: {text}");
+    let text = crate::report::snippet::escape(&err.message(), false);
+    err_line(&format!("{label}: {text}"));
 }
 
-fn stdout() -> BufWriter<Stdout> {
-    BufWriter::new(std::io::stdout())
+thread_local! {
+    /// Where this thread's command output goes instead of the process's standard output and
+    /// error, while [`capture`] runs.
+    static CAPTURED: RefCell<Option<(Vec<u8>, Vec<u8>)>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with this thread's command output (standard output, and the lines commands print on
+/// standard error) collected instead of printed; returns what `f` returned and the two outputs.
+pub fn capture<T>(f: impl FnOnce() -> T) -> (T, Vec<u8>, Vec<u8>) {
+    let before = CAPTURED.with(|c| c.replace(Some((Vec::new(), Vec::new()))));
+    let value = f();
+    let (out, err) = CAPTURED.with(|c| c.replace(before)).unwrap_or_default();
+    (value, out, err)
+}
+
+/// Whether this thread's output is being captured (then no progress is shown).
+pub fn capturing() -> bool {
+    CAPTURED.with(|c| c.borrow().is_some())
+}
+
+/// A command's standard output: the process's, or the buffer of [`capture`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Out;
+
+impl Write for Out {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let captured = CAPTURED.with(|c| {
+            c.borrow_mut().as_mut().map(|(out, _)| {
+                out.extend_from_slice(buf);
+            })
+        });
+        match captured {
+            Some(()) => Ok(buf.len()),
+            None => std::io::stdout().lock().write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self.write(buf) {
+            Ok(n) if n == buf.len() => Ok(()),
+            Ok(n) => std::io::stdout().lock().write_all(&buf[n..]),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if CAPTURED.with(|c| c.borrow().is_some()) {
+            return Ok(());
+        }
+        std::io::stdout().flush()
+    }
+}
+
+/// Prints one line on standard error (or into the buffer of [`capture`]).
+pub fn err_line(line: &str) {
+    let captured = CAPTURED.with(|c| {
+        c.borrow_mut().as_mut().map(|(_, err)| {
+            err.extend_from_slice(line.as_bytes());
+            err.push(b'\n');
+        })
+    });
+    if captured.is_none() {
+        eprintln!("{line}");
+    }
+}
+
+/// Standard output, buffered.
+pub fn stdout() -> BufWriter<Out> {
+    BufWriter::new(Out)
 }
 
 /// The printer for an output format, on standard output.

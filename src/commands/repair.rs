@@ -56,7 +56,12 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     };
     let path = &args.store;
     let shown = path.display().to_string();
-    let mut out = std::io::stdout().lock();
+    if ingest::input::is_one_shot(path) {
+        return Err(RewindError::Usage(format!(
+            "`{shown}` is standard input or a pipe: `rewind repair` changes a store in place, so give the database or export file itself (nothing was changed)"
+        )));
+    }
+    let mut out = super::Out;
     match ingest::detect(path)? {
         Format::OpencodeDb => {
             let outcome = repair::db::repair(path, &options, args.dry_run)
@@ -144,10 +149,9 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             }
             Ok(ExitStatus::Clean)
         }
-        other => Err(RewindError::Unsupported {
+        other => Err(RewindError::CannotRepair {
             path: path.clone(),
             format: other,
-            hint: " (rewind repairs OpenCode databases and `opencode export` documents)".into(),
         }),
     }
 }

@@ -25,7 +25,8 @@ use crate::source::{SourceMap, Span};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The stream capture: a raw SSE body, a JSON-lines capture, an HTTP recording or a HAR file.
+    /// The stream capture: a raw SSE body, a JSON-lines capture, an HTTP recording or a HAR file
+    /// (`-`: standard input).
     #[arg(value_name = "CAPTURE")]
     pub capture: PathBuf,
 
@@ -73,11 +74,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let mut worst = None;
     let mut docs: Vec<Value> = Vec::new();
     let renderer = Renderer::new(color);
-    let mut human = HumanPrinter::new(
-        std::io::BufWriter::new(std::io::stdout()),
-        color,
-        Summary::Totals,
-    );
+    let mut human = HumanPrinter::new(super::stdout(), color, Summary::Totals);
     let comparing = args.compare.is_some();
     let result = pipeline::analyze(
         &args.capture,
@@ -141,7 +138,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     match result {
         Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
         Err(e) => {
-            std::io::stdout().flush().ok();
+            super::Out.flush().ok();
             print_error(&e, color);
             return Ok(ExitStatus::Error);
         }
@@ -156,7 +153,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 "profiles": profiles.iter().take(if comparing { 2 } else { 1 }).map(|p| p.name()).collect::<Vec<_>>(),
                 "units": docs,
             });
-            let mut out = std::io::stdout().lock();
+            let mut out = super::Out;
             serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
@@ -179,7 +176,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
 }
 
 fn print_out(text: &str) -> Result<(), RewindError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(())

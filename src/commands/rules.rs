@@ -1,6 +1,6 @@
 //! `rewind rules`: the rule catalogue.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use comfy_table::{Table, presets};
 use serde_json::json;
@@ -18,11 +18,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     match args.format {
         Format::Human => {
             let mut t = Table::new();
             t.load_preset(presets::UTF8_FULL_CONDENSED);
+            // Wrap to the terminal's width, or to 80 columns in a pipe or a file.
+            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+            if !std::io::stdout().is_terminal() {
+                t.set_width(80);
+            }
             t.set_header(["rule", "severity", "what it reports"]);
             for rule in Rule::ALL {
                 let m = rule.meta();

@@ -17,7 +17,7 @@ use crate::source::SourceMap;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// An OpenCode database, storage folder or export.
+    /// An OpenCode database, storage folder or export (`-`: standard input).
     #[arg(value_name = "STORE")]
     pub store: PathBuf,
 
@@ -69,7 +69,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         }
         Ok(())
     })?;
-    let mut out = std::io::stdout().lock();
+    let mut out = super::Out;
     match args.format {
         super::HumanOrJson::Human => {
             let mut t = Table::new();

@@ -233,7 +233,20 @@ impl<R: BufRead> AgentLogReader<R> {
         self.stats.lines += 1;
         let has_newline = self.buf.last() == Some(&b'\n');
         let mut line = std::mem::take(&mut self.buf);
-        let content_len = line.len() - usize::from(has_newline);
+        let mut content_len = line.len() - usize::from(has_newline);
+        // The log was cut inside a multi-byte character (`head -c N`): read it up to the cut,
+        // and report the cut (inside an object, the object the log ends inside is reported).
+        let mut cut_char = None;
+        if !has_newline
+            && let Err(e) = std::str::from_utf8(&line[..content_len])
+            && e.error_len().is_none()
+        {
+            cut_char = Some((
+                start + e.valid_up_to() as u64,
+                (content_len - e.valid_up_to()) as u64,
+            ));
+            content_len = e.valid_up_to();
+        }
         if let Some(k) = memchr::memchr(0, &line[..content_len]) {
             return Err(IngestError::Binary {
                 offset: start + k as u64,
@@ -257,6 +270,18 @@ impl<R: BufRead> AgentLogReader<R> {
             start,
             newline_at,
         );
+        if let Some((offset, len)) = cut_char
+            && self.open.is_none()
+        {
+            self.stats.undecodable += 1;
+            self.stats.truncated = true;
+            self.ready.push_back(LogRecord::Undecodable {
+                span: Span::new(self.file, offset, len),
+                reason: "the log ends inside a multi-byte character: it was cut here".into(),
+                at: None,
+                truncated: true,
+            });
+        }
         line.clear();
         self.buf = line;
         Ok(true)

@@ -232,7 +232,7 @@ impl<R: BufRead> Reader<R> {
                 reason: if text.is_empty() {
                     "expected a value".into()
                 } else {
-                    format!("`{text}` is not a JSON value")
+                    format!("`{}` is not a JSON value", crate::text::clip(&text))
                 },
             });
         }

@@ -6,12 +6,14 @@
 
 pub mod agent_log;
 pub mod capture;
+pub mod input;
 pub mod json_position;
 pub mod json_stream;
 pub mod json_string;
 pub mod opencode_db;
 pub mod opencode_export;
 pub mod opencode_storage;
+pub mod private;
 pub mod recording;
 pub mod sse;
 pub mod stored;
@@ -132,9 +134,10 @@ impl Format {
     }
 }
 
-/// Opens `path` for streaming with a 64 KiB buffer.
+/// Opens `path` for streaming with a 64 KiB buffer (a one-shot input such as standard input or
+/// a FIFO is read from its private copy, see [`input`]).
 pub fn open(path: &Path) -> Result<BufReader<File>, DetectError> {
-    File::open(path)
+    File::open(input::readable(path)?)
         .map(|f| BufReader::with_capacity(64 * 1024, f))
         .map_err(|source| DetectError::Io {
             path: path.to_path_buf(),
@@ -148,7 +151,8 @@ pub fn detect(path: &Path) -> Result<Format, DetectError> {
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(io)?;
+    let read = input::readable(path)?;
+    let meta = std::fs::metadata(&read).map_err(io)?;
     if meta.is_dir() {
         if opencode_storage::root(path).is_some() {
             return Ok(Format::OpencodeStorage);
@@ -158,7 +162,7 @@ pub fn detect(path: &Path) -> Result<Format, DetectError> {
         });
     }
     let mut head = Vec::with_capacity(SNIFF_BYTES);
-    File::open(path)
+    File::open(&read)
         .map_err(io)?
         .take(SNIFF_BYTES as u64)
         .read_to_end(&mut head)

@@ -61,7 +61,7 @@ pub enum DbError {
 
 impl From<rusqlite::Error> for DbError {
     fn from(e: rusqlite::Error) -> Self {
-        let words = e.to_string();
+        let words = crate::text::clip(&e.to_string()).into_owned();
         match e.sqlite_error_code() {
             Some(ErrorCode::NotADatabase) => DbError::NotADatabase(words),
             Some(ErrorCode::DatabaseCorrupt) => DbError::Corrupt(words),
@@ -140,15 +140,9 @@ pub struct Row<'r> {
     pub data: Cow<'r, str>,
 }
 
-/// A private copy of a database, removed when dropped.
+/// A private copy of a database (a folder), removed when dropped or on a signal.
 #[derive(Debug)]
-struct SnapshotDir(PathBuf);
-
-impl Drop for SnapshotDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+struct SnapshotDir(super::private::PrivatePath);
 
 /// An open OpenCode database.
 #[derive(Debug)]
@@ -220,7 +214,7 @@ impl Db {
         } else {
             let dir = snapshot(path, &["-wal", "-journal"]).map_err(DbError::Snapshot)?;
             // The copy is private; it is opened writable so SQLite can roll back a hot journal.
-            let copy = uri(&dir.0.join("opencode.db"), "");
+            let copy = uri(&dir.0.path().join("opencode.db"), "");
             let rw = OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_URI
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -391,19 +385,19 @@ fn text(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
 
 /// Copies `path` and its companions into a new private temporary directory.
 fn snapshot(path: &Path, suffixes: &[&str]) -> std::io::Result<SnapshotDir> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let dir = std::env::temp_dir().join(format!("rewind-{}-{nanos}", std::process::id()));
-    std::fs::create_dir(&dir)?;
-    let guard = SnapshotDir(dir);
-    let copy = guard.0.join("opencode.db");
+    let guard = SnapshotDir(super::private::PrivatePath::new("db"));
+    std::fs::create_dir(guard.0.path())?;
+    let copy = guard.0.path().join("opencode.db");
     std::fs::copy(path, &copy)?;
     for s in suffixes {
         let from = companion(path, s);
         if from.exists() {
             std::fs::copy(&from, companion(&copy, s))?;
         }
+    }
+    // A test hook: the signal tests interrupt rewind while it holds a copy.
+    if std::env::var_os("REWIND_TEST_PAUSE_AFTER_SNAPSHOT").is_some() {
+        std::thread::sleep(std::time::Duration::from_secs(30));
     }
     Ok(guard)
 }

@@ -30,8 +30,12 @@ fn str_at(text: &str, key: &str) -> Option<String> {
 pub fn load(text: &str, file: FileId) -> Result<StoredSession, ExportError> {
     let (is, ie) = json_scan::locate(text, &[Seg::Key("info")])
         .ok_or_else(|| ExportError::Shape("it has no `info` object".into()))?;
-    let info: Value = serde_json::from_str(&text[is..ie])
-        .map_err(|e| ExportError::Shape(format!("`info` is not JSON ({e})")))?;
+    let info: Value = serde_json::from_str(&text[is..ie]).map_err(|e| {
+        ExportError::Shape(format!(
+            "`info` is not JSON ({})",
+            crate::text::clip(&e.to_string())
+        ))
+    })?;
     let items = json_scan::array_items(text, &[Seg::Key("messages")])
         .ok_or_else(|| ExportError::Shape("it has no `messages` array".into()))?;
     let mut session = StoredSession::from_info(&info);

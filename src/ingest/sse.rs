@@ -254,7 +254,14 @@ impl LineSplitter {
         if self.partial.is_empty() {
             return Ok(false);
         }
-        let last = std::mem::take(&mut self.partial);
+        let mut last = std::mem::take(&mut self.partial);
+        // An input cut inside a multi-byte character (`head -c N`) is a truncated input, not an
+        // invalid one: the bytes of the cut character are dropped and the rest is read.
+        if let Err(e) = std::str::from_utf8(&last)
+            && e.error_len().is_none()
+        {
+            last.truncate(e.valid_up_to());
+        }
         self.line(&last, on_line)?;
         Ok(true)
     }

@@ -5,15 +5,20 @@
 //!    done;
 //! 2. plan every session under that lock;
 //! 3. before the first write, copy the database with SQLite's online backup API (it includes
-//!    what is still in the WAL) to `<db>.rewind-backup-<UTC time>`, and check the copy with
-//!    `PRAGMA integrity_check`;
+//!    what is still in the WAL) to `<db>.rewind-backup-<UTC time>.partial` (no journal: a fresh
+//!    file has nothing to roll back), check the copy (`PRAGMA integrity_check`, and the row counts
+//!    of every table equal the original's), fsync it and only then rename it to
+//!    `<db>.rewind-backup-<UTC time>`: a backup under its final name is always whole. The partial
+//!    file is removed on every failure and on SIGINT/SIGTERM; one left by a killed run is removed
+//!    by the next repair of that database. A repair that fails after the backup removes the backup
+//!    too (the database was not changed);
 //! 4. apply every change in that one transaction, appending the matching events to OpenCode's
 //!    event log (`event`, `event_sequence`) when the session has one;
 //! 5. `PRAGMA integrity_check` and `foreign_key_check`, then diagnose the changed sessions again:
 //!    every finding the plan fixes must be gone and none may appear; otherwise roll back;
 //! 6. commit.
 //!
-//! `REWIND_TEST_ABORT_AT=after-backup|in-transaction|before-commit` makes the process abort at
+//! `REWIND_TEST_ABORT_AT=during-backup|after-backup|in-transaction|before-commit` makes the process abort at
 //! that point: a test hook for the fault tests, harmless in use (SQLite's journal makes the
 //! transaction all-or-nothing).
 
@@ -43,10 +48,28 @@ pub enum RepairError {
     Locked(String),
     #[error("{0}")]
     Db(#[from] DbError),
-    #[error("the backup {path} failed its integrity check ({detail}); nothing was changed")]
-    BadBackup { path: PathBuf, detail: String },
-    #[error("the repair was rolled back, nothing was changed: {0}")]
+    #[error("the database is read-only ({0}): rewind needs to write to repair it")]
+    ReadOnly(String),
+    #[error("the backup failed its check ({detail})")]
+    BadBackup { detail: String },
+    #[error("cannot write the backup {path}: {detail}")]
+    BackupWrite { path: PathBuf, detail: String },
+    #[error("the repair was rolled back: {0}")]
     RolledBack(String),
+    /// Any of the above, with what it means for the database and the backup.
+    #[error("{cause}; the database was not changed{}", backup_note(.backup))]
+    NotChanged {
+        cause: Box<RepairError>,
+        /// A backup that was kept (none is, today: a failed repair removes its backup).
+        backup: Option<PathBuf>,
+    },
+}
+
+fn backup_note(backup: &Option<PathBuf>) -> String {
+    match backup {
+        Some(p) => format!(" (a backup of it is at {})", p.display()),
+        None => " and no backup was left behind".into(),
+    }
 }
 
 impl From<rusqlite::Error> for RepairError {
@@ -156,9 +179,13 @@ pub fn backup_path(db: &Path, conn: &Connection) -> PathBuf {
 
 /// Plans (and unless `dry_run`, applies) the repair of the database at `path`.
 pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, RepairError> {
+    let not_changed = |cause: RepairError| RepairError::NotChanged {
+        cause: Box::new(cause),
+        backup: None,
+    };
     if dry_run {
-        let db = Db::open(path)?;
-        let plans = plan_all(&db, options)?;
+        let db = Db::open(path).map_err(|e| not_changed(e.into()))?;
+        let plans = plan_all(&db, options).map_err(|e| not_changed(e.into()))?;
         let caveats = caveats(
             &db,
             &plans.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
@@ -169,28 +196,179 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
             ..Outcome::default()
         });
     }
+    remove_partial_backups(path);
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(DbError::from)?;
-    conn.busy_timeout(Duration::from_millis(1000))?;
+    .map_err(|e| not_changed(DbError::from(e).into()))?;
+    // SQLite opens a file it may not write read-only without saying so.
+    if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+        return Err(not_changed(RepairError::ReadOnly(
+            "SQLite opened it read-only: check the file's and its folder's permissions".into(),
+        )));
+    }
+    conn.busy_timeout(Duration::from_millis(1000))
+        .map_err(|e| not_changed(e.into()))?;
     if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
         let words = e.to_string();
-        return Err(match DbError::from(e) {
+        return Err(not_changed(match DbError::from(e) {
             DbError::Locked(_) => RepairError::Locked(words),
             other => RepairError::Db(other),
-        });
+        }));
     }
-    let db = Db::from_connection(conn)?;
-    let result = apply(path, &db, options);
+    let db = Db::from_connection(conn).map_err(|e| not_changed(e.into()))?;
+    let mut backup = None;
+    let result = apply(path, &db, options, &mut backup);
     if !matches!(result, Ok(ref o) if o.applied) {
         let _ = db.conn().execute_batch("ROLLBACK");
     }
-    result
+    result.map_err(|cause| {
+        // The database is as it was: the backup is of no use.
+        if let Some(b) = backup {
+            remove_with_companions(&b);
+        }
+        not_changed(cause)
+    })
 }
 
-fn apply(path: &Path, db: &Db, options: &Options) -> Result<Outcome, RepairError> {
+/// Removes `path` and its `-journal`, `-wal` and `-shm` (best effort).
+fn remove_with_companions(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    for s in ["-journal", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(crate::ingest::opencode_db::companion(path, s));
+    }
+}
+
+/// Removes `<db>.rewind-backup-….partial` files (and their companions) that a killed repair of
+/// this database left.
+fn remove_partial_backups(db: &Path) {
+    let (Some(dir), Some(name)) = (db.parent(), db.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{name}.rewind-backup-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(f) = file.to_str() else { continue };
+        if f.starts_with(&prefix) && f.contains(".partial") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// A backup being written: removed (with its companions) when dropped, unless kept; and on
+/// SIGINT/SIGTERM through the private-path registry.
+struct PartialBackup {
+    path: PathBuf,
+    _signal: crate::ingest::private::Tracked,
+}
+
+impl Drop for PartialBackup {
+    fn drop(&mut self) {
+        remove_with_companions(&self.path);
+    }
+}
+
+/// The number of rows of every table of `conn`'s main database.
+fn row_counts(conn: &Connection) -> rusqlite::Result<Vec<(String, i64)>> {
+    let mut stmt = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    )?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    names
+        .into_iter()
+        .map(|t| {
+            let n = conn.query_row(
+                &format!("SELECT count(*) FROM \"{}\"", t.replace('"', "\"\"")),
+                [],
+                |r| r.get(0),
+            )?;
+            Ok((t, n))
+        })
+        .collect()
+}
+
+/// Copies the database at `path` to `backup`, through a partial file that is checked and
+/// fsynced before it takes the final name.
+fn write_backup(path: &Path, backup: &Path) -> Result<(), RepairError> {
+    let partial_path =
+        crate::ingest::opencode_db::companion(backup, &format!(".partial-{}", std::process::id()));
+    let partial = PartialBackup {
+        _signal: crate::ingest::private::Tracked::new(&[
+            partial_path.clone(),
+            crate::ingest::opencode_db::companion(&partial_path, "-journal"),
+        ]),
+        path: partial_path,
+    };
+    let write_err = |e: &dyn std::fmt::Display| RepairError::BackupWrite {
+        path: backup.to_path_buf(),
+        detail: crate::text::clip(&e.to_string()).into_owned(),
+    };
+    // A second connection reads while the repair's holds the write lock (readers are allowed).
+    let src = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    src.busy_timeout(Duration::from_millis(1000))?;
+    let mut dst = Connection::open(&partial.path).map_err(|e| write_err(&e))?;
+    // A fresh file has nothing to roll back: no journal, so a kill cannot leave a hot one.
+    dst.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = FULL")
+        .map_err(|e| write_err(&e))?;
+    {
+        let b = rusqlite::backup::Backup::new(&src, &mut dst).map_err(|e| write_err(&e))?;
+        let during = std::env::var("REWIND_TEST_ABORT_AT").is_ok_and(|p| p == "during-backup");
+        if during {
+            let _ = b.step(1);
+            fault("during-backup");
+        }
+        b.run_to_completion(256, Duration::from_millis(10), None)
+            .map_err(|e| write_err(&e))?;
+    }
+    let check: String = dst
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .map_err(|e| write_err(&e))?;
+    if check != "ok" {
+        return Err(RepairError::BadBackup { detail: check });
+    }
+    let (want, got) = (
+        row_counts(&src)?,
+        row_counts(&dst).map_err(|e| write_err(&e))?,
+    );
+    if want != got {
+        return Err(RepairError::BadBackup {
+            detail: "its row counts differ from the database's".into(),
+        });
+    }
+    drop(dst);
+    let synced = std::fs::File::open(&partial.path).and_then(|f| f.sync_all());
+    synced.map_err(|e| write_err(&e))?;
+    if std::fs::hard_link(&partial.path, backup).is_err() {
+        // No hard links here: a rename is atomic too, but may replace a file that appeared since
+        // the name was chosen (it was checked not to exist).
+        std::fs::rename(&partial.path, backup).map_err(|e| write_err(&e))?;
+    }
+    if let Some(dir) = backup.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
+fn apply(
+    path: &Path,
+    db: &Db,
+    options: &Options,
+    backup_made: &mut Option<PathBuf>,
+) -> Result<Outcome, RepairError> {
     let planned = plan_all(db, options)?;
     let plans: Vec<SessionPlan> = planned.iter().map(|(p, _)| p.clone()).collect();
     let mut outcome = Outcome {
@@ -204,25 +382,8 @@ fn apply(path: &Path, db: &Db, options: &Options) -> Result<Outcome, RepairError
     let conn = db.conn();
     // The backup, before the first write.
     let backup = backup_path(path, conn);
-    {
-        // A second connection reads while this one holds the write lock (readers are allowed).
-        let src = Connection::open_with_flags(
-            path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        src.busy_timeout(Duration::from_millis(1000))?;
-        let mut dst = Connection::open(&backup)?;
-        let b = rusqlite::backup::Backup::new(&src, &mut dst)?;
-        b.run_to_completion(256, Duration::from_millis(10), None)?;
-        drop(b);
-        let check: String = dst.query_row("PRAGMA integrity_check", [], |r| r.get(0))?;
-        if check != "ok" {
-            return Err(RepairError::BadBackup {
-                path: backup,
-                detail: check,
-            });
-        }
-    }
+    write_backup(path, &backup)?;
+    *backup_made = Some(backup.clone());
     outcome.backup = Some(backup);
     fault("after-backup");
     let now: i64 = conn.query_row(

@@ -290,7 +290,8 @@ pub fn replay(
 }
 
 fn parse(text: &str) -> Result<Value, String> {
-    serde_json::from_str::<Value>(text).map_err(|e| format!("not JSON ({e})"))
+    serde_json::from_str::<Value>(text)
+        .map_err(|e| format!("not JSON ({})", crate::text::clip(&e.to_string())))
 }
 
 fn payload_issues(

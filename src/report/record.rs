@@ -177,10 +177,13 @@ fn span_bytes(sources: &SourceMap, span: &Span) -> Vec<u8> {
             .unwrap_or_default(),
         SourceKind::File => {
             let mut buf = vec![0; len];
-            let read = std::fs::File::open(&source.path).and_then(|mut f| {
-                f.seek(SeekFrom::Start(span.offset))?;
-                f.read_exact(&mut buf)
-            });
+            let read = crate::ingest::input::readable(&source.path)
+                .map_err(std::io::Error::other)
+                .and_then(std::fs::File::open)
+                .and_then(|mut f| {
+                    f.seek(SeekFrom::Start(span.offset))?;
+                    f.read_exact(&mut buf)
+                });
             if read.is_ok() { buf } else { Vec::new() }
         }
     }

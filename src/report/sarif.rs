@@ -126,7 +126,6 @@ impl<W: Write> Printer for SarifPrinter<W> {
                 "tool": {"driver": {
                     "name": "rewind",
                     "version": env!("CARGO_PKG_VERSION"),
-                    "informationUri": format!("{}", self.help_uri_base),
                     "rules": rules(&self.help_uri_base),
                 }},
                 "invocations": [{

@@ -1,0 +1,172 @@
+//! Private temporary copies rewind makes (a database snapshot, a spooled pipe): created under
+//! one recognisable prefix, removed when done, on SIGINT/SIGTERM/SIGHUP, and — when an earlier
+//! run was killed outright — swept by the next run.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+/// Every private temporary file or folder starts with this name.
+pub const PREFIX: &str = "rewind-private-";
+
+/// Leftovers of earlier runs older than this are removed.
+const STALE_AFTER: Duration = Duration::from_secs(60 * 60);
+
+/// The private paths that exist now (removed by the signal handler).
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A private temporary path, removed (file or folder) when dropped.
+#[derive(Debug)]
+pub struct PrivatePath(PathBuf);
+
+impl PrivatePath {
+    /// A new, not yet created, private path in the temporary folder: `rewind-private-PID-N-what`.
+    pub fn new(what: &str) -> PrivatePath {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path =
+            std::env::temp_dir().join(format!("{PREFIX}{}-{nanos}-{n}-{what}", std::process::id()));
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(path.clone());
+        }
+        PrivatePath(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for PrivatePath {
+    fn drop(&mut self) {
+        remove(&self.0);
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|p| p != &self.0);
+        }
+    }
+}
+
+/// Paths outside the temporary folder that a signal must remove (a backup being written): they
+/// are registered while this guard lives. Dropping it only forgets them.
+#[derive(Debug)]
+pub struct Tracked(Vec<PathBuf>);
+
+impl Tracked {
+    pub fn new(paths: &[PathBuf]) -> Tracked {
+        if let Ok(mut live) = LIVE.lock() {
+            live.extend(paths.iter().cloned());
+        }
+        Tracked(paths.to_vec())
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Ok(mut live) = LIVE.lock() {
+            live.retain(|p| !self.0.contains(p));
+        }
+    }
+}
+
+fn remove(path: &Path) {
+    if path.is_dir() {
+        let _ = std::fs::remove_dir_all(path);
+    } else {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Removes every private path that exists now (what a signal handler must do before exiting).
+pub fn remove_all() {
+    let paths = match LIVE.lock() {
+        Ok(mut live) => std::mem::take(&mut *live),
+        Err(_) => return,
+    };
+    for p in paths {
+        remove(&p);
+    }
+}
+
+/// Installs a handler for SIGINT, SIGTERM and SIGHUP that removes the private copies and exits
+/// with 128 + 2 (the shell's convention for an interrupt). Safe to call more than once.
+pub fn install_signal_cleanup() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            remove_all();
+            std::process::exit(130);
+        });
+    });
+}
+
+/// Removes private copies left by earlier runs that were killed before they could clean up:
+/// entries of the temporary folder named `rewind-private-PID-…`, older than an hour, whose
+/// process is gone. Best effort: failures are ignored.
+pub fn sweep_stale() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let now = SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() || process_alive(pid) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if old {
+            remove(&entry.path());
+        }
+    }
+}
+
+fn process_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new(&format!("/proc/{pid}")).exists()
+    } else {
+        // Without a cheap way to ask, only the age decides.
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_paths_are_removed_when_dropped() {
+        let p = PrivatePath::new("test");
+        std::fs::write(p.path(), "x").unwrap();
+        let path = p.path().to_path_buf();
+        assert!(
+            path.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(PREFIX)
+        );
+        drop(p);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn sweep_keeps_young_and_live_entries() {
+        let live = PrivatePath::new("live");
+        std::fs::write(live.path(), "x").unwrap();
+        sweep_stale();
+        assert!(live.path().exists());
+    }
+}

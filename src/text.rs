@@ -1,0 +1,98 @@
+//! Byte offsets into text: never cut a character in two, never quote unbounded input.
+
+/// The largest char boundary of `s` at or before `i` (`s.len()` when `i` is past the end).
+pub fn floor_boundary(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    let mut k = i;
+    while !s.is_char_boundary(k) {
+        k -= 1;
+    }
+    k
+}
+
+/// The smallest char boundary of `s` at or after `i` (`s.len()` when `i` is past the end).
+pub fn ceil_boundary(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    let mut k = i;
+    while !s.is_char_boundary(k) {
+        k += 1;
+    }
+    k
+}
+
+/// The most input an error message quotes, in bytes.
+pub const MAX_QUOTED: usize = 200;
+
+/// `s` as an error message may quote it: whole when short, otherwise its first
+/// [`MAX_QUOTED`] bytes (cut at a char boundary) followed by `…` and how much was left out.
+pub fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    clip_to(s, MAX_QUOTED)
+}
+
+/// [`clip`] with another limit.
+pub fn clip_to(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    let end = floor_boundary(s, max);
+    format!("{}… ({} of {} bytes shown)", &s[..end], end, s.len()).into()
+}
+
+/// About [`MAX_QUOTED`] bytes of `s` around byte `at`, with `…` where it was cut, and the
+/// offset: what an error message quotes of a long input (`at` is where the problem is).
+pub fn excerpt(s: &str, at: usize) -> String {
+    if s.len() <= MAX_QUOTED {
+        return s.to_owned();
+    }
+    let at = floor_boundary(s, at);
+    let start = floor_boundary(s, at.saturating_sub(MAX_QUOTED / 2));
+    let end = ceil_boundary(s, start + MAX_QUOTED);
+    format!(
+        "{}{}{} (bytes {start}..{end} of {})",
+        if start > 0 { "…" } else { "" },
+        &s[start..end],
+        if end < s.len() { "…" } else { "" },
+        s.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundaries_never_split_a_character() {
+        let s = "aé€😀b";
+        for i in 0..=s.len() + 2 {
+            let f = floor_boundary(s, i);
+            let c = ceil_boundary(s, i);
+            assert!(s.is_char_boundary(f) && s.is_char_boundary(c));
+            assert!(f <= i.min(s.len()) && c >= i.min(s.len()));
+        }
+    }
+
+    #[test]
+    fn excerpt_quotes_around_the_offset() {
+        let s = format!("{}ERROR{}", "é".repeat(500), "x".repeat(500));
+        let e = excerpt(&s, 1000);
+        assert!(
+            e.contains("ERROR") && e.starts_with("…") && e.contains("… (bytes"),
+            "{e}"
+        );
+        assert!(e.len() < 300, "{e}");
+        assert_eq!(excerpt("short", 2), "short");
+    }
+
+    #[test]
+    fn clip_caps_and_says_so() {
+        assert_eq!(clip("short"), "short");
+        let long = "é".repeat(300);
+        let c = clip(&long);
+        assert!(c.len() < 260, "{c}");
+        assert!(c.contains("… (200 of 600 bytes shown)"), "{c}");
+    }
+}
