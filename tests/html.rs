@@ -211,3 +211,50 @@ fn a_real_browser_builds_the_sessions_findings_and_timeline() {
     assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
     assert!(bytes.len() > 10_000, "a screenshot with content");
 }
+
+#[test]
+fn long_timelines_are_capped_and_say_what_was_elided() {
+    let sample = std::fs::read_to_string(repo("samples/pending-tool-aborted.log")).unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    let text = lines[1];
+    let mut big = String::new();
+    big.push_str(lines[0]);
+    big.push('\n');
+    for i in 0..2000 {
+        big.push_str(&text.replace(
+            "prt_d480ec80a001Xc5Vb6Nm7Qw8Er",
+            &format!("prt_d480ec80a001Xc5Vb6N{i:07}"),
+        ));
+        big.push('\n');
+    }
+    for l in &lines[2..] {
+        big.push_str(l);
+        big.push('\n');
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.log");
+    std::fs::write(&path, big).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    let entries = count(&page, "<li class=\"entry ");
+    assert!(entries <= 300, "{entries} entries rendered");
+    assert!(page.contains("entries elided ("), "the elision is said");
+    // The entries the findings are about are kept.
+    assert!(page.contains("pinned sev-error"));
+    assert!(page.contains("[tool-error-dropped]"));
+    assert!(page.len() < 400_000, "page of {} bytes", page.len());
+}
+
+#[test]
+fn check_writes_the_page_too() {
+    let out = rewind()
+        .args(["check", "--no-config", "--format", "html"])
+        .arg(repo("samples"))
+        .output()
+        .expect("run rewind");
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert_page(&page);
+    assert!(count(&page, "<section class=\"unit\"") >= 8);
+    assert!(page.contains("<ul class=\"files\">"));
+}

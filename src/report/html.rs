@@ -33,6 +33,7 @@ use crate::source::{SourceKind, SourceMap, Span};
 pub const MAX_ENTRIES: usize = 300;
 /// Timeline entries rendered per session without findings (collapsed).
 pub const MAX_CLEAN_ENTRIES: usize = 60;
+const STEP_FINISH_LOGGED: &str = "step_finish logged";
 /// Characters of a text or reasoning part shown.
 const TEXT_PREVIEW: usize = 160;
 /// Stands for the unit's number in ids until the printer knows it (never in escaped text: control
@@ -186,7 +187,7 @@ fn tool_entry(p: &PartRecord, tool: &crate::model::ToolPart, a: &Analysis, unit:
     }
     if let Some(time) = &tool.state.fields().time
         && let (Some(s), Some(e)) = (time.start, time.end)
-        && e >= s
+        && e > s
     {
         let _ = write!(detail, " · took {}", millis(e - s));
     }
@@ -387,7 +388,7 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
             "warning",
         ),
         EventKind::StepFinished(f) => (
-            "step_finish logged".into(),
+            STEP_FINISH_LOGGED.into(),
             format!(
                 "reason {}{}",
                 f.reason,
@@ -482,6 +483,15 @@ fn timeline(a: &Analysis, session: Option<&str>, single: bool) -> Vec<Entry> {
             part_id: None,
         });
     }
+    // A logged step_finish is the step-finish part already shown.
+    let finishes: Vec<Seq> = out
+        .iter()
+        .filter(|e| e.kind == Kind::StepFinish)
+        .map(|e| e.seq)
+        .collect();
+    out.retain(|e| {
+        !(e.kind == Kind::Event && e.what == STEP_FINISH_LOGGED && finishes.contains(&e.seq))
+    });
     // Parts before events at the same position: a step starts before what it records.
     out.sort_by_key(|e| (e.seq, e.kind == Kind::Event, e.kind));
     out
@@ -711,7 +721,7 @@ pub fn section(
         } else {
             let _ = write!(
                 out,
-                "<details class=\"session findings\" id=\"{sid}\" open><summary>{head}</summary>\n<ol class=\"findings\">\n"
+                "<details class=\"session findings\" id=\"{sid}\" open><summary>{head}</summary>\n<h3>Findings, root cause first</h3>\n<ol class=\"findings\">\n"
             );
             for &i in &mine {
                 let at = shown.as_ref().and_then(|s| {
@@ -762,7 +772,7 @@ pub fn section(
         sid: &str,
         findings: &[Finding],
     ) {
-        out.push_str("<ol class=\"timeline\">\n");
+        out.push_str("<h3>Timeline</h3>\n<ol class=\"timeline\">\n");
         let mut step_open = false;
         let mut step_no = 0;
         let mut elided: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -1268,7 +1278,7 @@ const STYLE: &str = r#"
 :root{--err:#c62828;--warn:#b26a00;--info:#0277bd;--ok:#2e7d32;--muted:#666;--line:#ddd;--bg:#fafafa}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:1em 1.5em;color:#222;background:#fff;display:flex;flex-direction:column}
 header{order:-2}#summary{order:-1;border:1px solid var(--line);border-radius:6px;padding:.5em 1em;margin-bottom:1em;background:var(--bg)}
-main{order:0}h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.1em;margin:.3em 0}
+main{order:0}h1{font-size:1.4em;margin:.2em 0}h2{font-size:1.1em;margin:.3em 0}h3{font-size:.95em;margin:.6em 0 .2em;color:#444}
 .meta{color:var(--muted)}.big{font-size:1.1em}
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid var(--line);padding:2px 8px;text-align:left}
 .unit{border-top:2px solid var(--line);padding-top:.5em;margin-top:1em}
