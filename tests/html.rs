@@ -258,3 +258,22 @@ fn check_writes_the_page_too() {
     assert!(count(&page, "<section class=\"unit\"") >= 8);
     assert!(page.contains("<ul class=\"files\">"));
 }
+
+#[test]
+fn a_database_renders_its_sessions_rows_as_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::opencode::build_db(
+        &dir.path().join("opencode.db"),
+        &common::opencode::sessions(),
+    );
+    let (code, page) = html(&[], &[&db]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert!(page.contains("<span class=\"sid\">ses_pr16751</span>"));
+    assert!(page.contains("<details class=\"session findings\""));
+    // Labels point into rows rendered as text, named by their locator.
+    assert!(page.contains("opencode.db › "));
+    assert!(page.contains("class=\"timeline\""));
+    // A store's sessions without findings are one line, without a timeline.
+    assert!(page.contains("no findings: timeline not rendered"));
+}

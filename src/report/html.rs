@@ -34,6 +34,8 @@ pub const MAX_ENTRIES: usize = 300;
 /// Timeline entries rendered per session without findings (collapsed).
 pub const MAX_CLEAN_ENTRIES: usize = 60;
 const STEP_FINISH_LOGGED: &str = "step_finish logged";
+/// Bytes of page after which units are written compact: no timelines, no source lines.
+pub const PAGE_BUDGET: u64 = 16 * 1024 * 1024;
 /// Characters of a text or reasoning part shown.
 const TEXT_PREVIEW: usize = 160;
 /// Stands for the unit's number in ids until the printer knows it (never in escaped text: control
@@ -561,7 +563,13 @@ fn keep(entries: &[Entry], pinned: &[bool], cap: usize) -> Vec<bool> {
 /// Where a span is, for people: `line 12` of its file, or its row.
 fn place(sources: &SourceMap, located: &Located, span: &Span) -> String {
     match sources.get(span.file).map(|s| &s.kind) {
-        Some(SourceKind::Virtual { locator, .. }) => locator.clone(),
+        // The row's last step (`message msg_…`): the session is the section's.
+        Some(SourceKind::Virtual { locator, .. }) => locator
+            .rsplit('›')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
         _ => located
             .get(span)
             .map(|r| format!("line {}", r.start.line))
@@ -1142,10 +1150,19 @@ pub struct HtmlPrinter<W: Write> {
     files: Vec<(String, Totals)>,
     rules: BTreeMap<&'static str, Totals>,
     baselined: usize,
+    /// Past this many bytes, units are written compact (see [`compact`]).
+    budget: u64,
+    /// Units written compact.
+    compacted: usize,
 }
 
 impl<W: Write> HtmlPrinter<W> {
     pub fn new(out: W) -> Self {
+        Self::with_budget(out, PAGE_BUDGET)
+    }
+
+    /// A printer whose page turns compact past `budget` bytes.
+    pub fn with_budget(out: W, budget: u64) -> Self {
         Self {
             out: Counting {
                 inner: out,
@@ -1158,6 +1175,8 @@ impl<W: Write> HtmlPrinter<W> {
             files: Vec::new(),
             rules: BTreeMap::new(),
             baselined: 0,
+            budget,
+            compacted: 0,
         }
     }
 
@@ -1178,8 +1197,20 @@ impl<W: Write> Printer for HtmlPrinter<W> {
     fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
         self.start()?;
         self.units += 1;
-        let n = self.units.to_string();
-        self.out.write_all(unit.html.replace(UNIT, &n).as_bytes())?;
+        if self.out.written < self.budget {
+            let n = self.units.to_string();
+            self.out.write_all(unit.html.replace(UNIT, &n).as_bytes())?;
+        } else {
+            if self.compacted == 0 {
+                writeln!(
+                    self.out,
+                    "<p class=\"budget\">The page reached {} KiB: the files and sessions below are listed without timelines or source lines, and sessions without findings are only counted.</p>",
+                    self.budget / 1024
+                )?;
+            }
+            self.compacted += 1;
+            self.out.write_all(compact(unit).as_bytes())?;
+        }
         let totals = Totals::of(&unit.records);
         self.totals.merge(totals);
         self.sessions += unit.sessions.len();
@@ -1245,6 +1276,15 @@ impl<W: Write> Printer for HtmlPrinter<W> {
                 esc(error)
             );
         }
+        if self.compacted > 0 {
+            let _ = writeln!(
+                s,
+                "<p class=\"budget\">{} of {} units are listed compact (page budget {} KiB).</p>",
+                self.compacted,
+                self.units,
+                self.budget / 1024
+            );
+        }
         if !run.files_skipped.is_empty() {
             let _ = writeln!(
                 s,
@@ -1264,6 +1304,60 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         s.push_str(tail);
         self.out.write_all(s.as_bytes())?;
         self.out.flush()
+    }
+}
+
+/// A unit in a few lines, from its records alone: its sessions with findings, one line each, a
+/// count of the others, and each finding on one line.
+fn compact(unit: &UnitOutput) -> String {
+    let totals = Totals::of(&unit.records);
+    let mut out = format!(
+        "<section class=\"unit compact\">\n<h2><span class=\"file\">{}</span> <span class=\"fmt\">{}</span> <span class=\"totals {}\">{}</span></h2>\n<ul class=\"compact\">\n",
+        esc(&unit.file),
+        esc(unit.format.describe()),
+        totals_class(&totals),
+        esc(&totals.words())
+    );
+    let mut clean = 0;
+    for s in &unit.sessions {
+        if s.errors + s.warnings + s.infos == 0 {
+            clean += 1;
+            continue;
+        }
+        let _ = writeln!(out, "<li>{}</li>", summary_line(s, None));
+    }
+    if clean > 0 {
+        let _ = writeln!(
+            out,
+            "<li class=\"meta\">{clean} session{} without findings</li>",
+            if clean == 1 { "" } else { "s" }
+        );
+    }
+    for r in &unit.records {
+        let sev = sev_class(r.severity);
+        let place = match (&r.file, r.line, &r.locator) {
+            (Some(f), Some(l), _) => format!(" · {}:{l}", esc(f)),
+            (Some(f), None, Some(loc)) => format!(" · {} › {}", esc(f), esc(loc)),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "<li class=\"sev-{sev}\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{}]</span> {}<span class=\"meta\">{place}</span></li>",
+            r.rule,
+            esc(&first_line(&r.message, 240))
+        );
+    }
+    out.push_str("</ul>\n</section>\n");
+    out
+}
+
+fn totals_class(t: &Totals) -> &'static str {
+    if t.errors > 0 {
+        "error"
+    } else if t.warnings > 0 {
+        "warning"
+    } else {
+        "clean"
     }
 }
 
@@ -1310,6 +1404,7 @@ ul.pins{list-style:none;margin:0 0 .2em 10em;padding:0;font-size:.9em}
 ul.pins a{font-weight:600}.pins .sev-error a{color:var(--err)}.pins .sev-warning a{color:var(--warn)}.pins .sev-info a{color:var(--info)}
 .elided,.unfinished{color:var(--muted);font-style:italic;padding:2px 4px}.unfinished{color:var(--warn)}
 .outcome{font-weight:600}.unreadable{color:var(--err)}
+.budget{border:1px solid var(--warn);padding:.4em .8em;border-radius:4px}ul.compact{list-style:none;padding-left:.5em}
 "#;
 
 #[cfg(test)]
@@ -1368,5 +1463,58 @@ mod tests {
         let kept = keep(&entries, &pinned, 100);
         assert!(kept[500] && kept[0] && kept[999]);
         assert!(kept.iter().filter(|k| **k).count() <= 100);
+    }
+
+    fn unit(file: &str, html: &str, sessions: &[(&str, usize)]) -> UnitOutput {
+        UnitOutput {
+            file: file.into(),
+            format: Format::AgentLog,
+            counts: BTreeMap::new(),
+            sessions: sessions
+                .iter()
+                .map(|(id, errors)| SessionSummary {
+                    id: (*id).into(),
+                    errors: *errors,
+                    ..SessionSummary::default()
+                })
+                .collect(),
+            records: Vec::new(),
+            baselined: 0,
+            human: String::new(),
+            html: html.into(),
+        }
+    }
+
+    #[test]
+    fn past_the_budget_units_are_compact() {
+        let mut page = Vec::new();
+        {
+            let mut p = HtmlPrinter::with_budget(&mut page, 8192);
+            let big = format!("<section id=\"u{UNIT}\">{}</section>", "x".repeat(5000));
+            p.unit(&unit("a.log", &big, &[("ses_a", 1)])).unwrap();
+            p.unit(&unit(
+                "b.log",
+                &big,
+                &[("ses_b", 1), ("ses_c", 0), ("ses_d", 0)],
+            ))
+            .unwrap();
+            p.finish(&RunSummary::default()).unwrap();
+        }
+        let page = String::from_utf8(page).unwrap();
+        assert!(page.contains("<section id=\"u1\">"));
+        assert_eq!(
+            page.matches("<section id=").count(),
+            1,
+            "only the first is in full"
+        );
+        assert!(page.contains("<span class=\"sid\">ses_b</span>"));
+        assert!(page.contains("2 sessions without findings"));
+        assert!(!page.contains("ses_c"));
+        assert!(page.contains("1 of 2 units are listed compact"));
+        let size = page.len().to_string();
+        assert!(
+            page.contains(&format!("page size: {size} bytes")),
+            "the size is exact"
+        );
     }
 }
