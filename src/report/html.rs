@@ -618,6 +618,7 @@ pub fn section(
         entries: Vec<Entry>,
         kept: Vec<bool>,
         pins: Vec<Vec<usize>>,
+        findings: bool,
     }
     let mut shown: Vec<Option<Shown>> = Vec::new();
     for si in 0..=analysis.sessions.len() {
@@ -654,12 +655,15 @@ pub fn section(
             entries,
             kept,
             pins,
+            findings: has_findings,
         }));
     }
-    // Line numbers of the rendered entries, one pass per source.
+    // Line numbers of the rendered entries of sessions with findings, one pass per source (a
+    // clean session's entries go without: no pass over a large input for them).
     let spans: Vec<Span> = shown
         .iter()
         .flatten()
+        .filter(|s| s.findings)
         .flat_map(|s| {
             s.entries
                 .iter()
