@@ -197,6 +197,18 @@ fn a_real_browser_builds_the_sessions_findings_and_timeline() {
     assert!(dom.contains("[validation-crash]"));
     assert!(dom.contains("<ol class=\"timeline\">"));
     assert!(dom.contains("<ul class=\"pins\">"));
+    // The parser kept the structure as written (a misnested tag would be moved or dropped).
+    for needle in [
+        "<section class=\"unit\"",
+        "<details ",
+        "class=\"finding ",
+        "<li class=\"entry ",
+        "<ol class=\"steps\">",
+        "<mark ",
+        "<pre>",
+    ] {
+        assert_eq!(count(&dom, needle), count(&page, needle), "{needle}");
+    }
     // The input's markup stayed text: the browser built no script or image from it.
     assert!(!dom.contains("<script") && !dom.contains("<img"));
     assert!(dom.contains("&lt;script&gt;alert('pwned')&lt;/script&gt;"));
