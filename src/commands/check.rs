@@ -161,7 +161,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         .collect();
     files.dedup_by(|a, b| a.0 == b.0);
 
-    let renderer = (args.format == OutputFormat::Human).then(|| Renderer::new(color));
+    let renderer = Renderer::for_format(args.format, color);
     let diagnose_one = |path: &PathBuf, explicit: bool| -> Outcome {
         let format = match ingest::detect(path) {
             Ok(f) => f,

@@ -102,7 +102,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         Summary::Sessions
     };
     let mut printer = make_printer(args.format, color, summary, policy.help_uri_base.clone());
-    let renderer = (args.format == OutputFormat::Human).then(|| Renderer::new(color));
+    let renderer = Renderer::for_format(args.format, color);
     let mut run = RunSummary {
         fail_on: Some(policy.fail_on),
         ..RunSummary::default()

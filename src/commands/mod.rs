@@ -15,6 +15,7 @@ use std::io::{BufWriter, Write};
 
 use crate::error::RewindError;
 use crate::report::github::GithubPrinter;
+use crate::report::html::HtmlPrinter;
 use crate::report::human::{HumanPrinter, Summary};
 use crate::report::json::JsonPrinter;
 use crate::report::jsonl::JsonlPrinter;
@@ -125,5 +126,6 @@ pub fn make_printer(
         OutputFormat::Sarif => Box::new(SarifPrinter::new(stdout(), help_uri_base)),
         OutputFormat::Github => Box::new(GithubPrinter::new(stdout())),
         OutputFormat::Junit => Box::new(JunitPrinter::new(stdout())),
+        OutputFormat::Html => Box::new(HtmlPrinter::new(stdout())),
     }
 }

@@ -17,6 +17,8 @@ use crate::source::{FileId, SourceMap};
 pub struct Renderer {
     pub color: bool,
     pub width: usize,
+    /// Render each unit as a section of the HTML page instead (see [`super::html`]).
+    pub html: bool,
 }
 
 impl Renderer {
@@ -27,7 +29,24 @@ impl Renderer {
             .and_then(|c| c.parse().ok())
             .unwrap_or(100usize)
             .clamp(60, 240);
-        Self { color, width }
+        Self {
+            color,
+            width,
+            html: false,
+        }
+    }
+
+    /// What `prepare` must render for `format`: text for `human`, a page section for `html`,
+    /// nothing for the machine formats.
+    pub fn for_format(format: super::OutputFormat, color: bool) -> Option<Self> {
+        match format {
+            super::OutputFormat::Human => Some(Self::new(color)),
+            super::OutputFormat::Html => Some(Self {
+                html: true,
+                ..Self::new(false)
+            }),
+            _ => None,
+        }
     }
 
     fn paint(&self, text: &str, code: &str) -> String {

@@ -7,6 +7,7 @@
 //! `finish` writes what needs the whole run (summary tables, the JSON or SARIF document).
 
 pub mod github;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod jsonl;
@@ -41,6 +42,8 @@ pub enum OutputFormat {
     Github,
     /// JUnit XML, one test case per recording.
     Junit,
+    /// One self-contained HTML page: per session a timeline with the findings pinned to it.
+    Html,
 }
 
 /// Whether to colour the output.
@@ -82,6 +85,8 @@ pub struct UnitOutput {
     pub baselined: usize,
     /// The human rendering of the kept findings, when asked for.
     pub human: String,
+    /// The unit's section of the HTML page, when asked for.
+    pub html: String,
 }
 
 /// Prepares a unit: resolves positions, fingerprints every finding, drops those in `baseline`,
@@ -106,7 +111,12 @@ pub fn prepare(
         kept_findings.push(f.clone());
         records.push(rec);
     }
+    let html = match human {
+        Some(r) if r.html => html::section(sources, analysis, &kept_findings, &records, &located),
+        _ => String::new(),
+    };
     let rendered = human
+        .filter(|r| !r.html)
         .map(|r| {
             let order = root_cause_order(&kept_findings);
             let mut text = root_cause_line(&kept_findings, &order, &records);
@@ -128,6 +138,7 @@ pub fn prepare(
         records,
         baselined,
         human: rendered,
+        html,
     }
 }
 

@@ -54,6 +54,12 @@ impl Lines {
     pub fn get(&self, i: usize) -> Option<Resolved> {
         self.resolved.get(i).copied().flatten()
     }
+
+    /// A kept line (1-based number): its start offset in the source and its bytes (at most
+    /// 64 KiB of it, line ending included).
+    pub fn line(&self, n: u64) -> Option<(u64, &[u8])> {
+        self.captured.get(&n).map(|c| (c.start, c.bytes.as_slice()))
+    }
 }
 
 /// Reads `input` once and resolves each `(start, end)` byte range (end exclusive).
@@ -195,14 +201,16 @@ pub struct Snippet {
 }
 
 /// A displayed line and where each original byte went.
-struct DisplayLine {
-    text: String,
+pub struct DisplayLine {
+    /// The line as shown: control characters escaped, cut to a readable width around the marks.
+    pub text: String,
     /// (byte in the original line, byte in `text`) at each kept character boundary.
     map: Vec<(usize, usize)>,
 }
 
 impl DisplayLine {
-    fn build(bytes: &[u8], marks: &[usize]) -> DisplayLine {
+    /// The shown part of a line, keeping the bytes at `marks` (offsets in the line) in view.
+    pub fn build(bytes: &[u8], marks: &[usize]) -> DisplayLine {
         let raw = String::from_utf8_lossy(bytes);
         let raw = raw.trim_end_matches(['\n', '\r']);
         let chars: Vec<(usize, char)> = raw.char_indices().collect();
@@ -239,7 +247,7 @@ impl DisplayLine {
     }
 
     /// Display byte of original byte `b` (clamped into the shown window).
-    fn at(&self, b: usize) -> usize {
+    pub fn at(&self, b: usize) -> usize {
         let i = self.map.partition_point(|(o, _)| *o <= b);
         match i {
             0 => self.map.first().map_or(0, |(_, d)| *d),

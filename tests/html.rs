@@ -1,0 +1,291 @@
+//! `--format html`: one self-contained page per run, checked as text and, when a Chromium is
+//! installed, as the DOM a real browser builds from it (plus a screenshot).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{repo, rewind};
+
+fn html(args: &[&str], files: &[&Path]) -> (i32, String) {
+    let out = rewind()
+        .arg("diagnose")
+        .args(["--format", "html"])
+        .args(args)
+        .args(files)
+        .output()
+        .expect("run rewind");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).expect("UTF-8 page"),
+    )
+}
+
+fn count(hay: &str, needle: &str) -> usize {
+    hay.matches(needle).count()
+}
+
+/// What every page must be: one document, no script, a restrictive policy, balanced sections.
+fn assert_page(page: &str) {
+    assert!(page.starts_with("<!DOCTYPE html>"), "{}", &page[..100]);
+    assert_eq!(count(page, "<html"), 1);
+    assert_eq!(count(page, "</html>"), 1);
+    assert_eq!(count(page, "<body>"), 1);
+    assert_eq!(count(page, "</body>"), 1);
+    assert!(page.contains("http-equiv=\"Content-Security-Policy\""));
+    assert!(page.contains("default-src 'none'"));
+    assert!(!page.contains("<script"), "no script element");
+    assert!(
+        !page.contains('\u{1}'),
+        "unit placeholders are all replaced"
+    );
+    // Inside tags (the input never puts a `<` there: it is escaped): no event handler, no
+    // resource to load, links only within the page.
+    for tag in page.split('<').skip(1) {
+        let tag = tag.split('>').next().unwrap_or_default();
+        assert!(!tag.contains(" on"), "event handler in <{tag}>");
+        assert!(!tag.contains("src="), "resource in <{tag}>");
+        assert!(
+            !tag.contains("href=") || tag.contains("href=\"#"),
+            "link out in <{tag}>"
+        );
+    }
+    for tag in ["section", "details", "ol", "li", "pre", "summary", "table"] {
+        assert_eq!(
+            count(page, &format!("<{tag}>")) + count(page, &format!("<{tag} ")),
+            count(page, &format!("</{tag}>")),
+            "balanced <{tag}>"
+        );
+    }
+    assert!(page.contains("page size: "));
+}
+
+#[test]
+fn an_agent_log_and_a_stream_capture_render_with_their_findings_and_timelines() {
+    let log = repo("samples/zod-failed-status.log");
+    let sse = repo("samples/sse-concatenated-chunk.sse");
+    let (code, page) = html(&[], &[&log, &sse]);
+    assert_eq!(code, 1, "errors fail the run as with any format");
+    assert_page(&page);
+    assert_eq!(count(&page, "<section class=\"unit\""), 2);
+    for rule in [
+        "[validation-crash]",
+        "[session-error]",
+        "[sse-concatenated-events]",
+    ] {
+        assert!(page.contains(rule), "{rule} missing");
+    }
+    for id in ["ses_2d9e3a1c0ffeQk4VYbq7XN2mTd", "capture"] {
+        assert!(page.contains(&format!("<span class=\"sid\">{id}</span>")));
+    }
+    // Root cause first, pinned on the timeline, with its annotated source.
+    let root = page.find("root cause").expect("a root cause");
+    assert!(root < page.find("[session-error]").unwrap());
+    assert!(page.contains("class=\"timeline\""));
+    assert!(page.contains("pinned sev-error"));
+    assert!(page.contains("<mark class=\"p\">"));
+    assert!(page.contains("ZodError thrown here"));
+    // Stream facts: the skipped event, the tool's transitions, the outcome.
+    assert!(page.contains("skipped by the processor"));
+    assert!(page.contains("pending (event 3) → running (event 8, +5)"));
+    assert!(page.contains("outcome: completed (finish: tool-calls)"));
+    // Ids are unique across units.
+    let ids: Vec<&str> = page
+        .split(" id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len());
+    // Every link to a finding or entry has its target.
+    for href in page.split("href=\"#").skip(1) {
+        let target = href.split('"').next().unwrap();
+        assert!(ids.contains(&target), "dangling link #{target}");
+    }
+}
+
+#[test]
+fn markup_in_the_input_is_shown_escaped() {
+    let (code, page) = html(&[], &[&repo("tests/fixtures/html/script-in-log.log")]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert!(page.contains("I&#39;ll write &lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;"));
+    assert!(page.contains("&lt;img src=x onerror=alert(3)&gt;"));
+    assert!(page.contains("[tool-error-dropped]"));
+}
+
+#[test]
+fn sessions_without_findings_are_one_collapsed_line() {
+    let (code, page) = html(&[], &[&repo("samples/clean-session.log")]);
+    assert_eq!(code, 0);
+    assert_page(&page);
+    assert!(page.contains("<details class=\"session clean\""));
+    assert!(!page.contains(" open>"));
+    assert!(page.contains("no findings"));
+}
+
+/// Runs a command for at most `limit`, returning whether it exited successfully.
+fn run_for(cmd: &mut Command, limit: Duration) -> bool {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.success();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_real_browser_builds_the_sessions_findings_and_timeline() {
+    let chromium = Path::new("/usr/bin/chromium");
+    if !chromium.exists() {
+        eprintln!("skipped: /usr/bin/chromium is not installed (apt-get install chromium)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page_path = dir.path().join("report.html");
+    let (_, page) = html(
+        &[],
+        &[
+            &repo("samples/zod-failed-status.log"),
+            &repo("tests/fixtures/html/script-in-log.log"),
+        ],
+    );
+    std::fs::write(&page_path, &page).unwrap();
+    let url = format!("file://{}", page_path.display());
+    let base = |cmd: &mut Command| {
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ));
+    };
+    let mut dump = Command::new(chromium);
+    base(&mut dump);
+    let out = dump
+        .args(["--dump-dom", &url])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run chromium");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(dom.contains("<details class=\"session findings\""), "{dom}");
+    assert!(dom.contains("ses_2d9e3a1c0ffeQk4VYbq7XN2mTd"));
+    assert!(dom.contains("class=\"finding sev-error\""));
+    assert!(dom.contains("[validation-crash]"));
+    assert!(dom.contains("<ol class=\"timeline\">"));
+    assert!(dom.contains("<ul class=\"pins\">"));
+    // The parser kept the structure as written (a misnested tag would be moved or dropped).
+    for needle in [
+        "<section class=\"unit\"",
+        "<details ",
+        "class=\"finding ",
+        "<li class=\"entry ",
+        "<ol class=\"steps\">",
+        "<mark ",
+        "<pre>",
+    ] {
+        assert_eq!(count(&dom, needle), count(&page, needle), "{needle}");
+    }
+    // The input's markup stayed text: the browser built no script or image from it.
+    assert!(!dom.contains("<script") && !dom.contains("<img"));
+    assert!(dom.contains("&lt;script&gt;alert('pwned')&lt;/script&gt;"));
+
+    let png = dir.path().join("report.png");
+    let mut shot = Command::new(chromium);
+    base(&mut shot);
+    shot.arg(format!("--screenshot={}", png.display()))
+        .args(["--window-size=1280,1600", &url]);
+    assert!(run_for(&mut shot, Duration::from_secs(90)));
+    let bytes = std::fs::read(&png).expect("a screenshot");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert!(bytes.len() > 10_000, "a screenshot with content");
+}
+
+#[test]
+fn long_timelines_are_capped_and_say_what_was_elided() {
+    let sample = std::fs::read_to_string(repo("samples/pending-tool-aborted.log")).unwrap();
+    let lines: Vec<&str> = sample.lines().collect();
+    let text = lines[1];
+    let mut big = String::new();
+    big.push_str(lines[0]);
+    big.push('\n');
+    for i in 0..2000 {
+        big.push_str(&text.replace(
+            "prt_d480ec80a001Xc5Vb6Nm7Qw8Er",
+            &format!("prt_d480ec80a001Xc5Vb6N{i:07}"),
+        ));
+        big.push('\n');
+    }
+    for l in &lines[2..] {
+        big.push_str(l);
+        big.push('\n');
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.log");
+    std::fs::write(&path, big).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    let entries = count(&page, "<li class=\"entry ");
+    assert!(entries <= 300, "{entries} entries rendered");
+    assert!(page.contains("entries elided ("), "the elision is said");
+    // The entries the findings are about are kept.
+    assert!(page.contains("pinned sev-error"));
+    assert!(page.contains("[tool-error-dropped]"));
+    assert!(page.len() < 400_000, "page of {} bytes", page.len());
+}
+
+#[test]
+fn check_writes_the_page_too() {
+    let out = rewind()
+        .args(["check", "--no-config", "--format", "html"])
+        .arg(repo("samples"))
+        .output()
+        .expect("run rewind");
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert_page(&page);
+    assert!(count(&page, "<section class=\"unit\"") >= 8);
+    assert!(page.contains("<ul class=\"files\">"));
+}
+
+#[test]
+fn a_database_renders_its_sessions_rows_as_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::opencode::build_db(
+        &dir.path().join("opencode.db"),
+        &common::opencode::sessions(),
+    );
+    let (code, page) = html(&[], &[&db]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert!(page.contains("<span class=\"sid\">ses_pr16751</span>"));
+    assert!(page.contains("<details class=\"session findings\""));
+    // Labels point into rows rendered as text, named by their locator.
+    assert!(page.contains("opencode.db › "));
+    assert!(page.contains("class=\"timeline\""));
+    // A store's sessions without findings are one line, without a timeline.
+    assert!(page.contains("no findings: timeline not rendered"));
+}
