@@ -119,7 +119,10 @@ fn the_subagent_sidechain_is_a_healthy_transcript_too() {
     ignore = "../shared/corpus not found (set REWIND_CORPUS to its path)"
 )]
 fn kill_tool_reports_the_unanswered_call() {
-    for (client, call) in [("claude-code", "toolu_mock_001"), ("codex", "call_mock_001")] {
+    for (client, call) in [
+        ("claude-code", "toolu_mock_001"),
+        ("codex", "call_mock_001"),
+    ] {
         let d = diagnose(client, "kill_tool");
         assert_eq!(d.format, format_of(client));
         let f = of_rule(&d.findings, "tool-never-finished");
@@ -183,17 +186,18 @@ fn resumed_sessions_report_at_most_a_warning_and_say_what_the_client_did() {
     assert_eq!(f.len(), 1, "{}", describe(&d.findings));
     assert_eq!(f[0]["severity"], "warning");
     assert_eq!(span_text(&d.path, f[0]), "\"toolu_mock_001\"");
-    assert!(f[0]["message"].as_str().unwrap().contains("dead-end branch"));
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("dead-end branch")
+    );
     let notes = f[0]["notes"].to_string();
     assert!(notes.contains("not sent"), "{notes}");
 
     // Codex: two consecutive user messages, no synthetic items: an info only.
     let d = diagnose("codex", "resume_after_kill_stream");
-    assert!(
-        serious(&d.findings).is_empty(),
-        "{}",
-        describe(&d.findings)
-    );
+    assert!(serious(&d.findings).is_empty(), "{}", describe(&d.findings));
     let f = of_rule(&d.findings, "message-incomplete");
     assert_eq!(f.len(), 1, "{}", describe(&d.findings));
     assert_eq!(f[0]["severity"], "info");

@@ -483,7 +483,7 @@ impl Reader {
                 span: rec.text.as_ref().and_then(|(_, s)| *s).unwrap_or(rec.span),
                 resumed,
                 notes: vec![format!(
-                    "{client} writes a reply's blocks only once each is complete, so a reply cut off mid-stream leaves nothing"
+                    "written by {client}; Claude Code writes a reply's blocks only once each is complete (observed with 2.1.197), so a reply cut off mid-stream leaves nothing"
                 )],
             });
         }
@@ -549,7 +549,7 @@ impl Reader {
                         }
                         format!(
                             "it lies on a dead-end branch: the active history leaves record {} by another child",
-                            short(&fork.uuid)
+                            fork.uuid
                         )
                     }
                     None => "it is not on the active history (before a compaction, or on a branch of its own)".to_owned(),
@@ -562,16 +562,12 @@ impl Reader {
                     why,
                     related,
                     notes: vec![format!(
-                        "written by {client}; the client rebuilds its requests from the active history only, so this call is not sent (observed with Claude Code 2.1.197, which branches a resumed turn from the record before an unanswered `tool_use`); the record stays on disk"
+                        "written by {client}; the client rebuilds its requests from the active history only, so this call is not sent (Claude Code 2.1.197 branches a resumed turn from the record before an unanswered `tool_use`); the record stays on disk"
                     )],
                 });
             }
         }
     }
-}
-
-fn short(uuid: &str) -> &str {
-    uuid.get(..8).unwrap_or(uuid)
 }
 
 fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {

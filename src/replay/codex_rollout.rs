@@ -349,7 +349,7 @@ impl Reader {
                 span: *span,
                 resumed,
                 notes: vec![format!(
-                    "{client} writes the reply only once its output item is complete, so a reply cut off mid-stream leaves nothing"
+                    "written by {client}; Codex writes a reply only once its output item is complete (observed with 0.169.0), so a reply cut off mid-stream leaves nothing"
                 )],
             });
         }
