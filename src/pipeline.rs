@@ -242,12 +242,15 @@ pub fn analyze(
         Format::ClaudeTranscript | Format::CodexRollout => {
             let file = sources.add_file(path);
             let reader = ingest::open(path)?;
-            let analysis = if format == Format::ClaudeTranscript {
+            let mut analysis = if format == Format::ClaudeTranscript {
                 replay::claude_transcript::replay(reader, file)
             } else {
                 replay::codex_rollout::replay(reader, file)
             }
             .map_err(ingest_err)?;
+            analysis
+                .requests
+                .extend(crate::reconstruct::transcript::next_request(&analysis));
             each(sources, Unit::ready(analysis))
         }
     }

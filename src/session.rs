@@ -50,6 +50,10 @@ pub struct Analysis {
 pub struct TranscriptFacts {
     /// The client and version that wrote it, in words: `Claude Code 2.1.197`.
     pub client: String,
+    /// The active history as stored, one entry per stored message (Claude Code's records of one
+    /// API message merged), in order: what the client rebuilds its next request from. Text is
+    /// not kept, only roles, block kinds and ids.
+    pub history: Vec<crate::request::ModelMessage>,
     /// Notes for a tool call left open at the end of the active history: what the client does
     /// with it when the session is resumed.
     pub open_call_notes: Vec<String>,

@@ -23,6 +23,7 @@ use crate::ingest::jsonl::Line;
 use crate::ingest::{Format, IngestError, claude_transcript};
 use crate::json_scan::Seg;
 use crate::model::Part;
+use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
     Analysis, Event, EventKind, Message, Observation, PartRecord, Seq, Session, StrandedCall,
     TranscriptFacts, UnansweredTurn, Undecodable,
@@ -350,6 +351,10 @@ impl Reader {
                 last_message_key = None;
                 continue;
             }
+            // `isMeta` user records are hidden from the user, not from the model.
+            if rec.ty == "user" || (rec.ty == "assistant" && !rec.synthetic) {
+                push_history(&mut facts.history, rec);
+            }
             if !rec.converses() || rec.synthetic {
                 continue;
             }
@@ -568,6 +573,66 @@ impl Reader {
             }
         }
     }
+}
+
+/// Adds a record to the stored history: blocks of one API message (same `message.id`, in a
+/// row) are one message.
+fn push_history(history: &mut Vec<ModelMessage>, rec: &Rec) {
+    let role = if rec.ty == "assistant" {
+        Role::Assistant
+    } else {
+        Role::User
+    };
+    let mut blocks: Vec<RBlock> = rec
+        .blocks
+        .iter()
+        .map(|b| {
+            let (kind, span) = match b {
+                Block::Text { span, .. } => (BlockKind::Text, *span),
+                Block::ToolUse { id, name, span } => (
+                    BlockKind::ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                    },
+                    Some(*span),
+                ),
+                Block::ToolResult { id, error, span } => (
+                    BlockKind::ToolResult {
+                        id: id.clone(),
+                        is_error: *error,
+                    },
+                    Some(*span),
+                ),
+                Block::Other => (BlockKind::Other("other".into()), None),
+            };
+            RBlock {
+                kind,
+                span,
+                part_id: Some(rec.uuid.clone()),
+            }
+        })
+        .collect();
+    if rec.blocks.is_empty() && rec.text.is_some() {
+        blocks.push(RBlock {
+            kind: BlockKind::Text,
+            span: rec.text.as_ref().and_then(|(_, s)| *s),
+            part_id: Some(rec.uuid.clone()),
+        });
+    }
+    if let (Some(last), Some(id)) = (history.last_mut(), rec.message_id.as_ref())
+        && role == Role::Assistant
+        && last.role == Role::Assistant
+        && last.message_id.as_ref() == Some(id)
+    {
+        last.content.extend(blocks);
+        return;
+    }
+    history.push(ModelMessage {
+        role,
+        content: blocks,
+        span: Some(rec.span),
+        message_id: Some(rec.message_id.clone().unwrap_or_else(|| rec.uuid.clone())),
+    });
 }
 
 fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {

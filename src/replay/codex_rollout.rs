@@ -18,6 +18,7 @@ use crate::ingest::jsonl::Line;
 use crate::ingest::{Format, IngestError, codex_rollout};
 use crate::json_scan::Seg;
 use crate::model::Part;
+use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
     Analysis, ErrorInfo, Event, EventKind, Message, Observation, PartRecord, Seq, Session,
     StrandedCall, TranscriptFacts, UnansweredTurn, Undecodable,
@@ -47,6 +48,52 @@ struct Reader {
     open_output: Option<usize>,
     calls: HashMap<String, (usize, usize)>,
     lines: u64,
+    history: Vec<ModelMessage>,
+}
+
+/// A response item as a message of the stored history: messages by role (`developer` is a
+/// system message), calls as assistant tool calls, outputs as tool results, anything else by its
+/// type.
+fn history_item(
+    ty: &str,
+    role: Option<&str>,
+    p: &Map<String, Value>,
+    id: &str,
+    line: &Line,
+) -> ModelMessage {
+    let call_id = str_of(p, "call_id").unwrap_or_default().to_owned();
+    let span = line.locate(&[Seg::Key("payload"), Seg::Key("call_id")]);
+    let (role, kind) = match (ty, role) {
+        ("message", Some("user")) => (Role::User, BlockKind::Text),
+        ("message", Some("assistant")) => (Role::Assistant, BlockKind::Text),
+        ("message", _) => (Role::System, BlockKind::Text),
+        ("reasoning", _) => (Role::Assistant, BlockKind::Reasoning),
+        ("function_call" | "custom_tool_call" | "local_shell_call", _) => (
+            Role::Assistant,
+            BlockKind::ToolCall {
+                id: call_id,
+                name: str_of(p, "name").unwrap_or(ty).to_owned(),
+            },
+        ),
+        ("function_call_output" | "custom_tool_call_output" | "local_shell_call_output", _) => (
+            Role::Tool,
+            BlockKind::ToolResult {
+                id: call_id,
+                is_error: false,
+            },
+        ),
+        (other, _) => (Role::Assistant, BlockKind::Other(other.to_owned())),
+    };
+    ModelMessage {
+        role,
+        content: vec![RBlock {
+            kind,
+            span: span.or(Some(line.span)),
+            part_id: Some(id.to_owned()),
+        }],
+        span: Some(line.span),
+        message_id: Some(id.to_owned()),
+    }
 }
 
 /// Reads a Codex rollout into one analysis.
@@ -178,6 +225,7 @@ impl Reader {
         let item_id = str_of(p, "id")
             .map(str::to_owned)
             .unwrap_or_else(|| format!("item-{}", seq + 1));
+        self.history.push(history_item(ty, role, p, &item_id, line));
         match (ty, role) {
             ("message", Some("user")) => {
                 self.open_output = None;
@@ -308,6 +356,7 @@ impl Reader {
         };
         let mut facts = TranscriptFacts {
             client: client.clone(),
+            history: std::mem::take(&mut self.history),
             ..TranscriptFacts::default()
         };
         let last = self.turns.len().saturating_sub(1);
