@@ -93,3 +93,25 @@ fn a_dangling_prompt_in_an_old_rollout() {
     assert_eq!(f[0]["severity"], "warning");
     insta::assert_snapshot!(human("codex-old-dangling.jsonl"));
 }
+
+#[test]
+fn an_orphan_result_breaks_the_rebuilt_request() {
+    let (code, _, f) = diagnose("claude-orphan-result.jsonl");
+    assert_eq!(code, 1);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "tool-use-without-result");
+    assert_eq!(
+        span_text(&fixture("claude-orphan-result.jsonl"), &f[0]),
+        "\"toolu_gone\""
+    );
+}
+
+#[test]
+fn a_turn_resumed_with_a_synthetic_reply_is_an_info() {
+    let (code, _, f) = diagnose("claude-resume-synthetic.jsonl");
+    assert_eq!(code, 0);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "message-incomplete");
+    assert_eq!(f[0]["severity"], "info");
+    assert!(f[0].to_string().contains("<synthetic>"), "{}", f[0]);
+}

@@ -28,7 +28,7 @@ pub fn next_request(analysis: &Analysis) -> Option<ModelRequest> {
         provider,
         messages,
         span: None,
-        origin: format!("the next request, rebuilt as {} does", facts.client),
+        origin: "the next request (rebuilt from the active history)".to_owned(),
         thinking: false,
         response: None,
         session_id,
