@@ -82,11 +82,14 @@ impl Rec {
     }
 
     /// A local slash command's records (`/compact`, `/cost`…): its name and its output, which
-    /// no reply follows.
+    /// no reply follows; and the marker Claude Code writes when the user interrupts a reply
+    /// (`[Request interrupted by user]`), which ends the turn on purpose.
     fn local_command(&self) -> bool {
         self.text.as_ref().is_some_and(|(t, _)| {
             let t = t.trim_start();
-            t.starts_with("<command-name>") || t.starts_with("<local-command-")
+            t.starts_with("<command-name>")
+                || t.starts_with("<local-command-")
+                || t.starts_with("[Request interrupted by user")
         })
     }
 
@@ -126,8 +129,12 @@ fn str_of<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     o.get(key).and_then(Value::as_str)
 }
 
-fn capped(s: &str) -> String {
-    let mut end = s.len().min(MAX_KEPT_STRING);
+/// How much text of an ordinary record is kept: enough to classify it (a local command, an
+/// interrupt marker) and to show it; a synthetic record keeps [`MAX_KEPT_STRING`] (its error).
+const KEPT_TEXT: usize = 80;
+
+fn capped(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
     }
@@ -185,12 +192,17 @@ impl Reader {
         }
         let message = obj.get("message").and_then(Value::as_object);
         let synthetic = message.and_then(|m| str_of(m, "model")) == Some("<synthetic>");
+        let keep = if synthetic {
+            MAX_KEPT_STRING
+        } else {
+            KEPT_TEXT
+        };
         let mut blocks = Vec::new();
         let mut text = None;
         match message.and_then(|m| m.get("content")) {
             Some(Value::String(s)) => {
                 text = Some((
-                    capped(s),
+                    capped(s, keep),
                     line.locate(&["message".into(), "content".into()]),
                 ));
             }
@@ -213,7 +225,7 @@ impl Reader {
                     let block = match bo.and_then(|o| str_of(o, "type")) {
                         Some("text") => {
                             let span = at("text");
-                            let t = capped(&field("text"));
+                            let t = capped(&field("text"), keep);
                             if text.is_none() {
                                 text = Some((t.clone(), span));
                             }
@@ -712,6 +724,15 @@ mod tests {
         assert_eq!(f.map(|f| f.open_call_notes.len()), Some(0));
         assert!(a.parts().all(|(_, _, p)| p.part.tool().is_none()));
         assert_eq!(f.map(|f| f.unanswered.len()), Some(0));
+    }
+
+    #[test]
+    fn a_user_interrupt_is_not_an_unanswered_turn() {
+        let text = r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}
+{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"s","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}
+"#;
+        let a = run(text);
+        assert_eq!(a.transcript.as_deref().map(|f| f.unanswered.len()), Some(0));
     }
 
     #[test]
