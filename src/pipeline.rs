@@ -240,6 +240,20 @@ pub fn analyze(
         }
         Format::OpencodeExport => analyze_export(path, options, sources, each),
         Format::OpencodeStorage => analyze_storage(path, options, sources, each),
+        Format::ClaudeTranscript | Format::CodexRollout => {
+            let file = sources.add_file(path);
+            let reader = ingest::open(path)?;
+            let mut analysis = if format == Format::ClaudeTranscript {
+                replay::claude_transcript::replay(reader, file)
+            } else {
+                replay::codex_rollout::replay(reader, file)
+            }
+            .map_err(ingest_err)?;
+            analysis
+                .requests
+                .extend(crate::reconstruct::transcript::next_request(&analysis));
+            each(sources, Unit::ready(analysis))
+        }
     }
 }
 

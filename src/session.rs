@@ -41,6 +41,53 @@ pub struct Analysis {
     /// Streams found inside this input (an agent log's verbose HTTP `bodyPreview`s), to replay as
     /// units of their own.
     pub embedded_streams: Vec<EmbeddedStream>,
+    /// For a client's own transcript (Claude Code, Codex): what it says beyond its messages.
+    pub transcript: Option<Box<TranscriptFacts>>,
+}
+
+/// What a client's transcript says beyond the messages of its active history.
+#[derive(Debug, Clone, Default)]
+pub struct TranscriptFacts {
+    /// The client and version that wrote it, in words: `Claude Code 2.1.197`.
+    pub client: String,
+    /// The active history as stored, one entry per stored message (Claude Code's records of one
+    /// API message merged), in order: what the client rebuilds its next request from. Text is
+    /// not kept, only roles, block kinds and ids.
+    pub history: Vec<crate::request::ModelMessage>,
+    /// Notes for a tool call left open at the end of the active history: what the client does
+    /// with it when the session is resumed.
+    pub open_call_notes: Vec<String>,
+    /// User turns that never got a reply.
+    pub unanswered: Vec<UnansweredTurn>,
+    /// Tool calls without a result that the active history has moved past (a dead-end branch, a
+    /// turn that was resumed): broken on disk, handled by the client when it rebuilds a request.
+    pub stranded_calls: Vec<StrandedCall>,
+}
+
+/// A user turn that got no reply.
+#[derive(Debug, Clone)]
+pub struct UnansweredTurn {
+    pub session: String,
+    pub message_id: String,
+    /// The user's record.
+    pub span: Span,
+    /// The session went on with a later turn (a resume): where, and what the client did about it.
+    pub resumed: Option<(Span, String)>,
+    pub notes: Vec<String>,
+}
+
+/// A tool call with no result, left behind by the active history.
+#[derive(Debug, Clone)]
+pub struct StrandedCall {
+    pub session: String,
+    pub call_id: String,
+    pub tool: String,
+    /// The call's id in the record.
+    pub span: Span,
+    /// Why the active history no longer reaches it, in words.
+    pub why: String,
+    pub related: Vec<(Span, String)>,
+    pub notes: Vec<String>,
 }
 
 /// A stream body found inside another input.
@@ -70,6 +117,7 @@ impl Analysis {
             counts: BTreeMap::new(),
             stream: None,
             embedded_streams: Vec::new(),
+            transcript: None,
         }
     }
 

@@ -9,7 +9,10 @@ use crate::session::Analysis;
 declare_check! {
     /// ## What it does
     /// Reports assistant messages with no `time.completed` and no `error`: replies that never
-    /// finished.
+    /// finished. In a Claude Code transcript or a Codex rollout, reports a user turn that got no
+    /// reply at all: the client writes a reply only once it is complete, so a reply cut off
+    /// mid-stream leaves the user's prompt dangling (a warning; an info when the session was
+    /// resumed after it, with what the client did about it).
     ///
     /// ## Why it matters
     /// OpenCode sets `time.completed` when the prompt loop ends, on every exit path. A message
@@ -70,6 +73,9 @@ impl Check for MessageIncomplete {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        if let Some(facts) = analysis.transcript.as_deref() {
+            unanswered(facts, out);
+        }
         for session in &analysis.sessions {
             for message in &session.messages {
                 let Some(MessageBody::Assistant(a)) = message.info.as_ref().map(|i| &i.body) else {
@@ -101,5 +107,31 @@ impl Check for MessageIncomplete {
                 );
             }
         }
+    }
+}
+
+/// User turns of a client's transcript that never got a reply.
+fn unanswered(facts: &crate::session::TranscriptFacts, out: &mut Vec<Finding>) {
+    for turn in &facts.unanswered {
+        let mut f = match &turn.resumed {
+            None => MessageIncomplete::META
+                .finding("the last user turn was never answered: the transcript ends with the user's message and no reply")
+                .at(turn.span, "no reply follows this message")
+                .help("the client was stopped while the reply streamed, and the partial reply was not written; resume the session to ask again"),
+            Some((span, words)) => MessageIncomplete::META
+                .finding("this user turn was never answered; the session was resumed after it")
+                .severity(crate::diagnostic::Severity::Info)
+                .at(turn.span, "no reply follows this message")
+                .also(Some(*span), words.clone())
+                .help("nothing to do: the resumed request is valid; the reply that was cut off is lost"),
+        };
+        for note in &turn.notes {
+            f = f.note(note.clone());
+        }
+        out.push(f.ids(
+            Ids::default()
+                .session(turn.session.clone())
+                .message(turn.message_id.clone()),
+        ));
     }
 }

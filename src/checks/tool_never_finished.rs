@@ -62,6 +62,9 @@ impl Check for ToolNeverFinished {
             stream_level(analysis, out);
             return;
         }
+        if let Some(facts) = analysis.transcript.as_deref() {
+            stranded(facts, out);
+        }
         for (session, message, part) in analysis.parts() {
             let Some(tool) = part.part.tool() else {
                 continue;
@@ -129,6 +132,12 @@ impl Check for ToolNeverFinished {
             if at_rest && !matches!(tool.state, ToolState::Error(_)) {
                 f = f.note("at rest in a session store this means the OpenCode process died (or lost its runner) while the tool ran; OpenCode only closes tools at the end of its own prompt loop");
             }
+            if let Some(facts) = analysis.transcript.as_deref() {
+                f = f.help("the call ends the active history with no result: the client was killed while the tool ran; resume with a client that repairs it on its own, or remove the unanswered call");
+                for note in &facts.open_call_notes {
+                    f = f.note(note.clone());
+                }
+            }
             if !matches!(tool.state, ToolState::Error(_)) {
                 for (event, label) in what_ended(analysis, &session.id, last_seq, None) {
                     f = f.also(Some(event.span.head()), label);
@@ -136,6 +145,34 @@ impl Check for ToolNeverFinished {
             }
             out.push(f.ids(ids));
         }
+    }
+}
+
+/// In a client's transcript: calls with no result that the active history has moved past. The
+/// next request is valid, but the call is still unanswered on disk: a warning.
+fn stranded(facts: &crate::session::TranscriptFacts, out: &mut Vec<Finding>) {
+    for call in &facts.stranded_calls {
+        let mut f = ToolNeverFinished::META
+            .finding(format!(
+                "tool `{}` ({}) never got a result, and {}",
+                call.tool, call.call_id, call.why
+            ))
+            .severity(Severity::Warning)
+            .at(call.span, "called here; no result anywhere in the file");
+        for (span, label) in &call.related {
+            f = f.also(Some(*span), label.clone());
+        }
+        for note in &call.notes {
+            f = f.note(note.clone());
+        }
+        out.push(
+            f.help("nothing to do while the client keeps leaving the call out (or answers it) when it rebuilds the request; an older client, or a tool that replays the file, may send it and get a 400")
+                .ids(
+                    Ids::default()
+                        .session(call.session.clone())
+                        .call(call.call_id.clone()),
+                ),
+        );
     }
 }
 

@@ -352,6 +352,13 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
 }
 
 fn header(a: &Analysis, path: &Path) -> String {
+    if let Some(t) = a.transcript.as_deref() {
+        return format!(
+            "{} — a transcript written by {} (its active history, in order)\n",
+            path.display(),
+            t.client
+        );
+    }
     let Some(f) = a.stream.as_ref() else {
         return format!("{} — recorded request only (no stream)\n", path.display());
     };

@@ -6,10 +6,13 @@
 
 pub mod agent_log;
 pub mod capture;
+pub mod claude_transcript;
+pub mod codex_rollout;
 pub mod input;
 pub mod json_position;
 pub mod json_stream;
 pub mod json_string;
+pub mod jsonl;
 pub mod opencode_db;
 pub mod opencode_export;
 pub mod opencode_storage;
@@ -115,6 +118,10 @@ pub enum Format {
     OpencodeStorage,
     /// An SQL dump of an OpenCode database (`sqlite3 opencode.db .dump`).
     OpencodeSqlDump,
+    /// A Claude Code transcript (`~/.claude/projects/…/<sessionId>.jsonl`).
+    ClaudeTranscript,
+    /// A Codex rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
+    CodexRollout,
 }
 
 impl Format {
@@ -130,6 +137,8 @@ impl Format {
             Format::OpencodeExport => "an OpenCode export",
             Format::OpencodeStorage => "an OpenCode storage folder",
             Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
+            Format::ClaudeTranscript => "a Claude Code transcript",
+            Format::CodexRollout => "a Codex rollout",
         }
     }
 }
@@ -398,7 +407,13 @@ fn stream_object(obj: &serde_json::Map<String, serde_json::Value>) -> bool {
 fn sniff_line(line: &str) -> Option<Format> {
     match serde_json::from_str::<serde_json::Value>(line) {
         Ok(serde_json::Value::Object(obj)) => {
-            if obj.contains_key("info") && obj.contains_key("messages") {
+            // The clients' own transcripts first: a Claude Code bookkeeping record's hyphenated
+            // type (`queue-operation`) would otherwise read as an AI SDK UI chunk.
+            if claude_transcript::is_record(&obj) {
+                Some(Format::ClaudeTranscript)
+            } else if codex_rollout::is_record(&obj) {
+                Some(Format::CodexRollout)
+            } else if obj.contains_key("info") && obj.contains_key("messages") {
                 Some(Format::OpencodeExport)
             } else if agent_object(&obj) {
                 Some(Format::AgentLog)
@@ -417,7 +432,11 @@ fn sniff_line(line: &str) -> Option<Format> {
                 "\"type\":\"message_",
                 "\"type\":\"content_block_",
             ];
-            if stream.iter().any(|m| compact.contains(m)) {
+            if claude_transcript::looks_like_record(&compact) {
+                Some(Format::ClaudeTranscript)
+            } else if codex_rollout::looks_like_record(&compact) {
+                Some(Format::CodexRollout)
+            } else if stream.iter().any(|m| compact.contains(m)) {
                 Some(Format::JsonLines)
             } else if compact.contains("\"sessionID\"") {
                 Some(Format::AgentLog)
@@ -585,6 +604,52 @@ mod tests {
         assert_eq!(
             fmt(b"{\"type\":\"response.created\",\"response\":{\"id\":\"r\"}\n{\"type\":\"response.in_progress\"}\n").ok(),
             Some(Format::JsonLines)
+        );
+    }
+
+    #[test]
+    fn client_transcripts_are_not_stream_captures() {
+        // Claude Code: a bookkeeping record with a hyphenated type first, then the tree.
+        let claude = concat!(
+            r#"{"type":"queue-operation","operation":"enqueue","timestamp":"t","sessionId":"s1","content":"hi"}"#,
+            "\n",
+            r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","sessionId":"s1"}"#,
+            "\n"
+        );
+        assert_eq!(fmt(claude.as_bytes()).ok(), Some(Format::ClaudeTranscript));
+        // A first record cut by the end of the head.
+        assert_eq!(
+            fmt(
+                br#"{"parentUuid":"u0","isSidechain":false,"sessionId":"s1","message":{"content":"#
+            )
+            .ok(),
+            Some(Format::ClaudeTranscript)
+        );
+        // Codex: 0.169.0 lines with `ordinal`, older ones without.
+        let codex = concat!(
+            r#"{"timestamp":"t","ordinal":0,"type":"session_meta","payload":{"id":"th"}}"#,
+            "\n",
+            r#"{"timestamp":"t","ordinal":1,"type":"event_msg","payload":{"type":"task_started"}}"#,
+            "\n"
+        );
+        assert_eq!(fmt(codex.as_bytes()).ok(), Some(Format::CodexRollout));
+        assert_eq!(
+            fmt(br#"{"timestamp":"t","type":"response_item","payload":{"type":"message"}}"#).ok(),
+            Some(Format::CodexRollout)
+        );
+        assert_eq!(
+            fmt(br#"{"timestamp":"t","type":"session_meta","payload":{"id":"th","base_instructions":{"text":"You are"#).ok(),
+            Some(Format::CodexRollout)
+        );
+        // Claude Code's stream-json output stays an agent log; a recorded request log is not a
+        // transcript.
+        assert_eq!(
+            fmt(b"{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s1\"}\n").ok(),
+            Some(Format::AgentLog)
+        );
+        assert!(
+            fmt(br#"{"n":1,"method":"POST","path":"/v1/messages","headers":{},"body":{"messages":[]}}"#)
+                .is_err()
         );
     }
 

@@ -13,6 +13,7 @@
 pub mod opencode;
 pub mod provider;
 pub mod request;
+pub mod transcript;
 
 pub use crate::request::{
     Block, BlockKind, ModelMessage, ModelRequest, Provider, RecordedResponse, Role,

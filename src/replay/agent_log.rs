@@ -1033,7 +1033,7 @@ fn informational(obj: &serde_json::Map<String, Value>) -> bool {
 }
 
 /// Claude Code's synthetic assistant text for a failed request: `API Error: 400 {…json…}`.
-fn api_error(text: &str, span: Option<Span>) -> Option<ErrorInfo> {
+pub(crate) fn api_error(text: &str, span: Option<Span>) -> Option<ErrorInfo> {
     let rest = text
         .strip_prefix("API Error")?
         .trim_start_matches(':')

@@ -8,6 +8,8 @@
 //! [`Analysis`]: crate::session::Analysis
 
 pub mod agent_log;
+pub mod claude_transcript;
+pub mod codex_rollout;
 pub mod opencode;
 pub mod stream;
 

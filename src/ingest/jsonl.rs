@@ -1,0 +1,151 @@
+//! One JSON object per line, read line by line with byte spans: the framing of the clients'
+//! own transcripts (Claude Code's `<session>.jsonl`, Codex's `rollout-*.jsonl`).
+//!
+//! Each line is parsed on its own and handed over at once; nothing but the current line is kept.
+//! A line that is not valid JSON is handed over too, with the parser's words, so that replay can
+//! report it; a last line without its newline that does not parse is *torn* (the writer was cut
+//! off mid-append).
+
+use std::io::BufRead;
+
+use serde_json::Value;
+
+use super::IngestError;
+use super::sse::MAX_LINE;
+use crate::json_scan::{Seg, locate};
+use crate::source::{FileId, Span};
+
+/// One non-blank line.
+#[derive(Debug)]
+pub struct Line {
+    /// 0-based position among the non-blank lines.
+    pub index: u64,
+    /// The line without its line break.
+    pub span: Span,
+    pub text: String,
+    /// The parsed value, or the parser's words and where it stopped.
+    pub value: Result<Value, (String, Span)>,
+    /// The input ends inside this line: no newline after it, and it does not parse.
+    pub torn: bool,
+}
+
+impl Line {
+    /// The file span of the value at `path`.
+    pub fn locate(&self, path: &[Seg<'_>]) -> Option<Span> {
+        let (s, e) = locate(&self.text, path)?;
+        Some(Span::new(
+            self.span.file,
+            self.span.offset + s as u64,
+            (e - s) as u64,
+        ))
+    }
+}
+
+/// Reads `input` line by line and calls `each` for every non-blank line.
+pub fn read<R: BufRead>(
+    mut input: R,
+    file: FileId,
+    each: &mut dyn FnMut(Line),
+) -> Result<(), IngestError> {
+    let mut buf = Vec::new();
+    let (mut offset, mut line_no, mut index) = (0u64, 0u64, 0u64);
+    loop {
+        buf.clear();
+        let mut limited = std::io::Read::take(&mut input, MAX_LINE as u64 + 1);
+        let n = limited
+            .read_until(b'\n', &mut buf)
+            .map_err(IngestError::Io)?;
+        if n == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        let newline = buf.last() == Some(&b'\n');
+        if !newline && n > MAX_LINE {
+            return Err(IngestError::LineTooLong {
+                offset,
+                line: line_no,
+                max: MAX_LINE,
+            });
+        }
+        let start = offset;
+        offset += n as u64;
+        let mut body: &[u8] = &buf;
+        while let Some((last, rest)) = body.split_last()
+            && matches!(last, b'\n' | b'\r')
+        {
+            body = rest;
+        }
+        let text = match std::str::from_utf8(body) {
+            Ok(t) => t,
+            Err(e) => {
+                return Err(IngestError::InvalidUtf8 {
+                    offset: start + e.valid_up_to() as u64,
+                    line: line_no,
+                });
+            }
+        };
+        let lead = text.len() - text.trim_start().len();
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let span = Span::new(file, start + lead as u64, trimmed.len() as u64);
+        let value = serde_json::from_str::<Value>(trimmed).map_err(|e| {
+            let at = position(trimmed, e.line(), e.column());
+            let words = e.to_string();
+            let words = words
+                .rsplit_once(" at line ")
+                .map_or(words.as_str(), |(w, _)| w)
+                .to_owned();
+            (
+                words,
+                Span::new(file, span.offset + at as u64, u64::from(at < trimmed.len())),
+            )
+        });
+        let torn = !newline && value.is_err();
+        each(Line {
+            index,
+            span,
+            text: trimmed.to_owned(),
+            value,
+            torn,
+        });
+        index += 1;
+    }
+}
+
+/// Byte offset of serde_json's (1-based line, 1-based column) in `text`.
+fn position(text: &str, line: usize, column: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            return (off + column.saturating_sub(1)).min(text.len());
+        }
+        off += l.len();
+    }
+    text.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<Line> {
+        let mut out = Vec::new();
+        read(text.as_bytes(), FileId(0), &mut |l| out.push(l)).unwrap_or_default();
+        out
+    }
+
+    #[test]
+    fn spans_and_torn_tail() {
+        let l = lines("{\"a\":1}\n\n  {\"b\":\"x\"}\r\n{\"c\":");
+        assert_eq!(l.len(), 3);
+        assert_eq!((l[0].span.offset, l[0].span.len), (0, 7));
+        assert_eq!((l[1].span.offset, l[1].span.len), (11, 9));
+        assert_eq!(l[1].locate(&[Seg::Key("b")]).map(|s| s.offset), Some(16));
+        assert!(!l[1].torn && l[2].torn && l[2].value.is_err());
+        // A bad line that is not the last is not torn.
+        let l = lines("{\"a\":\n{}\n");
+        assert!(!l[0].torn && l[0].value.is_err());
+    }
+}

@@ -1,0 +1,747 @@
+//! A Claude Code transcript → the session model.
+//!
+//! The file is a tree: every conversation record names its parent (`parentUuid`). The history
+//! the client resumes from and sends to the API is the *active* path: from the leaf (the last
+//! `last-prompt` record's `leafUuid`, or the newest conversation record written after it) back
+//! to a root. A compaction starts a new root (`system`/`compact_boundary` with `parentUuid`
+//! null); a resume may branch from an earlier record, leaving a dead end behind.
+//!
+//! On the active path: one API message is stored as several `assistant` records sharing
+//! `message.id` (one per content block) and becomes one message; `tool_use` blocks become tool
+//! parts, running until the `tool_result` with their id; synthetic records
+//! (`message.model: "<synthetic>"`) are not model output: `isApiErrorMessage` ones are the
+//! session's errors, others are what the client wrote itself on resume. Off the active path,
+//! tool calls nobody answered are *stranded*. Only a slim view of each record is kept.
+
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+
+use serde_json::{Map, Value, json};
+
+use super::MAX_KEPT_STRING;
+use crate::ingest::jsonl::Line;
+use crate::ingest::{Format, IngestError, claude_transcript};
+use crate::json_scan::Seg;
+use crate::model::Part;
+use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
+use crate::session::{
+    Analysis, Event, EventKind, Message, Observation, PartRecord, Seq, Session, StrandedCall,
+    TranscriptFacts, UnansweredTurn, Undecodable,
+};
+use crate::source::{FileId, Span};
+
+/// A content block, as far as the checks need it.
+#[derive(Debug)]
+enum Block {
+    Text {
+        span: Option<Span>,
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        span: Span,
+    },
+    ToolResult {
+        id: String,
+        error: bool,
+        span: Span,
+    },
+    Other,
+}
+
+/// What is kept of one conversation record.
+#[derive(Debug)]
+struct Rec {
+    seq: Seq,
+    uuid: String,
+    parent: Option<String>,
+    ty: String,
+    span: Span,
+    sidechain: bool,
+    message_id: Option<String>,
+    synthetic: bool,
+    meta: bool,
+    compact_summary: bool,
+    /// The first text of the content, capped (for API errors and words).
+    text: Option<(String, Option<Span>)>,
+    api_error: Option<(Option<String>, Option<u64>)>,
+    blocks: Vec<Block>,
+}
+
+impl Rec {
+    fn is_prompt(&self) -> bool {
+        self.ty == "user"
+            && !self.meta
+            && !self.compact_summary
+            && !self.local_command()
+            && !self
+                .blocks
+                .iter()
+                .any(|b| matches!(b, Block::ToolResult { .. }))
+    }
+
+    /// A local slash command's records (`/compact`, `/cost`…): its name and its output, which
+    /// no reply follows; and the marker Claude Code writes when the user interrupts a reply
+    /// (`[Request interrupted by user]`), which ends the turn on purpose.
+    fn local_command(&self) -> bool {
+        self.text.as_ref().is_some_and(|(t, _)| {
+            let t = t.trim_start();
+            t.starts_with("<command-name>")
+                || t.starts_with("<local-command-")
+                || t.starts_with("[Request interrupted by user")
+        })
+    }
+
+    fn has_results(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
+    }
+
+    /// A user or assistant record that takes part in the conversation.
+    fn converses(&self) -> bool {
+        matches!(self.ty.as_str(), "user" | "assistant") && !self.meta
+    }
+}
+
+#[derive(Default)]
+struct Reader {
+    records: Vec<Rec>,
+    index: HashMap<String, usize>,
+    main_leaf: Option<String>,
+    side_leaf: Option<String>,
+    last_prompt_seq: Option<Seq>,
+    session_id: Option<String>,
+    version: Option<String>,
+    undecodable: Vec<Undecodable>,
+    counts: (u64, u64, u64),
+}
+
+/// Reads a Claude Code transcript into one analysis.
+pub fn replay<R: BufRead>(input: R, file: FileId) -> Result<Analysis, IngestError> {
+    let mut r = Reader::default();
+    claude_transcript::read(input, file, &mut |line| r.line(line))?;
+    Ok(r.finish(file))
+}
+
+fn str_of<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    o.get(key).and_then(Value::as_str)
+}
+
+/// How much text of an ordinary record is kept: enough to classify it (a local command, an
+/// interrupt marker) and to show it; a synthetic record keeps [`MAX_KEPT_STRING`] (its error).
+const KEPT_TEXT: usize = 80;
+
+fn capped(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_owned()
+}
+
+impl Reader {
+    fn line(&mut self, line: Line) {
+        self.counts.0 += 1;
+        let seq = line.index;
+        let obj = match &line.value {
+            Err((reason, at)) => {
+                self.undecodable.push(Undecodable {
+                    span: line.span,
+                    reason: reason.clone(),
+                    at: Some(*at),
+                    truncated: line.torn,
+                });
+                return;
+            }
+            Ok(Value::Object(o)) => o,
+            Ok(_) => {
+                self.undecodable.push(Undecodable {
+                    span: line.span,
+                    reason: "the line is JSON but not an object".into(),
+                    at: None,
+                    truncated: false,
+                });
+                return;
+            }
+        };
+        let ty = str_of(obj, "type").unwrap_or_default();
+        if self.session_id.is_none() {
+            self.session_id = str_of(obj, "sessionId").map(str::to_owned);
+        }
+        if let Some(v) = str_of(obj, "version") {
+            self.version = Some(v.to_owned());
+        }
+        if ty == "last-prompt" {
+            self.last_prompt_seq = Some(seq);
+            if let Some(leaf) = str_of(obj, "leafUuid") {
+                self.main_leaf = Some(leaf.to_owned());
+            }
+            return;
+        }
+        let Some(uuid) = str_of(obj, "uuid") else {
+            return;
+        };
+        self.counts.1 += 1;
+        let sidechain = obj.get("isSidechain").and_then(Value::as_bool) == Some(true);
+        if sidechain {
+            self.side_leaf = Some(uuid.to_owned());
+        } else {
+            self.main_leaf = Some(uuid.to_owned());
+        }
+        let message = obj.get("message").and_then(Value::as_object);
+        let synthetic = message.and_then(|m| str_of(m, "model")) == Some("<synthetic>");
+        let keep = if synthetic {
+            MAX_KEPT_STRING
+        } else {
+            KEPT_TEXT
+        };
+        let mut blocks = Vec::new();
+        let mut text = None;
+        match message.and_then(|m| m.get("content")) {
+            Some(Value::String(s)) => {
+                text = Some((
+                    capped(s, keep),
+                    line.locate(&["message".into(), "content".into()]),
+                ));
+            }
+            Some(Value::Array(items)) => {
+                for (k, b) in items.iter().enumerate() {
+                    let at = |key: &str| {
+                        line.locate(&[
+                            "message".into(),
+                            "content".into(),
+                            Seg::Index(k),
+                            Seg::Key(key),
+                        ])
+                    };
+                    let bo = b.as_object();
+                    let field = |key: &str| {
+                        bo.and_then(|o| str_of(o, key))
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    let block = match bo.and_then(|o| str_of(o, "type")) {
+                        Some("text") => {
+                            let span = at("text");
+                            let t = capped(&field("text"), keep);
+                            if text.is_none() {
+                                text = Some((t.clone(), span));
+                            }
+                            Block::Text { span, text: t }
+                        }
+                        Some("tool_use") => Block::ToolUse {
+                            id: field("id"),
+                            name: field("name"),
+                            span: at("id").unwrap_or(line.span),
+                        },
+                        Some("tool_result") => Block::ToolResult {
+                            id: field("tool_use_id"),
+                            error: bo.and_then(|o| o.get("is_error")).and_then(Value::as_bool)
+                                == Some(true),
+                            span: at("tool_use_id").unwrap_or(line.span),
+                        },
+                        _ => Block::Other,
+                    };
+                    blocks.push(block);
+                }
+            }
+            _ => {}
+        }
+        let api_error = (obj.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
+            || (synthetic
+                && text
+                    .as_ref()
+                    .is_some_and(|(t, _)| t.starts_with("API Error"))))
+        .then(|| {
+            (
+                str_of(obj, "error").map(str::to_owned),
+                obj.get("apiErrorStatus").and_then(Value::as_u64),
+            )
+        });
+        let rec = Rec {
+            seq,
+            uuid: uuid.to_owned(),
+            parent: str_of(obj, "parentUuid").map(str::to_owned),
+            ty: ty.to_owned(),
+            span: line.span,
+            sidechain,
+            message_id: message.and_then(|m| str_of(m, "id")).map(str::to_owned),
+            synthetic,
+            meta: obj.get("isMeta").and_then(Value::as_bool) == Some(true),
+            compact_summary: obj.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
+            text,
+            api_error,
+            blocks,
+        };
+        if rec.ty == "system" && str_of(obj, "subtype") == Some("compact_boundary") {
+            self.counts.2 += 1;
+        }
+        self.index.insert(rec.uuid.clone(), self.records.len());
+        self.records.push(rec);
+    }
+
+    /// Indices of the active path, root first.
+    fn active_path(&self) -> Vec<usize> {
+        let leaf = self
+            .main_leaf
+            .as_ref()
+            .filter(|l| self.index.contains_key(*l))
+            .or(self.side_leaf.as_ref())
+            .or_else(|| self.records.last().map(|r| &r.uuid));
+        let mut path = Vec::new();
+        let mut at = leaf.and_then(|l| self.index.get(l)).copied();
+        while let Some(i) = at {
+            if path.len() > self.records.len() {
+                break; // a cycle: the file is corrupt; keep what was walked
+            }
+            path.push(i);
+            at = self.records[i]
+                .parent
+                .as_ref()
+                .and_then(|p| self.index.get(p))
+                .copied();
+        }
+        path.reverse();
+        path
+    }
+
+    fn finish(self, file: FileId) -> Analysis {
+        let mut analysis = Analysis::new(file, Format::ClaudeTranscript);
+        analysis.counts.insert("lines", self.counts.0);
+        analysis
+            .counts
+            .insert("conversation records", self.counts.1);
+        analysis.undecodable = self.undecodable.clone();
+        let session_id = self.session_id.clone().unwrap_or_else(|| "session".into());
+        let path = self.active_path();
+        analysis
+            .counts
+            .insert("records on the active history", path.len() as u64);
+        if self.counts.2 > 0 {
+            analysis.counts.insert("compactions", self.counts.2);
+        }
+        let client = match &self.version {
+            Some(v) => format!("Claude Code {v}"),
+            None => "Claude Code".to_owned(),
+        };
+        let mut facts = TranscriptFacts {
+            client: client.clone(),
+            ..TranscriptFacts::default()
+        };
+        let mut session = Session {
+            id: session_id.clone(),
+            version: self.version.clone(),
+            ..Session::default()
+        };
+        let on_path: HashSet<usize> = path.iter().copied().collect();
+        let mut tools: HashMap<String, (usize, usize)> = HashMap::new();
+        let mut last_message_key: Option<String> = None;
+        let mut used_ids: HashSet<String> = HashSet::new();
+        for &i in &path {
+            let rec = &self.records[i];
+            if let Some((code, status)) = &rec.api_error {
+                let text = rec.text.as_ref();
+                let mut info = text
+                    .and_then(|(t, s)| super::agent_log::api_error(t, *s))
+                    .unwrap_or_default();
+                if info.message.is_empty() {
+                    info.message = text.map(|(t, _)| t.clone()).unwrap_or_default();
+                    info.message_span = text.and_then(|(_, s)| *s);
+                }
+                info.data = json!({ "error": code, "apiErrorStatus": status });
+                if info.retryable.is_none() {
+                    info.retryable = status.map(|c| c == 429 || c >= 500);
+                }
+                analysis.events.push(Event {
+                    seq: rec.seq,
+                    span: info.message_span.unwrap_or(rec.span),
+                    session: Some(session_id.clone()),
+                    kind: EventKind::SessionError(info),
+                });
+                last_message_key = None;
+                continue;
+            }
+            // `isMeta` user records are hidden from the user, not from the model.
+            if rec.ty == "user" || (rec.ty == "assistant" && !rec.synthetic) {
+                push_history(&mut facts.history, rec);
+            }
+            if !rec.converses() || rec.synthetic {
+                continue;
+            }
+            let key = match (&rec.ty[..], &rec.message_id) {
+                ("assistant", Some(id)) => format!("a:{id}"),
+                _ => format!("r:{}", rec.uuid),
+            };
+            let mi = if last_message_key.as_deref() == Some(key.as_str()) {
+                session.messages.len() - 1
+            } else {
+                let base = match (&rec.ty[..], &rec.message_id) {
+                    ("assistant", Some(id)) => id.clone(),
+                    _ => rec.uuid.clone(),
+                };
+                let id = if used_ids.insert(base.clone()) {
+                    base
+                } else {
+                    format!("{base}@{}", rec.uuid)
+                };
+                used_ids.insert(id.clone());
+                session.messages.push(Message {
+                    id,
+                    span: Some(rec.span),
+                    ..Message::default()
+                });
+                session.messages.len() - 1
+            };
+            last_message_key = Some(key);
+            for (k, block) in rec.blocks.iter().enumerate() {
+                let message_id = session.messages[mi].id.clone();
+                let message = &mut session.messages[mi];
+                match block {
+                    Block::Text { span, text } if rec.ty == "assistant" => {
+                        let part = Part::from_value(&json!({
+                            "id": format!("{}:{k}", rec.uuid), "sessionID": session_id,
+                            "messageID": message_id, "type": "text", "text": text,
+                        }));
+                        message.parts.push(PartRecord {
+                            part,
+                            history: vec![observation(rec.seq, span.unwrap_or(rec.span), None)],
+                        });
+                    }
+                    Block::ToolUse { id, name, span } => {
+                        let part = tool_part(id, name, &session_id, &message_id, "running", None);
+                        tools.insert(id.clone(), (mi, message.parts.len()));
+                        message.parts.push(PartRecord {
+                            part,
+                            history: vec![observation(rec.seq, *span, Some("running"))],
+                        });
+                    }
+                    Block::ToolResult { id, error, span } => {
+                        let Some(&(tmi, tpi)) = tools.get(id) else {
+                            continue;
+                        };
+                        let record = &mut session.messages[tmi].parts[tpi];
+                        let (name, mid) = match record.part.tool() {
+                            Some(t) => (t.tool.clone(), record.part.message_id.clone()),
+                            None => continue,
+                        };
+                        let status = if *error { "error" } else { "completed" };
+                        record.part = tool_part(id, &name, &session_id, &mid, status, None);
+                        record
+                            .history
+                            .push(observation(rec.seq, *span, Some(status)));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        // Tool calls still open at the end of the active history.
+        let open_at_end = session
+            .messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .any(|p| p.part.tool().is_some_and(|t| !t.state.is_terminal()));
+        if open_at_end {
+            facts.open_call_notes.push(format!(
+                "written by {client}; on resume, Claude Code 2.1.197 branches the next turn from the record before the unanswered `tool_use` and leaves the call out of the request it rebuilds; clients that send it get `tool_use ids were found without tool_result blocks immediately after` (a 400)"
+            ));
+        }
+        self.unanswered(&path, &session_id, &client, &mut facts);
+        self.stranded(&path, &on_path, &session_id, &client, &mut facts);
+        session
+            .messages
+            .retain(|m| !m.parts.is_empty() || m.span.is_some());
+        analysis.sessions.push(session);
+        analysis.transcript = Some(Box::new(facts));
+        analysis
+    }
+
+    /// A user turn with no reply: the last conversing record of the active history is the
+    /// user's and no `last-prompt` (written when a turn ends) follows it; or a prompt followed,
+    /// on the active history, by the client's own synthetic reply or the next prompt (a resume).
+    fn unanswered(&self, path: &[usize], session: &str, client: &str, facts: &mut TranscriptFacts) {
+        let talk: Vec<&Rec> = path
+            .iter()
+            .map(|&i| &self.records[i])
+            .filter(|r| r.converses() || r.api_error.is_some())
+            .collect();
+        for (n, rec) in talk.iter().enumerate() {
+            if !(rec.is_prompt() || rec.has_results()) {
+                continue;
+            }
+            let next = talk.get(n + 1);
+            let resumed = match next {
+                None => {
+                    if self.last_prompt_seq.is_some_and(|s| s > rec.seq) {
+                        continue;
+                    }
+                    None
+                }
+                Some(next) if next.synthetic && next.api_error.is_none() => Some((
+                    next.span.head(),
+                    format!(
+                        "on resume {client} wrote this reply itself (`<synthetic>`{}), so that the history alternates",
+                        next.text
+                            .as_ref()
+                            .map(|(t, _)| format!(": \"{}\"", crate::session::first_line(t, 60)))
+                            .unwrap_or_default()
+                    ),
+                )),
+                Some(next) if next.is_prompt() => Some((
+                    next.span.head(),
+                    "the session resumed with the next prompt right after it".to_owned(),
+                )),
+                Some(_) => continue,
+            };
+            facts.unanswered.push(UnansweredTurn {
+                session: session.to_owned(),
+                message_id: rec.uuid.clone(),
+                span: rec.text.as_ref().and_then(|(_, s)| *s).unwrap_or(rec.span),
+                resumed,
+                notes: vec![format!(
+                    "written by {client}; Claude Code writes a reply's blocks only once each is complete (observed with 2.1.197), so a reply cut off mid-stream leaves nothing"
+                )],
+            });
+        }
+    }
+
+    /// `tool_use` blocks off the active history that no `tool_result` in the file answers.
+    fn stranded(
+        &self,
+        path: &[usize],
+        on_path: &HashSet<usize>,
+        session: &str,
+        client: &str,
+        facts: &mut TranscriptFacts,
+    ) {
+        let answered: HashSet<&str> = self
+            .records
+            .iter()
+            .flat_map(|r| &r.blocks)
+            .filter_map(|b| match b {
+                Block::ToolResult { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let main_sidechain = path.last().is_some_and(|&i| self.records[i].sidechain);
+        for (i, rec) in self.records.iter().enumerate() {
+            if on_path.contains(&i) || rec.sidechain != main_sidechain {
+                continue;
+            }
+            for block in &rec.blocks {
+                let Block::ToolUse { id, name, span } = block else {
+                    continue;
+                };
+                if answered.contains(id.as_str()) {
+                    continue;
+                }
+                // Walk up to where this branch leaves the active history.
+                let mut at = rec.parent.as_ref().and_then(|p| self.index.get(p)).copied();
+                let mut steps = 0;
+                while let Some(j) = at {
+                    if on_path.contains(&j) || steps > self.records.len() {
+                        break;
+                    }
+                    steps += 1;
+                    at = self.records[j]
+                        .parent
+                        .as_ref()
+                        .and_then(|p| self.index.get(p))
+                        .copied();
+                }
+                let mut related = Vec::new();
+                let why = match at.filter(|j| on_path.contains(j)) {
+                    Some(j) => {
+                        let fork = &self.records[j];
+                        if let Some(child) = path
+                            .iter()
+                            .map(|&k| &self.records[k])
+                            .find(|r| r.parent.as_deref() == Some(fork.uuid.as_str()))
+                        {
+                            related.push((
+                                child.span.head(),
+                                "the active history goes on from the same parent here".to_owned(),
+                            ));
+                        }
+                        format!(
+                            "it lies on a dead-end branch: the active history leaves record {} by another child",
+                            fork.uuid
+                        )
+                    }
+                    None => "it is not on the active history (before a compaction, or on a branch of its own)".to_owned(),
+                };
+                facts.stranded_calls.push(StrandedCall {
+                    session: session.to_owned(),
+                    call_id: id.clone(),
+                    tool: name.clone(),
+                    span: *span,
+                    why,
+                    related,
+                    notes: vec![format!(
+                        "written by {client}; the client rebuilds its requests from the active history only, so this call is not sent (Claude Code 2.1.197 branches a resumed turn from the record before an unanswered `tool_use`); the record stays on disk"
+                    )],
+                });
+            }
+        }
+    }
+}
+
+/// Adds a record to the stored history: blocks of one API message (same `message.id`, in a
+/// row) are one message.
+fn push_history(history: &mut Vec<ModelMessage>, rec: &Rec) {
+    let role = if rec.ty == "assistant" {
+        Role::Assistant
+    } else {
+        Role::User
+    };
+    let mut blocks: Vec<RBlock> = rec
+        .blocks
+        .iter()
+        .map(|b| {
+            let (kind, span) = match b {
+                Block::Text { span, .. } => (BlockKind::Text, *span),
+                Block::ToolUse { id, name, span } => (
+                    BlockKind::ToolCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                    },
+                    Some(*span),
+                ),
+                Block::ToolResult { id, error, span } => (
+                    BlockKind::ToolResult {
+                        id: id.clone(),
+                        is_error: *error,
+                    },
+                    Some(*span),
+                ),
+                Block::Other => (BlockKind::Other("other".into()), None),
+            };
+            RBlock {
+                kind,
+                span,
+                part_id: Some(rec.uuid.clone()),
+            }
+        })
+        .collect();
+    if rec.blocks.is_empty() && rec.text.is_some() {
+        blocks.push(RBlock {
+            kind: BlockKind::Text,
+            span: rec.text.as_ref().and_then(|(_, s)| *s),
+            part_id: Some(rec.uuid.clone()),
+        });
+    }
+    if let (Some(last), Some(id)) = (history.last_mut(), rec.message_id.as_ref())
+        && role == Role::Assistant
+        && last.role == Role::Assistant
+        && last.message_id.as_ref() == Some(id)
+    {
+        last.content.extend(blocks);
+        return;
+    }
+    history.push(ModelMessage {
+        role,
+        content: blocks,
+        span: Some(rec.span),
+        message_id: Some(rec.message_id.clone().unwrap_or_else(|| rec.uuid.clone())),
+    });
+}
+
+fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {
+    Observation {
+        seq,
+        span,
+        status: status.map(std::borrow::Cow::Borrowed),
+        status_span: status.map(|_| span),
+    }
+}
+
+/// A tool part in OpenCode's shape, which the checks read.
+pub(crate) fn tool_part(
+    id: &str,
+    name: &str,
+    session: &str,
+    message: &str,
+    status: &str,
+    error: Option<&str>,
+) -> Part {
+    let state = match status {
+        "completed" => {
+            json!({"status": "completed", "input": {}, "output": "", "title": "", "metadata": {}, "time": {"start": 0, "end": 0}})
+        }
+        "error" => {
+            json!({"status": "error", "input": {}, "error": error.unwrap_or("tool_result is_error"), "time": {"start": 0, "end": 0}})
+        }
+        _ => json!({"status": "running", "input": {}, "time": {"start": 0}}),
+    };
+    Part::from_value(&json!({
+        "id": id, "sessionID": session, "messageID": message,
+        "type": "tool", "callID": id, "tool": name, "state": state,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Analysis {
+        replay(text.as_bytes(), FileId(0))
+            .unwrap_or_else(|_| Analysis::new(FileId(0), Format::ClaudeTranscript))
+    }
+
+    const HEAD: &str = r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"msg_1","model":"m","content":[{"type":"text","text":"ok"}]}}
+{"type":"assistant","uuid":"a2","parentUuid":"a1","sessionId":"s","message":{"id":"msg_1","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{}}]}}
+"#;
+
+    #[test]
+    fn merges_blocks_of_one_message_and_leaves_an_orphan_open() {
+        let a = run(HEAD);
+        let s = &a.sessions[0];
+        assert_eq!(s.messages.len(), 2);
+        assert_eq!(s.messages[1].id, "msg_1");
+        assert_eq!(s.messages[1].parts.len(), 2);
+        let tool = s.messages[1].parts[1]
+            .part
+            .tool()
+            .map(|t| t.state.status().to_owned());
+        assert_eq!(tool.as_deref(), Some("running"));
+        let facts = a.transcript.as_deref().map(|f| f.open_call_notes.len());
+        assert_eq!(facts, Some(1));
+    }
+
+    #[test]
+    fn a_resumed_branch_strands_the_orphan() {
+        let text = format!(
+            "{HEAD}{}\n{}\n{}\n",
+            r#"{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":"go on"}}"#,
+            r#"{"type":"assistant","uuid":"a3","parentUuid":"u2","sessionId":"s","message":{"id":"msg_2","model":"m","content":[{"type":"text","text":"ok"}]}}"#,
+            r#"{"type":"last-prompt","leafUuid":"a3","sessionId":"s"}"#
+        );
+        let a = run(&text);
+        let f = a.transcript.as_deref();
+        assert_eq!(f.map(|f| f.stranded_calls.len()), Some(1));
+        assert_eq!(f.map(|f| f.open_call_notes.len()), Some(0));
+        assert!(a.parts().all(|(_, _, p)| p.part.tool().is_none()));
+        assert_eq!(f.map(|f| f.unanswered.len()), Some(0));
+    }
+
+    #[test]
+    fn a_user_interrupt_is_not_an_unanswered_turn() {
+        let text = r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}
+{"type":"user","uuid":"u2","parentUuid":"u1","sessionId":"s","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}
+"#;
+        let a = run(text);
+        assert_eq!(a.transcript.as_deref().map(|f| f.unanswered.len()), Some(0));
+    }
+
+    #[test]
+    fn a_torn_tail_is_undecodable_and_a_dangling_prompt_unanswered() {
+        let text = r#"{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"hi"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","mess"#;
+        let a = run(text);
+        assert_eq!(a.undecodable.len(), 1);
+        assert!(a.undecodable[0].truncated);
+        assert_eq!(a.transcript.as_deref().map(|f| f.unanswered.len()), Some(1));
+    }
+}

@@ -1,0 +1,481 @@
+//! A Codex rollout → the session model.
+//!
+//! `response_item`s are the conversation as the Responses API sees it: messages become messages
+//! (consecutive output items one assistant message), `function_call`/`custom_tool_call`/
+//! `local_shell_call` tool parts, running until the `…_output` with their `call_id`. `event_msg`
+//! `task_started`/`task_complete` delimit turns; `task_complete.error` is the turn's error.
+//! Older rollouts have no turn events: the file is then one turn. A call whose output never came
+//! is open when it ends the last turn, and *stranded* when a later turn went on without it.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+
+use serde_json::{Map, Value, json};
+
+use super::MAX_KEPT_STRING;
+use super::claude_transcript::tool_part;
+use crate::ingest::jsonl::Line;
+use crate::ingest::{Format, IngestError, codex_rollout};
+use crate::json_scan::Seg;
+use crate::model::Part;
+use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
+use crate::session::{
+    Analysis, ErrorInfo, Event, EventKind, Message, Observation, PartRecord, Seq, Session,
+    StrandedCall, TranscriptFacts, UnansweredTurn, Undecodable,
+};
+use crate::source::{FileId, Span};
+
+/// A turn, as far as the checks need it.
+#[derive(Debug)]
+struct Turn {
+    /// Where it starts (`task_started`, or the first user message of a rollout without turns).
+    span: Span,
+    /// The last user message before any output: the prompt.
+    prompt: Option<(String, Span)>,
+    output: bool,
+    complete: bool,
+    /// Calls made in this turn: (message index, part index).
+    calls: Vec<(usize, usize)>,
+}
+
+#[derive(Default)]
+struct Reader {
+    analysis: Option<Analysis>,
+    session: Session,
+    version: Option<String>,
+    turns: Vec<Turn>,
+    /// The message consecutive output items go to.
+    open_output: Option<usize>,
+    calls: HashMap<String, (usize, usize)>,
+    lines: u64,
+    history: Vec<ModelMessage>,
+}
+
+/// A response item as a message of the stored history: messages by role (`developer` is a
+/// system message), calls as assistant tool calls, outputs as tool results, anything else by its
+/// type.
+fn history_item(
+    ty: &str,
+    role: Option<&str>,
+    p: &Map<String, Value>,
+    id: &str,
+    line: &Line,
+) -> ModelMessage {
+    let call_id = str_of(p, "call_id").unwrap_or_default().to_owned();
+    let span = line.locate(&[Seg::Key("payload"), Seg::Key("call_id")]);
+    let (role, kind) = match (ty, role) {
+        ("message", Some("user")) => (Role::User, BlockKind::Text),
+        ("message", Some("assistant")) => (Role::Assistant, BlockKind::Text),
+        ("message", _) => (Role::System, BlockKind::Text),
+        ("reasoning", _) => (Role::Assistant, BlockKind::Reasoning),
+        ("function_call" | "custom_tool_call" | "local_shell_call", _) => (
+            Role::Assistant,
+            BlockKind::ToolCall {
+                id: call_id,
+                name: str_of(p, "name").unwrap_or(ty).to_owned(),
+            },
+        ),
+        ("function_call_output" | "custom_tool_call_output" | "local_shell_call_output", _) => (
+            Role::Tool,
+            BlockKind::ToolResult {
+                id: call_id,
+                is_error: false,
+            },
+        ),
+        (other, _) => (Role::Assistant, BlockKind::Other(other.to_owned())),
+    };
+    ModelMessage {
+        role,
+        content: vec![RBlock {
+            kind,
+            span: span.or(Some(line.span)),
+            part_id: Some(id.to_owned()),
+        }],
+        span: Some(line.span),
+        message_id: Some(id.to_owned()),
+    }
+}
+
+/// Reads a Codex rollout into one analysis.
+pub fn replay<R: BufRead>(input: R, file: FileId) -> Result<Analysis, IngestError> {
+    let mut r = Reader {
+        analysis: Some(Analysis::new(file, Format::CodexRollout)),
+        ..Reader::default()
+    };
+    codex_rollout::read(input, file, &mut |line| r.line(line))?;
+    Ok(r.finish(file))
+}
+
+fn str_of<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    o.get(key).and_then(Value::as_str)
+}
+
+fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {
+    Observation {
+        seq,
+        span,
+        status: status.map(std::borrow::Cow::Borrowed),
+        status_span: status.map(|_| span),
+    }
+}
+
+impl Reader {
+    fn analysis(&mut self) -> &mut Analysis {
+        self.analysis
+            .get_or_insert_with(|| Analysis::new(FileId(0), Format::CodexRollout))
+    }
+
+    fn line(&mut self, line: Line) {
+        self.lines += 1;
+        let seq = line.index;
+        let obj = match &line.value {
+            Ok(Value::Object(o)) => o,
+            Ok(_) => {
+                self.analysis().undecodable.push(Undecodable {
+                    span: line.span,
+                    reason: "the line is JSON but not an object".into(),
+                    at: None,
+                    truncated: false,
+                });
+                return;
+            }
+            Err((reason, at)) => {
+                let u = Undecodable {
+                    span: line.span,
+                    reason: reason.clone(),
+                    at: Some(*at),
+                    truncated: line.torn,
+                };
+                self.analysis().undecodable.push(u);
+                return;
+            }
+        };
+        let Some(payload) = obj.get("payload").and_then(Value::as_object) else {
+            return;
+        };
+        let at = |path: &[&str]| {
+            let mut segs: Vec<Seg<'_>> = vec![Seg::Key("payload")];
+            segs.extend(path.iter().map(|k| Seg::Key(k)));
+            line.locate(&segs)
+        };
+        match str_of(obj, "type").unwrap_or_default() {
+            "session_meta" => {
+                if let Some(id) = str_of(payload, "id") {
+                    self.session.id = id.to_owned();
+                }
+                self.version = str_of(payload, "cli_version").map(str::to_owned);
+            }
+            "event_msg" => match str_of(payload, "type").unwrap_or_default() {
+                "task_started" => {
+                    self.turns.push(Turn {
+                        span: at(&["type"]).unwrap_or(line.span),
+                        prompt: None,
+                        output: false,
+                        complete: false,
+                        calls: Vec::new(),
+                    });
+                    self.open_output = None;
+                }
+                "task_complete" => {
+                    if let Some(t) = self.turns.last_mut() {
+                        t.complete = true;
+                    }
+                    self.open_output = None;
+                    let error = payload.get("error").filter(|e| !e.is_null());
+                    if let Some(error) = error {
+                        let message = error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| error.to_string());
+                        let span = at(&["error", "message"])
+                            .or(at(&["error"]))
+                            .unwrap_or(line.span);
+                        let info = ErrorInfo {
+                            name: error.get("codex_error_info").and_then(|c| {
+                                c.as_str().map(str::to_owned).or_else(|| {
+                                    c.as_object().and_then(|o| o.keys().next().cloned())
+                                })
+                            }),
+                            message: crate::session::first_line(&message, MAX_KEPT_STRING),
+                            data: super::cap_strings(error, MAX_KEPT_STRING),
+                            message_span: Some(span),
+                            ..ErrorInfo::default()
+                        };
+                        let session = Some(self.session.id.clone());
+                        self.analysis().events.push(Event {
+                            seq,
+                            span,
+                            session,
+                            kind: EventKind::SessionError(info),
+                        });
+                    }
+                }
+                _ => {}
+            },
+            "response_item" => self.item(seq, &line, payload),
+            _ => {}
+        }
+    }
+
+    fn item(&mut self, seq: Seq, line: &Line, p: &Map<String, Value>) {
+        let at = |key: &str| line.locate(&[Seg::Key("payload"), Seg::Key(key)]);
+        let ty = str_of(p, "type").unwrap_or_default();
+        let role = str_of(p, "role");
+        let item_id = str_of(p, "id")
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("item-{}", seq + 1));
+        self.history.push(history_item(ty, role, p, &item_id, line));
+        match (ty, role) {
+            ("message", Some("user")) => {
+                self.open_output = None;
+                if self.turns.is_empty() {
+                    self.turns.push(Turn {
+                        span: line.span.head(),
+                        prompt: None,
+                        output: false,
+                        complete: false,
+                        calls: Vec::new(),
+                    });
+                }
+                let span = line
+                    .locate(&[
+                        Seg::Key("payload"),
+                        Seg::Key("content"),
+                        Seg::Index(0),
+                        Seg::Key("text"),
+                    ])
+                    .unwrap_or(line.span);
+                if let Some(t) = self.turns.last_mut()
+                    && !t.output
+                {
+                    t.prompt = Some((item_id.clone(), span));
+                }
+                self.session.messages.push(Message {
+                    id: item_id,
+                    span: Some(line.span),
+                    ..Message::default()
+                });
+            }
+            ("message", Some("assistant"))
+            | (
+                "function_call" | "custom_tool_call" | "local_shell_call" | "reasoning"
+                | "web_search_call",
+                _,
+            ) => {
+                if let Some(t) = self.turns.last_mut() {
+                    t.output = true;
+                }
+                let mi = match self.open_output {
+                    Some(mi) => mi,
+                    None => {
+                        self.session.messages.push(Message {
+                            id: item_id.clone(),
+                            span: Some(line.span),
+                            ..Message::default()
+                        });
+                        self.session.messages.len() - 1
+                    }
+                };
+                self.open_output = Some(mi);
+                let session = self.session.id.clone();
+                let message_id = self.session.messages[mi].id.clone();
+                let parts = &mut self.session.messages[mi].parts;
+                if ty == "message" {
+                    let text: String = p
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("");
+                    let part = Part::from_value(&json!({
+                        "id": item_id, "sessionID": session, "messageID": message_id,
+                        "type": "text", "text": crate::session::first_line(&text, MAX_KEPT_STRING),
+                    }));
+                    parts.push(PartRecord {
+                        part,
+                        history: vec![observation(seq, at("content").unwrap_or(line.span), None)],
+                    });
+                } else if let Some(call_id) = str_of(p, "call_id") {
+                    let name = str_of(p, "name").unwrap_or(ty);
+                    let span = at("call_id").unwrap_or(line.span);
+                    let part = tool_part(call_id, name, &session, &message_id, "running", None);
+                    let pi = parts.len();
+                    parts.push(PartRecord {
+                        part,
+                        history: vec![observation(seq, span, Some("running"))],
+                    });
+                    self.calls.insert(call_id.to_owned(), (mi, pi));
+                    if let Some(t) = self.turns.last_mut() {
+                        t.calls.push((mi, pi));
+                    }
+                }
+            }
+            ("function_call_output" | "custom_tool_call_output" | "local_shell_call_output", _) => {
+                self.open_output = None;
+                let Some(call_id) = str_of(p, "call_id") else {
+                    return;
+                };
+                let Some(&(mi, pi)) = self.calls.get(call_id) else {
+                    return;
+                };
+                let session = self.session.id.clone();
+                let record = &mut self.session.messages[mi].parts[pi];
+                let Some(name) = record.part.tool().map(|t| t.tool.clone()) else {
+                    return;
+                };
+                let mid = record.part.message_id.clone();
+                // Codex has no error flag: a failed command is a completed call whose output
+                // says so.
+                record.part = tool_part(call_id, &name, &session, &mid, "completed", None);
+                let span = at("call_id").unwrap_or(line.span);
+                record
+                    .history
+                    .push(observation(seq, span, Some("completed")));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(mut self, file: FileId) -> Analysis {
+        let mut analysis = self
+            .analysis
+            .take()
+            .unwrap_or_else(|| Analysis::new(file, Format::CodexRollout));
+        analysis.counts.insert("lines", self.lines);
+        analysis.counts.insert("turns", self.turns.len() as u64);
+        if self.session.id.is_empty() {
+            self.session.id = "session".into();
+        }
+        self.session.version = self.version.clone();
+        let client = match &self.version {
+            Some(v) => format!("Codex {v}"),
+            None => "Codex".to_owned(),
+        };
+        let mut facts = TranscriptFacts {
+            client: client.clone(),
+            history: std::mem::take(&mut self.history),
+            ..TranscriptFacts::default()
+        };
+        let last = self.turns.len().saturating_sub(1);
+        let mut strand: Vec<(usize, usize, Span)> = Vec::new();
+        for (n, turn) in self.turns.iter().enumerate() {
+            let next = self.turns.get(n + 1);
+            for &(mi, pi) in &turn.calls {
+                let record = &self.session.messages[mi].parts[pi];
+                if record.part.tool().is_none_or(|t| t.state.is_terminal()) {
+                    continue;
+                }
+                if n == last && !turn.complete {
+                    if facts.open_call_notes.is_empty() {
+                        facts.open_call_notes.push(format!(
+                            "written by {client}; the turn has no `task_complete`: the process died while the call ran. On resume, Codex 0.169.0 sends a synthetic output \"aborted\" for the call (not written to the rollout); clients that send the call alone get `No tool output found for function call` (a 400)"
+                        ));
+                    }
+                    continue;
+                }
+                strand.push((mi, pi, next.map_or(turn.span, |t| t.span)));
+            }
+            if turn.output || turn.complete {
+                continue;
+            }
+            let Some((id, span)) = &turn.prompt else {
+                continue;
+            };
+            let resumed = next.map(|t| {
+                (
+                    t.span,
+                    format!(
+                        "a later turn began without a reply to it; on resume {client} sends this prompt and the next one as two consecutive user messages, which the Responses API accepts"
+                    ),
+                )
+            });
+            facts.unanswered.push(UnansweredTurn {
+                session: self.session.id.clone(),
+                message_id: id.clone(),
+                span: *span,
+                resumed,
+                notes: vec![format!(
+                    "written by {client}; Codex writes a reply only once its output item is complete (observed with 0.169.0), so a reply cut off mid-stream leaves nothing"
+                )],
+            });
+        }
+        // Stranded calls leave the parts (they are not open any more: a later turn moved on).
+        strand.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
+        for (mi, pi, later) in strand {
+            let record = self.session.messages[mi].parts.remove(pi);
+            let Some(tool) = record.part.tool() else {
+                continue;
+            };
+            facts.stranded_calls.push(StrandedCall {
+                session: self.session.id.clone(),
+                call_id: tool.call_id.clone(),
+                tool: tool.tool.clone(),
+                span: record.history[0].span,
+                why: "its turn ended or a later turn began without its output".into(),
+                related: vec![(later.head(), "the session went on here".into())],
+                notes: vec![format!(
+                    "written by {client}; on resume Codex 0.169.0 sends a synthetic output \"aborted\" for it (not written to the rollout), so the request is valid; the call stays unanswered on disk"
+                )],
+            });
+        }
+        facts.stranded_calls.reverse();
+        analysis.sessions.push(std::mem::take(&mut self.session));
+        analysis.transcript = Some(Box::new(facts));
+        analysis
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(text: &str) -> Analysis {
+        replay(text.as_bytes(), FileId(0))
+            .unwrap_or_else(|_| Analysis::new(FileId(0), Format::CodexRollout))
+    }
+
+    const TURN: &str = r#"{"timestamp":"t","ordinal":0,"type":"session_meta","payload":{"id":"th1","cli_version":"0.169.0"}}
+{"timestamp":"t","ordinal":1,"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}
+{"timestamp":"t","ordinal":2,"type":"response_item","payload":{"type":"message","id":"m1","role":"user","content":[{"type":"input_text","text":"sleep"}]}}
+{"timestamp":"t","ordinal":3,"type":"response_item","payload":{"type":"function_call","id":"fc1","name":"exec_command","arguments":"{}","call_id":"call_1"}}
+"#;
+
+    #[test]
+    fn an_unanswered_call_ends_the_last_turn_open() {
+        let a = run(TURN);
+        let open: Vec<_> = a
+            .parts()
+            .filter_map(|(_, _, p)| p.part.tool().map(|t| t.state.status().to_owned()))
+            .collect();
+        assert_eq!(open, vec!["running"]);
+        assert_eq!(a.sessions[0].id, "th1");
+    }
+
+    #[test]
+    fn a_later_turn_strands_the_call_and_an_error_is_an_event() {
+        let text = format!(
+            "{TURN}{}\n{}\n{}\n",
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}"#,
+            r#"{"timestamp":"t","type":"response_item","payload":{"type":"message","id":"m2","role":"user","content":[{"type":"input_text","text":"again"}]}}"#,
+            r#"{"timestamp":"t","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2","error":{"message":"stream disconnected"}}}"#
+        );
+        let a = run(&text);
+        let f = a.transcript.as_deref();
+        assert_eq!(f.map(|f| f.stranded_calls.len()), Some(1));
+        assert!(a.parts().all(|(_, _, p)| p.part.tool().is_none()));
+        assert_eq!(a.events.len(), 1);
+        assert_eq!(f.map(|f| f.unanswered.len()), Some(0));
+    }
+
+    #[test]
+    fn a_dangling_prompt_is_unanswered() {
+        let text = r#"{"timestamp":"t","type":"session_meta","payload":{"id":"th1"}}
+{"timestamp":"t","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"story"}]}}
+"#;
+        let a = run(text);
+        assert_eq!(a.transcript.as_deref().map(|f| f.unanswered.len()), Some(1));
+    }
+}

@@ -1,0 +1,117 @@
+//! Claude Code transcripts and Codex rollouts, from small fixtures written in the formats the
+//! clients write (`tests/fixtures/transcripts/`): what rewind recognises and reports.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    repo(&format!("tests/fixtures/transcripts/{name}"))
+}
+
+fn diagnose(name: &str) -> (i32, String, Vec<Value>) {
+    let (code, doc) = diagnose_json(&fixture(name), &[]);
+    let format = doc["files"][0]["format"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (code, format, findings(&doc))
+}
+
+/// Human output with the path made relative.
+fn human(name: &str) -> String {
+    let out = rewind()
+        .current_dir(repo(""))
+        .args(["diagnose", &format!("tests/fixtures/transcripts/{name}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn healthy_transcripts_report_nothing() {
+    for (name, format) in [
+        ("claude-healthy-tool.jsonl", "claude-transcript"),
+        ("codex-healthy-tool.jsonl", "codex-rollout"),
+    ] {
+        let (code, f, findings) = diagnose(name);
+        assert_eq!(f, format, "{name}");
+        assert_eq!(code, 0, "{name}: {}", describe(&findings));
+    }
+}
+
+#[test]
+fn an_unanswered_call_at_the_end_is_an_error() {
+    for (name, call) in [
+        ("claude-orphan-tool.jsonl", "toolu_fx_001"),
+        ("codex-orphan-call.jsonl", "call_fx_001"),
+    ] {
+        let (code, _, f) = diagnose(name);
+        assert_eq!(code, 1);
+        assert_eq!(f.len(), 1, "{name}: {}", describe(&f));
+        assert_eq!(f[0]["rule"], "tool-never-finished");
+        assert_eq!(f[0]["severity"], "error");
+        assert_eq!(span_text(&fixture(name), &f[0]), format!("\"{call}\""));
+    }
+}
+
+#[test]
+fn a_dead_end_branch_is_a_warning() {
+    let (_, _, f) = diagnose("claude-resumed-dead-end.jsonl");
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "tool-never-finished");
+    assert_eq!(f[0]["severity"], "warning");
+    insta::assert_snapshot!(human("claude-resumed-dead-end.jsonl"));
+}
+
+#[test]
+fn api_errors_and_torn_lines() {
+    let (_, _, f) = diagnose("claude-api-error-torn.jsonl");
+    let rules: Vec<&str> = f.iter().filter_map(|x| x["rule"].as_str()).collect();
+    assert_eq!(
+        rules,
+        ["session-error", "undecodable-record"],
+        "{}",
+        describe(&f)
+    );
+    insta::assert_snapshot!(human("claude-api-error-torn.jsonl"));
+
+    let (_, _, f) = diagnose("codex-task-error.jsonl");
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "session-error");
+    assert!(span_text(&fixture("codex-task-error.jsonl"), &f[0]).contains("stream disconnected"));
+}
+
+#[test]
+fn a_dangling_prompt_in_an_old_rollout() {
+    let (_, format, f) = diagnose("codex-old-dangling.jsonl");
+    assert_eq!(format, "codex-rollout");
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "message-incomplete");
+    assert_eq!(f[0]["severity"], "warning");
+    insta::assert_snapshot!(human("codex-old-dangling.jsonl"));
+}
+
+#[test]
+fn an_orphan_result_breaks_the_rebuilt_request() {
+    let (code, _, f) = diagnose("claude-orphan-result.jsonl");
+    assert_eq!(code, 1);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "tool-use-without-result");
+    assert_eq!(
+        span_text(&fixture("claude-orphan-result.jsonl"), &f[0]),
+        "\"toolu_gone\""
+    );
+}
+
+#[test]
+fn a_turn_resumed_with_a_synthetic_reply_is_an_info() {
+    let (code, _, f) = diagnose("claude-resume-synthetic.jsonl");
+    assert_eq!(code, 0);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "message-incomplete");
+    assert_eq!(f[0]["severity"], "info");
+    assert!(f[0].to_string().contains("<synthetic>"), "{}", f[0]);
+}
