@@ -266,3 +266,23 @@ fn agent_log_body_preview_is_replayed_and_its_cut_is_said() {
     let sessions = doc["files"][0]["sessions"].to_string();
     assert!(sessions.contains("http-stream-1"), "{sessions}");
 }
+
+/// `step-merged` is about OpenCode's step parts: a TanStack run where the answer follows a server
+/// tool in the same run is healthy under both TanStack profiles; replayed as OpenCode would store
+/// it (one step, text after the tool), the rule still applies.
+#[test]
+fn step_merged_does_not_apply_under_tanstack_profiles() {
+    let file = fixture("tanstack-tool-then-text.sse");
+    for profile in ["tanstack", "tanstack-pre-727"] {
+        let (code, doc) = diagnose_json(&file, &["--processor", profile]);
+        assert_eq!(code, 0, "{profile}");
+        assert!(
+            findings(&doc).is_empty(),
+            "{profile}: {}",
+            describe(&findings(&doc))
+        );
+    }
+    let (_, doc) = diagnose_json(&file, &["--processor", "opencode"]);
+    let f = findings(&doc);
+    assert_eq!(of_rule(&f, "step-merged").len(), 1, "{}", describe(&f));
+}

@@ -3,6 +3,7 @@ use super::step_unclosed::StepUnclosed;
 use super::{Check, Rule};
 use crate::diagnostic::{Finding, Ids};
 use crate::model::{MessageBody, PartBody, ids};
+use crate::replay::stream::Profile;
 use crate::session::{Analysis, Message, PartRecord};
 
 declare_check! {
@@ -11,6 +12,8 @@ declare_check! {
     /// starts a step), and reports text or reasoning that comes after a tool part in the same
     /// step: two model steps were stored as one, with no `step-finish`/`step-start` between them.
     /// Messages OpenCode does not replay (an error other than `MessageAbortedError`) are skipped.
+    /// Streams replayed under a TanStack profile have no OpenCode step parts, so the rule does
+    /// not apply to them.
     ///
     /// ## Why it matters
     /// When a stream error interrupts a step, OpenCode retries on the same message without writing
@@ -95,6 +98,9 @@ impl Check for StepMerged {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        if opencode_steps_absent(analysis) {
+            return;
+        }
         for session in &analysis.sessions {
             for message in session.messages.iter().filter(|m| replayed(m)) {
                 for m in merges(message) {
@@ -131,6 +137,15 @@ impl Check for StepMerged {
             }
         }
     }
+}
+
+/// A stream replayed under a TanStack profile: TanStack AI stores no OpenCode step parts.
+fn opencode_steps_absent(analysis: &Analysis) -> bool {
+    analysis.stream.as_ref().is_some_and(|f| {
+        [Profile::Tanstack, Profile::TanstackPre727]
+            .iter()
+            .any(|p| f.profile == p.name())
+    })
 }
 
 /// Kinds in a message's simulated part sequence.
