@@ -286,3 +286,39 @@ fn step_merged_does_not_apply_under_tanstack_profiles() {
     let f = findings(&doc);
     assert_eq!(of_rule(&f, "step-merged").len(), 1, "{}", describe(&f));
 }
+
+/// Tools the provider executes (Anthropic web search, MCP, code execution) arrive with their
+/// results in the same message, and the answer follows them: no step was merged, no tool is left
+/// unanswered. A client `tool_use` followed by text in the same message still is a merged step.
+#[test]
+fn provider_executed_tools_are_not_merged_steps() {
+    for (file, profiles) in [
+        (
+            "anthropic-web-search.sse",
+            &["opencode-fixed", "opencode", "agent-0.8", "tanstack"][..],
+        ),
+        (
+            "anthropic-mcp-and-code-execution.sse",
+            &["opencode-fixed", "opencode", "tanstack"][..],
+        ),
+    ] {
+        for profile in profiles {
+            let (code, doc) = diagnose_json(&fixture(file), &["--processor", profile]);
+            let f = findings(&doc);
+            assert_eq!(code, 0, "{file} {profile}: {}", describe(&f));
+            assert!(f.is_empty(), "{file} {profile}: {}", describe(&f));
+        }
+    }
+    let (_, doc) = diagnose_json(&fixture("anthropic-client-tool-then-text.sse"), &[]);
+    let f = findings(&doc);
+    let merged = of_rule(&f, "step-merged");
+    assert_eq!(merged.len(), 1, "{}", describe(&f));
+    assert!(
+        merged[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("toolu_01Read"),
+        "{}",
+        describe(&f)
+    );
+}

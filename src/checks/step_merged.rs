@@ -2,7 +2,7 @@ use super::fix::{Fix, FixContext, recovery_finish, recovery_start};
 use super::step_unclosed::StepUnclosed;
 use super::{Check, Rule};
 use crate::diagnostic::{Finding, Ids};
-use crate::model::{MessageBody, PartBody, ids};
+use crate::model::{MessageBody, PartBody, ToolPart, ids};
 use crate::replay::stream::Profile;
 use crate::session::{Analysis, Message, PartRecord};
 
@@ -12,6 +12,9 @@ declare_check! {
     /// starts a step), and reports text or reasoning that comes after a tool part in the same
     /// step: two model steps were stored as one, with no `step-finish`/`step-start` between them.
     /// Messages OpenCode does not replay (an error other than `MessageAbortedError`) are skipped.
+    /// A tool the provider executed (`metadata.providerExecuted`: Anthropic's web search, web
+    /// fetch, code execution, MCP tools) ends no step: its result arrives in the same message and
+    /// the model goes on writing after it.
     /// Streams replayed under a TanStack profile have no OpenCode step parts, so the rule does
     /// not apply to them.
     ///
@@ -63,6 +66,15 @@ pub fn replayed(message: &Message) -> bool {
     }
 }
 
+/// A tool the provider executed: the same message carries its result.
+fn provider_executed(t: &ToolPart) -> bool {
+    t.metadata
+        .as_ref()
+        .and_then(|m| m.get("providerExecuted"))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+}
+
 /// The merge points of a message.
 pub fn merges(message: &Message) -> Vec<Merge<'_>> {
     let mut out = Vec::new();
@@ -71,6 +83,7 @@ pub fn merges(message: &Message) -> Vec<Merge<'_>> {
     for part in &message.parts {
         match &part.part.body {
             PartBody::StepStart(_) => tool = None,
+            PartBody::Tool(t) if provider_executed(t) => {}
             PartBody::Tool(_) => tool = Some(part),
             PartBody::Text(_) | PartBody::Reasoning(_) => {
                 if let (Some(t), Some(b)) = (tool.take(), prev) {

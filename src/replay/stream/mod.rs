@@ -401,7 +401,8 @@ impl StreamReplay {
     }
 
     /// Hands a part to every processor, with the `streamText` layer's own rules: a tool call
-    /// whose input is not JSON is followed by its tool error.
+    /// whose input is not JSON is followed by its tool error (not one the provider executed: the
+    /// SDK reports no error for those).
     fn apply(
         &mut self,
         seq: Seq,
@@ -429,7 +430,10 @@ impl StreamReplay {
             proc.apply(&a);
         }
         if let PartKind::ToolCall {
-            id, name, input, ..
+            id,
+            name,
+            input,
+            provider_executed: false,
         } = part
             && !input.is_empty()
             && serde_json::from_str::<serde::de::IgnoredAny>(input).is_err()
