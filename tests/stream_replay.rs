@@ -322,3 +322,55 @@ fn provider_executed_tools_are_not_merged_steps() {
         describe(&f)
     );
 }
+
+/// Timeline details of a replay, in JSON.
+fn timeline(file: &str, profile: &str) -> String {
+    let path = fixture(file);
+    let (_, doc) = json_of(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+        "--processor",
+        profile,
+    ]);
+    doc["units"][0]["runs"][0]["timeline"].to_string()
+}
+
+/// A Responses `custom_tool_call` carries free-form text (an SQL string, an apply_patch body):
+/// a healthy call is no invalid-input tool error, under any profile (agent-0.8 would crash on
+/// the error it writes). Local shell and apply_patch calls are named as the SDK names them. A
+/// function call whose arguments are not JSON still gets its tool error.
+#[test]
+fn responses_custom_tool_input_is_text_not_json() {
+    for file in [
+        "responses-custom-tools.sse",
+        "responses-local-shell-and-apply-patch.sse",
+    ] {
+        for profile in ["opencode-fixed", "opencode", "agent-0.8", "tanstack"] {
+            let (code, doc) = diagnose_json(&fixture(file), &["--processor", profile]);
+            let f = findings(&doc);
+            assert_eq!(code, 0, "{file} {profile}: {}", describe(&f));
+            assert!(f.is_empty(), "{file} {profile}: {}", describe(&f));
+        }
+        let t = timeline(file, "opencode");
+        assert!(!t.contains("Invalid input"), "{t}");
+        assert!(t.contains("finishes: tool-calls"), "{t}");
+    }
+    let t = timeline("responses-custom-tools.sse", "opencode");
+    assert!(
+        t.contains("tool `run_sql`") && t.contains("awaiting execution"),
+        "{t}"
+    );
+    let t = timeline("responses-local-shell-and-apply-patch.sse", "opencode");
+    assert!(
+        t.contains("tool `local_shell`") && t.contains("tool `apply_patch`"),
+        "{t}"
+    );
+    let bad = "responses-function-bad-arguments.sse";
+    let t = timeline(bad, "opencode");
+    assert!(t.contains("Invalid input for tool read"), "{t}");
+    let (_, doc) = diagnose_json(&fixture(bad), &["--processor", "agent-0.8"]);
+    let f = findings(&doc);
+    assert_eq!(of_rule(&f, "validation-crash").len(), 1, "{}", describe(&f));
+}
