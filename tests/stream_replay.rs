@@ -374,3 +374,29 @@ fn responses_custom_tool_input_is_text_not_json() {
     let f = findings(&doc);
     assert_eq!(of_rule(&f, "validation-crash").len(), 1, "{}", describe(&f));
 }
+
+/// A Responses stream without `response.created` still is a model call: its output items and
+/// `response.completed` produce the step and its finish. Cut before `response.completed`, it is
+/// truncated, and the open response is named.
+#[test]
+fn responses_without_created_still_count_their_steps() {
+    let file = "responses-without-created.sse";
+    let (code, doc) = diagnose_json(&fixture(file), &[]);
+    assert_eq!(code, 0, "{}", describe(&findings(&doc)));
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+    let t = timeline(file, "opencode");
+    assert!(
+        t.contains("\"starts\"") && t.contains("finishes: tool-calls"),
+        "{t}"
+    );
+    let (_, doc) = diagnose_json(&fixture("responses-without-created-truncated.sse"), &[]);
+    let f = findings(&doc);
+    let t = of_rule(&f, "stream-truncated");
+    assert_eq!(t.len(), 1, "{}", describe(&f));
+    assert!(
+        t[0].to_string()
+            .contains("no `response.created`) never completed"),
+        "{}",
+        t[0]
+    );
+}

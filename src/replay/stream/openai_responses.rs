@@ -312,6 +312,12 @@ impl OpenAiResponses {
             }
         }
         let ty = ty.unwrap_or_default();
+        if !matches!(
+            e,
+            Event::Created { .. } | Event::Error { .. } | Event::Other
+        ) {
+            self.implied_start(at, out);
+        }
         match e {
             Event::Created { response } => {
                 let id = response.get().and_then(|r| r.id.get()).unwrap_or_default();
@@ -383,6 +389,16 @@ impl OpenAiResponses {
         out.part(PartKind::ResponseMetadata {
             id: (!id.is_empty()).then(|| id.to_owned()),
         });
+        out.part(PartKind::StartStep);
+    }
+
+    /// A response event before any `response.created`: the model call (the step) started all
+    /// the same — the SDK starts a step for each call, whatever the provider sends first.
+    fn implied_start(&mut self, at: Span, out: &mut Out) {
+        if self.open.is_some() || self.completed.is_some() {
+            return;
+        }
+        self.open = Some((String::new(), at));
         out.part(PartKind::StartStep);
     }
 
@@ -682,7 +698,12 @@ impl Decoder for OpenAiResponses {
     fn open_at_end(&self) -> Vec<(String, Span)> {
         let mut out = Vec::new();
         if let Some((id, at)) = &self.open {
-            out.push((format!("response {id} never completed"), *at));
+            let what = if id.is_empty() {
+                "the response (no `response.created`) never completed".to_owned()
+            } else {
+                format!("response {id} never completed")
+            };
+            out.push((what, *at));
         }
         for i in self.items.values() {
             let what = match &i.call_id {
@@ -810,6 +831,39 @@ mod tests {
             r#"{"type":"web_search_call","id":"ws","status":"completed","action":{"type":"search"}}"#,
         ]);
         assert_eq!(reason, "stop");
+    }
+
+    #[test]
+    fn a_response_without_created_starts_its_step_at_its_first_event() {
+        let mut d = OpenAiResponses::new();
+        let (parts, _, _) = decode(
+            &mut d,
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m"}}"#,
+        );
+        assert_eq!(
+            parts,
+            [PartKind::StartStep, PartKind::TextStart { id: "m".into() }]
+        );
+        let (parts, _, _) = decode(
+            &mut d,
+            r#"{"type":"response.output_text.delta","output_index":0,"delta":"x"}"#,
+        );
+        assert_eq!(parts.len(), 1);
+        let (parts, _, _) = decode(&mut d, r#"{"type":"response.completed","response":{}}"#);
+        assert!(
+            matches!(parts[..], [PartKind::FinishStep { .. }]),
+            "{parts:?}"
+        );
+        // A completion alone is a step too.
+        let mut d = OpenAiResponses::new();
+        let (parts, _, _) = decode(&mut d, r#"{"type":"response.completed","response":{}}"#);
+        assert!(
+            matches!(
+                parts[..],
+                [PartKind::StartStep, PartKind::FinishStep { .. }]
+            ),
+            "{parts:?}"
+        );
     }
 
     #[test]
