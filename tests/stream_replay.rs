@@ -400,3 +400,37 @@ fn responses_without_created_still_count_their_steps() {
         t[0]
     );
 }
+
+/// `event:` lines without data dispatch nothing, but they name the protocol: a stream that ends
+/// before any data arrived is truncated (only event lines, or a body cut right after its first
+/// event line). A healthy stream with a data-less event (codex's test servers send
+/// `event: response.created` alone) is not.
+#[test]
+fn a_stream_cut_before_any_data_is_truncated() {
+    for (file, name) in [
+        ("events-without-data.sse", "event: ping"),
+        ("cut-after-event-line.sse", "event: message_start"),
+    ] {
+        let path = fixture(file);
+        let (code, doc) = diagnose_json(&path, &[]);
+        let f = findings(&doc);
+        let t = of_rule(&f, "stream-truncated");
+        assert_eq!(code, 1, "{file}: {}", describe(&f));
+        assert_eq!(t.len(), 1, "{file}: {}", describe(&f));
+        let message = t[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("Anthropic Messages") && message.contains(name),
+            "{message}"
+        );
+        assert!(span_text(&path, t[0]).starts_with("event: "), "{file}");
+    }
+    let (code, doc) = diagnose_json(&fixture("healthy-responses-dataless-created.sse"), &[]);
+    assert_eq!(code, 0, "{}", describe(&findings(&doc)));
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+    // An empty capture tells no protocol and no truncation.
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sse");
+    std::fs::write(&empty, b": keep-alive\n\nevent: ping\n\n").unwrap();
+    let (_, doc) = diagnose_json(&empty, &["--input", "sse"]);
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+}
