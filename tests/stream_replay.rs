@@ -393,6 +393,7 @@ fn responses_without_created_still_count_their_steps() {
     let f = findings(&doc);
     let t = of_rule(&f, "stream-truncated");
     assert_eq!(t.len(), 1, "{}", describe(&f));
+    assert_eq!(of_rule(&f, "step-unclosed").len(), 1, "{}", describe(&f));
     assert!(
         t[0].to_string()
             .contains("no `response.created`) never completed"),
@@ -433,4 +434,21 @@ fn a_stream_cut_before_any_data_is_truncated() {
     std::fs::write(&empty, b": keep-alive\n\nevent: ping\n\n").unwrap();
     let (_, doc) = diagnose_json(&empty, &["--input", "sse"]);
     assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+}
+
+/// `response.created` and `response.completed` cut (not JSON): the skip-and-continue processor
+/// reads the items in between as the step, and the SDK still finishes it (reason `error`): the
+/// events are reported, no step is left open.
+#[test]
+fn a_response_whose_terminal_event_is_corrupt_still_finishes_its_step() {
+    let file = "responses-created-and-completed-corrupt.sse";
+    let (_, doc) = diagnose_json(&fixture(file), &["--processor", "opencode-fixed"]);
+    let f = findings(&doc);
+    assert_eq!(of_rule(&f, "sse-invalid-json").len(), 2, "{}", describe(&f));
+    assert_eq!(f.len(), 2, "{}", describe(&f));
+    let t = timeline(file, "opencode-fixed");
+    assert!(
+        t.contains("\"starts\"") && t.contains("finishes: error"),
+        "{t}"
+    );
 }

@@ -272,6 +272,8 @@ pub struct OpenAiResponses {
     has_function_call: bool,
     completed: Option<Span>,
     error_seen: bool,
+    /// An event of the open response could not be decoded (the SDK's finish reason is `error`).
+    rejected: bool,
 }
 
 /// A field rendered as JSON text, strings as they are; `first` when present, else `second`.
@@ -381,6 +383,7 @@ impl OpenAiResponses {
             }
         }
         self.open = Some((id.to_owned(), at));
+        self.rejected = false;
         self.completed = None;
         self.items.clear();
         self.done_items.clear();
@@ -686,14 +689,28 @@ impl Decoder for OpenAiResponses {
             return Ok(());
         }
         let mut spare = None;
-        match envelope::parse::<Event<'_>>(data, &mut spare)? {
+        let parsed = envelope::parse::<Event<'_>>(data, &mut spare);
+        self.rejected |= parsed.is_err();
+        match parsed? {
             Parsed::Done => {}
             Parsed::Event(e) => self.event(e, data, at, out),
         }
         Ok(())
     }
 
-    fn flush(&mut self, _out: &mut Out) {}
+    /// A response whose terminal event was lost after an event that could not be decoded: the
+    /// SDK still finishes the step, with reason `error`. (A response that just stops is left
+    /// open: the stream is truncated.)
+    fn flush(&mut self, out: &mut Out) {
+        if self.open.is_some() && self.rejected {
+            out.part(PartKind::FinishStep {
+                reason: "error".into(),
+                input_tokens: 0,
+                output_tokens: 0,
+            });
+            self.open = None;
+        }
+    }
 
     fn open_at_end(&self) -> Vec<(String, Span)> {
         let mut out = Vec::new();
