@@ -309,6 +309,20 @@ fn provider_executed_tools_are_not_merged_steps() {
             assert!(f.is_empty(), "{file} {profile}: {}", describe(&f));
         }
     }
+    // A stored session: a tool part marked `providerExecuted` followed by text in the same
+    // step is neither a merged step nor a broken tool pairing (its client twin is the
+    // step-merged fixture).
+    let stored = repo("tests/fixtures/checks/provider-executed-tool-then-text.json");
+    let (code, doc) = diagnose_json(&stored, &[]);
+    assert_eq!(code, 0, "{}", describe(&findings(&doc)));
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+    let (_, doc) = diagnose_json(&repo("tests/fixtures/checks/step-merged.json"), &[]);
+    assert_eq!(
+        of_rule(&findings(&doc), "step-merged").len(),
+        1,
+        "{}",
+        describe(&findings(&doc))
+    );
     let (_, doc) = diagnose_json(&fixture("anthropic-client-tool-then-text.sse"), &[]);
     let f = findings(&doc);
     let merged = of_rule(&f, "step-merged");
