@@ -2,8 +2,7 @@ use super::fix::{Fix, FixContext, recovery_finish, recovery_start};
 use super::step_unclosed::StepUnclosed;
 use super::{Check, Rule};
 use crate::diagnostic::{Finding, Ids};
-use crate::model::{MessageBody, PartBody, ToolPart, ids};
-use crate::replay::stream::Profile;
+use crate::model::{MessageBody, PartBody, ids};
 use crate::session::{Analysis, Message, PartRecord};
 
 declare_check! {
@@ -67,7 +66,7 @@ pub fn replayed(message: &Message) -> bool {
 }
 
 /// A tool the provider executed: the same message carries its result.
-fn provider_executed(t: &ToolPart) -> bool {
+fn provider_executed(t: &crate::model::ToolPart) -> bool {
     t.metadata
         .as_ref()
         .and_then(|m| m.get("providerExecuted"))
@@ -155,6 +154,7 @@ impl Check for StepMerged {
 /// A stream replayed under a TanStack profile: TanStack AI stores no OpenCode step parts.
 fn opencode_steps_absent(analysis: &Analysis) -> bool {
     analysis.stream.as_ref().is_some_and(|f| {
+        use crate::replay::stream::Profile;
         [Profile::Tanstack, Profile::TanstackPre727]
             .iter()
             .any(|p| f.profile == p.name())
