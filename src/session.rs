@@ -445,6 +445,9 @@ pub struct StreamFacts {
     pub expected_terminal: String,
     /// The last event.
     pub last_event: Option<Span>,
+    /// No data came, only `event:` lines (the last one's type and span), which named the
+    /// protocol.
+    pub without_data: Option<(String, Span)>,
     /// The last event was still open when the input ended (no blank line after it).
     pub unterminated_last: Option<Span>,
     /// The body was cut by whoever logged it (an agent log's `bodyPreview`).

@@ -54,6 +54,23 @@ fn frame(env: Envelope, chunks: &[&[u8]]) -> Vec<Event> {
         Ok(())
     })
     .unwrap();
+    // `event:` lines without data dispatch nothing; where they are must not depend on chunking.
+    let sse = f.stats().sse;
+    for n in [sse.first_named_without_data, sse.last_named_without_data]
+        .into_iter()
+        .flatten()
+    {
+        out.push((
+            u64::MAX,
+            Some(n.event_type),
+            String::new(),
+            n.start,
+            n.end,
+            0,
+            Vec::new(),
+            n.unterminated,
+        ));
+    }
     out
 }
 

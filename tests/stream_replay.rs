@@ -266,3 +266,203 @@ fn agent_log_body_preview_is_replayed_and_its_cut_is_said() {
     let sessions = doc["files"][0]["sessions"].to_string();
     assert!(sessions.contains("http-stream-1"), "{sessions}");
 }
+
+/// `step-merged` is about OpenCode's step parts: a TanStack run where the answer follows a server
+/// tool in the same run is healthy under both TanStack profiles; replayed as OpenCode would store
+/// it (one step, text after the tool), the rule still applies.
+#[test]
+fn step_merged_does_not_apply_under_tanstack_profiles() {
+    let file = fixture("tanstack-tool-then-text.sse");
+    for profile in ["tanstack", "tanstack-pre-727"] {
+        let (code, doc) = diagnose_json(&file, &["--processor", profile]);
+        assert_eq!(code, 0, "{profile}");
+        assert!(
+            findings(&doc).is_empty(),
+            "{profile}: {}",
+            describe(&findings(&doc))
+        );
+    }
+    let (_, doc) = diagnose_json(&file, &["--processor", "opencode"]);
+    let f = findings(&doc);
+    assert_eq!(of_rule(&f, "step-merged").len(), 1, "{}", describe(&f));
+}
+
+/// Tools the provider executes (Anthropic web search, MCP, code execution) arrive with their
+/// results in the same message, and the answer follows them: no step was merged, no tool is left
+/// unanswered. A client `tool_use` followed by text in the same message still is a merged step.
+#[test]
+fn provider_executed_tools_are_not_merged_steps() {
+    for (file, profiles) in [
+        (
+            "anthropic-web-search.sse",
+            &["opencode-fixed", "opencode", "agent-0.8", "tanstack"][..],
+        ),
+        (
+            "anthropic-mcp-and-code-execution.sse",
+            &["opencode-fixed", "opencode", "tanstack"][..],
+        ),
+    ] {
+        for profile in profiles {
+            let (code, doc) = diagnose_json(&fixture(file), &["--processor", profile]);
+            let f = findings(&doc);
+            assert_eq!(code, 0, "{file} {profile}: {}", describe(&f));
+            assert!(f.is_empty(), "{file} {profile}: {}", describe(&f));
+        }
+    }
+    // A stored session: a tool part marked `providerExecuted` followed by text in the same
+    // step is neither a merged step nor a broken tool pairing (its client twin is the
+    // step-merged fixture).
+    let stored = repo("tests/fixtures/checks/provider-executed-tool-then-text.json");
+    let (code, doc) = diagnose_json(&stored, &[]);
+    assert_eq!(code, 0, "{}", describe(&findings(&doc)));
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+    let (_, doc) = diagnose_json(&repo("tests/fixtures/checks/step-merged.json"), &[]);
+    assert_eq!(
+        of_rule(&findings(&doc), "step-merged").len(),
+        1,
+        "{}",
+        describe(&findings(&doc))
+    );
+    let (_, doc) = diagnose_json(&fixture("anthropic-client-tool-then-text.sse"), &[]);
+    let f = findings(&doc);
+    let merged = of_rule(&f, "step-merged");
+    assert_eq!(merged.len(), 1, "{}", describe(&f));
+    assert!(
+        merged[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("toolu_01Read"),
+        "{}",
+        describe(&f)
+    );
+}
+
+/// Timeline details of a replay, in JSON.
+fn timeline(file: &str, profile: &str) -> String {
+    let path = fixture(file);
+    let (_, doc) = json_of(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+        "--processor",
+        profile,
+    ]);
+    doc["units"][0]["runs"][0]["timeline"].to_string()
+}
+
+/// A Responses `custom_tool_call` carries free-form text (an SQL string, an apply_patch body):
+/// a healthy call is no invalid-input tool error, under any profile (agent-0.8 would crash on
+/// the error it writes). Local shell and apply_patch calls are named as the SDK names them. A
+/// function call whose arguments are not JSON still gets its tool error.
+#[test]
+fn responses_custom_tool_input_is_text_not_json() {
+    for file in [
+        "responses-custom-tools.sse",
+        "responses-local-shell-and-apply-patch.sse",
+    ] {
+        for profile in ["opencode-fixed", "opencode", "agent-0.8", "tanstack"] {
+            let (code, doc) = diagnose_json(&fixture(file), &["--processor", profile]);
+            let f = findings(&doc);
+            assert_eq!(code, 0, "{file} {profile}: {}", describe(&f));
+            assert!(f.is_empty(), "{file} {profile}: {}", describe(&f));
+        }
+        let t = timeline(file, "opencode");
+        assert!(!t.contains("Invalid input"), "{t}");
+        assert!(t.contains("finishes: tool-calls"), "{t}");
+    }
+    let t = timeline("responses-custom-tools.sse", "opencode");
+    assert!(
+        t.contains("tool `run_sql`") && t.contains("awaiting execution"),
+        "{t}"
+    );
+    let t = timeline("responses-local-shell-and-apply-patch.sse", "opencode");
+    assert!(
+        t.contains("tool `local_shell`") && t.contains("tool `apply_patch`"),
+        "{t}"
+    );
+    let bad = "responses-function-bad-arguments.sse";
+    let t = timeline(bad, "opencode");
+    assert!(t.contains("Invalid input for tool read"), "{t}");
+    let (_, doc) = diagnose_json(&fixture(bad), &["--processor", "agent-0.8"]);
+    let f = findings(&doc);
+    assert_eq!(of_rule(&f, "validation-crash").len(), 1, "{}", describe(&f));
+}
+
+/// A Responses stream without `response.created` still is a model call: its output items and
+/// `response.completed` produce the step and its finish. Cut before `response.completed`, it is
+/// truncated, and the open response is named.
+#[test]
+fn responses_without_created_still_count_their_steps() {
+    let file = "responses-without-created.sse";
+    let (code, doc) = diagnose_json(&fixture(file), &[]);
+    assert_eq!(code, 0, "{}", describe(&findings(&doc)));
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+    let t = timeline(file, "opencode");
+    assert!(
+        t.contains("\"starts\"") && t.contains("finishes: tool-calls"),
+        "{t}"
+    );
+    let (_, doc) = diagnose_json(&fixture("responses-without-created-truncated.sse"), &[]);
+    let f = findings(&doc);
+    let t = of_rule(&f, "stream-truncated");
+    assert_eq!(t.len(), 1, "{}", describe(&f));
+    assert_eq!(of_rule(&f, "step-unclosed").len(), 1, "{}", describe(&f));
+    assert!(
+        t[0].to_string()
+            .contains("no `response.created`) never completed"),
+        "{}",
+        t[0]
+    );
+}
+
+/// `event:` lines without data dispatch nothing, but they name the protocol: a stream that ends
+/// before any data arrived is truncated (only event lines, or a body cut right after its first
+/// event line). A healthy stream with a data-less event (codex's test servers send
+/// `event: response.created` alone) is not.
+#[test]
+fn a_stream_cut_before_any_data_is_truncated() {
+    for (file, name) in [
+        ("events-without-data.sse", "event: ping"),
+        ("cut-after-event-line.sse", "event: message_start"),
+    ] {
+        let path = fixture(file);
+        let (code, doc) = diagnose_json(&path, &[]);
+        let f = findings(&doc);
+        let t = of_rule(&f, "stream-truncated");
+        assert_eq!(code, 1, "{file}: {}", describe(&f));
+        assert_eq!(t.len(), 1, "{file}: {}", describe(&f));
+        let message = t[0]["message"].as_str().unwrap();
+        assert!(
+            message.contains("Anthropic Messages") && message.contains(name),
+            "{message}"
+        );
+        assert!(span_text(&path, t[0]).starts_with("event: "), "{file}");
+    }
+    let (code, doc) = diagnose_json(&fixture("healthy-responses-dataless-created.sse"), &[]);
+    assert_eq!(code, 0, "{}", describe(&findings(&doc)));
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+    // An empty capture tells no protocol and no truncation.
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.sse");
+    std::fs::write(&empty, b": keep-alive\n\nevent: ping\n\n").unwrap();
+    let (_, doc) = diagnose_json(&empty, &["--input", "sse"]);
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+}
+
+/// `response.created` and `response.completed` cut (not JSON): the skip-and-continue processor
+/// reads the items in between as the step, and the SDK still finishes it (reason `error`): the
+/// events are reported, no step is left open.
+#[test]
+fn a_response_whose_terminal_event_is_corrupt_still_finishes_its_step() {
+    let file = "responses-created-and-completed-corrupt.sse";
+    let (_, doc) = diagnose_json(&fixture(file), &["--processor", "opencode-fixed"]);
+    let f = findings(&doc);
+    assert_eq!(of_rule(&f, "sse-invalid-json").len(), 2, "{}", describe(&f));
+    assert_eq!(f.len(), 2, "{}", describe(&f));
+    let t = timeline(file, "opencode-fixed");
+    assert!(
+        t.contains("\"starts\"") && t.contains("finishes: error"),
+        "{t}"
+    );
+}

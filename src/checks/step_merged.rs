@@ -12,6 +12,11 @@ declare_check! {
     /// starts a step), and reports text or reasoning that comes after a tool part in the same
     /// step: two model steps were stored as one, with no `step-finish`/`step-start` between them.
     /// Messages OpenCode does not replay (an error other than `MessageAbortedError`) are skipped.
+    /// A tool the provider executed (`metadata.providerExecuted`: Anthropic's web search, web
+    /// fetch, code execution, MCP tools) ends no step: its result arrives in the same message and
+    /// the model goes on writing after it.
+    /// Streams replayed under a TanStack profile have no OpenCode step parts, so the rule does
+    /// not apply to them.
     ///
     /// ## Why it matters
     /// When a stream error interrupts a step, OpenCode retries on the same message without writing
@@ -83,6 +88,15 @@ pub fn replayed(message: &Message) -> bool {
     }
 }
 
+/// A tool the provider executed: the same message carries its result.
+fn provider_executed(t: &crate::model::ToolPart) -> bool {
+    t.metadata
+        .as_ref()
+        .and_then(|m| m.get("providerExecuted"))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true)
+}
+
 /// The merge points of a message.
 pub fn merges(message: &Message) -> Vec<Merge<'_>> {
     let mut out = Vec::new();
@@ -91,6 +105,7 @@ pub fn merges(message: &Message) -> Vec<Merge<'_>> {
     for part in &message.parts {
         match &part.part.body {
             PartBody::StepStart(_) => tool = None,
+            PartBody::Tool(t) if provider_executed(t) => {}
             PartBody::Tool(_) => tool = Some(part),
             PartBody::Text(_) | PartBody::Reasoning(_) => {
                 if let (Some(t), Some(b)) = (tool.take(), prev) {
@@ -118,9 +133,10 @@ impl Check for StepMerged {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        if analysis.transcript.is_some() {
-            // A client's transcript stores API messages as they were: a step is a request, and
-            // a message's blocks are what the model sent, in its order.
+        if analysis.transcript.is_some() || opencode_steps_absent(analysis) {
+            // A client's transcript stores API messages as they were (a step is a request, and a
+            // message's blocks are what the model sent, in its order); other processors than
+            // OpenCode's have no step parts.
             return;
         }
         for session in &analysis.sessions {
@@ -163,6 +179,16 @@ impl Check for StepMerged {
             }
         }
     }
+}
+
+/// A stream replayed under a TanStack profile: TanStack AI stores no OpenCode step parts.
+fn opencode_steps_absent(analysis: &Analysis) -> bool {
+    analysis.stream.as_ref().is_some_and(|f| {
+        use crate::replay::stream::Profile;
+        [Profile::Tanstack, Profile::TanstackPre727]
+            .iter()
+            .any(|p| f.profile == p.name())
+    })
 }
 
 /// Kinds in a message's simulated part sequence.

@@ -9,8 +9,10 @@ declare_check! {
     /// no `data: [DONE]` (Chat Completions), no `response.completed|incomplete|failed`
     /// (Responses), no `message_stop` (Anthropic), no `finish` (AI SDK UI stream), no
     /// `RUN_FINISHED|RUN_ERROR` (AG-UI). It names what was still open — a content block, a tool
-    /// call still streaming its arguments. A body its logger cut short (an agent log's
-    /// `bodyPreview`) is said to be cut, not reported as a truncated stream.
+    /// call still streaming its arguments. A stream whose `event:` lines name its protocol but
+    /// which ends before any `data:` arrived (`event: message_start` and nothing else, or a body
+    /// cut right after its first event line) is truncated too. A body its logger cut short (an
+    /// agent log's `bodyPreview`) is said to be cut, not reported as a truncated stream.
     ///
     /// ## Why it matters
     /// A truncated stream looks like a short answer: several clients accept it silently
@@ -39,7 +41,7 @@ impl Check for StreamTruncated {
         let Some(f) = facts(analysis) else {
             return;
         };
-        if f.events == 0 {
+        if f.events == 0 && f.without_data.is_none() {
             return;
         }
         let session = analysis.sessions.first().map(|s| s.id.clone());
@@ -73,15 +75,24 @@ impl Check for StreamTruncated {
         let Some(last) = f.last_event else {
             return;
         };
-        let mut finding = Self::META
-            .finding(format!(
-                "the {} stream ends without its terminal event ({}) after {} event{}",
-                f.protocol,
-                f.expected_terminal,
-                f.events,
-                if f.events == 1 { "" } else { "s" }
-            ))
-            .at(last, "the stream ends after this event");
+        let mut finding = match &f.without_data {
+            Some((ty, _)) if f.events == 0 => Self::META
+                .finding(format!(
+                    "the {} stream ends without its terminal event ({}) before any data: its `event:` lines (the last `event: {ty}`) carry no `data:`",
+                    f.protocol, f.expected_terminal,
+                ))
+                .at(last, "the stream ends after this event line, with no data")
+                .note("an event without data dispatches nothing: no client saw any of this response"),
+            _ => Self::META
+                .finding(format!(
+                    "the {} stream ends without its terminal event ({}) after {} event{}",
+                    f.protocol,
+                    f.expected_terminal,
+                    f.events,
+                    if f.events == 1 { "" } else { "s" }
+                ))
+                .at(last, "the stream ends after this event"),
+        };
         for (what, span) in &f.open_at_end {
             finding = finding.also(Some(span.head()), what.clone());
         }

@@ -110,8 +110,23 @@ pub struct SseStats {
     pub events: u64,
     /// Blank-line-terminated field groups with no data: the standard dispatches nothing.
     pub events_without_data: u64,
+    /// The first and the last of them that named their type (`event: message_start` with no
+    /// `data:`): they still tell the protocol of a stream cut before its first data.
+    pub first_named_without_data: Option<NamedWithoutData>,
+    pub last_named_without_data: Option<NamedWithoutData>,
     pub ignored_fields: u64,
     pub bom: bool,
+}
+
+/// A field group with an `event:` type and no data.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct NamedWithoutData {
+    pub event_type: String,
+    /// Stream offsets of its first and past its last field line.
+    pub start: u64,
+    pub end: u64,
+    /// The input ended inside it (no blank line after it).
+    pub unterminated: bool,
 }
 
 /// A line of an event stream, as the grammar sees it.
@@ -373,8 +388,7 @@ impl SseFramer {
             state.current.unterminated = true;
             state.dispatch()?;
         } else if *state.has_fields {
-            state.stats.events_without_data += 1;
-            state.reset();
+            state.without_data(true);
         }
         Ok(())
     }
@@ -399,8 +413,7 @@ impl State<'_> {
                 if *self.has_data {
                     self.dispatch()?;
                 } else if *self.has_fields {
-                    self.stats.events_without_data += 1;
-                    self.reset();
+                    self.without_data(false);
                 }
             }
             Line::Comment => self.stats.comments += 1,
@@ -462,6 +475,24 @@ impl State<'_> {
         let r = (self.sink)(self.current);
         self.reset();
         r
+    }
+
+    /// A field group ends with no data: nothing is dispatched; a named one is remembered.
+    fn without_data(&mut self, unterminated: bool) {
+        self.stats.events_without_data += 1;
+        if let Some(t) = self.current.event_type.take() {
+            let named = NamedWithoutData {
+                event_type: t,
+                start: self.current.start,
+                end: self.current.end,
+                unterminated,
+            };
+            if self.stats.first_named_without_data.is_none() {
+                self.stats.first_named_without_data = Some(named.clone());
+            }
+            self.stats.last_named_without_data = Some(named);
+        }
+        self.reset();
     }
 
     fn reset(&mut self) {
@@ -574,9 +605,18 @@ mod tests {
         let (evs, stats) =
             frame_all(b"event: response.output_item.done\n\ndata: {\"a\":1}").unwrap_or_default();
         assert_eq!(stats.events_without_data, 1);
+        let named = stats.last_named_without_data.unwrap_or_default();
+        assert_eq!(named.event_type, "response.output_item.done");
+        assert_eq!((named.start, named.end, named.unterminated), (0, 32, false));
         assert_eq!(evs.len(), 1);
         assert!(evs[0].unterminated);
         assert_eq!(evs[0].data, "{\"a\":1}");
+        // Cut right after an event line: nothing dispatched, the name is kept.
+        let (evs, stats) = frame_all(b"event: message_start\n").unwrap_or_default();
+        assert!(evs.is_empty());
+        let named = stats.last_named_without_data.unwrap_or_default();
+        assert_eq!(named.event_type, "message_start");
+        assert!(named.unterminated);
     }
 
     #[test]

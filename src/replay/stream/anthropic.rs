@@ -2,7 +2,12 @@
 //!
 //! `message_start` opens a model call (a step); content blocks become text, reasoning and tool
 //! input parts keyed by their `index`; `content_block_stop` of a `tool_use` block emits
-//! `tool-input-end` and `tool-call` (an empty input is `{}`); `message_delta` carries the stop
+//! `tool-input-end` and `tool-call` (an empty input is `{}`). Tools the provider executes are
+//! marked so: a `server_tool_use` block (web search, web fetch, code execution, tool search)
+//! streams like a `tool_use`; an `mcp_tool_use` block is a `tool-call` at once (its input as
+//! the block starts it; the SDK reads no input deltas for it); their results arrive in the same
+//! message as `*_tool_result` blocks (`mcp_tool_result`), a `tool-result` — or a `tool-error`
+//! when the result is an error (`…_error` content, `is_error`). `message_delta` carries the stop
 //! reason; `message_stop` finishes the step; `error` is an in-band provider error; `ping` is
 //! nothing. A `message_start` repeated for the open message is ignored; one for *another*
 //! message while a message is open is a spliced generation: the SDK reports
@@ -63,7 +68,7 @@ enum Event<'a> {
     BlockStart {
         index: Num,
         #[serde(borrow)]
-        content_block: Obj<Block<'a>>,
+        content_block: Box<Obj<Block<'a>>>,
     },
     #[serde(rename = "content_block_delta")]
     BlockDelta {
@@ -161,6 +166,10 @@ struct Block<'a> {
     tool_use_id: Str<'a>,
     #[serde(default)]
     content: Raw,
+    #[serde(default)]
+    input: Raw,
+    #[serde(default)]
+    is_error: Raw,
 }
 
 /// A content block delta ([`DELTA`]).
@@ -210,6 +219,14 @@ impl Delta<'_> {
 struct MessageDeltaBody<'a> {
     #[serde(borrow, default)]
     stop_reason: Option<Cow<'a, str>>,
+}
+
+/// The input a tool block starts with, when it is not the empty `{}` that deltas fill.
+fn given_input(input: &Raw) -> String {
+    match &input.0 {
+        Some(Value::Object(m)) if !m.is_empty() => Value::Object(m.clone()).to_string(),
+        _ => String::new(),
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -338,7 +355,7 @@ impl Anthropic {
                 });
                 BlockKind::Reasoning
             }
-            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+            "tool_use" | "server_tool_use" => {
                 let id = block.id.get().unwrap_or_default().to_owned();
                 let name = block.name.get().unwrap_or_default().to_owned();
                 out.part_at(
@@ -352,20 +369,54 @@ impl Anthropic {
                 BlockKind::Tool {
                     id,
                     name,
-                    input: String::new(),
+                    // An input given with the block (programmatic calls, web fetch) is its input;
+                    // `{}` means it streams in deltas.
+                    input: given_input(&block.input),
                 }
             }
+            "mcp_tool_use" => {
+                out.part_at(
+                    PartKind::ToolCall {
+                        id: block.id.get().unwrap_or_default().to_owned(),
+                        name: block.name.get().unwrap_or_default().to_owned(),
+                        input: block
+                            .input
+                            .0
+                            .as_ref()
+                            .map_or_else(|| "{}".to_owned(), Value::to_string),
+                        provider_executed: true,
+                    },
+                    Focus::path(&["content_block", "id"]),
+                );
+                BlockKind::Other
+            }
             t if t.ends_with("_tool_result") => {
-                out.part(PartKind::ToolResult {
-                    id: block.tool_use_id.get().unwrap_or_default().to_owned(),
-                    name: t.trim_end_matches("_tool_result").to_owned(),
-                    output: block
+                let id = block.tool_use_id.get().unwrap_or_default().to_owned();
+                let name = t.trim_end_matches("_tool_result").to_owned();
+                let output = block
+                    .content
+                    .0
+                    .as_ref()
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                let failed = block.is_error.0.as_ref().and_then(Value::as_bool) == Some(true)
+                    || block
                         .content
                         .0
                         .as_ref()
-                        .map(Value::to_string)
-                        .unwrap_or_default(),
-                });
+                        .and_then(|c| c.get("type"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.ends_with("_error"));
+                let part = if failed {
+                    PartKind::ToolError {
+                        id,
+                        name,
+                        error: output,
+                    }
+                } else {
+                    PartKind::ToolResult { id, name, output }
+                };
+                out.part_at(part, Focus::path(&["content_block", "tool_use_id"]));
                 BlockKind::Other
             }
             _ => BlockKind::Other,
@@ -626,6 +677,70 @@ mod tests {
             Err(Rejected::Schema(i)) => format!("schema: {}", i[0]),
         };
         (out.parts.into_iter().map(|(p, _)| p).collect(), r)
+    }
+
+    #[test]
+    fn provider_executed_tools_and_their_results() {
+        let mut d = Anthropic::new();
+        decode(&mut d, r#"{"type":"message_start","message":{"id":"m"}}"#);
+        let (parts, _) = decode(
+            &mut d,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srv_1","name":"web_fetch","input":{"url":"https://example.com"}}}"#,
+        );
+        assert_eq!(
+            parts,
+            [PartKind::ToolInputStart {
+                id: "srv_1".into(),
+                name: "web_fetch".into(),
+                provider_executed: true
+            }]
+        );
+        let (parts, _) = decode(&mut d, r#"{"type":"content_block_stop","index":0}"#);
+        assert_eq!(
+            parts[1],
+            PartKind::ToolCall {
+                id: "srv_1".into(),
+                name: "web_fetch".into(),
+                input: r#"{"url":"https://example.com"}"#.into(),
+                provider_executed: true
+            }
+        );
+        let (parts, _) = decode(
+            &mut d,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"web_fetch_tool_result","tool_use_id":"srv_1","content":{"type":"web_fetch_tool_result_error","error_code":"url_not_accessible"}}}"#,
+        );
+        assert!(
+            matches!(&parts[..], [PartKind::ToolError { id, .. }] if id == "srv_1"),
+            "{parts:?}"
+        );
+        // An MCP call is a tool call at once; its input deltas are not read.
+        let (parts, _) = decode(
+            &mut d,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"mcp_tool_use","id":"mcp_1","name":"echo","input":{},"server_name":"s"}}"#,
+        );
+        assert_eq!(
+            parts,
+            [PartKind::ToolCall {
+                id: "mcp_1".into(),
+                name: "echo".into(),
+                input: "{}".into(),
+                provider_executed: true
+            }]
+        );
+        let (parts, _) = decode(
+            &mut d,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+        );
+        assert!(parts.is_empty());
+        decode(&mut d, r#"{"type":"content_block_stop","index":2}"#);
+        let (parts, _) = decode(
+            &mut d,
+            r#"{"type":"content_block_start","index":3,"content_block":{"type":"mcp_tool_result","tool_use_id":"mcp_1","is_error":false,"content":[]}}"#,
+        );
+        assert!(
+            matches!(&parts[..], [PartKind::ToolResult { id, .. }] if id == "mcp_1"),
+            "{parts:?}"
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use crate::ingest::capture::{Envelope, Framing, Locator, Payload};
 use crate::ingest::json_position::text_offset;
+use crate::ingest::sse::NamedWithoutData;
 use crate::ingest::{Format, IngestError};
 use crate::model::schema::SchemaIssue;
 use crate::replay::{MAX_KEPT_STRING, cap_strings};
@@ -205,6 +206,9 @@ pub struct StreamReplay {
     invalid: u64,
     /// The body was cut by its logger: the last event is not checked.
     cut: Option<BodyCut>,
+    /// The first and last `event:` field groups without data (the stream's only sign when no
+    /// data came).
+    named_without_data: [Option<NamedWithoutData>; 2],
 }
 
 impl StreamReplay {
@@ -234,12 +238,22 @@ impl StreamReplay {
             last_step_reason: None,
             invalid: 0,
             cut: None,
+            named_without_data: [None, None],
         }
     }
 
     /// The body was cut by its logger after `kept` bytes (of `total` characters).
     pub fn set_cut(&mut self, cut: BodyCut) {
         self.cut = Some(cut);
+    }
+
+    /// The framing saw `event:` lines without data (the standard dispatches nothing for them).
+    pub fn set_named_without_data(
+        &mut self,
+        first: Option<NamedWithoutData>,
+        last: Option<NamedWithoutData>,
+    ) {
+        self.named_without_data = [first, last];
     }
 
     /// Handles one payload.
@@ -401,7 +415,8 @@ impl StreamReplay {
     }
 
     /// Hands a part to every processor, with the `streamText` layer's own rules: a tool call
-    /// whose input is not JSON is followed by its tool error.
+    /// whose input is not JSON is followed by its tool error (not one the provider executed: the
+    /// SDK reports no error for those).
     fn apply(
         &mut self,
         seq: Seq,
@@ -429,7 +444,10 @@ impl StreamReplay {
             proc.apply(&a);
         }
         if let PartKind::ToolCall {
-            id, name, input, ..
+            id,
+            name,
+            input,
+            provider_executed: false,
         } = part
             && !input.is_empty()
             && serde_json::from_str::<serde::de::IgnoredAny>(input).is_err()
@@ -609,6 +627,25 @@ impl StreamReplay {
                 self.decode(&q.view());
             }
         }
+        // No data at all, but `event:` lines that name the protocol: a stream cut before its
+        // first data (its terminal event is missing like any other).
+        let mut dataless_last = None;
+        let [first, last_named] = &self.named_without_data;
+        if self.decoder.is_none()
+            && self.events == 0
+            && let Some(n) = last_named
+            && let Some(proto) = [last_named, first]
+                .into_iter()
+                .flatten()
+                .find_map(|x| detect("", Some(&x.event_type)))
+        {
+            let span = self.locator.span(n.start, n.end);
+            self.decoder = Some(new_decoder(proto));
+            dataless_last = Some((n.event_type.clone(), span));
+            if n.unterminated {
+                self.unterminated = Some(span);
+            }
+        }
         let last = self.last.unwrap_or((0, self.locator.span(0, 0)));
         let (seq, span) = last;
         let mut protocol_name = "unknown protocol".to_owned();
@@ -661,7 +698,11 @@ impl StreamReplay {
             facts.expected_terminal = expected.clone();
             facts.events = total;
             facts.terminal = self.terminal.clone();
-            facts.last_event = self.last.map(|(_, s)| s);
+            facts.last_event = self
+                .last
+                .map(|(_, s)| s)
+                .or(dataless_last.as_ref().map(|(_, s)| *s));
+            facts.without_data = dataless_last.clone();
             facts.unterminated_last = self.unterminated;
             facts.body_cut = self.cut.clone();
             facts.finish_reason = self.finish_reason.clone();
@@ -828,6 +869,10 @@ pub fn replay_reader<R: Read>(
         Ok(())
     })?;
     let stats = framing.stats();
+    replay.set_named_without_data(
+        stats.sse.first_named_without_data.clone(),
+        stats.sse.last_named_without_data.clone(),
+    );
     Ok(replay.finish(&[
         ("bytes", stats.bytes),
         ("comments", stats.sse.comments),
@@ -857,5 +902,9 @@ pub fn replay_text(
         Ok(())
     })?;
     let stats = framing.stats();
+    replay.set_named_without_data(
+        stats.sse.first_named_without_data.clone(),
+        stats.sse.last_named_without_data.clone(),
+    );
     Ok(replay.finish(&[("bytes", stats.bytes), ("comments", stats.sse.comments)]))
 }

@@ -3,9 +3,13 @@
 //! `response.created` opens a model call; output items open and close text, reasoning and tool
 //! calls (by `output_index`, which stays stable when a gateway rotates item ids); argument deltas
 //! stream tool input; `response.output_item.done` of a `function_call` emits `tool-input-end` and
-//! `tool-call`; provider-executed items (web search, code interpreter, MCP…) become a tool call and
-//! its result; `response.completed` / `response.incomplete` finish the step; `response.failed` and
-//! `error` are in-band provider errors.
+//! `tool-call`. A `custom_tool_call`'s input is free-form text (an SQL string, an apply_patch
+//! body): the call carries it as a JSON string, as the SDK does. A `local_shell_call` is the
+//! `local_shell` tool (input `{action}`), an `apply_patch_call` the `apply_patch` tool (input
+//! `{callId, operation}`). Provider-executed items (web search, code interpreter, MCP…) become a
+//! tool call and its result; `response.completed` / `response.incomplete` finish the step — with
+//! `tool-calls` when the response asked for function, custom, local-shell or computer calls — and
+//! `response.failed` and `error` are in-band provider errors.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
@@ -35,6 +39,26 @@ const PROVIDER_ITEMS: [&str; 6] = [
     "mcp_call",
     "tool_search_call",
 ];
+
+/// Client calls after which the response finishes with `tool-calls` (the SDK's
+/// `hasFunctionCall`), plus the local shell.
+const TOOL_CALLS_FINISH: [&str; 4] = [
+    "function_call",
+    "custom_tool_call",
+    "local_shell_call",
+    "computer_call",
+];
+
+/// The tool a client call item names: its `name`, or the built-in tool of its kind.
+fn call_name<'n>(kind: &'n str, name: Option<&'n str>) -> &'n str {
+    match kind {
+        "local_shell_call" => "local_shell",
+        "apply_patch_call" => "apply_patch",
+        "shell_call" => "shell",
+        "computer_call" => "computer",
+        _ => name.unwrap_or(kind),
+    }
+}
 
 /// The events the decoder reads; [`ITEM_EVENT`] and [`DELTA_EVENT`] fields are strict.
 #[derive(Deserialize)]
@@ -188,6 +212,8 @@ struct Item<'a> {
     #[serde(default)]
     action: Raw,
     #[serde(default)]
+    operation: Raw,
+    #[serde(default)]
     input: Raw,
     #[serde(default)]
     output: Raw,
@@ -246,6 +272,8 @@ pub struct OpenAiResponses {
     has_function_call: bool,
     completed: Option<Span>,
     error_seen: bool,
+    /// An event of the open response could not be decoded (the SDK's finish reason is `error`).
+    rejected: bool,
 }
 
 /// A field rendered as JSON text, strings as they are; `first` when present, else `second`.
@@ -286,6 +314,12 @@ impl OpenAiResponses {
             }
         }
         let ty = ty.unwrap_or_default();
+        if !matches!(
+            e,
+            Event::Created { .. } | Event::Error { .. } | Event::Other
+        ) {
+            self.implied_start(at, out);
+        }
         match e {
             Event::Created { response } => {
                 let id = response.get().and_then(|r| r.id.get()).unwrap_or_default();
@@ -349,6 +383,7 @@ impl OpenAiResponses {
             }
         }
         self.open = Some((id.to_owned(), at));
+        self.rejected = false;
         self.completed = None;
         self.items.clear();
         self.done_items.clear();
@@ -360,11 +395,21 @@ impl OpenAiResponses {
         out.part(PartKind::StartStep);
     }
 
+    /// A response event before any `response.created`: the model call (the step) started all
+    /// the same — the SDK starts a step for each call, whatever the provider sends first.
+    fn implied_start(&mut self, at: Span, out: &mut Out) {
+        if self.open.is_some() || self.completed.is_some() {
+            return;
+        }
+        self.open = Some((String::new(), at));
+        out.part(PartKind::StartStep);
+    }
+
     fn item_added(&mut self, index: u64, item: &Item<'_>, at: Span, out: &mut Out) {
         let kind = item.kind.as_ref();
         let id = item.id.get().unwrap_or_default();
         let call_id = item.call_id.get();
-        let name = item.name.get().unwrap_or(kind);
+        let name = call_name(kind, item.name.get());
         match kind {
             "message" => out.part(PartKind::TextStart { id: id.to_owned() }),
             "reasoning" => out.part(PartKind::ReasoningStart { id: id.to_owned() }),
@@ -501,12 +546,12 @@ impl OpenAiResponses {
             .map(str::to_owned)
             .or_else(|| open.as_ref().and_then(|i| i.call_id.clone()))
             .unwrap_or(id);
-        let name = item
-            .name
-            .get()
-            .map(str::to_owned)
-            .or_else(|| open.as_ref().map(|i| i.name.clone()))
-            .unwrap_or_else(|| kind.to_owned());
+        let name = match item.name.get() {
+            Some(n) => call_name(kind, Some(n)).to_owned(),
+            None => open
+                .as_ref()
+                .map_or_else(|| call_name(kind, None).to_owned(), |i| i.name.clone()),
+        };
         let input = match kind {
             "function_call" => item
                 .arguments
@@ -516,7 +561,21 @@ impl OpenAiResponses {
                 .map(str::to_owned)
                 .or_else(|| open.as_ref().map(|i| i.args.clone()))
                 .unwrap_or_default(),
-            "custom_tool_call" => text_of(item.input.0.as_ref()),
+            // Free-form text, carried as a JSON string.
+            "custom_tool_call" => {
+                let text = match item.input.0.as_ref() {
+                    Some(Value::String(t)) => t.clone(),
+                    Some(other) => other.to_string(),
+                    None => open.as_ref().map(|i| i.args.clone()).unwrap_or_default(),
+                };
+                Value::String(text).to_string()
+            }
+            "local_shell_call" => local_shell_input(item.action.0.as_ref()),
+            "apply_patch_call" => serde_json::json!({
+                "callId": call_id,
+                "operation": item.operation.0.clone().unwrap_or(Value::Null),
+            })
+            .to_string(),
             _ => text_of(item.action.0.as_ref()),
         };
         if open.is_none() {
@@ -526,7 +585,9 @@ impl OpenAiResponses {
                 provider_executed: false,
             });
         }
-        self.has_function_call = true;
+        if TOOL_CALLS_FINISH.contains(&kind) {
+            self.has_function_call = true;
+        }
         out.part(PartKind::ToolInputEnd {
             id: call_id.clone(),
         });
@@ -548,8 +609,8 @@ impl OpenAiResponses {
         let reason = match incomplete {
             Some("max_output_tokens") => "length",
             Some("content_filter") => "content-filter",
+            _ if self.has_function_call => "tool-calls",
             Some(_) => "other",
-            None if self.has_function_call => "tool-calls",
             None => "stop",
         };
         let usage = response.and_then(|r| r.usage.get());
@@ -628,19 +689,38 @@ impl Decoder for OpenAiResponses {
             return Ok(());
         }
         let mut spare = None;
-        match envelope::parse::<Event<'_>>(data, &mut spare)? {
+        let parsed = envelope::parse::<Event<'_>>(data, &mut spare);
+        self.rejected |= parsed.is_err();
+        match parsed? {
             Parsed::Done => {}
             Parsed::Event(e) => self.event(e, data, at, out),
         }
         Ok(())
     }
 
-    fn flush(&mut self, _out: &mut Out) {}
+    /// A response whose terminal event was lost after an event that could not be decoded: the
+    /// SDK still finishes the step, with reason `error`. (A response that just stops is left
+    /// open: the stream is truncated.)
+    fn flush(&mut self, out: &mut Out) {
+        if self.open.is_some() && self.rejected {
+            out.part(PartKind::FinishStep {
+                reason: "error".into(),
+                input_tokens: 0,
+                output_tokens: 0,
+            });
+            self.open = None;
+        }
+    }
 
     fn open_at_end(&self) -> Vec<(String, Span)> {
         let mut out = Vec::new();
         if let Some((id, at)) = &self.open {
-            out.push((format!("response {id} never completed"), *at));
+            let what = if id.is_empty() {
+                "the response (no `response.created`) never completed".to_owned()
+            } else {
+                format!("response {id} never completed")
+            };
+            out.push((what, *at));
         }
         for i in self.items.values() {
             let what = match &i.call_id {
@@ -651,6 +731,25 @@ impl Decoder for OpenAiResponses {
         }
         out
     }
+}
+
+/// The `local_shell` tool's input: the item's exec action, its fields named as the SDK names them.
+fn local_shell_input(action: Option<&Value>) -> String {
+    let field = |k: &str| {
+        action
+            .and_then(|a| a.get(k))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    serde_json::json!({"action": {
+        "type": "exec",
+        "command": field("command"),
+        "timeoutMs": field("timeout_ms"),
+        "user": field("user"),
+        "workingDirectory": field("working_directory"),
+        "env": field("env"),
+    }})
+    .to_string()
 }
 
 /// A Chat Completions chunk (`"object": "chat.completion.chunk"`), which a Responses stream
@@ -675,6 +774,113 @@ mod tests {
         let parts = out.parts.into_iter().map(|(p, _)| p).collect();
         let anomalies = out.anomalies.into_iter().map(|a| a.problem).collect();
         (parts, anomalies, r)
+    }
+
+    /// The finish reason and the tool-call parts a response's output items give.
+    fn finish_of(items: &[&str]) -> (String, Vec<PartKind>) {
+        let mut d = OpenAiResponses::new();
+        decode(
+            &mut d,
+            r#"{"type":"response.created","response":{"id":"r"}}"#,
+        );
+        let mut calls = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let done = format!(
+                r#"{{"type":"response.output_item.done","output_index":{i},"item":{item}}}"#
+            );
+            let (parts, _, r) = decode(&mut d, &done);
+            assert_eq!(r, "", "{item}");
+            calls.extend(
+                parts
+                    .into_iter()
+                    .filter(|p| matches!(p, PartKind::ToolCall { .. })),
+            );
+        }
+        let (parts, _, _) = decode(&mut d, r#"{"type":"response.completed","response":{}}"#);
+        let reason = parts
+            .iter()
+            .find_map(|p| match p {
+                PartKind::FinishStep { reason, .. } => Some(reason.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        (reason, calls)
+    }
+
+    #[test]
+    fn client_calls_are_named_and_finish_as_the_sdk_maps_them() {
+        let (reason, calls) = finish_of(&[
+            r#"{"type":"custom_tool_call","id":"c","call_id":"call_c","name":"run_sql","input":"SELECT 1"}"#,
+        ]);
+        assert_eq!(reason, "tool-calls");
+        assert_eq!(
+            calls,
+            [PartKind::ToolCall {
+                id: "call_c".into(),
+                name: "run_sql".into(),
+                input: r#""SELECT 1""#.into(),
+                provider_executed: false
+            }]
+        );
+        let (reason, calls) = finish_of(&[
+            r#"{"type":"local_shell_call","id":"l","call_id":"call_l","action":{"type":"exec","command":["ls"],"working_directory":"/w"}}"#,
+        ]);
+        assert_eq!(reason, "tool-calls");
+        let PartKind::ToolCall { name, input, .. } = &calls[0] else {
+            panic!("{calls:?}")
+        };
+        assert_eq!(name, "local_shell");
+        let input: Value = serde_json::from_str(input).unwrap();
+        assert_eq!(input["action"]["command"][0], "ls");
+        assert_eq!(input["action"]["workingDirectory"], "/w");
+        let (reason, calls) = finish_of(&[
+            r#"{"type":"apply_patch_call","id":"a","call_id":"call_a","operation":{"type":"delete_file","path":"x"}}"#,
+        ]);
+        assert_eq!(reason, "stop");
+        let PartKind::ToolCall { name, input, .. } = &calls[0] else {
+            panic!("{calls:?}")
+        };
+        assert_eq!(name, "apply_patch");
+        let input: Value = serde_json::from_str(input).unwrap();
+        assert_eq!(input["callId"], "call_a");
+        assert_eq!(input["operation"]["path"], "x");
+        let (reason, _) = finish_of(&[
+            r#"{"type":"web_search_call","id":"ws","status":"completed","action":{"type":"search"}}"#,
+        ]);
+        assert_eq!(reason, "stop");
+    }
+
+    #[test]
+    fn a_response_without_created_starts_its_step_at_its_first_event() {
+        let mut d = OpenAiResponses::new();
+        let (parts, _, _) = decode(
+            &mut d,
+            r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"message","id":"m"}}"#,
+        );
+        assert_eq!(
+            parts,
+            [PartKind::StartStep, PartKind::TextStart { id: "m".into() }]
+        );
+        let (parts, _, _) = decode(
+            &mut d,
+            r#"{"type":"response.output_text.delta","output_index":0,"delta":"x"}"#,
+        );
+        assert_eq!(parts.len(), 1);
+        let (parts, _, _) = decode(&mut d, r#"{"type":"response.completed","response":{}}"#);
+        assert!(
+            matches!(parts[..], [PartKind::FinishStep { .. }]),
+            "{parts:?}"
+        );
+        // A completion alone is a step too.
+        let mut d = OpenAiResponses::new();
+        let (parts, _, _) = decode(&mut d, r#"{"type":"response.completed","response":{}}"#);
+        assert!(
+            matches!(
+                parts[..],
+                [PartKind::StartStep, PartKind::FinishStep { .. }]
+            ),
+            "{parts:?}"
+        );
     }
 
     #[test]

@@ -48,6 +48,8 @@ struct Tool {
     input: Value,
     status: &'static str,
     start: u64,
+    /// The provider runs it (and streams its result): stored as `metadata.providerExecuted`.
+    provider_executed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +130,11 @@ impl Opencode {
         if let (Value::Object(s), Value::Object(e)) = (&mut state, extra) {
             s.extend(e);
         }
-        json!({"type": "tool", "callID": t.call_id, "tool": t.name, "state": state})
+        let mut body = json!({"type": "tool", "callID": t.call_id, "tool": t.name, "state": state});
+        if t.provider_executed {
+            body["metadata"] = json!({"providerExecuted": true});
+        }
+        body
     }
 
     fn write_tool(&mut self, k: usize, status: &'static str, extra: Value, a: &Applied<'_>) {
@@ -328,8 +334,9 @@ impl Opencode {
         self.reasoning.remove(id);
     }
 
-    /// The tool part is written `pending` (again, for a call id already known).
-    fn tool_input_start(&mut self, id: &str, name: &str, a: &Applied<'_>) {
+    /// The tool part is written `pending` (again, for a call id already known); a tool the
+    /// provider executes is marked `providerExecuted` in the part's metadata.
+    fn tool_input_start(&mut self, id: &str, name: &str, provider_executed: bool, a: &Applied<'_>) {
         let existing = self.calls.get(id).copied();
         let k = match existing {
             Some(k) => k,
@@ -341,6 +348,7 @@ impl Opencode {
                     input: json!({}),
                     status: "pending",
                     start: now(a.seq),
+                    provider_executed,
                 });
                 self.tools.len() - 1
             }
@@ -477,7 +485,11 @@ impl Processor for Opencode {
             PartKind::ReasoningStart { id } => self.reasoning_start(id, a),
             PartKind::ReasoningDelta { id, delta } => self.reasoning_delta(id, delta, a),
             PartKind::ReasoningEnd { id } => self.reasoning_end(id, a),
-            PartKind::ToolInputStart { id, name, .. } => self.tool_input_start(id, name, a),
+            PartKind::ToolInputStart {
+                id,
+                name,
+                provider_executed,
+            } => self.tool_input_start(id, name, *provider_executed, a),
             PartKind::ToolInputDelta { .. } | PartKind::ToolInputEnd { .. } => {}
             PartKind::ToolCall { id, input, .. } => self.tool_call(id, input, a),
             PartKind::ToolResult { id, output, .. } => self.tool_result(id, output, a),
