@@ -203,10 +203,7 @@ fn the_sessions_command_marks_hidden_sessions_and_says_where_they_appear() {
     let out = rewind().arg("sessions").arg(&db).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(hidden from OpenCode's list)"), "{text}");
-    assert!(
-        text.contains("1 session is hidden from OpenCode's session list"),
-        "{text}"
-    );
+    assert!(text.contains("1 session OpenCode would not list"), "{text}");
     assert!(
         text.contains("ses_lost: its project `prj_gone` has no `project` row"),
         "{text}"

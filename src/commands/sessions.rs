@@ -117,15 +117,20 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             if !hidden.is_empty() {
                 writeln!(
                     out,
-                    "{} session{} hidden from OpenCode's session list (`rewind explain session-hidden`):",
+                    "{} session{} OpenCode would not list (`rewind explain session-hidden`):",
                     hidden.len(),
-                    if hidden.len() == 1 { " is" } else { "s are" }
+                    if hidden.len() == 1 { "" } else { "s" }
                 )?;
                 for (id, why) in hidden {
                     writeln!(
                         out,
-                        "  {}: {}; it would appear {}",
+                        "  {}: {}{}; it would appear {}",
                         escape(id, false),
+                        if why.by_folder_only() {
+                            "(lists by folder only) "
+                        } else {
+                            ""
+                        },
                         escape(&why.reason(), false),
                         escape(&why.appears(), false)
                     )?;
