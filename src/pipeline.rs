@@ -454,6 +454,14 @@ fn analyze_db(
         Some(&db.schema),
     );
     let ropts = &ropts;
+    // The project rows tell where OpenCode lists each session (`session-hidden`).
+    let projects: Option<std::sync::Arc<[crate::session::Project]>> =
+        db.projects().map_err(|e| db_error(path, e))?.map(|rows| {
+            rows.into_iter()
+                .map(crate::session::Project::from)
+                .collect()
+        });
+    let projects = &projects;
     // This thread streams the session list and hands each replayed session, in order, to `each`
     // (checks, printing). The rayon pool loads, replays and rebuilds the sessions meanwhile, each
     // worker over a read-only connection of its own; where the database cannot be reopened (an
@@ -466,7 +474,7 @@ fn analyze_db(
     let readers = std::sync::Mutex::new(readers.unwrap_or_default());
     let work = |job: Job| -> Result<Replayed, DbError> {
         let (stored, orphans, row) = match job {
-            Job::Replay(stored, orphans, row) => (stored, orphans, row),
+            Job::Replay(stored, orphans, row) => (*stored, orphans, row),
             Job::Load(row) => {
                 // No more sessions load at once than the pool has workers.
                 let reader = readers
@@ -496,6 +504,7 @@ fn analyze_db(
         if orphans > 0 {
             analysis.counts.insert("orphan parts", orphans);
         }
+        analysis.projects.clone_from(projects);
         rebuild::rebuild(&mut analysis, ropts);
         Ok((row, analysis))
     };
@@ -518,6 +527,7 @@ fn analyze_db(
             if orphans > 0 {
                 a.counts.insert("orphan parts", orphans);
             }
+            a.projects.clone_from(projects);
             rebuild::rebuild(&mut a, ropts);
             Ok(a)
         };
@@ -541,7 +551,7 @@ fn analyze_db(
             } else {
                 let (stored, orphans) =
                     load_db_session(db, row.clone(), Keep::Model).map_err(err)?;
-                push(Job::Replay(stored, orphans, row))
+                push(Job::Replay(Box::new(stored), orphans, row))
             }
         })
     };
@@ -655,7 +665,7 @@ impl<R> Reorder<R> {
 /// A session the pool replays: this thread either loaded it or leaves the loading to the pool.
 enum Job {
     Load(SessionRow),
-    Replay(StoredSession, u64, SessionRow),
+    Replay(Box<StoredSession>, u64, SessionRow),
 }
 
 /// A replayed session: its row (to load it again for rendering) and its placeholder analysis.

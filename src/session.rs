@@ -43,6 +43,10 @@ pub struct Analysis {
     pub embedded_streams: Vec<EmbeddedStream>,
     /// For a client's own transcript (Claude Code, Codex): what it says beyond its messages.
     pub transcript: Option<Box<TranscriptFacts>>,
+    /// For a session of an OpenCode database: every `project` row of that database (shared by
+    /// its sessions), to tell where OpenCode lists the session. `None` for other inputs and for
+    /// a database without a `project` table.
+    pub projects: Option<std::sync::Arc<[Project]>>,
 }
 
 /// What a client's transcript says beyond the messages of its active history.
@@ -90,6 +94,31 @@ pub struct StrandedCall {
     pub notes: Vec<String>,
 }
 
+/// A project OpenCode knows (a `project` row): the id it resolves a folder to (the git root
+/// commit since 1.2.21, `global` outside git) and the folder it claims.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Project {
+    pub id: String,
+    pub worktree: Option<String>,
+    pub vcs: Option<String>,
+    /// Last update (epoch milliseconds): OpenCode touches the project it opens.
+    pub time_updated: Option<i64>,
+    /// Its other folders: git worktrees (`sandboxes`) and `project_directory` rows.
+    pub folders: Vec<String>,
+}
+
+impl From<crate::ingest::opencode_db::ProjectRow> for Project {
+    fn from(row: crate::ingest::opencode_db::ProjectRow) -> Project {
+        Project {
+            id: row.id,
+            worktree: row.worktree,
+            vcs: row.vcs,
+            time_updated: row.time_updated,
+            folders: row.folders,
+        }
+    }
+}
+
 /// A stream body found inside another input.
 #[derive(Debug, Clone)]
 pub struct EmbeddedStream {
@@ -118,6 +147,7 @@ impl Analysis {
             stream: None,
             embedded_streams: Vec::new(),
             transcript: None,
+            projects: None,
         }
     }
 
@@ -165,6 +195,10 @@ pub struct Session {
     /// Creation and last update time (epoch milliseconds), when the store says.
     pub time_created: Option<i64>,
     pub time_updated: Option<i64>,
+    /// The project the session is filed under (stores only).
+    pub project_id: Option<String>,
+    /// The folder the session was started in, as stored (stores only).
+    pub directory: Option<String>,
 }
 
 impl Session {

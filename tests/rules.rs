@@ -70,6 +70,7 @@ const CASES: &[(&str, &str)] = &[
         "retry-wait-excessive",
         "tests/fixtures/checks/retry-wait-excessive.log",
     ),
+    ("session-hidden", "tests/fixtures/checks/session-hidden.sql"),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -12,6 +12,7 @@
 
 pub mod fix;
 mod incidents;
+pub use session_hidden::hidden;
 mod streams;
 
 use std::fmt;
@@ -185,6 +186,7 @@ rules! {
     usage_mismatch::UsageMismatch,
     model_substituted::ModelSubstituted,
     retry_wait_excessive::RetryWaitExcessive,
+    session_hidden::SessionHidden,
 }
 
 impl Rule {
@@ -209,7 +211,8 @@ impl Rule {
             | Rule::RetryWaitExcessive
             | Rule::StreamOutOfOrder
             | Rule::StreamProviderError
-            | Rule::UndecodableRecord => 0,
+            | Rule::UndecodableRecord
+            | Rule::SessionHidden => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

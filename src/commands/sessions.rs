@@ -57,6 +57,11 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                 totals.count(f.severity);
             }
             let parts: usize = s.messages.iter().map(|m| m.parts.len()).sum();
+            // Known only for a database with a `project` table.
+            let hidden = a
+                .projects
+                .as_deref()
+                .map(|projects| checks::hidden(s, projects));
             rows.push((
                 s.id.clone(),
                 s.title.clone(),
@@ -65,6 +70,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                 s.messages.len(),
                 parts,
                 totals,
+                hidden,
             ));
         }
         Ok(())
@@ -82,11 +88,18 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                 "parts",
                 "findings",
             ]);
-            for (id, title, parent, updated, messages, parts, totals) in &rows {
-                let id = match parent {
+            for (id, title, parent, updated, messages, parts, totals, hidden) in &rows {
+                let mut id = match parent {
                     Some(p) => format!("{id}\n(child of {p})"),
                     None => id.clone(),
                 };
+                if let Some(Some(why)) = hidden {
+                    id.push_str(if why.by_folder_only() {
+                        "\n(hidden from lists by folder)"
+                    } else {
+                        "\n(hidden from OpenCode's list)"
+                    });
+                }
                 t.add_row([
                     escape(&id, true),
                     escape(title.as_deref().unwrap_or("-"), true),
@@ -97,6 +110,32 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                 ]);
             }
             writeln!(out, "{t}")?;
+            let hidden: Vec<_> = rows
+                .iter()
+                .filter_map(|r| Some((&r.0, r.7.as_ref()?.as_ref()?)))
+                .collect();
+            if !hidden.is_empty() {
+                writeln!(
+                    out,
+                    "{} session{} OpenCode would not list (`rewind explain session-hidden`):",
+                    hidden.len(),
+                    if hidden.len() == 1 { "" } else { "s" }
+                )?;
+                for (id, why) in hidden {
+                    writeln!(
+                        out,
+                        "  {}: {}{}; it would appear {}",
+                        escape(id, false),
+                        if why.by_folder_only() {
+                            "(lists by folder only) "
+                        } else {
+                            ""
+                        },
+                        escape(&why.reason(), false),
+                        escape(&why.appears(), false)
+                    )?;
+                }
+            }
             writeln!(
                 out,
                 "{} session{}; `rewind diagnose {} --session ID` shows the findings of one",
@@ -108,12 +147,24 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         super::HumanOrJson::Json => {
             let list: Vec<_> = rows
                 .iter()
-                .map(|(id, title, parent, updated, messages, parts, totals)| {
-                    json!({
-                        "id": id, "title": title, "parent_id": parent, "time_updated": updated,
-                        "messages": messages, "parts": parts, "findings": totals,
-                    })
-                })
+                .map(
+                    |(id, title, parent, updated, messages, parts, totals, hidden)| {
+                        let mut v = json!({
+                            "id": id, "title": title, "parent_id": parent, "time_updated": updated,
+                            "messages": messages, "parts": parts, "findings": totals,
+                        });
+                        // `listed`: whether OpenCode's session list would show it (absent when the
+                        // store does not say which projects exist).
+                        if let Some(hidden) = hidden {
+                            v["listed"] = json!(hidden.is_none());
+                            if let Some(why) = hidden {
+                                v["hidden"] =
+                                    json!({"reason": why.reason(), "appears": why.appears()});
+                            }
+                        }
+                        v
+                    },
+                )
                 .collect();
             serde_json::to_writer_pretty(&mut out, &json!({ "sessions": list }))
                 .map_err(std::io::Error::from)?;

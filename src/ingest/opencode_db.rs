@@ -89,6 +89,10 @@ pub struct Schema {
     pub journal: Journal,
     /// Columns of `session`.
     pub session_columns: Vec<String>,
+    /// Columns of `project` (empty when the database has no `project` table).
+    pub project_columns: Vec<String>,
+    /// The `project_directory` table exists (a project's further folders, ~1.17+).
+    pub project_directories: bool,
     /// `event` and `event_sequence` exist (OpenCode ≥ 1.14's event log).
     pub event_log: bool,
     /// The v2 `session_message` table exists.
@@ -121,13 +125,26 @@ pub struct SessionRow {
     pub title: Option<String>,
     pub parent_id: Option<String>,
     pub version: Option<String>,
-    #[allow(
-        dead_code,
-        reason = "the session's working directory as stored; no check reads it yet"
-    )]
+    /// The project the session is filed under (`project.id`, or `global`).
+    pub project_id: Option<String>,
+    /// The folder the session was started in, as stored.
     pub directory: Option<String>,
     pub time_created: Option<i64>,
     pub time_updated: Option<i64>,
+}
+
+/// A `project` row: what OpenCode resolved a folder to (the git root commit id since 1.2.21, or
+/// `global` outside git) and the folder it claims.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProjectRow {
+    pub id: String,
+    pub worktree: Option<String>,
+    pub vcs: Option<String>,
+    pub time_created: Option<i64>,
+    pub time_updated: Option<i64>,
+    /// The project's other folders: its git worktrees (`sandboxes`, a JSON array) and its
+    /// `project_directory` rows.
+    pub folders: Vec<String>,
 }
 
 /// A `message` or `part` row as SQLite hands it over (borrowed until the next row): its ids and
@@ -294,13 +311,14 @@ impl Db {
             }
         };
         let sql = format!(
-            "SELECT id, {}, {}, {}, {}, {}, {} FROM session ORDER BY time_created, id",
+            "SELECT id, {}, {}, {}, {}, {}, {}, {} FROM session ORDER BY time_created, id",
             col("title"),
             col("parent_id"),
             col("version"),
             col("directory"),
             col("time_created"),
             col("time_updated"),
+            col("project_id"),
         );
         let e = |x: rusqlite::Error| err(DbError::from(x));
         let mut stmt = self.conn.prepare(&sql).map_err(e)?;
@@ -314,6 +332,7 @@ impl Db {
                 directory: text(r, 4),
                 time_created: r.get::<_, Option<i64>>(5).ok().flatten(),
                 time_updated: r.get::<_, Option<i64>>(6).ok().flatten(),
+                project_id: text(r, 7),
             };
             if !only.is_empty() && !only.contains(&row.id) {
                 continue;
@@ -321,6 +340,62 @@ impl Db {
             f(row)?;
         }
         Ok(())
+    }
+
+    /// The `project` rows, or `None` when the database has no `project` table (or one without
+    /// `id` and `worktree`). A small table: read whole.
+    pub fn projects(&self) -> Result<Option<Vec<ProjectRow>>, DbError> {
+        let cols = &self.schema.project_columns;
+        let has = |c: &str| cols.iter().any(|x| x == c);
+        if !has("id") || !has("worktree") {
+            return Ok(None);
+        }
+        let col = |c: &str| {
+            if has(c) {
+                format!("`{c}`")
+            } else {
+                "NULL".to_owned()
+            }
+        };
+        let sql = format!(
+            "SELECT id, worktree, {}, {}, {}, {} FROM project ORDER BY id",
+            col("vcs"),
+            col("time_created"),
+            col("time_updated"),
+            col("sandboxes"),
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(ProjectRow {
+                id: text(r, 0).unwrap_or_default(),
+                worktree: text(r, 1),
+                vcs: text(r, 2),
+                time_created: r.get::<_, Option<i64>>(3).ok().flatten(),
+                time_updated: r.get::<_, Option<i64>>(4).ok().flatten(),
+                // A value that is not an array of strings names no folder.
+                folders: text(r, 5)
+                    .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+                    .unwrap_or_default(),
+            });
+        }
+        drop(rows);
+        if self.schema.project_directories {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT project_id, directory FROM project_directory")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let (Some(project), Some(folder)) = (text(r, 0), text(r, 1)) else {
+                    continue;
+                };
+                if let Some(p) = out.iter_mut().find(|p| p.id == project) {
+                    p.folders.push(folder);
+                }
+            }
+        }
+        Ok(Some(out))
     }
 
     /// The messages of a session, streamed to `f` in OpenCode's replay order (`time_created, id`).
@@ -462,6 +537,11 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
         }
     }
     let session_columns = table_columns(conn, "session")?;
+    let project_columns = if has("project") {
+        table_columns(conn, "project")?
+    } else {
+        Vec::new()
+    };
     let journal = if has("migration") {
         journal(conn, "migration", "id")?
     } else if has("__drizzle_migrations") {
@@ -481,6 +561,13 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
         v2_store: has("session_message"),
         newest_session_version: None,
         session_columns,
+        project_directories: has("project_directory")
+            && table_columns(conn, "project_directory")?
+                .iter()
+                .filter(|c| *c == "project_id" || *c == "directory")
+                .count()
+                == 2,
+        project_columns,
     };
     if schema.session_has("version") {
         let mut stmt = conn.prepare("SELECT DISTINCT version FROM session")?;

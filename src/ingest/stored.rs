@@ -108,6 +108,9 @@ pub struct StoredSession {
     pub version: Option<String>,
     pub time_created: Option<i64>,
     pub time_updated: Option<i64>,
+    /// The project the session is filed under, and the folder it was started in.
+    pub project_id: Option<String>,
+    pub directory: Option<String>,
     pub messages: Vec<StoredMessage>,
 }
 
@@ -128,6 +131,8 @@ impl StoredSession {
             version: s("version"),
             time_created: t("created"),
             time_updated: t("updated"),
+            project_id: s("projectID"),
+            directory: s("directory"),
             messages: Vec::new(),
         }
     }
@@ -191,6 +196,8 @@ pub fn load_db_session(
             version: row.version,
             time_created: row.time_created,
             time_updated: row.time_updated,
+            project_id: row.project_id,
+            directory: row.directory,
             messages,
         },
         orphans,

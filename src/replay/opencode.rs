@@ -123,6 +123,8 @@ pub fn replay(
         version,
         time_created,
         time_updated,
+        project_id,
+        directory,
         messages,
     } = stored;
     let mut session = Session {
@@ -132,6 +134,8 @@ pub fn replay(
         version,
         time_created,
         time_updated,
+        project_id,
+        directory,
         ..Session::default()
     };
     let rendering = matches!(render, Render::Virtual { .. });

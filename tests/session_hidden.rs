@@ -1,0 +1,211 @@
+//! `session-hidden`: sessions whose rows are intact but that OpenCode's session list would not
+//! show. One database per cause, built from OpenCode's DDL, and the healthy twin of each.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::opencode::*;
+use common::*;
+use rusqlite::{Connection, params};
+use serde_json::Value;
+
+/// A current database with one healthy session (`ses_healthy`, project `prj_1` at `/w`), then
+/// `sql` run on it.
+fn db_with(sql: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let healthy: Vec<Ses> = sessions()
+        .into_iter()
+        .filter(|s| s.id == "ses_healthy")
+        .collect();
+    let path = build_db(&dir.path().join("opencode.db"), &healthy);
+    let conn = Connection::open(&path).unwrap();
+    // Rows that break a foreign key arrive the way OpenCode's own migrations write them: with
+    // the keys off.
+    conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    conn.execute_batch(sql).unwrap();
+    (dir, path)
+}
+
+/// `(severity, message)` of each `session-hidden` finding.
+fn hidden_findings(db: &Path) -> Vec<(String, String)> {
+    let (code, doc) = diagnose_json(db, &["--select", "session-hidden"]);
+    assert!(code == 0 || code == 1, "exit {code}");
+    of_rule(&findings(&doc), "session-hidden")
+        .iter()
+        .map(|f| {
+            assert_eq!(f["session_id"], "ses_healthy");
+            (
+                f["severity"].as_str().unwrap().to_owned(),
+                f["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn hidden_messages(db: &Path) -> Vec<String> {
+    hidden_findings(db).into_iter().map(|(_, m)| m).collect()
+}
+
+/// Hidden from every list of its folder (warning), or only from lists by folder (info).
+fn assert_hidden(sql: &str, because: &str) {
+    let (_dir, db) = db_with(sql);
+    let found = hidden_findings(&db);
+    assert_eq!(found.len(), 1, "{sql}: {found:?}");
+    let (severity, message) = &found[0];
+    assert!(message.contains(because), "{sql}: {message}");
+    let by_folder = message.starts_with("OpenCode's session list by folder");
+    assert_eq!(
+        severity,
+        if by_folder { "info" } else { "warning" },
+        "{message}"
+    );
+    let folder_causes = ["not under its project's worktree", "only by"];
+    assert_eq!(
+        by_folder,
+        folder_causes.iter().any(|c| because.contains(c)),
+        "{message}"
+    );
+}
+
+fn assert_listed(sql: &str) {
+    let (_dir, db) = db_with(sql);
+    assert_eq!(hidden_messages(&db), Vec::<String>::new(), "{sql}");
+}
+
+#[test]
+fn a_session_under_its_project_is_listed() {
+    assert_listed("");
+    assert_listed("UPDATE session SET directory = '/w/packages/core'");
+    // A second project elsewhere changes nothing.
+    assert_listed(
+        "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('prj_2', '/other', 'git', 0, 0, '[]')",
+    );
+}
+
+#[test]
+fn a_project_id_without_a_project_row() {
+    assert_hidden(
+        "UPDATE session SET project_id = 'prj_gone'",
+        "its project `prj_gone` has no `project` row",
+    );
+}
+
+#[test]
+fn two_projects_claiming_one_worktree() {
+    let both = "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('prj_2', '/w', 'git', 0, 9999999999999, '[]')";
+    assert_hidden(
+        both,
+        "another project claims its worktree `/w`, and OpenCode resolves that folder to `prj_2`",
+    );
+    // The twin: the session is filed under the project OpenCode opened last.
+    assert_listed(&format!("{both}; UPDATE session SET project_id = 'prj_2'"));
+}
+
+#[test]
+fn a_folder_moved_away_from_its_worktree() {
+    assert_hidden(
+        "UPDATE session SET directory = '/old/w'",
+        "its folder `/old/w` is not under its project's worktree `/w`",
+    );
+    // A sibling whose name starts like the worktree is not inside it.
+    assert_hidden(
+        "UPDATE session SET directory = '/w2'",
+        "is not under its project's worktree",
+    );
+}
+
+#[test]
+fn a_git_worktree_or_further_folder_of_the_project_is_not_a_move() {
+    assert_listed(
+        "UPDATE project SET sandboxes = '[\"/w-feature\"]'; UPDATE session SET directory = '/w-feature/src'",
+    );
+    assert_listed(
+        "CREATE TABLE `project_directory` (`project_id` text NOT NULL, `directory` text NOT NULL, `type` text, `strategy` text, `time_created` integer NOT NULL, CONSTRAINT `project_directory_pk` PRIMARY KEY(`project_id`, `directory`)); INSERT INTO project_directory VALUES ('prj_1', '/srv/w', NULL, NULL, 0); UPDATE session SET directory = '/srv/w'",
+    );
+    // A `sandboxes` value that is not an array of folders claims nothing.
+    assert_hidden(
+        "UPDATE project SET sandboxes = '{}'; UPDATE session SET directory = '/w-feature'",
+        "is not under its project's worktree",
+    );
+}
+
+#[test]
+fn a_folder_written_in_another_form() {
+    assert_hidden(
+        "UPDATE session SET directory = '/w/'",
+        "only by a trailing slash",
+    );
+    assert_hidden("UPDATE session SET directory = ''", "only by being empty");
+    assert_hidden(
+        "UPDATE project SET worktree = 'C:\\src\\w'; UPDATE session SET directory = 'c:\\src\\w'",
+        "only by the case of its drive letter",
+    );
+    assert_listed(
+        "UPDATE project SET worktree = 'C:\\src\\w'; UPDATE session SET directory = 'C:\\src\\w\\lib'",
+    );
+}
+
+#[test]
+fn a_global_session_inside_a_git_project() {
+    let global = "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('global', '/', NULL, 0, 0, '[]'); UPDATE session SET project_id = 'global'";
+    assert_hidden(
+        &format!("{global}, directory = '/w/src'"),
+        "it is filed under `global`, but its folder `/w/src` is inside the git project `prj_1` (`/w`)",
+    );
+    assert_listed(&format!("{global}, directory = '/tmp/scratch'"));
+}
+
+#[test]
+fn child_sessions_are_listed_under_their_parent() {
+    assert_listed("UPDATE session SET parent_id = 'ses_other', project_id = 'prj_gone'");
+}
+
+#[test]
+fn a_database_without_projects_says_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = build_db_1_2(&dir.path().join("opencode.db"), &sessions());
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE project").unwrap();
+    drop(conn);
+    assert_eq!(hidden_messages(&path), Vec::<String>::new());
+}
+
+#[test]
+fn the_sessions_command_marks_hidden_sessions_and_says_where_they_appear() {
+    let (_dir, db) = db_with("");
+    let conn = Connection::open(&db).unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES (?1, 'prj_gone', ?1, '/w', 'Lost', '1.18.33', ?2, ?2)",
+        params!["ses_lost", T0],
+    )
+    .unwrap();
+    drop(conn);
+    let out = rewind()
+        .args(["sessions", "--format", "json"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let list = doc["sessions"].as_array().unwrap();
+    let of = |id: &str| list.iter().find(|s| s["id"] == id).unwrap();
+    assert_eq!(of("ses_healthy")["listed"], true);
+    assert!(of("ses_healthy").get("hidden").is_none());
+    assert_eq!(of("ses_lost")["listed"], false);
+    assert!(
+        of("ses_lost")["hidden"]["appears"]
+            .as_str()
+            .unwrap()
+            .contains("in no list")
+    );
+    let out = rewind().arg("sessions").arg(&db).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(hidden from OpenCode's list)"), "{text}");
+    assert!(text.contains("1 session OpenCode would not list"), "{text}");
+    assert!(
+        text.contains("ses_lost: its project `prj_gone` has no `project` row"),
+        "{text}"
+    );
+}
