@@ -1,14 +1,20 @@
 //! rewind: forensics and repair for AI coding-agent sessions.
 //!
-//! The crate is a one-way pipeline, one module per stage:
+//! The crate is a one-way pipeline, one module per stage (`tests/layers.rs` holds each stage to
+//! using only the stages before it):
 //!
-//! * [`ingest`]: bytes → records with byte spans (agent logs, SSE captures, recordings, stores);
-//! * [`replay`]: records → the session model ([`session`]), re-running the agent's processor;
-//! * [`reconstruct`]: sessions → the requests the model receives, and the providers' rules;
-//! * [`checks`]: the session model → [`diagnostic::Finding`]s, one check per file;
-//! * [`report`]: findings → people and machines (annotated snippets, JSON).
+//! * `ingest`: bytes → records with byte spans (agent logs, SSE captures, recordings, stores,
+//!   transcripts);
+//! * `replay`: records → the session model (`session`), re-running the agent's processor;
+//! * `reconstruct`: sessions → the requests the model receives (`request`), and the providers'
+//!   rules;
+//! * `checks`: the session model → findings, one check per file, each owning its fix;
+//! * `report`: findings → people and machines (annotated snippets, JSON, SARIF, HTML…);
+//! * `repair`: findings → a plan of changes asked of each finding's rule, applied safely.
 //!
-//! [`pipeline`] wires the stages together; [`cli`] and [`commands`] are the binary's front end.
+//! `pipeline` wires the stages together; `cli` and `commands` are the binary's front end. The
+//! modules are private: the public surface is the binary's entry points, [`run_args`] for running
+//! rewind in process, and [`streams`] for the stream benchmark and the chunk-boundary tests.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
