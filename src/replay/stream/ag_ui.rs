@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::envelope::{self, Envelope, Loose, Parsed, Raw, Str};
 use super::part::{PartKind, unified_finish};
 use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected};
-use super::ui_book::{Book, Tool};
+use super::ui_book::Book;
 use crate::model::schema::{Ty, req};
 use crate::source::Span;
 
@@ -346,42 +346,16 @@ impl AgUi {
             );
             return;
         }
-        let name = owned(name);
-        self.book.tools.insert(
-            call.to_string(),
-            Tool {
-                name: name.clone(),
-                args: String::new(),
-                at,
-                called: false,
-            },
-        );
-        out.part_at(
-            PartKind::ToolInputStart {
-                id: call.into_owned(),
-                name,
-                provider_executed: false,
-            },
-            Focus::path(&["toolCallId"]),
-        );
+        self.book.start_tool(call, owned(name), false, at, out);
     }
 
     fn tool_args(&mut self, call: Cow<'_, str>, delta: &Str<'_>, out: &mut Out) {
-        match self.book.tools.get_mut(call.as_ref()) {
-            Some(t) => {
-                let d = delta.get().unwrap_or_default();
-                t.args.push_str(d);
-                out.part(PartKind::ToolInputDelta {
-                    id: call.into_owned(),
-                    delta: d.to_owned(),
-                });
-            }
-            None => out.anomaly(
-                format!("`TOOL_CALL_ARGS` for tool call {call} before its `TOOL_CALL_START` (TanStack drops it)"),
-                false,
-                Focus::path(&["toolCallId"]),
-            ),
-        }
+        self.book.tool_delta(
+            call,
+            delta.get().unwrap_or_default(),
+            |call| format!("`TOOL_CALL_ARGS` for tool call {call} before its `TOOL_CALL_START` (TanStack drops it)"),
+            out,
+        );
     }
 
     fn tool_end(&mut self, call: Cow<'_, str>, input: Option<&Value>, out: &mut Out) {

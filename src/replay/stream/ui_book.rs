@@ -1,8 +1,10 @@
 //! What the two UI-level decoders ([`super::ui_stream`] and [`super::ag_ui`]) keep track of:
 //! tool calls, open texts, and the stream's terminal event.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 
+use super::part::PartKind;
 use super::protocol::{Focus, Out};
 use crate::source::Span;
 
@@ -67,6 +69,54 @@ impl Book {
                     }
                 }
             }
+        }
+    }
+
+    /// A tool call's input starts streaming: it is tracked, and the part is emitted.
+    pub fn start_tool(
+        &mut self,
+        call: Cow<'_, str>,
+        name: String,
+        provider_executed: bool,
+        at: Span,
+        out: &mut Out,
+    ) {
+        self.tools.insert(
+            call.to_string(),
+            Tool {
+                name: name.clone(),
+                args: String::new(),
+                at,
+                called: false,
+            },
+        );
+        out.part_at(
+            PartKind::ToolInputStart {
+                id: call.into_owned(),
+                name,
+                provider_executed,
+            },
+            Focus::path(&["toolCallId"]),
+        );
+    }
+
+    /// A piece of a tool call's input; `orphan` words the anomaly when the call never started.
+    pub fn tool_delta(
+        &mut self,
+        call: Cow<'_, str>,
+        delta: &str,
+        orphan: impl FnOnce(&str) -> String,
+        out: &mut Out,
+    ) {
+        match self.tools.get_mut(call.as_ref()) {
+            Some(t) => {
+                t.args.push_str(delta);
+                out.part(PartKind::ToolInputDelta {
+                    id: call.into_owned(),
+                    delta: delta.to_owned(),
+                });
+            }
+            None => out.anomaly(orphan(&call), false, Focus::path(&["toolCallId"])),
         }
     }
 

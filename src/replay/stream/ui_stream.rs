@@ -387,42 +387,17 @@ impl UiStream {
         at: Span,
         out: &mut Out,
     ) {
-        let name = owned(name);
-        self.book.tools.insert(
-            call.to_string(),
-            Tool {
-                name: name.clone(),
-                args: String::new(),
-                at,
-                called: false,
-            },
-        );
-        out.part_at(
-            PartKind::ToolInputStart {
-                id: call.into_owned(),
-                name,
-                provider_executed,
-            },
-            Focus::path(&["toolCallId"]),
-        );
+        self.book
+            .start_tool(call, owned(name), provider_executed, at, out);
     }
 
     fn tool_input_delta(&mut self, call: Cow<'_, str>, delta: &Str<'_>, out: &mut Out) {
-        match self.book.tools.get_mut(call.as_ref()) {
-            Some(t) => {
-                let d = delta.get().unwrap_or_default();
-                t.args.push_str(d);
-                out.part(PartKind::ToolInputDelta {
-                    id: call.into_owned(),
-                    delta: d.to_owned(),
-                });
-            }
-            None => out.anomaly(
-                format!("`tool-input-delta` for tool call {call} before its `tool-input-start`"),
-                false,
-                Focus::path(&["toolCallId"]),
-            ),
-        }
+        self.book.tool_delta(
+            call,
+            delta.get().unwrap_or_default(),
+            |call| format!("`tool-input-delta` for tool call {call} before its `tool-input-start`"),
+            out,
+        );
     }
 
     /// `tool-input-available` / `tool-input-error`: the call's input is complete.
