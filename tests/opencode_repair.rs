@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::opencode::*;
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const FIXABLE: [&str; 6] = [
     "tool-never-finished",
@@ -262,4 +262,97 @@ fn exports_get_a_repaired_copy_next_to_them() {
         .filter(|f| FIXABLE.contains(&f["rule"].as_str().unwrap_or_default()))
         .collect();
     assert!(left.is_empty(), "{}", describe(&left));
+}
+
+/// The next request `rewind request` rebuilds for `session`, as JSON.
+fn next_request(db: &Path, session: &str) -> Value {
+    let out = rewind()
+        .args(["request", "--format", "json", "--session", session])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The tool results of a rebuilt request: (call id, is_error).
+fn tool_results(doc: &Value) -> Vec<(String, bool)> {
+    doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["blocks"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            (
+                b["tool_use_id"]
+                    .as_str()
+                    .or(b["call_id"].as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+                b["is_error"] == true,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_repaired_running_tool_reaches_the_model_as_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Killed while `bash` ran: its partial output is in `metadata.output`.
+    let running = json!({"status": "running", "input": {"command": "sleep 60"},
+        "title": "sleep", "metadata": {"output": "partial output", "description": "sleep"},
+        "time": {"start": T0}});
+    let ses = Ses {
+        id: "ses_killed",
+        title: "Killed while a tool ran",
+        messages: exchange(
+            10,
+            vec![step_start(), tool("bash", "toolu_Running", running)],
+            false,
+        ),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let before = tool_results(&next_request(&db, "ses_killed"));
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(
+        before[0].1,
+        "OpenCode sends a running tool as an interrupted error"
+    );
+
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0, "{doc}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let data: String = conn
+        .query_row(
+            "SELECT data FROM part WHERE json_extract(data, '$.type') = 'tool'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let part: Value = serde_json::from_str(&data).unwrap();
+    let state = &part["state"];
+    assert_eq!(state["status"], "error");
+    let error = state["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("[Tool execution was interrupted") && error.contains("rewind repair"),
+        "{error}"
+    );
+    assert!(
+        state["metadata"].get("interrupted").is_none(),
+        "OpenCode sends an interrupted tool's metadata.output as a success: {state}"
+    );
+    assert_eq!(
+        state["metadata"]["output"], "partial output",
+        "nothing is hidden"
+    );
+    assert_eq!(state["metadata"]["rewind"]["original"]["status"], "running");
+
+    let after = tool_results(&next_request(&db, "ses_killed"));
+    assert_eq!(after, before, "still an error result for the same call");
 }

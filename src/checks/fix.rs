@@ -215,6 +215,22 @@ pub fn marker(rule: Rule, original: Value) -> Value {
     json!({ "rule": rule.as_str(), "original": original })
 }
 
+/// What a finding on a record rewind repaired says about it: the marker explains a change, it
+/// does not exempt the record from the checks (a repaired record that is still wrong, or that
+/// another writer changed since, is reported like any other).
+pub fn repair_note(metadata: Option<&Map<String, Value>>) -> Option<String> {
+    let m = metadata?.get(REPAIR_MARKER)?;
+    let rule = m.get("rule").and_then(Value::as_str).unwrap_or("?");
+    let original = m
+        .get("original")
+        .filter(|o| !o.is_null())
+        .map(|o| format!("; before: {}", crate::text::clip(&o.to_string())))
+        .unwrap_or_default();
+    Some(format!(
+        "`rewind repair` changed this record (rule `{rule}`{original})"
+    ))
+}
+
 /// The current time in ms since the epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
