@@ -356,3 +356,148 @@ fn a_repaired_running_tool_reaches_the_model_as_an_error() {
     let after = tool_results(&next_request(&db, "ses_killed"));
     assert_eq!(after, before, "still an error result for the same call");
 }
+
+#[test]
+fn an_empty_text_part_is_deleted_after_the_backup_and_nothing_is_put_in_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    // A reply cancelled before any text: its only part is an empty text part.
+    let ses = Ses {
+        id: "ses_blank",
+        title: "Cancelled before any text",
+        messages: exchange(10, vec![text("")], true),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let empty = prt_id(11, 0);
+    let original = dump(&db);
+
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0, "{doc}");
+    let change = &doc["plan"][0];
+    assert_eq!(change["rule"], "empty-text-part");
+    assert_eq!(change["part_id"], empty.as_str());
+    let words = change["change"].as_str().unwrap();
+    assert!(
+        words.starts_with("delete the empty text part: {"),
+        "{words}"
+    );
+    assert!(words.contains("no parts"), "{words}");
+
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let left: i64 = conn
+        .query_row("SELECT count(*) FROM part WHERE id = ?1", [&empty], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, 0, "the part is deleted");
+    let kept: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM message WHERE id = ?1",
+            [msg_id(11)],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 1, "the message is kept");
+    let texts: Vec<String> = conn
+        .prepare("SELECT data FROM part")
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(texts.iter().all(|t| !t.contains("[empty]")), "{texts:?}");
+    // The deleted row is in the backup.
+    let b = backups(dir.path());
+    assert_eq!(b.len(), 1);
+    assert_eq!(dump(&b[0]), original);
+    // The event log has no removal event to follow: said, not guessed.
+    assert!(
+        doc["caveats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("message.part.removed.1")),
+        "{doc}"
+    );
+
+    // The rebuilt request leaves the message out, as OpenCode does; nothing is left to repair.
+    let req = next_request(&db, "ses_blank");
+    let roles: Vec<&str> = req["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user"], "{req}");
+    let (_, after) = diagnose_json(&db, &[]);
+    assert!(
+        of_rule(&findings(&after), "empty-text-part").is_empty(),
+        "{after}"
+    );
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["plan"].as_array().unwrap().len(), 0, "{doc}");
+}
+
+#[test]
+fn an_export_loses_its_empty_text_part_in_the_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.json");
+    let export = json!({"info": {"id": "ses_x", "version": "1.18.33"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user", "time": {"created": T0}, "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude"}},
+         "parts": [{"id": "prt_1", "type": "text", "text": "hi"}]},
+        {"info": {"id": "msg_2", "role": "assistant", "time": {"created": T0, "completed": T0 + 5}, "parentID": "msg_1", "modelID": "claude", "providerID": "anthropic", "mode": "build", "path": {"cwd": "/", "root": "/"}, "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}, "finish": "stop"},
+         "parts": [{"id": "prt_2", "type": "step-start"}, {"id": "prt_3", "type": "text", "text": ""},
+                   {"id": "prt_4", "type": "step-finish", "reason": "stop", "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}}]}
+    ]});
+    std::fs::write(&path, serde_json::to_string_pretty(&export).unwrap()).unwrap();
+    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let copy: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("session.repaired.json")).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<&str> = copy["messages"][1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["prt_2", "prt_4"]);
+}
+
+#[test]
+fn a_deleted_part_is_logged_like_the_sessions_earlier_removals() {
+    let (_dir, db) = fixture();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO event (id, aggregate_id, seq, created, type, data) VALUES ('evt_ses_empty_0099', 'ses_empty', 99, 1, 'message.part.removed.1', '{\"sessionID\":\"ses_empty\",\"messageID\":\"msg_gone\",\"partID\":\"prt_gone\"}');
+         UPDATE event_sequence SET seq = 99 WHERE aggregate_id = 'ses_empty';",
+    )
+    .unwrap();
+    let (code, doc) = repair(&db, &["--session", "ses_empty"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(
+        !doc["caveats"]
+            .to_string()
+            .contains("message.part.removed.1"),
+        "{doc}"
+    );
+    let (seq, data): (i64, String) = conn
+        .query_row(
+            "SELECT seq, data FROM event WHERE aggregate_id = 'ses_empty' AND type = 'message.part.removed.1' ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(seq > 99);
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(
+        data,
+        json!({"sessionID": "ses_empty", "messageID": msg_id(41), "partID": prt_id(41, 1)})
+    );
+}

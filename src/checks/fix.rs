@@ -31,12 +31,21 @@ pub struct Change {
     pub edit: Edit,
 }
 
-/// The edit itself: the record's new JSON.
+/// The edit itself: the record's new JSON, or a part to delete.
 #[derive(Clone, Debug)]
 pub enum Edit {
-    UpdatePart { data: Value },
-    InsertPart { data: Value },
-    UpdateMessage { data: Value },
+    UpdatePart {
+        data: Value,
+    },
+    InsertPart {
+        data: Value,
+    },
+    UpdateMessage {
+        data: Value,
+    },
+    /// Deletes the part's row (applied only after the backup is made and checked; the plan's
+    /// words quote what is deleted).
+    DeletePart,
 }
 
 /// A session's plan.
@@ -178,6 +187,41 @@ impl<'a> FixContext<'a> {
             change: words,
             edit: Edit::UpdateMessage { data },
         });
+    }
+
+    /// Plans deleting the finding's part.
+    pub fn delete_part(&mut self, f: &Finding, words: String) -> Fix {
+        let Some(part_id) = f.ids.part_id.clone() else {
+            self.unfixable(format!("{}: {}", f.rule, f.message));
+            return Fix::Unfixable;
+        };
+        self.plan.fixes.insert(key(f));
+        self.plan.changes.push(Change {
+            session_id: self.stored.id.clone(),
+            message_id: f.ids.message_id.clone().unwrap_or_default(),
+            part_id: Some(part_id),
+            rule: f.rule,
+            change: words,
+            edit: Edit::DeletePart,
+        });
+        Fix::Planned
+    }
+
+    /// The number of parts `message_id` has in the store, less those the plan so far deletes.
+    pub fn parts_left(&self, message_id: &str) -> usize {
+        let stored = self
+            .stored
+            .messages
+            .iter()
+            .find(|m| m.id == message_id)
+            .map_or(0, |m| m.parts.len());
+        let deleted = self
+            .plan
+            .changes
+            .iter()
+            .filter(|c| c.message_id == message_id && matches!(c.edit, Edit::DeletePart))
+            .count();
+        stored.saturating_sub(deleted)
     }
 
     /// Plans inserting a new part.

@@ -437,10 +437,12 @@ fn caveats(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
         if !has_sequence(db.conn(), &p.session_id) {
             continue;
         }
-        for ty in ["message.part.updated.1", "message.updated.1"] {
-            let needed = p.changes.iter().any(|c| {
-                matches!(c.edit, Edit::UpdateMessage { .. }) == (ty == "message.updated.1")
-            });
+        for ty in [
+            "message.part.updated.1",
+            "message.updated.1",
+            "message.part.removed.1",
+        ] {
+            let needed = p.changes.iter().any(|c| event_type(&c.edit) == ty);
             if needed && template(db.conn(), &p.session_id, ty).is_none() {
                 out.push(format!(
                     "session {}: its event log has no `{ty}` event to follow, so no event is appended for these changes; OpenCode rebuilding this session from its event log would undo them",
@@ -450,6 +452,15 @@ fn caveats(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The type of the event OpenCode logs for `edit`.
+fn event_type(edit: &Edit) -> &'static str {
+    match edit {
+        Edit::UpdatePart { .. } | Edit::InsertPart { .. } => "message.part.updated.1",
+        Edit::UpdateMessage { .. } => "message.updated.1",
+        Edit::DeletePart => "message.part.removed.1",
+    }
 }
 
 fn has_sequence(conn: &Connection, session: &str) -> bool {
@@ -518,6 +529,17 @@ fn write(db: &Db, change: &super::Change, now: i64) -> Result<(), RepairError> {
             }
             (full, "message.updated.1")
         }
+        Edit::DeletePart => {
+            let id = change.part_id.clone().unwrap_or_default();
+            conn.execute(
+                "DELETE FROM part WHERE id = ?1 AND message_id = ?2",
+                params![id, mid],
+            )?;
+            (
+                json!({ "sessionID": sid, "messageID": mid, "partID": id }),
+                "message.part.removed.1",
+            )
+        }
     };
     if db.schema.event_log && has_sequence(conn, sid) {
         append_event(conn, sid, ty, full, now)?;
@@ -536,18 +558,30 @@ fn append_event(
     let Some((last_id, mut data)) = template(conn, session, ty) else {
         return Ok(());
     };
-    let slot = if ty == "message.updated.1" {
-        "info"
-    } else {
-        "part"
-    };
     let Some(o) = data.as_object_mut() else {
         return Ok(());
     };
-    if !o.contains_key(slot) {
-        return Ok(());
+    if ty == "message.part.removed.1" {
+        // `{sessionID, messageID, partID}`: the ids of the template are replaced.
+        let (Some(ids), true) = (record.as_object(), o.contains_key("partID")) else {
+            return Ok(());
+        };
+        for (k, v) in ids {
+            if o.contains_key(k) {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+    } else {
+        let slot = if ty == "message.updated.1" {
+            "info"
+        } else {
+            "part"
+        };
+        if !o.contains_key(slot) {
+            return Ok(());
+        }
+        o.insert(slot.into(), record);
     }
-    o.insert(slot.into(), record);
     if o.contains_key("time") {
         o.insert("time".into(), json!(now));
     }
