@@ -501,3 +501,150 @@ fn a_deleted_part_is_logged_like_the_sessions_earlier_removals() {
         json!({"sessionID": "ses_empty", "messageID": msg_id(41), "partID": prt_id(41, 1)})
     );
 }
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_session_opencode_is_writing_is_refused_unless_forced() {
+    let (dir, db) = fixture();
+    // ses_crash's reply is open (no completion time); make its newest part a few seconds old,
+    // as while OpenCode streams into it.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE part SET time_updated = ?1 WHERE session_id = 'ses_crash'",
+            [now_ms() - 3_000],
+        )
+        .unwrap();
+    let original = dump(&db);
+
+    let out = rewind().arg("repair").arg(&db).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for words in [
+        "OpenCode may be writing",
+        "session ses_crash",
+        "no completion time",
+        "--force",
+        "the database was not changed",
+    ] {
+        assert!(err.contains(words), "{words}: {err}");
+    }
+    assert_eq!(dump(&db), original);
+    assert!(backups(dir.path()).is_empty());
+
+    // The dry run says so.
+    let (code, doc) = repair(&db, &["--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(
+        doc["caveats"]
+            .to_string()
+            .contains("session ses_crash: its last reply has no completion time"),
+        "{doc}"
+    );
+
+    // The other sessions can be repaired meanwhile.
+    let (code, doc) = repair(&db, &["--session", "ses_empty"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["applied"], true);
+
+    // `--force`: the person knows no OpenCode is running.
+    let (code, doc) = repair(&db, &["--force"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["applied"], true);
+    let rules: Vec<&str> = doc["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["session_id"] == "ses_crash")
+        .map(|c| c["rule"].as_str().unwrap())
+        .collect();
+    assert!(rules.contains(&"message-incomplete"), "{rules:?}");
+}
+
+#[test]
+fn an_open_reply_silent_for_longer_than_the_window_is_repaired() {
+    let (_dir, db) = fixture();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE part SET time_updated = ?1 WHERE session_id = 'ses_crash'",
+            [now_ms() - 11 * 60 * 1000],
+        )
+        .unwrap();
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["applied"], true);
+}
+
+#[test]
+fn a_session_written_between_the_plan_and_the_lock_is_refused() {
+    let write = "UPDATE part SET time_updated = time_updated + 1 WHERE session_id = 'ses_crash'";
+    let (dir, db) = fixture();
+    let original = dump(&db);
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env("REWIND_TEST_SQL", write)
+        .arg("repair")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("changed while rewind planned") && err.contains("session ses_crash changed"),
+        "{err}"
+    );
+    // Only the other writer's change is there: no part was repaired.
+    let now = dump(&db);
+    assert_ne!(now, original);
+    assert_eq!(now.len(), original.len());
+    assert!(!now.iter().any(|r| r.contains("rewind")), "not repaired");
+    assert!(backups(dir.path()).is_empty());
+
+    // With --force the repair plans again from what is there now.
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env("REWIND_TEST_SQL", write)
+        .args(["repair", "--force"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_write_to_another_session_between_the_plan_and_the_lock_only_replans() {
+    let (_dir, db) = fixture();
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env(
+            "REWIND_TEST_SQL",
+            "UPDATE session SET title = 'renamed' WHERE id = 'ses_healthy'",
+        )
+        .args(["repair", "--format", "json"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["applied"], true);
+}

@@ -13,6 +13,7 @@
 
 pub mod db;
 pub mod export;
+pub mod live;
 
 use std::collections::BTreeSet;
 
@@ -35,6 +36,8 @@ pub struct Options {
     pub opencode_version: Option<String>,
     /// Which provider rules the rebuilt requests are checked against.
     pub provider: ProviderChoice,
+    /// Repair sessions that look like OpenCode is writing them (see [`live`]).
+    pub force: bool,
 }
 
 impl Options {
