@@ -648,3 +648,44 @@ fn a_write_to_another_session_between_the_plan_and_the_lock_only_replans() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["applied"], true);
 }
+
+#[test]
+fn the_repair_marker_explains_a_change_and_exempts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pending tool closed by an earlier rewind the way OpenCode's cleanup closes one: the
+    // marker is there, and so is the shape of a dropped error.
+    let closed = json!({"status": "error", "input": {}, "error": "Tool execution aborted",
+        "time": {"start": T0, "end": T0},
+        "metadata": {"interrupted": true,
+                     "rewind": {"rule": "tool-never-finished", "original": {"status": "pending"}}}});
+    // And a text part with the marker that is empty all the same.
+    let mut empty = text("");
+    empty["metadata"] = json!({"rewind": {"rule": "empty-text-part", "original": null}});
+    let ses = Ses {
+        id: "ses_marked",
+        title: "Marked parts",
+        messages: exchange(
+            10,
+            vec![
+                step_start(),
+                tool("write", "toolu_Closed", closed),
+                empty,
+                step_finish(),
+            ],
+            true,
+        ),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let (_, doc) = diagnose_json(&db, &[]);
+    let f = findings(&doc);
+    let dropped = of_rule(&f, "tool-error-dropped");
+    assert_eq!(dropped.len(), 1, "{}", describe(&f));
+    assert!(
+        dropped[0]["notes"]
+            .to_string()
+            .contains("`rewind repair` changed this record (rule `tool-never-finished`; before: {\\\"status\\\":\\\"pending\\\"})"),
+        "{}",
+        dropped[0]
+    );
+    assert_eq!(of_rule(&f, "empty-text-part").len(), 1, "{}", describe(&f));
+}
