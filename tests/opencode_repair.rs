@@ -689,3 +689,30 @@ fn the_repair_marker_explains_a_change_and_exempts_nothing() {
     );
     assert_eq!(of_rule(&f, "empty-text-part").len(), 1, "{}", describe(&f));
 }
+
+#[test]
+fn a_reply_started_between_the_plan_and_the_lock_is_seen_when_planning_again() {
+    let (dir, db) = fixture();
+    let original = dump(&db);
+    let now = now_ms();
+    let mut info = assistant_info(now, &msg_id(60), false);
+    info["time"]["created"] = json!(now);
+    let sql = format!(
+        "INSERT INTO message VALUES ('msg_zzzzzzzzzzzzFx000000000001', 'ses_healthy', {now}, {now}, '{info}')"
+    );
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env("REWIND_TEST_SQL", &sql)
+        .arg("repair")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("OpenCode may be writing") && err.contains("session ses_healthy"),
+        "{err}"
+    );
+    assert_eq!(dump(&db).len(), original.len() + 1, "only the other write");
+    assert!(backups(dir.path()).is_empty());
+}

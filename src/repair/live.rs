@@ -253,25 +253,33 @@ mod tests {
 
     #[test]
     fn a_fingerprint_sees_another_connections_commit() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().join("x.db");
-        let a = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
-        a.execute_batch(
-            "PRAGMA journal_mode=WAL; CREATE TABLE session (id TEXT, time_updated INTEGER); CREATE TABLE message (id TEXT, session_id TEXT, time_updated INTEGER); CREATE TABLE part (id TEXT, session_id TEXT, time_updated INTEGER); INSERT INTO session VALUES ('s', 1);",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let before = Fingerprint::read(&a, ["s"]);
-        assert!(before.differences(&Fingerprint::read(&a, ["s"])).is_empty());
-        // The connection's own writes are not another connection's commit.
-        a.execute("INSERT INTO part VALUES ('p0', 's', 1)", [])
+        for mode in ["WAL", "DELETE"] {
+            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let path = dir.path().join("x.db");
+            let a = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+            a.execute_batch(&format!(
+                "PRAGMA journal_mode={mode}; CREATE TABLE session (id TEXT, time_updated INTEGER); CREATE TABLE message (id TEXT, session_id TEXT, time_updated INTEGER); CREATE TABLE part (id TEXT, session_id TEXT, time_updated INTEGER); INSERT INTO session VALUES ('s', 1);"
+            ))
             .unwrap_or_else(|e| panic!("{e}"));
-        assert!(!before.others_committed(&a));
-        let b = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
-        b.execute("INSERT INTO part VALUES ('p', 's', 5)", [])
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(before.others_committed(&a));
-        let later = Fingerprint::read(&a, ["s"]);
-        let d = before.differences(&later);
-        assert_eq!(d.len(), 2, "{d:?}");
+            // Read inside a read transaction, as the plan is.
+            a.execute_batch("BEGIN").unwrap_or_else(|e| panic!("{e}"));
+            let before = Fingerprint::read(&a, ["s"]);
+            a.execute_batch("COMMIT").unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                before.differences(&Fingerprint::read(&a, ["s"])).is_empty(),
+                "{mode}"
+            );
+            // The connection's own writes are not another connection's commit.
+            a.execute("INSERT INTO part VALUES ('p0', 's', 1)", [])
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(!before.others_committed(&a), "{mode}");
+            let b = Connection::open(&path).unwrap_or_else(|e| panic!("{e}"));
+            b.execute("INSERT INTO part VALUES ('p', 's', 5)", [])
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(before.others_committed(&a), "{mode}");
+            let later = Fingerprint::read(&a, ["s"]);
+            let d = before.differences(&later);
+            assert_eq!(d.len(), 2, "{mode}: {d:?}");
+        }
     }
 }
