@@ -716,3 +716,42 @@ fn a_reply_started_between_the_plan_and_the_lock_is_seen_when_planning_again() {
     assert_eq!(dump(&db).len(), original.len() + 1, "only the other write");
     assert!(backups(dir.path()).is_empty());
 }
+
+#[test]
+fn an_empty_text_part_after_a_tool_in_one_step_is_repaired_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let ses = Ses {
+        id: "ses_both",
+        title: "Empty text after a tool, one step",
+        messages: exchange(
+            10,
+            vec![
+                step_start(),
+                tool(
+                    "read",
+                    "toolu_Read",
+                    completed(json!({"filePath": "a.ts"}), "ok"),
+                ),
+                text(""),
+                step_finish(),
+            ],
+            true,
+        ),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let (_, before) = diagnose_json(&db, &["--provider", "both"]);
+    let rules: Vec<String> = findings(&before)
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect();
+    // (step-merged fires too today: the empty text follows the tool in one step.)
+    assert!(rules.iter().any(|x| x == "empty-text-part"), "{rules:?}");
+    let (code, doc) = repair(&db, &["--provider", "both"]);
+    assert_eq!(code, 0, "{rules:?} {doc}");
+    let (_, after) = diagnose_json(&db, &["--provider", "both"]);
+    let left: Vec<Value> = findings(&after)
+        .into_iter()
+        .filter(|f| FIXABLE.contains(&f["rule"].as_str().unwrap_or_default()))
+        .collect();
+    assert!(left.is_empty(), "{rules:?}: {}", describe(&left));
+}
