@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use common::opencode::*;
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const FIXABLE: [&str; 6] = [
     "tool-never-finished",
@@ -262,4 +262,496 @@ fn exports_get_a_repaired_copy_next_to_them() {
         .filter(|f| FIXABLE.contains(&f["rule"].as_str().unwrap_or_default()))
         .collect();
     assert!(left.is_empty(), "{}", describe(&left));
+}
+
+/// The next request `rewind request` rebuilds for `session`, as JSON.
+fn next_request(db: &Path, session: &str) -> Value {
+    let out = rewind()
+        .args(["request", "--format", "json", "--session", session])
+        .arg(db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The tool results of a rebuilt request: (call id, is_error).
+fn tool_results(doc: &Value) -> Vec<(String, bool)> {
+    doc["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["blocks"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            (
+                b["tool_use_id"]
+                    .as_str()
+                    .or(b["call_id"].as_str())
+                    .unwrap_or_default()
+                    .to_owned(),
+                b["is_error"] == true,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_repaired_running_tool_reaches_the_model_as_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // Killed while `bash` ran: its partial output is in `metadata.output`.
+    let running = json!({"status": "running", "input": {"command": "sleep 60"},
+        "title": "sleep", "metadata": {"output": "partial output", "description": "sleep"},
+        "time": {"start": T0}});
+    let ses = Ses {
+        id: "ses_killed",
+        title: "Killed while a tool ran",
+        messages: exchange(
+            10,
+            vec![step_start(), tool("bash", "toolu_Running", running)],
+            false,
+        ),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let before = tool_results(&next_request(&db, "ses_killed"));
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(
+        before[0].1,
+        "OpenCode sends a running tool as an interrupted error"
+    );
+
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0, "{doc}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let data: String = conn
+        .query_row(
+            "SELECT data FROM part WHERE json_extract(data, '$.type') = 'tool'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let part: Value = serde_json::from_str(&data).unwrap();
+    let state = &part["state"];
+    assert_eq!(state["status"], "error");
+    let error = state["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("[Tool execution was interrupted") && error.contains("rewind repair"),
+        "{error}"
+    );
+    assert!(
+        state["metadata"].get("interrupted").is_none(),
+        "OpenCode sends an interrupted tool's metadata.output as a success: {state}"
+    );
+    assert_eq!(
+        state["metadata"]["output"], "partial output",
+        "nothing is hidden"
+    );
+    assert_eq!(state["metadata"]["rewind"]["original"]["status"], "running");
+
+    let after = tool_results(&next_request(&db, "ses_killed"));
+    assert_eq!(after, before, "still an error result for the same call");
+}
+
+#[test]
+fn an_empty_text_part_is_deleted_after_the_backup_and_nothing_is_put_in_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    // A reply cancelled before any text: its only part is an empty text part.
+    let ses = Ses {
+        id: "ses_blank",
+        title: "Cancelled before any text",
+        messages: exchange(10, vec![text("")], true),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let empty = prt_id(11, 0);
+    let original = dump(&db);
+
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0, "{doc}");
+    let change = &doc["plan"][0];
+    assert_eq!(change["rule"], "empty-text-part");
+    assert_eq!(change["part_id"], empty.as_str());
+    let words = change["change"].as_str().unwrap();
+    assert!(
+        words.starts_with("delete the empty text part: {"),
+        "{words}"
+    );
+    assert!(words.contains("no parts"), "{words}");
+
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let left: i64 = conn
+        .query_row("SELECT count(*) FROM part WHERE id = ?1", [&empty], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, 0, "the part is deleted");
+    let kept: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM message WHERE id = ?1",
+            [msg_id(11)],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 1, "the message is kept");
+    let texts: Vec<String> = conn
+        .prepare("SELECT data FROM part")
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(texts.iter().all(|t| !t.contains("[empty]")), "{texts:?}");
+    // The deleted row is in the backup.
+    let b = backups(dir.path());
+    assert_eq!(b.len(), 1);
+    assert_eq!(dump(&b[0]), original);
+    // The event log has no removal event to follow: said, not guessed.
+    assert!(
+        doc["caveats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c.as_str().unwrap().contains("message.part.removed.1")),
+        "{doc}"
+    );
+
+    // The rebuilt request leaves the message out, as OpenCode does; nothing is left to repair.
+    let req = next_request(&db, "ses_blank");
+    let roles: Vec<&str> = req["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user"], "{req}");
+    let (_, after) = diagnose_json(&db, &[]);
+    assert!(
+        of_rule(&findings(&after), "empty-text-part").is_empty(),
+        "{after}"
+    );
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(doc["plan"].as_array().unwrap().len(), 0, "{doc}");
+}
+
+#[test]
+fn an_export_loses_its_empty_text_part_in_the_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.json");
+    let export = json!({"info": {"id": "ses_x", "version": "1.18.33"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user", "time": {"created": T0}, "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude"}},
+         "parts": [{"id": "prt_1", "type": "text", "text": "hi"}]},
+        {"info": {"id": "msg_2", "role": "assistant", "time": {"created": T0, "completed": T0 + 5}, "parentID": "msg_1", "modelID": "claude", "providerID": "anthropic", "mode": "build", "path": {"cwd": "/", "root": "/"}, "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}, "finish": "stop"},
+         "parts": [{"id": "prt_2", "type": "step-start"}, {"id": "prt_3", "type": "text", "text": ""},
+                   {"id": "prt_4", "type": "step-finish", "reason": "stop", "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}}]}
+    ]});
+    std::fs::write(&path, serde_json::to_string_pretty(&export).unwrap()).unwrap();
+    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let copy: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("session.repaired.json")).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<&str> = copy["messages"][1]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["prt_2", "prt_4"]);
+}
+
+#[test]
+fn a_deleted_part_is_logged_like_the_sessions_earlier_removals() {
+    let (_dir, db) = fixture();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO event (id, aggregate_id, seq, created, type, data) VALUES ('evt_ses_empty_0099', 'ses_empty', 99, 1, 'message.part.removed.1', '{\"sessionID\":\"ses_empty\",\"messageID\":\"msg_gone\",\"partID\":\"prt_gone\"}');
+         UPDATE event_sequence SET seq = 99 WHERE aggregate_id = 'ses_empty';",
+    )
+    .unwrap();
+    let (code, doc) = repair(&db, &["--session", "ses_empty"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(
+        !doc["caveats"]
+            .to_string()
+            .contains("message.part.removed.1"),
+        "{doc}"
+    );
+    let (seq, data): (i64, String) = conn
+        .query_row(
+            "SELECT seq, data FROM event WHERE aggregate_id = 'ses_empty' AND type = 'message.part.removed.1' ORDER BY seq DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(seq > 99);
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(
+        data,
+        json!({"sessionID": "ses_empty", "messageID": msg_id(41), "partID": prt_id(41, 1)})
+    );
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_session_opencode_is_writing_is_refused_unless_forced() {
+    let (dir, db) = fixture();
+    // ses_crash's reply is open (no completion time); make its newest part a few seconds old,
+    // as while OpenCode streams into it.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE part SET time_updated = ?1 WHERE session_id = 'ses_crash'",
+            [now_ms() - 3_000],
+        )
+        .unwrap();
+    let original = dump(&db);
+
+    let out = rewind().arg("repair").arg(&db).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for words in [
+        "OpenCode may be writing",
+        "session ses_crash",
+        "no completion time",
+        "--force",
+        "the database was not changed",
+    ] {
+        assert!(err.contains(words), "{words}: {err}");
+    }
+    assert_eq!(dump(&db), original);
+    assert!(backups(dir.path()).is_empty());
+
+    // The dry run says so.
+    let (code, doc) = repair(&db, &["--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(
+        doc["caveats"]
+            .to_string()
+            .contains("session ses_crash: its last reply has no completion time"),
+        "{doc}"
+    );
+
+    // The other sessions can be repaired meanwhile.
+    let (code, doc) = repair(&db, &["--session", "ses_empty"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["applied"], true);
+
+    // `--force`: the person knows no OpenCode is running.
+    let (code, doc) = repair(&db, &["--force"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["applied"], true);
+    let rules: Vec<&str> = doc["plan"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["session_id"] == "ses_crash")
+        .map(|c| c["rule"].as_str().unwrap())
+        .collect();
+    assert!(rules.contains(&"message-incomplete"), "{rules:?}");
+}
+
+#[test]
+fn an_open_reply_silent_for_longer_than_the_window_is_repaired() {
+    let (_dir, db) = fixture();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE part SET time_updated = ?1 WHERE session_id = 'ses_crash'",
+            [now_ms() - 11 * 60 * 1000],
+        )
+        .unwrap();
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["applied"], true);
+}
+
+#[test]
+fn a_session_written_between_the_plan_and_the_lock_is_refused() {
+    let write = "UPDATE part SET time_updated = time_updated + 1 WHERE session_id = 'ses_crash'";
+    let (dir, db) = fixture();
+    let original = dump(&db);
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env("REWIND_TEST_SQL", write)
+        .arg("repair")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("changed while rewind planned") && err.contains("session ses_crash changed"),
+        "{err}"
+    );
+    // Only the other writer's change is there: no part was repaired.
+    let now = dump(&db);
+    assert_ne!(now, original);
+    assert_eq!(now.len(), original.len());
+    assert!(!now.iter().any(|r| r.contains("rewind")), "not repaired");
+    assert!(backups(dir.path()).is_empty());
+
+    // With --force the repair plans again from what is there now.
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env("REWIND_TEST_SQL", write)
+        .args(["repair", "--force"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_write_to_another_session_between_the_plan_and_the_lock_only_replans() {
+    let (_dir, db) = fixture();
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env(
+            "REWIND_TEST_SQL",
+            "UPDATE session SET title = 'renamed' WHERE id = 'ses_healthy'",
+        )
+        .args(["repair", "--format", "json"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["applied"], true);
+}
+
+#[test]
+fn the_repair_marker_explains_a_change_and_exempts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pending tool closed by an earlier rewind the way OpenCode's cleanup closes one: the
+    // marker is there, and so is the shape of a dropped error.
+    let closed = json!({"status": "error", "input": {}, "error": "Tool execution aborted",
+        "time": {"start": T0, "end": T0},
+        "metadata": {"interrupted": true,
+                     "rewind": {"rule": "tool-never-finished", "original": {"status": "pending"}}}});
+    // And a text part with the marker that is empty all the same.
+    let mut empty = text("");
+    empty["metadata"] = json!({"rewind": {"rule": "empty-text-part", "original": null}});
+    let ses = Ses {
+        id: "ses_marked",
+        title: "Marked parts",
+        messages: exchange(
+            10,
+            vec![
+                step_start(),
+                tool("write", "toolu_Closed", closed),
+                empty,
+                step_finish(),
+            ],
+            true,
+        ),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let (_, doc) = diagnose_json(&db, &[]);
+    let f = findings(&doc);
+    let dropped = of_rule(&f, "tool-error-dropped");
+    assert_eq!(dropped.len(), 1, "{}", describe(&f));
+    assert!(
+        dropped[0]["notes"]
+            .to_string()
+            .contains("`rewind repair` changed this record (rule `tool-never-finished`; before: {\\\"status\\\":\\\"pending\\\"})"),
+        "{}",
+        dropped[0]
+    );
+    assert_eq!(of_rule(&f, "empty-text-part").len(), 1, "{}", describe(&f));
+}
+
+#[test]
+fn a_reply_started_between_the_plan_and_the_lock_is_seen_when_planning_again() {
+    let (dir, db) = fixture();
+    let original = dump(&db);
+    let now = now_ms();
+    let mut info = assistant_info(now, &msg_id(60), false);
+    info["time"]["created"] = json!(now);
+    let sql = format!(
+        "INSERT INTO message VALUES ('msg_zzzzzzzzzzzzFx000000000001', 'ses_healthy', {now}, {now}, '{info}')"
+    );
+    let out = rewind()
+        .env("REWIND_TEST_SQL_AT", "after-plan")
+        .env("REWIND_TEST_SQL", &sql)
+        .arg("repair")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("OpenCode may be writing") && err.contains("session ses_healthy"),
+        "{err}"
+    );
+    assert_eq!(dump(&db).len(), original.len() + 1, "only the other write");
+    assert!(backups(dir.path()).is_empty());
+}
+
+#[test]
+fn an_empty_text_part_after_a_tool_in_one_step_is_repaired_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let ses = Ses {
+        id: "ses_both",
+        title: "Empty text after a tool, one step",
+        messages: exchange(
+            10,
+            vec![
+                step_start(),
+                tool(
+                    "read",
+                    "toolu_Read",
+                    completed(json!({"filePath": "a.ts"}), "ok"),
+                ),
+                text(""),
+                step_finish(),
+            ],
+            true,
+        ),
+    };
+    let db = build_db(&dir.path().join("opencode.db"), &[ses]);
+    let (_, before) = diagnose_json(&db, &["--provider", "both"]);
+    let rules: Vec<String> = findings(&before)
+        .iter()
+        .map(|f| f["rule"].as_str().unwrap().to_owned())
+        .collect();
+    // (step-merged fires too today: the empty text follows the tool in one step.)
+    assert!(rules.iter().any(|x| x == "empty-text-part"), "{rules:?}");
+    let (code, doc) = repair(&db, &["--provider", "both"]);
+    assert_eq!(code, 0, "{rules:?} {doc}");
+    let (_, after) = diagnose_json(&db, &["--provider", "both"]);
+    let left: Vec<Value> = findings(&after)
+        .into_iter()
+        .filter(|f| FIXABLE.contains(&f["rule"].as_str().unwrap_or_default()))
+        .collect();
+    assert!(left.is_empty(), "{rules:?}: {}", describe(&left));
 }

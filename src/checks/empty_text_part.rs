@@ -1,10 +1,8 @@
-use serde_json::json;
-
-use super::fix::{Fix, FixContext, marker};
+use super::fix::{Fix, FixContext};
 use super::Check;
 use super::step_merged::with_request_view;
 use crate::diagnostic::{Finding, Ids};
-use crate::model::{PartBody, REPAIR_MARKER};
+use crate::model::PartBody;
 use crate::session::Analysis;
 
 declare_check! {
@@ -24,38 +22,36 @@ declare_check! {
     /// ```
     ///
     /// ## How to fix
-    /// `rewind repair` replaces the empty text with a short placeholder (`[empty]`) and records
-    /// the original in `metadata.rewind`. By hand: `UPDATE part SET data = json_set(data,
-    /// '$.text', '[aborted]') WHERE id = '…'`, with OpenCode closed and a backup made.
+    /// `rewind repair` deletes the empty part (after the backup, in its transaction): that is
+    /// what OpenCode does with an empty text block when it builds a request itself, and nothing
+    /// is put in the model's mouth. A message left with no parts is kept: OpenCode leaves such
+    /// a message out of the requests it rebuilds. By hand: `DELETE FROM part WHERE id = '…'`,
+    /// with OpenCode closed and a backup made.
     pub struct EmptyTextPart {
         name: "empty-text-part",
         severity: Warning,
         summary: "A text part has empty text: providers reject the empty block",
-        fix: "the placeholder text `[empty]`; the original kept in `metadata.rewind`",
+        fix: "the empty part is deleted (what OpenCode does with an empty text block; the row is in the backup, and the plan quotes it); a message left with no parts is kept",
     }
 }
-
-/// The text given to an empty text part.
-pub const PLACEHOLDER_TEXT: &str = "[empty]";
 
 impl Check for EmptyTextPart {
     fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
         let part_id = f.ids.part_id.as_deref().unwrap_or_default();
-        let data = ctx.raw_part(part_id).map(|mut v| {
-            if let Some(o) = v.as_object_mut() {
-                let original = o.get("text").cloned().unwrap_or(serde_json::Value::Null);
-                o.insert("text".into(), json!(PLACEHOLDER_TEXT));
-                let meta = o.entry("metadata").or_insert_with(|| json!({}));
-                if let Some(m) = meta.as_object_mut() {
-                    m.insert(
-                        REPAIR_MARKER.into(),
-                        marker(Self::RULE, json!({ "text": original })),
-                    );
-                }
-            }
-            v
-        });
-        ctx.update_part(f, data, format!("text \"\" → \"{PLACEHOLDER_TEXT}\""))
+        let message_id = f.ids.message_id.as_deref().unwrap_or_default();
+        let Some(original) = ctx.raw_part(part_id) else {
+            return Fix::Skipped;
+        };
+        let mut words = format!(
+            "delete the empty text part: {}",
+            crate::text::clip(&original.to_string())
+        );
+        if ctx.parts_left(message_id) == 1 {
+            words.push_str(
+                "; the message is left with no parts, which OpenCode leaves out of its requests",
+            );
+        }
+        ctx.delete_part(f, words)
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
@@ -63,11 +59,7 @@ impl Check for EmptyTextPart {
             let PartBody::Text(t) = &part.part.body else {
                 continue;
             };
-            let repaired = t
-                .metadata
-                .as_ref()
-                .is_some_and(|m| m.contains_key(REPAIR_MARKER));
-            if !t.text.trim().is_empty() || repaired {
+            if !t.text.trim().is_empty() {
                 continue;
             }
             // A later step of the session finished: the requests that carried this part went
@@ -91,7 +83,7 @@ impl Check for EmptyTextPart {
                 ))
                 .at(obs.span.head(), "this text part has no text")
                 .help(with_request_view(
-                    "an empty text block is rejected by providers; `rewind repair` gives it a short placeholder text",
+                    "an empty text block is rejected by providers; `rewind repair` deletes the empty part",
                     analysis.format,
                     &session.id,
                 ));

@@ -31,12 +31,21 @@ pub struct Change {
     pub edit: Edit,
 }
 
-/// The edit itself: the record's new JSON.
+/// The edit itself: the record's new JSON, or a part to delete.
 #[derive(Clone, Debug)]
 pub enum Edit {
-    UpdatePart { data: Value },
-    InsertPart { data: Value },
-    UpdateMessage { data: Value },
+    UpdatePart {
+        data: Value,
+    },
+    InsertPart {
+        data: Value,
+    },
+    UpdateMessage {
+        data: Value,
+    },
+    /// Deletes the part's row (applied only after the backup is made and checked; the plan's
+    /// words quote what is deleted).
+    DeletePart,
 }
 
 /// A session's plan.
@@ -180,6 +189,41 @@ impl<'a> FixContext<'a> {
         });
     }
 
+    /// Plans deleting the finding's part.
+    pub fn delete_part(&mut self, f: &Finding, words: String) -> Fix {
+        let Some(part_id) = f.ids.part_id.clone() else {
+            self.unfixable(format!("{}: {}", f.rule, f.message));
+            return Fix::Unfixable;
+        };
+        self.plan.fixes.insert(key(f));
+        self.plan.changes.push(Change {
+            session_id: self.stored.id.clone(),
+            message_id: f.ids.message_id.clone().unwrap_or_default(),
+            part_id: Some(part_id),
+            rule: f.rule,
+            change: words,
+            edit: Edit::DeletePart,
+        });
+        Fix::Planned
+    }
+
+    /// The number of parts `message_id` has in the store, less those the plan so far deletes.
+    pub fn parts_left(&self, message_id: &str) -> usize {
+        let stored = self
+            .stored
+            .messages
+            .iter()
+            .find(|m| m.id == message_id)
+            .map_or(0, |m| m.parts.len());
+        let deleted = self
+            .plan
+            .changes
+            .iter()
+            .filter(|c| c.message_id == message_id && matches!(c.edit, Edit::DeletePart))
+            .count();
+        stored.saturating_sub(deleted)
+    }
+
     /// Plans inserting a new part.
     pub fn insert_part(
         &mut self,
@@ -213,6 +257,22 @@ impl<'a> FixContext<'a> {
 /// The `rewind` marker of a repaired record: which rule changed it, and what was there before.
 pub fn marker(rule: Rule, original: Value) -> Value {
     json!({ "rule": rule.as_str(), "original": original })
+}
+
+/// What a finding on a record rewind repaired says about it: the marker explains a change, it
+/// does not exempt the record from the checks (a repaired record that is still wrong, or that
+/// another writer changed since, is reported like any other).
+pub fn repair_note(metadata: Option<&Map<String, Value>>) -> Option<String> {
+    let m = metadata?.get(REPAIR_MARKER)?;
+    let rule = m.get("rule").and_then(Value::as_str).unwrap_or("?");
+    let original = m
+        .get("original")
+        .filter(|o| !o.is_null())
+        .map(|o| format!("; before: {}", crate::text::clip(&o.to_string())))
+        .unwrap_or_default();
+    Some(format!(
+        "`rewind repair` changed this record (rule `{rule}`{original})"
+    ))
 }
 
 /// The current time in ms since the epoch.

@@ -51,7 +51,7 @@ impl Check for ToolErrorDropped {
                 continue;
             }
             let path = part.status_path();
-            if path.contains(&"running") || tool.state.repaired_by_rewind() {
+            if path.contains(&"running") {
                 continue;
             }
             let Some(at) = part.status_span() else {
@@ -77,6 +77,9 @@ impl Check for ToolErrorDropped {
             }
             if path.len() > 1 {
                 f = f.note(format!("status history: {}", path.join(" → ")));
+            }
+            if let Some(n) = super::fix::repair_note(tool.state.fields().metadata.as_ref()) {
+                f = f.note(n);
             }
             out.push(
                 f.ids(

@@ -29,13 +29,15 @@ declare_check! {
     ///
     /// ## How to fix
     /// Find out what ended the step (the related label points at it) and fix that. For a stored
-    /// session, `rewind repair` marks the tool `error` "Tool execution aborted" with
-    /// `metadata.interrupted: true`, as OpenCode's own cleanup would have.
+    /// session, `rewind repair` closes the tool as an `error` whose text says it was interrupted
+    /// and closed by rewind, so the model is sent an error result, not the tool's partial output
+    /// as a success (OpenCode sends an `error` tool with `metadata.interrupted: true` and a
+    /// `metadata.output` as that output; rewind leaves `interrupted` unset).
     pub struct ToolNeverFinished {
         name: "tool-never-finished",
         severity: Error,
         summary: "A tool part was left pending/running, or only closed by cleanup after the stream died",
-        fix: "a tool `pending`/`running` at rest: state `error` \"Tool execution aborted\", `metadata.interrupted: true` (what OpenCode's own cleanup writes)",
+        fix: "a tool `pending`/`running` at rest: state `error` with the text \"[Tool execution was interrupted: …; closed by rewind repair]\", so the model gets an error result; any partial output stays in `metadata`",
     }
 }
 
@@ -49,9 +51,10 @@ impl Check for ToolNeverFinished {
             return Fix::Skipped;
         }
         let words = format!(
-            "tool `{}`: `{}` → `error` \"{TOOL_ABORTED}\", metadata.interrupted",
+            "tool `{}`: `{}` → `error` \"{}\"",
             tool.tool,
-            tool.state.status()
+            tool.state.status(),
+            interrupted_text(tool.state.status())
         );
         let data = ctx.raw_part(part_id).and_then(|v| abort_tool(&v, ctx.now));
         ctx.update_part(f, data, words)
@@ -72,7 +75,7 @@ impl Check for ToolNeverFinished {
             // Most tools completed: rule them out before anything is looked up or copied.
             let open = matches!(tool.state, ToolState::Pending(_) | ToolState::Running(_));
             let aborted = tool.state.error_text() == Some(TOOL_ABORTED);
-            if !(open || aborted) || tool.state.repaired_by_rewind() {
+            if !(open || aborted) {
                 continue;
             }
             let Some(at) = part.status_span() else {
@@ -94,7 +97,7 @@ impl Check for ToolNeverFinished {
                         tool.state.status()
                     ))
                     .at(at, format!("last write: `{}`", tool.state.status()))
-                    .help("nothing closed this tool: the process died or lost the runner; `rewind repair` marks it aborted so the session can resume"),
+                    .help("nothing closed this tool: the process died or lost the runner; `rewind repair` closes it as an error that tells the model it was interrupted, so the session can resume"),
                 ToolState::Error(_)
                     if tool.state.error_text() == Some(TOOL_ABORTED)
                         && !tool.state.input_is_empty()
@@ -121,6 +124,9 @@ impl Check for ToolNeverFinished {
             };
             if path.len() > 1 {
                 f = f.note(format!("status history: {}", path.join(" → ")));
+            }
+            if let Some(n) = super::fix::repair_note(tool.state.fields().metadata.as_ref()) {
+                f = f.note(n);
             }
             let at_rest = matches!(
                 analysis.format,
@@ -267,17 +273,71 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
     }
 }
 
-/// Aborts a pending/running tool state the way OpenCode's cleanup does.
+/// The error text a repaired tool is given: what OpenCode sends the model for a tool it finds
+/// unfinished ("[Tool execution was interrupted]"), with what happened and who closed it.
+pub fn interrupted_text(status: &str) -> String {
+    format!(
+        "[Tool execution was interrupted: the tool was still `{status}` when OpenCode stopped, and its result was never recorded; closed by rewind repair]"
+    )
+}
+
+/// Closes a pending/running tool state as an `error` the model is sent as an error. OpenCode's
+/// cleanup writes "Tool execution aborted" with `metadata.interrupted: true`, and its history
+/// rebuild sends an interrupted tool's `metadata.output` (a running tool's partial output) as a
+/// successful result: the model would not learn the tool was cut short. So `interrupted` is
+/// not set (a stored one is removed and kept in the marker), and the partial output stays in
+/// `metadata` for people to read.
 fn abort_tool(part: &Value, now: i64) -> Option<Value> {
     let mut v = part.clone();
     let state = v.get_mut("state")?.as_object_mut()?;
     let status = state.get("status").cloned().unwrap_or(Value::Null);
     let start = time_of(state, "start").unwrap_or(json!(now));
-    let meta = into_error(state, TOOL_ABORTED.to_owned(), start, json!(now))?;
-    meta.insert("interrupted".into(), json!(true));
+    let text = interrupted_text(status.as_str().unwrap_or("pending"));
+    let meta = into_error(state, text, start, json!(now))?;
+    let mut original = json!({ "status": status });
+    if let Some(was) = meta.remove("interrupted") {
+        original["metadata.interrupted"] = was;
+    }
     meta.insert(
         REPAIR_MARKER.into(),
-        marker(ToolNeverFinished::RULE, json!({ "status": status })),
+        marker(ToolNeverFinished::RULE, original),
     );
     Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repaired_tool_is_an_error_the_model_is_sent_as_one() {
+        let part = json!({"type": "tool", "tool": "bash", "callID": "c", "state": {
+            "status": "running", "input": {"command": "sleep 60"}, "time": {"start": 5},
+            "metadata": {"output": "partial", "interrupted": false}}});
+        let v = abort_tool(&part, 9).unwrap_or_default();
+        let state = &v["state"];
+        assert_eq!(state["status"], "error");
+        let text = state["error"].as_str().unwrap_or_default();
+        assert!(text.starts_with("[Tool execution was interrupted"), "{text}");
+        assert!(text.contains("`running`") && text.contains("rewind repair"), "{text}");
+        assert_eq!(state["time"], json!({"start": 5, "end": 9}));
+        // No `interrupted`: OpenCode would send `metadata.output` as a successful result.
+        assert!(state["metadata"].get("interrupted").is_none(), "{state}");
+        assert_eq!(state["metadata"]["output"], "partial", "kept for people");
+        assert_eq!(
+            state["metadata"][REPAIR_MARKER]["original"],
+            json!({"status": "running", "metadata.interrupted": false})
+        );
+        assert!(crate::model::schema::validate_part(&v).is_empty());
+    }
+
+    #[test]
+    fn a_pending_tool_gets_a_start_time_and_an_object_input() {
+        let part = json!({"type": "tool", "tool": "read", "callID": "c",
+            "state": {"status": "pending", "input": {}, "raw": ""}});
+        let v = abort_tool(&part, 9).unwrap_or_default();
+        assert_eq!(v["state"]["time"], json!({"start": 9, "end": 9}));
+        assert!(v["state"]["error"].as_str().unwrap_or_default().contains("`pending`"));
+        assert!(crate::model::schema::validate_part(&v).is_empty());
+    }
 }

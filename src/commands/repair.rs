@@ -24,6 +24,12 @@ pub struct Args {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// Repair sessions even when OpenCode looks like it is writing them (their last message is
+    /// open and was written less than 10 minutes ago, or they changed while rewind planned):
+    /// only when no OpenCode is running.
+    #[arg(long)]
+    pub force: bool,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
@@ -53,6 +59,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         sessions: args.store_args.sessions,
         opencode_version: args.store_args.opencode_version,
         provider: args.store_args.provider,
+        force: args.force,
     };
     let path = &args.store;
     let shown = path.display().to_string();

@@ -314,14 +314,6 @@ impl ToolState {
             _ => None,
         }
     }
-
-    /// `metadata` has the marker rewind's repair writes.
-    pub fn repaired_by_rewind(&self) -> bool {
-        self.fields()
-            .metadata
-            .as_ref()
-            .is_some_and(|m| m.contains_key(REPAIR_MARKER))
-    }
 }
 
 /// A tool part as read straight from JSON text (see [`Part::from_json`]).

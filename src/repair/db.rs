@@ -1,9 +1,16 @@
 //! Applying a repair to an OpenCode database, safely:
 //!
-//! 1. open the database read-write and take the write lock (`BEGIN IMMEDIATE`, 1 s timeout):
-//!    another writer (OpenCode) makes rewind refuse, and nothing else can write until rewind is
-//!    done;
-//! 2. plan every session under that lock;
+//! 1. open the database read-write and plan every session in one read transaction (a snapshot;
+//!    OpenCode's writes are not blocked meanwhile), fingerprinting what the plan read (`PRAGMA
+//!    data_version` and each planned session's newest `time_updated` and row counts, see
+//!    [`live::Fingerprint`]);
+//! 2. take the write lock (`BEGIN IMMEDIATE`, 1 s timeout): another writer makes rewind refuse,
+//!    and nothing else can write until rewind is done. If a planned session changed since the
+//!    plan, another process is writing it: refuse (unless `--force`, which plans again); if only
+//!    other sessions changed, plan again. Then refuse (unless `--force`) when a session to change
+//!    looks like OpenCode is writing it ([`live::being_written`]: its last message is open and was
+//!    written less than 10 minutes ago): OpenCode holds no lock between its writes, and would
+//!    overwrite the repair of a message it is streaming into, or have its writes overwritten;
 //! 3. before the first write, copy the database with SQLite's online backup API (it includes
 //!    what is still in the WAL) to `<db>.rewind-backup-<UTC time>.partial` (no journal: a fresh
 //!    file has nothing to roll back), check the copy (`PRAGMA integrity_check`, and the row counts
@@ -15,12 +22,15 @@
 //! 4. apply every change in that one transaction, appending the matching events to OpenCode's
 //!    event log (`event`, `event_sequence`) when the session has one;
 //! 5. `PRAGMA integrity_check` and `foreign_key_check`, then diagnose the changed sessions again:
-//!    every finding the plan fixes must be gone and none may appear; otherwise roll back;
+//!    every finding the plan fixes must be gone and none may appear; and no other connection may
+//!    have committed since the lock was taken (`data_version`); otherwise roll back;
 //! 6. commit.
 //!
 //! `REWIND_TEST_ABORT_AT=during-backup|after-backup|in-transaction|before-commit` makes the process abort at
 //! that point: a test hook for the fault tests, harmless in use (SQLite's journal makes the
-//! transaction all-or-nothing).
+//! transaction all-or-nothing). `REWIND_TEST_SQL_AT=after-plan` with `REWIND_TEST_SQL` runs that
+//! SQL on a second connection between the plan and the write lock: a test hook standing for
+//! another writer.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,7 +38,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use super::{Edit, Options, SessionPlan, plan, verify};
+use super::{Edit, Options, SessionPlan, live, plan, verify};
 use crate::checks;
 use crate::ingest::Format;
 use crate::ingest::opencode_db::{Db, DbError};
@@ -46,6 +56,14 @@ pub enum RepairError {
         "the database is in use by another process (SQLite: {0}): close OpenCode (every window and `opencode serve`) and run rewind repair again"
     )]
     Locked(String),
+    #[error(
+        "OpenCode may be writing to this database now: {0}. A repair now would be overwritten by OpenCode's next write, or overwrite it; let the reply finish (or close OpenCode) and run rewind repair again. If no OpenCode is running (it died), pass --force; --session ID repairs other sessions"
+    )]
+    BeingWritten(String),
+    #[error(
+        "the database changed while rewind planned the repair ({0}): another process (OpenCode?) is writing to these sessions. Let it finish (or close OpenCode) and run rewind repair again; if no OpenCode is running, pass --force"
+    )]
+    Changed(String),
     #[error("{0}")]
     Db(#[from] DbError),
     #[error("the database is read-only ({0}): rewind needs to write to repair it")]
@@ -100,11 +118,21 @@ fn fault(point: &str) {
     }
 }
 
+/// A session's plan and the findings it was planned from.
+type Planned = (SessionPlan, Vec<crate::diagnostic::Finding>);
+
+/// Why each session with changes in `plans` looks like OpenCode is writing it now.
+fn being_written(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
+    let now = crate::checks::fix::now_ms();
+    plans
+        .iter()
+        .filter(|p| !p.changes.is_empty())
+        .filter_map(|p| live::being_written(db.conn(), &p.session_id, now))
+        .collect()
+}
+
 /// Plans every selected session of `db`.
-fn plan_all(
-    db: &Db,
-    options: &Options,
-) -> Result<Vec<(SessionPlan, Vec<crate::diagnostic::Finding>)>, DbError> {
+fn plan_all(db: &Db, options: &Options) -> Result<Vec<Planned>, DbError> {
     let mut plans = Vec::new();
     for_each_diagnosed(db, options, &options.sessions, |stored, a, findings| {
         let p = plan(stored, a, &findings);
@@ -186,10 +214,18 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
     if dry_run {
         let db = Db::open(path).map_err(|e| not_changed(e.into()))?;
         let plans = plan_all(&db, options).map_err(|e| not_changed(e.into()))?;
-        let caveats = caveats(
-            &db,
-            &plans.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
-        );
+        let only: Vec<SessionPlan> = plans.iter().map(|(p, _)| p.clone()).collect();
+        let mut caveats = caveats(&db, &only);
+        caveats.extend(being_written(&db, &only).into_iter().map(|why| {
+            format!(
+                "{why}: OpenCode may be writing it, so a repair refuses it{}",
+                if options.force {
+                    " unless --force (given)"
+                } else {
+                    " unless --force"
+                }
+            )
+        }));
         return Ok(Outcome {
             plans: plans.into_iter().map(|(p, _)| p).collect(),
             caveats,
@@ -210,16 +246,29 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
     }
     conn.busy_timeout(Duration::from_millis(1000))
         .map_err(|e| not_changed(e.into()))?;
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    // Plan in a read transaction (one snapshot; writers are not blocked meanwhile), and
+    // fingerprint what the plan read.
+    conn.execute_batch("BEGIN")
+        .map_err(|e| not_changed(e.into()))?;
+    let db = Db::from_connection(conn).map_err(|e| not_changed(e.into()))?;
+    let planned = plan_all(&db, options).map_err(|e| not_changed(e.into()))?;
+    let planned_ids: Vec<String> = planned
+        .iter()
+        .filter(|(p, _)| !p.changes.is_empty())
+        .map(|(p, _)| p.session_id.clone())
+        .collect();
+    let at_plan = live::Fingerprint::read(db.conn(), planned_ids.iter().map(String::as_str));
+    let _ = db.conn().execute_batch("COMMIT");
+    test_sql("after-plan", path);
+    if let Err(e) = db.conn().execute_batch("BEGIN IMMEDIATE") {
         let words = e.to_string();
         return Err(not_changed(match DbError::from(e) {
             DbError::Locked(_) => RepairError::Locked(words),
             other => RepairError::Db(other),
         }));
     }
-    let db = Db::from_connection(conn).map_err(|e| not_changed(e.into()))?;
     let mut backup = None;
-    let result = apply(path, &db, options, &mut backup);
+    let result = locked(path, &db, options, planned, &at_plan, &mut backup);
     if !matches!(result, Ok(ref o) if o.applied) {
         let _ = db.conn().execute_batch("ROLLBACK");
     }
@@ -230,6 +279,42 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         }
         not_changed(cause)
     })
+}
+
+/// Under the write lock: checks that nothing changed since the plan (re-planning when only other
+/// sessions did), then applies it.
+fn locked(
+    path: &Path,
+    db: &Db,
+    options: &Options,
+    planned: Vec<Planned>,
+    at_plan: &live::Fingerprint,
+    backup: &mut Option<PathBuf>,
+) -> Result<Outcome, RepairError> {
+    let ids: Vec<&str> = at_plan.session_ids().collect();
+    let now = live::Fingerprint::read(db.conn(), ids.iter().copied());
+    let planned = if now == *at_plan {
+        planned
+    } else {
+        let changed = at_plan.differences(&now);
+        if at_plan.sessions_differ(&now) && !options.force {
+            return Err(RepairError::Changed(changed.join("; ")));
+        }
+        // Another session changed (or `--force`): plan again from what is there now.
+        plan_all(db, options)?
+    };
+    apply(path, db, options, planned, backup)
+}
+
+/// Runs `REWIND_TEST_SQL` on a second connection when `REWIND_TEST_SQL_AT` is `point`: a test
+/// hook standing for another process that writes at that point.
+fn test_sql(point: &str, path: &Path) {
+    if std::env::var("REWIND_TEST_SQL_AT").is_ok_and(|p| p == point)
+        && let Ok(sql) = std::env::var("REWIND_TEST_SQL")
+        && let Ok(c) = Connection::open(path)
+    {
+        let _ = c.execute_batch(&sql);
+    }
 }
 
 /// Removes `path` and its `-journal`, `-wal` and `-shm` (best effort).
@@ -367,9 +452,9 @@ fn apply(
     path: &Path,
     db: &Db,
     options: &Options,
+    planned: Vec<Planned>,
     backup_made: &mut Option<PathBuf>,
 ) -> Result<Outcome, RepairError> {
-    let planned = plan_all(db, options)?;
     let plans: Vec<SessionPlan> = planned.iter().map(|(p, _)| p.clone()).collect();
     let mut outcome = Outcome {
         caveats: caveats(db, &plans),
@@ -380,6 +465,14 @@ fn apply(
         return Ok(outcome);
     }
     let conn = db.conn();
+    if !options.force {
+        let live = being_written(db, &outcome.plans);
+        if !live.is_empty() {
+            return Err(RepairError::BeingWritten(live.join("; ")));
+        }
+    }
+    // Under the write lock nothing else commits; checked again before the commit.
+    let locked_at = live::Fingerprint::read(conn, []);
     // The backup, before the first write.
     let backup = backup_path(path, conn);
     write_backup(path, &backup)?;
@@ -420,6 +513,11 @@ fn apply(
             RepairError::RolledBack(format!("session {}: {why}", plan.session_id))
         })?;
     }
+    if locked_at.others_committed(conn) {
+        return Err(RepairError::RolledBack(
+            "another connection committed to the database during the repair".into(),
+        ));
+    }
     fault("before-commit");
     conn.execute_batch("COMMIT")?;
     outcome.applied = true;
@@ -437,10 +535,12 @@ fn caveats(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
         if !has_sequence(db.conn(), &p.session_id) {
             continue;
         }
-        for ty in ["message.part.updated.1", "message.updated.1"] {
-            let needed = p.changes.iter().any(|c| {
-                matches!(c.edit, Edit::UpdateMessage { .. }) == (ty == "message.updated.1")
-            });
+        for ty in [
+            "message.part.updated.1",
+            "message.updated.1",
+            "message.part.removed.1",
+        ] {
+            let needed = p.changes.iter().any(|c| event_type(&c.edit) == ty);
             if needed && template(db.conn(), &p.session_id, ty).is_none() {
                 out.push(format!(
                     "session {}: its event log has no `{ty}` event to follow, so no event is appended for these changes; OpenCode rebuilding this session from its event log would undo them",
@@ -450,6 +550,15 @@ fn caveats(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The type of the event OpenCode logs for `edit`.
+fn event_type(edit: &Edit) -> &'static str {
+    match edit {
+        Edit::UpdatePart { .. } | Edit::InsertPart { .. } => "message.part.updated.1",
+        Edit::UpdateMessage { .. } => "message.updated.1",
+        Edit::DeletePart => "message.part.removed.1",
+    }
 }
 
 fn has_sequence(conn: &Connection, session: &str) -> bool {
@@ -518,6 +627,17 @@ fn write(db: &Db, change: &super::Change, now: i64) -> Result<(), RepairError> {
             }
             (full, "message.updated.1")
         }
+        Edit::DeletePart => {
+            let id = change.part_id.clone().unwrap_or_default();
+            conn.execute(
+                "DELETE FROM part WHERE id = ?1 AND message_id = ?2",
+                params![id, mid],
+            )?;
+            (
+                json!({ "sessionID": sid, "messageID": mid, "partID": id }),
+                "message.part.removed.1",
+            )
+        }
     };
     if db.schema.event_log && has_sequence(conn, sid) {
         append_event(conn, sid, ty, full, now)?;
@@ -536,18 +656,30 @@ fn append_event(
     let Some((last_id, mut data)) = template(conn, session, ty) else {
         return Ok(());
     };
-    let slot = if ty == "message.updated.1" {
-        "info"
-    } else {
-        "part"
-    };
     let Some(o) = data.as_object_mut() else {
         return Ok(());
     };
-    if !o.contains_key(slot) {
-        return Ok(());
+    if ty == "message.part.removed.1" {
+        // `{sessionID, messageID, partID}`: the ids of the template are replaced.
+        let (Some(ids), true) = (record.as_object(), o.contains_key("partID")) else {
+            return Ok(());
+        };
+        for (k, v) in ids {
+            if o.contains_key(k) {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+    } else {
+        let slot = if ty == "message.updated.1" {
+            "info"
+        } else {
+            "part"
+        };
+        if !o.contains_key(slot) {
+            return Ok(());
+        }
+        o.insert(slot.into(), record);
     }
-    o.insert(slot.into(), record);
     if o.contains_key("time") {
         o.insert("time".into(), json!(now));
     }

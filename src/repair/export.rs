@@ -104,6 +104,11 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
                     *p = data.clone();
                 }
             }
+            Edit::DeletePart => {
+                if let Some(parts) = m["parts"].as_array_mut() {
+                    parts.retain(|p| p["id"] != change.part_id.as_deref().unwrap_or_default());
+                }
+            }
             Edit::InsertPart { data } => {
                 let id = change.part_id.clone().unwrap_or_default();
                 let mut part = json!({"id": id, "sessionID": change.session_id, "messageID": change.message_id});

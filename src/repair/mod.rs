@@ -5,11 +5,15 @@
 //! (`rewind rules --format json` lists them, and a test holds the README's repair table to the
 //! rules' declarations). Changes are edits of the stored JSON; every changed or added record carries a
 //! `rewind` marker (in the tool state's `metadata`, the part's `metadata`, or the message's top
-//! level) that says which rule changed what. Rows are never deleted. [`db`] applies a plan to a
-//! database safely; [`export`] writes a repaired copy of an `opencode export` document.
+//! level) that says which rule changed what. The marker explains a change and exempts nothing:
+//! the checks read marked records like any other. The one deletion is an empty text part
+//! (`empty-text-part`), which OpenCode itself leaves out of the requests it builds: it is deleted
+//! only after the backup is made and checked, and the plan quotes the row. [`db`] applies a plan
+//! to a database safely; [`export`] writes a repaired copy of an `opencode export` document.
 
 pub mod db;
 pub mod export;
+pub mod live;
 
 use std::collections::BTreeSet;
 
@@ -32,6 +36,8 @@ pub struct Options {
     pub opencode_version: Option<String>,
     /// Which provider rules the rebuilt requests are checked against.
     pub provider: ProviderChoice,
+    /// Repair sessions that look like OpenCode is writing them (see [`live`]).
+    pub force: bool,
 }
 
 impl Options {
