@@ -289,3 +289,204 @@ fn a_database_renders_its_sessions_rows_as_sources() {
     // A store's sessions without findings are one line, without a timeline.
     assert!(page.contains("no findings: timeline not rendered"));
 }
+
+/// `rewind replay CAPTURE --compare P1 P2 --format html`.
+fn compare_html(capture: &Path, p1: &str, p2: &str) -> (i32, String) {
+    let out = rewind()
+        .arg("replay")
+        .arg(capture)
+        .args(["--compare", p1, p2, "--format", "html"])
+        .output()
+        .expect("run rewind");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).expect("UTF-8 page"),
+    )
+}
+
+/// The ids of a page, each once, and every in-page link with its target.
+fn assert_links(page: &str) {
+    let ids: Vec<&str> = page
+        .split(" id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len(), "duplicate ids");
+    for href in page.split("href=\"#").skip(1) {
+        let target = href.split('"').next().unwrap();
+        assert!(ids.contains(&target), "dangling link #{target}");
+    }
+}
+
+/// The rows of a comparison table, as (class, cells' text without tags).
+fn compare_rows(page: &str) -> Vec<(String, String)> {
+    let body = page.split("<tbody>").nth(1).unwrap_or_default();
+    let body = body.split("</tbody>").next().unwrap_or_default();
+    body.split("<tr class=\"")
+        .skip(1)
+        .map(|r| {
+            let class = r.split('"').next().unwrap().to_owned();
+            let mut text = String::new();
+            let mut inside = false;
+            for c in r.split_once('>').map_or("", |x| x.1).chars() {
+                match c {
+                    '<' => inside = true,
+                    '>' => inside = false,
+                    _ if !inside => text.push(c),
+                    _ => {}
+                }
+            }
+            (class, text)
+        })
+        .collect()
+}
+
+#[test]
+fn replay_compare_puts_two_timelines_side_by_side_and_marks_the_first_divergence() {
+    let (code, page) = compare_html(
+        &repo("samples/sse-concatenated-chunk.sse"),
+        "opencode",
+        "opencode-fixed",
+    );
+    assert_eq!(code, 1, "the first processor's errors fail the run");
+    assert_page(&page);
+    assert_links(&page);
+    assert!(
+        page.contains("<th class=\"proc\">opencode</th><th class=\"proc\">opencode-fixed</th>")
+    );
+    // Outcomes and findings of each run, the differing ones highlighted.
+    assert!(page.contains("<tr class=\"diff\"><th>outcome</th><td>failed at event 4"));
+    assert!(page.contains("<td>completed (finish: tool-calls)</td>"));
+    assert!(page.contains("<tr class=\"diff\"><th>findings</th>"));
+    let rows = compare_rows(&page);
+    assert!(rows.len() >= 8, "{rows:?}");
+    // The rows before the divergence are the same under both; the first differing row is the
+    // only one marked first, and it is where opencode throws on the concatenated event.
+    let first = rows.iter().position(|(c, _)| c == "diff first").unwrap();
+    assert!(first >= 3, "{rows:?}");
+    assert!(rows[..first].iter().all(|(c, _)| c == "same"), "{rows:?}");
+    assert!(
+        rows[first]
+            .1
+            .starts_with("event 4 (line 10) first divergence")
+    );
+    assert!(rows[first].1.contains("threw"), "{:?}", rows[first]);
+    assert_eq!(rows.iter().filter(|(c, _)| c == "diff first").count(), 1);
+    assert!(rows.iter().filter(|(c, _)| c == "diff").count() >= 4);
+    // The fixed processor skips the event where opencode stops; the tool ends differently.
+    assert!(
+        rows.iter()
+            .any(|(c, t)| c == "diff" && t.contains("skipped the malformed event"))
+    );
+    assert!(rows.iter().any(|(c, t)| c == "diff"
+        && t.contains("→ error: &quot;Tool execution aborted&quot;")
+        && t.contains("→ running · awaiting execution")));
+    // A tool is one row per transition: both processors start the call the same way.
+    assert!(rows.iter().any(|(c, t)| c == "same"
+        && t.starts_with("event 3 (line 8)")
+        && t.contains("call_read_0 pending")));
+    // Anchored, linked from the verdict, focused when the page opens (no script).
+    assert_eq!(count(&page, " id=\"diverge\""), 1);
+    assert_eq!(count(&page, " autofocus"), 1);
+    assert!(
+        page.contains(
+            "The processors diverge first at <a href=\"#c1-diverge\">event 4 (line 10)</a>"
+        )
+    );
+    assert!(page.find("id=\"diverge\"").unwrap() > page.find("<tbody>").unwrap());
+}
+
+#[test]
+fn replay_compare_of_processors_that_agree_marks_nothing() {
+    let (code, page) = compare_html(
+        &repo("tests/fixtures/stream/healthy-chat.sse"),
+        "opencode",
+        "opencode-fixed",
+    );
+    assert_eq!(code, 0);
+    assert_page(&page);
+    assert_links(&page);
+    assert!(page.contains("class=\"verdict same\" id=\"c1-no-divergence\""));
+    assert!(page.contains("The processors agree at every position"));
+    let rows = compare_rows(&page);
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|(c, _)| c == "same"), "{rows:?}");
+    assert!(!page.contains("class=\"diff"));
+    assert!(!page.contains("id=\"diverge\"") && !page.contains("autofocus"));
+}
+
+#[test]
+fn replay_without_compare_writes_the_report_page() {
+    let out = rewind()
+        .arg("replay")
+        .arg(repo("samples/sse-concatenated-chunk.sse"))
+        .args(["--format", "html"])
+        .output()
+        .expect("run rewind");
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_page(&page);
+    assert_eq!(count(&page, "<section class=\"unit\""), 1);
+    assert!(page.contains("[sse-concatenated-events]"));
+}
+
+/// Chromium's DOM of a page, or `None` (with a message) when it is not installed.
+fn browser_dom(page: &str) -> Option<String> {
+    let chromium = Path::new("/usr/bin/chromium");
+    if !chromium.exists() {
+        eprintln!("skipped: /usr/bin/chromium is not installed (apt-get install chromium)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page_path = dir.path().join("page.html");
+    std::fs::write(&page_path, page).unwrap();
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .args(["--dump-dom", &format!("file://{}", page_path.display())])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run chromium");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn a_real_browser_builds_the_comparison_as_written() {
+    let (_, page) = compare_html(
+        &repo("samples/sse-concatenated-chunk.sse"),
+        "opencode",
+        "opencode-fixed",
+    );
+    let Some(dom) = browser_dom(&page) else {
+        return;
+    };
+    assert!(dom.contains("<table class=\"compare\">"), "{dom}");
+    assert!(dom.contains("<tr class=\"diff first\""));
+    assert!(dom.contains("id=\"diverge\""));
+    // The parser kept the structure: every row and cell where it was written.
+    for needle in [
+        "<tr class=\"same\"",
+        "<tr class=\"diff\"",
+        "<tr class=\"diff first\"",
+        "<td class=\"run",
+        "<td class=\"pos\"",
+        "<section class=\"unit compare\"",
+    ] {
+        assert_eq!(count(&dom, needle), count(&page, needle), "{needle}");
+    }
+    assert!(!dom.contains("<script"));
+}
