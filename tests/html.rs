@@ -490,3 +490,177 @@ fn a_real_browser_builds_the_comparison_as_written() {
     }
     assert!(!dom.contains("<script"));
 }
+
+/// A legacy storage folder holding the sessions of an `opencode export` document.
+fn storage_from_export(export: &Path, root: &Path) {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(export).unwrap()).unwrap();
+    let sid = doc["info"]["id"].as_str().unwrap().to_owned();
+    std::fs::create_dir_all(root.join("session/prj_1")).unwrap();
+    std::fs::write(
+        root.join(format!("session/prj_1/{sid}.json")),
+        doc["info"].to_string(),
+    )
+    .unwrap();
+    for m in doc["messages"].as_array().unwrap() {
+        let mid = m["info"]["id"].as_str().unwrap();
+        std::fs::create_dir_all(root.join(format!("message/{sid}"))).unwrap();
+        std::fs::write(
+            root.join(format!("message/{sid}/{mid}.json")),
+            m["info"].to_string(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(format!("part/{mid}"))).unwrap();
+        for p in m["parts"].as_array().unwrap() {
+            let pid = p["id"].as_str().unwrap();
+            std::fs::write(root.join(format!("part/{mid}/{pid}.json")), p.to_string()).unwrap();
+        }
+    }
+}
+
+/// The format `diagnose --format json` recognises a file as.
+fn format_of(path: &Path) -> String {
+    let (_, doc) = common::diagnose_json(path, &[]);
+    doc["files"][0]["format"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A page for one input: well formed, its unit and its sessions rendered, no markup from it.
+fn assert_input_page(path: &Path, format: &str) {
+    assert_eq!(format_of(path), format, "{}", path.display());
+    let (code, page) = html(&[], &[path]);
+    assert!(code == 0 || code == 1, "{}: exit {code}", path.display());
+    assert_page(&page);
+    assert_links(&page);
+    // One unit per file, a database one per session.
+    assert!(
+        count(&page, "<section class=\"unit\"") >= 1,
+        "{}",
+        path.display()
+    );
+    assert!(
+        page.contains("<details class=\"session "),
+        "{}: no session section",
+        path.display()
+    );
+    assert!(page.contains("<span class=\"sid\">"), "{}", path.display());
+}
+
+#[test]
+fn every_kind_of_input_renders_a_page_with_its_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::opencode::build_db(
+        &dir.path().join("opencode.db"),
+        &common::opencode::sessions(),
+    );
+    let storage = dir.path().join("storage");
+    storage_from_export(&repo("tests/fixtures/checks/export-healthy.json"), &storage);
+    let chunks = dir.path().join("capture.chunks.txt");
+    std::fs::write(
+        &chunks,
+        "{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"<script>alert(1)</script>\"},\"finish_reason\":null}]}\n{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n",
+    )
+    .unwrap();
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (repo("samples/zod-failed-status.log"), "agent-log"),
+        (repo("tests/fixtures/html/script-in-log.log"), "agent-log"),
+        (repo("samples/sse-concatenated-chunk.sse"), "sse"),
+        (chunks, "json-lines"),
+        (
+            repo("tests/fixtures/checks/tool-use-without-result.json"),
+            "http-recording",
+        ),
+        (repo("samples/har-streaming-response.har"), "har"),
+        (db, "opencode-db"),
+        (
+            repo("tests/fixtures/checks/export-healthy.json"),
+            "opencode-export",
+        ),
+        (storage, "opencode-storage"),
+        (
+            repo("tests/fixtures/checks/session-hidden.sql"),
+            "opencode-sql-dump",
+        ),
+        (
+            repo("tests/fixtures/transcripts/claude-orphan-tool.jsonl"),
+            "claude-transcript",
+        ),
+        (
+            repo("tests/fixtures/transcripts/codex-task-error.jsonl"),
+            "codex-rollout",
+        ),
+    ];
+    for (path, format) in &cases {
+        assert_input_page(path, format);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(rewind_corpus),
+    ignore = "../shared/corpus not found (set REWIND_CORPUS to its path)"
+)]
+fn every_kind_of_input_of_the_corpus_renders_a_page() {
+    let corpus = common::corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    let sql =
+        std::fs::read_to_string(corpus.join("opencode/opencode-1.18-multi-session.sql")).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(&sql)
+        .unwrap();
+    let first_in = |rel: &str, ext: &str| -> std::path::PathBuf {
+        let mut found: Vec<_> = walk(&corpus.join(rel))
+            .into_iter()
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                name.ends_with(ext) && name != "requests.jsonl"
+            })
+            .collect();
+        found.sort();
+        found
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no {ext} under {rel}"))
+    };
+    let cases = [
+        (
+            corpus.join("agent-logs/issue-149-zod-failed-status.log"),
+            "agent-log",
+        ),
+        (corpus.join("sse/openai-chat/opencode-malformed.sse"), "sse"),
+        (first_in("sse/ai-sdk-chunks", ".chunks.txt"), "json-lines"),
+        (
+            corpus.join("sse/recordings/native-anthropic-tool-call.json"),
+            "http-recording",
+        ),
+        (db, "opencode-db"),
+        (
+            first_in("transcripts/claude-code/tool", ".jsonl"),
+            "claude-transcript",
+        ),
+        (first_in("transcripts/codex", ".jsonl"), "codex-rollout"),
+    ];
+    for (path, format) in &cases {
+        assert_input_page(path, format);
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
