@@ -288,6 +288,30 @@ fn a_database_renders_its_sessions_rows_as_sources() {
     assert!(page.contains("class=\"timeline\""));
     // A store's sessions without findings are one line, without a timeline.
     assert!(page.contains("no findings: timeline not rendered"));
+    // The summary leads to the sessions with findings, and only to them.
+    assert_links(&page);
+    let jump = page.split("<ul class=\"jump\">").nth(1).unwrap();
+    let jump = jump.split("</ul>").next().unwrap();
+    assert!(jump.contains(">ses_pr16751</a>"), "{jump}");
+    assert_eq!(count(jump, "<a href=\"#"), count(&page, " open>"), "{jump}");
+}
+
+#[test]
+fn past_a_hundred_findings_a_session_lists_the_rest_one_line_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.sse");
+    std::fs::write(&path, "data: {\"a\":\n\n".repeat(150)).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert_links(&page);
+    let full = count(&page, "<li class=\"finding sev-");
+    let brief = count(&page, "<li class=\"finding brief sev-");
+    assert_eq!(full, 100);
+    assert!(brief > 0, "{brief}");
+    assert!(page.contains(&format!("{brief} more findings, one line each")));
+    // Only the full ones carry source lines.
+    assert!(count(&page, "<div class=\"src\">") <= full);
 }
 
 /// `rewind replay CAPTURE --compare P1 P2 --format html`.

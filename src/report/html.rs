@@ -7,13 +7,17 @@
 //! Everything that comes from the input is escaped ([`esc`]); the page carries a Content Security
 //! Policy that allows no script at all and no network access. Sessions without findings are one
 //! collapsed line; a session's timeline is capped at [`MAX_ENTRIES`] entries (the entries findings
-//! are pinned to are always kept, and the page says how many of each kind were left out).
+//! are pinned to are always kept, and the page says how many of each kind were left out), and
+//! past [`MAX_CARDS`] its findings are one line each. The summary links to the sessions with
+//! findings (the first [`MAX_SUMMARY_LINKS`]).
+//!
+//! [`compare_page`] is the page of `replay --compare`: two processors' timelines side by side.
 //!
 //! Each unit's section is rendered by [`section`] while the unit is prepared (on any thread); the
 //! printer writes sections as they come, so nothing accumulates across units. The page's summary
 //! is written last and shown first (CSS `order`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -36,6 +40,10 @@ pub const MAX_CLEAN_ENTRIES: usize = 60;
 const STEP_FINISH_LOGGED: &str = "step_finish logged";
 /// Bytes of page after which units are written compact: no timelines, no source lines.
 pub const PAGE_BUDGET: u64 = 16 * 1024 * 1024;
+/// Findings of a session shown in full (with their source lines); the rest are one line each.
+pub const MAX_CARDS: usize = 100;
+/// Sessions with findings linked from the page's summary.
+pub const MAX_SUMMARY_LINKS: usize = 200;
 /// Characters of a text or reasoning part shown.
 const TEXT_PREVIEW: usize = 160;
 /// Stands for the unit's number in ids until the printer knows it (never in escaped text: control
@@ -438,8 +446,9 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
     })
 }
 
-/// The timeline of one session (or, with `session == None`, of what belongs to no session).
-fn timeline(a: &Analysis, session: Option<&str>, single: bool) -> Vec<Entry> {
+/// The timeline of one session (or, with `session == None`, of what belongs to no session);
+/// `events` are the indices of the analysis's events that belong to it.
+fn timeline(a: &Analysis, session: Option<&str>, events: &[usize]) -> Vec<Entry> {
     let unit = if a.stream.is_some() {
         "event"
     } else {
@@ -458,16 +467,7 @@ fn timeline(a: &Analysis, session: Option<&str>, single: bool) -> Vec<Entry> {
         }
     }
     let stop = a.stream.as_ref().and_then(|f| f.outcome.failed_at());
-    for e in &a.events {
-        let mine = match (&e.session, session) {
-            (Some(s), Some(id)) => s == id,
-            (None, Some(_)) => single,
-            (Some(s), None) => a.session(s).is_none(),
-            (None, None) => !single,
-        };
-        if !mine {
-            continue;
-        }
+    for e in events.iter().filter_map(|&k| a.events.get(k)) {
         let Some((what, detail, tone)) = event_words(&e.kind) else {
             continue;
         };
@@ -604,14 +604,29 @@ pub fn section(
         .copied()
         .filter(|&i| serious >= 2 && findings[i].severity > Severity::Info);
 
-    // Which findings belong to which session (index into sessions; `None`: the unit).
-    let owner = |f: &Finding| -> Option<usize> {
-        match &f.ids.session_id {
-            Some(id) => analysis.sessions.iter().position(|s| s.id == *id),
-            None if single => Some(0),
-            None => None,
+    // Sessions by id (the first of an id), then which findings and events belong to which
+    // session: index into sessions, the last slot for what belongs to none. One pass each, so a
+    // unit of many sessions and many events costs no more than their sum.
+    let n = analysis.sessions.len();
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
+    for (si, s) in analysis.sessions.iter().enumerate() {
+        index.entry(s.id.as_str()).or_insert(si);
+    }
+    let slot = |session: Option<&String>| -> usize {
+        match session {
+            Some(id) => index.get(id.as_str()).copied().unwrap_or(n),
+            None if single => 0,
+            None => n,
         }
     };
+    let mut findings_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    for &i in &order {
+        findings_of[slot(findings[i].ids.session_id.as_ref())].push(i);
+    }
+    let mut events_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    for (k, e) in analysis.events.iter().enumerate() {
+        events_of[slot(e.session.as_ref())].push(k);
+    }
 
     // Timelines to render, with their findings pinned.
     struct Shown {
@@ -621,25 +636,21 @@ pub fn section(
         findings: bool,
     }
     let mut shown: Vec<Option<Shown>> = Vec::new();
-    for si in 0..=analysis.sessions.len() {
+    for si in 0..=n {
         let session = analysis.sessions.get(si).map(|s| s.id.as_str());
-        let mine: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| owner(&findings[i]) == session.and(Some(si)))
-            .collect();
+        let mine = &findings_of[si];
         let has_findings = !mine.is_empty();
         if store && !has_findings {
             shown.push(None);
             continue;
         }
-        let entries = timeline(analysis, session, single);
+        let entries = timeline(analysis, session, &events_of[si]);
         if entries.is_empty() {
             shown.push(None);
             continue;
         }
         let mut pins: Vec<Vec<usize>> = entries.iter().map(|_| Vec::new()).collect();
-        for &i in &mine {
+        for &i in mine {
             if let Some(at) = pin(&findings[i], &entries) {
                 pins[at].push(i);
             }
@@ -712,11 +723,7 @@ pub fn section(
     }
     for (si, shown) in shown.iter().enumerate() {
         let session = analysis.sessions.get(si);
-        let mine: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| owner(&findings[i]) == session.map(|_| si))
-            .collect();
+        let mine = &findings_of[si];
         if session.is_none() && mine.is_empty() && shown.is_none() {
             continue;
         }
@@ -735,24 +742,45 @@ pub fn section(
                 out,
                 "<details class=\"session findings\" id=\"{sid}\" open><summary>{head}</summary>\n<h3>Findings, root cause first</h3>\n<ol class=\"findings\">\n"
             );
-            for &i in &mine {
-                let at = shown.as_ref().and_then(|s| {
+            // Where each finding is pinned (finding → entry).
+            let pinned_at: HashMap<usize, usize> = shown
+                .as_ref()
+                .map(|s| {
                     s.pins
                         .iter()
-                        .position(|p| p.contains(&i))
-                        .map(|e| (e, &s.entries[e]))
+                        .enumerate()
+                        .flat_map(|(e, p)| p.iter().map(move |&i| (i, e)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (k, &i) in mine.iter().enumerate() {
+                let at = shown.as_ref().and_then(|s| {
+                    pinned_at
+                        .get(&i)
+                        .map(|&e| (format!("{sid}-e{e}"), s.entries[e].what.as_str()))
                 });
-                finding_card(
-                    &mut out,
-                    &sid,
-                    sources,
-                    located,
-                    &findings[i],
-                    records.get(i),
-                    i,
-                    root == Some(i),
-                    at.map(|(e, entry)| (format!("{sid}-e{e}"), entry.what.as_str())),
-                );
+                if k == MAX_CARDS {
+                    let _ = writeln!(
+                        out,
+                        "<li class=\"meta more\">{} more findings, one line each (without their source lines):</li>",
+                        mine.len() - MAX_CARDS
+                    );
+                }
+                if k < MAX_CARDS {
+                    finding_card(
+                        &mut out,
+                        &sid,
+                        sources,
+                        located,
+                        &findings[i],
+                        records.get(i),
+                        i,
+                        root == Some(i),
+                        at,
+                    );
+                } else {
+                    finding_line(&mut out, &sid, &findings[i], records.get(i), i, at);
+                }
             }
             out.push_str("</ol>\n");
         }
@@ -944,6 +972,38 @@ fn summary_line(s: &SessionSummary, title: Option<&str>) -> String {
         esc(&findings.words())
     );
     out
+}
+
+/// A finding on one line: severity, rule, message, where; for a session's findings past
+/// [`MAX_CARDS`].
+fn finding_line(
+    out: &mut String,
+    sid: &str,
+    f: &Finding,
+    record: Option<&FindingRecord>,
+    i: usize,
+    at: Option<(String, &str)>,
+) {
+    let sev = sev_class(f.severity);
+    let _ = write!(
+        out,
+        "<li class=\"finding brief sev-{sev}\" id=\"{sid}-f{i}\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{}]</span> {}",
+        f.rule,
+        esc(&first_line(&f.message, 240))
+    );
+    if let Some(r) = record
+        && let (Some(file), Some(line)) = (&r.file, r.line)
+    {
+        let _ = write!(out, " <span class=\"meta\">· {}:{line}</span>", esc(file));
+    }
+    if let Some((anchor, what)) = &at {
+        let _ = write!(
+            out,
+            " <span class=\"meta\">· on the timeline: <a href=\"#{anchor}\">{}</a></span>",
+            esc(what)
+        );
+    }
+    out.push_str("</li>\n");
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1158,6 +1218,10 @@ pub struct HtmlPrinter<W: Write> {
     budget: u64,
     /// Units written compact.
     compacted: usize,
+    /// Links to the first sessions with findings written in full (for the summary).
+    links: Vec<String>,
+    /// Sessions with findings written in full.
+    with_findings: usize,
 }
 
 impl<W: Write> HtmlPrinter<W> {
@@ -1181,6 +1245,8 @@ impl<W: Write> HtmlPrinter<W> {
             baselined: 0,
             budget,
             compacted: 0,
+            links: Vec::new(),
+            with_findings: 0,
         }
     }
 
@@ -1204,6 +1270,19 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         if self.out.written < self.budget {
             let n = self.units.to_string();
             self.out.write_all(unit.html.replace(UNIT, &n).as_bytes())?;
+            let single = unit.sessions.len() == 1 && !unit.records.is_empty();
+            for (si, s) in unit.sessions.iter().enumerate() {
+                if s.errors + s.warnings + s.infos > 0 || single {
+                    self.with_findings += 1;
+                    if self.links.len() < MAX_SUMMARY_LINKS {
+                        self.links.push(format!(
+                            "<li><a href=\"#u{n}-s{si}\">{}</a> <span class=\"meta\">{}</span></li>",
+                            esc(&s.id),
+                            esc(&unit.file)
+                        ));
+                    }
+                }
+            }
         } else {
             if self.compacted == 0 {
                 writeln!(
@@ -1264,6 +1343,26 @@ impl<W: Write> Printer for HtmlPrinter<W> {
                 );
             }
             s.push_str("</table>\n");
+        }
+        // With several sessions, a way to the ones with findings among the collapsed others.
+        if self.sessions > 1 && !self.links.is_empty() {
+            let _ = writeln!(
+                s,
+                "<p>Sessions with findings ({}):</p>\n<ul class=\"jump\">",
+                self.with_findings
+            );
+            for l in &self.links {
+                s.push_str(l);
+                s.push('\n');
+            }
+            if self.with_findings > self.links.len() {
+                let _ = writeln!(
+                    s,
+                    "<li class=\"meta\">and {} more</li>",
+                    self.with_findings - self.links.len()
+                );
+            }
+            s.push_str("</ul>\n");
         }
         if self.files.len() > 1 {
             s.push_str("<ul class=\"files\">\n");
@@ -1701,6 +1800,7 @@ details.session.findings{border-left:4px solid var(--err)}
 summary{cursor:pointer;padding:.2em 0}.sid{font-family:ui-monospace,monospace;font-weight:600}.title{font-style:italic}
 ol.findings{list-style:none;padding:0}
 .finding{border:1px solid var(--line);border-left:5px solid var(--info);border-radius:4px;margin:.5em 0;padding:.4em .8em;background:var(--bg)}
+.finding.brief{padding:.1em .8em;margin:.15em 0}li.more{margin:.6em 0 .2em}
 .finding.sev-error{border-left-color:var(--err)}.finding.sev-warning{border-left-color:var(--warn)}
 .sev{font-weight:700;text-transform:uppercase;font-size:.8em}
 .sev-error .sev{color:var(--err)}.sev-warning .sev{color:var(--warn)}.sev-info .sev{color:var(--info)}
@@ -1721,6 +1821,7 @@ ul.pins{list-style:none;margin:0 0 .2em 10em;padding:0;font-size:.9em}
 ul.pins a{font-weight:600}.pins .sev-error a{color:var(--err)}.pins .sev-warning a{color:var(--warn)}.pins .sev-info a{color:var(--info)}
 .elided,.unfinished{color:var(--muted);font-style:italic;padding:2px 4px}.unfinished{color:var(--warn)}
 .outcome{font-weight:600}.unreadable{color:var(--err)}
+ul.jump{columns:2;font-family:ui-monospace,monospace;font-size:.9em}
 .budget{border:1px solid var(--warn);padding:.4em .8em;border-radius:4px}ul.compact{list-style:none;padding-left:.5em}
 "#;
 
