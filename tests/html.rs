@@ -688,3 +688,30 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn past_fifty_sessions_with_findings_the_others_are_collapsed_and_linked() {
+    let sample = std::fs::read_to_string(repo("samples/pending-tool-aborted.log")).unwrap();
+    let mut log = String::new();
+    for i in 0..60 {
+        log.push_str(
+            &sample
+                .replace("ses_", &format!("ses_{i:02}"))
+                .replace("msg_", &format!("msg_{i:02}"))
+                .replace("prt_", &format!("prt_{i:02}")),
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.log");
+    std::fs::write(&path, log).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert_links(&page);
+    assert_eq!(count(&page, "<details class=\"session findings\""), 60);
+    assert_eq!(count(&page, " open><summary>"), 50);
+    assert!(page.contains("Sessions with findings (60); the first 50 are expanded:"));
+    let jump = page.split("<ul class=\"jump\">").nth(1).unwrap();
+    let jump = jump.split("</ul>").next().unwrap();
+    assert_eq!(count(jump, "<a href=\"#"), 60);
+}

@@ -44,6 +44,9 @@ pub const PAGE_BUDGET: u64 = 16 * 1024 * 1024;
 pub const MAX_CARDS: usize = 100;
 /// Sessions with findings linked from the page's summary.
 pub const MAX_SUMMARY_LINKS: usize = 200;
+/// Sessions with findings expanded on the page (the first ones); the others are collapsed, as
+/// the sessions without findings are, and linked from the summary like the first.
+pub const MAX_OPEN: usize = 50;
 /// Characters of a text or reasoning part shown.
 const TEXT_PREVIEW: usize = 160;
 /// Stands for the unit's number in ids until the printer knows it (never in escaped text: control
@@ -1222,6 +1225,8 @@ pub struct HtmlPrinter<W: Write> {
     links: Vec<String>,
     /// Sessions with findings written in full.
     with_findings: usize,
+    /// Sessions written expanded.
+    opened: usize,
 }
 
 impl<W: Write> HtmlPrinter<W> {
@@ -1247,6 +1252,7 @@ impl<W: Write> HtmlPrinter<W> {
             compacted: 0,
             links: Vec::new(),
             with_findings: 0,
+            opened: 0,
         }
     }
 
@@ -1269,7 +1275,10 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         self.units += 1;
         if self.out.written < self.budget {
             let n = self.units.to_string();
-            self.out.write_all(unit.html.replace(UNIT, &n).as_bytes())?;
+            let html = unit.html.replace(UNIT, &n);
+            let (html, opened) = open_at_most(html, MAX_OPEN.saturating_sub(self.opened));
+            self.opened += opened;
+            self.out.write_all(html.as_bytes())?;
             let single = unit.sessions.len() == 1 && !unit.records.is_empty();
             for (si, s) in unit.sessions.iter().enumerate() {
                 if s.errors + s.warnings + s.infos > 0 || single {
@@ -1348,8 +1357,13 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         if self.sessions > 1 && !self.links.is_empty() {
             let _ = writeln!(
                 s,
-                "<p>Sessions with findings ({}):</p>\n<ul class=\"jump\">",
-                self.with_findings
+                "<p>Sessions with findings ({}){}:</p>\n<ul class=\"jump\">",
+                self.with_findings,
+                if self.with_findings > self.opened {
+                    format!("; the first {} are expanded", self.opened)
+                } else {
+                    String::new()
+                }
             );
             for l in &self.links {
                 s.push_str(l);
@@ -1408,6 +1422,28 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         self.out.write_all(s.as_bytes())?;
         self.out.flush()
     }
+}
+
+/// What opens a session's `<details>` (never in escaped input: `>` and `<` are escaped).
+const OPEN: &str = "\" open><summary>";
+
+/// `html` with at most `allowed` sessions expanded (the first ones), and how many are.
+fn open_at_most(html: String, allowed: usize) -> (String, usize) {
+    let opened = html.matches(OPEN).count();
+    if opened <= allowed {
+        return (html, opened);
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html.as_str();
+    let mut k = 0;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        out.push_str(if k < allowed { OPEN } else { "\"><summary>" });
+        k += 1;
+        rest = &rest[at + OPEN.len()..];
+    }
+    out.push_str(rest);
+    (out, allowed)
 }
 
 /// A unit in a few lines, from its records alone: its sessions with findings, one line each, a
@@ -1901,6 +1937,20 @@ mod tests {
             human: String::new(),
             html: html.into(),
         }
+    }
+
+    #[test]
+    fn only_the_first_sessions_with_findings_are_expanded() {
+        let html = "<details class=\"session findings\" id=\"a\" open><summary>a</summary></details><details class=\"session findings\" id=\"b\" open><summary>b</summary></details>".to_owned();
+        let (kept, n) = open_at_most(html.clone(), 5);
+        assert_eq!((kept.as_str(), n), (html.as_str(), 2));
+        let (one, n) = open_at_most(html.clone(), 1);
+        assert_eq!(n, 1);
+        assert_eq!(one.matches(" open>").count(), 1);
+        assert!(one.contains("id=\"a\" open>") && one.contains("id=\"b\"><summary>b"));
+        let (none, n) = open_at_most(html, 0);
+        assert_eq!(n, 0);
+        assert!(!none.contains(" open>"));
     }
 
     #[test]
