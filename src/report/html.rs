@@ -17,7 +17,7 @@
 //! printer writes sections as they come, so nothing accumulates across units. The page's summary
 //! is written last and shown first (CSS `order`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -163,14 +163,42 @@ fn millis(ms: f64) -> String {
     }
 }
 
+/// What a stream's replay says of its tools, by part id (looked up once per part).
+struct Tools<'a> {
+    /// The processor's own states of a tool, when they differ from the stored ones.
+    native: HashMap<&'a str, &'a [(Seq, String)]>,
+    /// Tools the stream left for the client to run.
+    awaiting: HashSet<&'a str>,
+}
+
+impl<'a> Tools<'a> {
+    fn of(a: &'a Analysis) -> Self {
+        let f = a.stream.as_ref();
+        Self {
+            native: f
+                .map(|f| {
+                    f.native_states
+                        .iter()
+                        .map(|(id, h)| (id.as_str(), h.as_slice()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            awaiting: f
+                .map(|f| f.awaiting_execution.iter().map(String::as_str).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// A tool's transitions: `pending (event 3) → running (event 5, +2) → completed (event 9, +4)`.
-fn tool_entry(p: &PartRecord, tool: &crate::model::ToolPart, a: &Analysis, unit: &str) -> Entry {
-    let native = a
-        .stream
-        .as_ref()
-        .and_then(|f| f.native_states.iter().find(|(id, _)| *id == p.part.id));
-    let states: Vec<(Seq, String)> = match native {
-        Some((_, h)) => h.clone(),
+fn tool_entry(
+    p: &PartRecord,
+    tool: &crate::model::ToolPart,
+    tools: &Tools<'_>,
+    unit: &str,
+) -> Entry {
+    let states: Vec<(Seq, String)> = match tools.native.get(p.part.id.as_str()) {
+        Some(h) => h.to_vec(),
         None => {
             let mut v: Vec<(Seq, String)> = Vec::new();
             for o in &p.history {
@@ -207,10 +235,7 @@ fn tool_entry(p: &PartRecord, tool: &crate::model::ToolPart, a: &Analysis, unit:
     if let Some(e) = tool.state.error_text() {
         let _ = write!(detail, " · error: {}", shorten(e, 200));
     }
-    if a.stream
-        .as_ref()
-        .is_some_and(|f| f.awaiting_execution.contains(&p.part.id))
-    {
+    if tools.awaiting.contains(p.part.id.as_str()) {
         detail.push_str(" · awaiting execution (the tool runs after the stream)");
     }
     let status = tool.state.status();
@@ -233,7 +258,7 @@ fn tool_entry(p: &PartRecord, tool: &crate::model::ToolPart, a: &Analysis, unit:
     }
 }
 
-fn part_entry(p: &PartRecord, a: &Analysis, unit: &str) -> Option<Entry> {
+fn part_entry(p: &PartRecord, tools: &Tools<'_>, unit: &str) -> Option<Entry> {
     let first = p.history.first()?;
     let base = |kind: Kind, what: String, detail: String| Entry {
         seq: first.seq,
@@ -277,7 +302,7 @@ fn part_entry(p: &PartRecord, a: &Analysis, unit: &str) -> Option<Entry> {
             "reasoning".into(),
             shorten(&t.text, TEXT_PREVIEW),
         ),
-        PartBody::Tool(t) => tool_entry(p, t, a, unit),
+        PartBody::Tool(t) => tool_entry(p, t, tools, unit),
         PartBody::Retry(r) => {
             let mut e = base(
                 Kind::Retry,
@@ -451,7 +476,12 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
 
 /// The timeline of one session (or, with `session == None`, of what belongs to no session);
 /// `events` are the indices of the analysis's events that belong to it.
-fn timeline(a: &Analysis, session: Option<&str>, events: &[usize]) -> Vec<Entry> {
+fn timeline(
+    a: &Analysis,
+    tools: &Tools<'_>,
+    session: Option<&str>,
+    events: &[usize],
+) -> Vec<Entry> {
     let unit = if a.stream.is_some() {
         "event"
     } else {
@@ -463,7 +493,7 @@ fn timeline(a: &Analysis, session: Option<&str>, events: &[usize]) -> Vec<Entry>
     {
         for m in &s.messages {
             for p in &m.parts {
-                if let Some(e) = part_entry(p, a, unit) {
+                if let Some(e) = part_entry(p, tools, unit) {
                     out.push(e);
                 }
             }
@@ -626,6 +656,7 @@ pub fn section(
     for &i in &order {
         findings_of[slot(findings[i].ids.session_id.as_ref())].push(i);
     }
+    let tools = Tools::of(analysis);
     let mut events_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
     for (k, e) in analysis.events.iter().enumerate() {
         events_of[slot(e.session.as_ref())].push(k);
@@ -647,7 +678,7 @@ pub fn section(
             shown.push(None);
             continue;
         }
-        let entries = timeline(analysis, session, &events_of[si]);
+        let entries = timeline(analysis, &tools, session, &events_of[si]);
         if entries.is_empty() {
             shown.push(None);
             continue;
