@@ -715,3 +715,20 @@ fn past_fifty_sessions_with_findings_the_others_are_collapsed_and_linked() {
     let jump = jump.split("</ul>").next().unwrap();
     assert_eq!(count(jump, "<a href=\"#"), 60);
 }
+
+#[test]
+fn replay_compare_of_a_recorded_request_without_stream_names_both_processors() {
+    let (_, page) = compare_html(
+        &repo("tests/fixtures/checks/tool-use-without-result.json"),
+        "opencode",
+        "opencode-fixed",
+    );
+    assert_page(&page);
+    assert_links(&page);
+    assert!(
+        page.contains("<th class=\"proc\">opencode</th><th class=\"proc\">opencode-fixed</th>")
+    );
+    assert!(page.contains("recorded request only (no stream)"));
+    assert!(page.contains("neither put anything on the timeline"));
+    assert!(!page.contains("<table class=\"compare\">"));
+}

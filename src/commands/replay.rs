@@ -135,7 +135,13 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                     ))?;
                 }
                 (ReplayFormat::Html, true) => {
-                    compared.push(comparison(sources, &units, &findings, &args.capture));
+                    compared.push(comparison(
+                        sources,
+                        &units,
+                        &findings,
+                        &args.capture,
+                        &profiles,
+                    ));
                 }
                 (ReplayFormat::Json, _) => {
                     let shown = if comparing { units.len() } else { 1 };
@@ -627,6 +633,7 @@ fn comparison(
     units: &[Analysis],
     findings: &[Vec<Finding>],
     path: &Path,
+    profiles: &[Profile],
 ) -> Comparison {
     let empty = Vec::new();
     let run = |i: usize| {
@@ -635,11 +642,11 @@ fn comparison(
             name: a
                 .and_then(|x| x.stream.as_ref())
                 .map(|f| f.profile.clone())
+                .or_else(|| profiles.get(i).map(|p| p.name().to_owned()))
                 .unwrap_or_default(),
             outcome: a
                 .and_then(|x| x.stream.as_ref())
-                .map(|f| f.outcome.words())
-                .unwrap_or_default(),
+                .map_or_else(|| "no stream".to_owned(), |f| f.outcome.words()),
             findings: findings
                 .get(i)
                 .unwrap_or(&empty)
@@ -679,11 +686,10 @@ fn comparison(
         expand(units.get(1).map(timeline).unwrap_or_default()),
     );
     let located = locate_spans(sources, ta.iter().chain(tb.iter()).map(|e| e.span));
-    let about = units
-        .first()
-        .and_then(|a| a.stream.as_ref())
-        .map(|f| format!("{} · {} events", f.protocol, f.events))
-        .unwrap_or_default();
+    let about = units.first().and_then(|a| a.stream.as_ref()).map_or_else(
+        || "recorded request only (no stream)".to_owned(),
+        |f| format!("{} · {} events", f.protocol, f.events),
+    );
     let mut rows = Vec::new();
     let (mut i, mut j) = (0, 0);
     while i < ta.len() || j < tb.len() {
