@@ -1970,6 +1970,77 @@ mod tests {
         }
     }
 
+    fn row(pos: usize, a: &str, b: Option<&str>) -> CompareRow {
+        let side = |d: &str| Side {
+            what: "text".into(),
+            detail: d.into(),
+        };
+        CompareRow {
+            pos: format!("event {pos}"),
+            sides: [Some(side(a)), b.map(side)],
+        }
+    }
+
+    #[test]
+    fn a_long_comparison_keeps_the_rows_near_differences() {
+        let rows: Vec<CompareRow> = (0..10_000)
+            .map(|i| {
+                if i == 5000 {
+                    row(i, "x", Some("y"))
+                } else {
+                    row(i, "same", Some("same"))
+                }
+            })
+            .collect();
+        let kept = keep_rows(&rows, 2000);
+        assert!(kept[0] && kept[9999]);
+        assert!(kept[4997] && kept[5000] && kept[5003]);
+        assert!(!kept[4996] && !kept[5004] && !kept[2000]);
+        assert!(kept.iter().filter(|k| **k).count() <= 2000);
+        // Within the cap, every row.
+        assert!(keep_rows(&rows[..100], 2000).iter().all(|k| *k));
+    }
+
+    #[test]
+    fn a_comparison_escapes_the_input_and_anchors_the_first_difference() {
+        let run = |name: &str| CompareRun {
+            name: name.into(),
+            outcome: "completed".into(),
+            findings: Vec::new(),
+        };
+        let c = Comparison {
+            file: "<b>.sse".into(),
+            about: "chat".into(),
+            runs: [run("p1"), run("p2")],
+            rows: vec![
+                row(
+                    1,
+                    "<script>alert(1)</script>",
+                    Some("<script>alert(1)</script>"),
+                ),
+                row(2, "a", None),
+                row(3, "b", Some("c")),
+            ],
+        };
+        let page = compare_page(std::slice::from_ref(&c));
+        assert!(!page.contains("<script") && !page.contains("<b>"));
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert_eq!(
+            page.matches("<tr class=\"diff first\" id=\"c1-r1\">")
+                .count(),
+            1
+        );
+        assert_eq!(page.matches("<tr class=\"diff\"").count(), 1);
+        assert_eq!(page.matches(" id=\"diverge\"").count(), 1);
+        assert!(page.contains("<td class=\"run none\">—</td>"));
+        let size = page.len().to_string();
+        assert!(page.contains(&format!("page size: {size} bytes")));
+        // Of two units, only the page's first divergence is focused.
+        let two = compare_page(&[c.clone(), c]);
+        assert_eq!(two.matches(" autofocus").count(), 1);
+        assert!(two.contains("id=\"c2-diverge\""));
+    }
+
     #[test]
     fn only_the_first_sessions_with_findings_are_expanded() {
         let html = "<details class=\"session findings\" id=\"a\" open><summary>a</summary></details><details class=\"session findings\" id=\"b\" open><summary>b</summary></details>".to_owned();
