@@ -6,6 +6,7 @@
 # step-finish), then times
 #   sqlite3 DB "select count(*) from part where json_extract(data,'$.type')='tool'"
 # and `rewind diagnose DB` (best of RUNS), and prints the ratio and rewind's peak memory.
+# GENERATE_ONLY=1 stops after generating (WORK=DIR keeps the database in DIR).
 # Needs the sqlite3 CLI (`apt-get install sqlite3`) and GNU time for peak memory (optional).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ PER_MESSAGE=10
 MESSAGES=$(( PARTS / PER_MESSAGE ))
 PER_SESSION=$(( MESSAGES / SESSIONS ))
 WORK=${WORK:-$(mktemp -d)}
+mkdir -p "$WORK"
 DB="$WORK/opencode.db"
 
 command -v sqlite3 >/dev/null || { echo "sqlite3 not found: apt-get install sqlite3" >&2; exit 2; }
@@ -68,6 +70,8 @@ PRAGMA wal_checkpoint(TRUNCATE);
 SQL
 fi
 ls -l "$DB"
+# GENERATE_ONLY=1: stop after writing the database (benches/html_size.sh uses it).
+[ -z "${GENERATE_ONLY:-}" ] || exit 0
 
 best() { # best wall time in seconds of "$@" over RUNS runs
   local best=""

@@ -288,4 +288,447 @@ fn a_database_renders_its_sessions_rows_as_sources() {
     assert!(page.contains("class=\"timeline\""));
     // A store's sessions without findings are one line, without a timeline.
     assert!(page.contains("no findings: timeline not rendered"));
+    // The summary leads to the sessions with findings, and only to them.
+    assert_links(&page);
+    let jump = page.split("<ul class=\"jump\">").nth(1).unwrap();
+    let jump = jump.split("</ul>").next().unwrap();
+    assert!(jump.contains(">ses_pr16751</a>"), "{jump}");
+    assert_eq!(count(jump, "<a href=\"#"), count(&page, " open>"), "{jump}");
+}
+
+#[test]
+fn past_a_hundred_findings_a_session_lists_the_rest_one_line_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.sse");
+    std::fs::write(&path, "data: {\"a\":\n\n".repeat(150)).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert_links(&page);
+    let full = count(&page, "<li class=\"finding sev-");
+    let brief = count(&page, "<li class=\"finding brief sev-");
+    assert_eq!(full, 100);
+    assert!(brief > 0, "{brief}");
+    assert!(page.contains(&format!("{brief} more findings, one line each")));
+    // Only the full ones carry source lines.
+    assert!(count(&page, "<div class=\"src\">") <= full);
+}
+
+/// `rewind replay CAPTURE --compare P1 P2 --format html`.
+fn compare_html(capture: &Path, p1: &str, p2: &str) -> (i32, String) {
+    let out = rewind()
+        .arg("replay")
+        .arg(capture)
+        .args(["--compare", p1, p2, "--format", "html"])
+        .output()
+        .expect("run rewind");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).expect("UTF-8 page"),
+    )
+}
+
+/// The ids of a page, each once, and every in-page link with its target.
+fn assert_links(page: &str) {
+    let ids: Vec<&str> = page
+        .split(" id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(ids.len(), unique.len(), "duplicate ids");
+    for href in page.split("href=\"#").skip(1) {
+        let target = href.split('"').next().unwrap();
+        assert!(ids.contains(&target), "dangling link #{target}");
+    }
+}
+
+/// The rows of a comparison table, as (class, cells' text without tags).
+fn compare_rows(page: &str) -> Vec<(String, String)> {
+    let body = page.split("<tbody>").nth(1).unwrap_or_default();
+    let body = body.split("</tbody>").next().unwrap_or_default();
+    body.split("<tr class=\"")
+        .skip(1)
+        .map(|r| {
+            let class = r.split('"').next().unwrap().to_owned();
+            let mut text = String::new();
+            let mut inside = false;
+            for c in r.split_once('>').map_or("", |x| x.1).chars() {
+                match c {
+                    '<' => inside = true,
+                    '>' => inside = false,
+                    _ if !inside => text.push(c),
+                    _ => {}
+                }
+            }
+            (class, text)
+        })
+        .collect()
+}
+
+#[test]
+fn replay_compare_puts_two_timelines_side_by_side_and_marks_the_first_divergence() {
+    let (code, page) = compare_html(
+        &repo("samples/sse-concatenated-chunk.sse"),
+        "opencode",
+        "opencode-fixed",
+    );
+    assert_eq!(code, 1, "the first processor's errors fail the run");
+    assert_page(&page);
+    assert_links(&page);
+    assert!(
+        page.contains("<th class=\"proc\">opencode</th><th class=\"proc\">opencode-fixed</th>")
+    );
+    // Outcomes and findings of each run, the differing ones highlighted.
+    assert!(page.contains("<tr class=\"diff\"><th>outcome</th><td>failed at event 4"));
+    assert!(page.contains("<td>completed (finish: tool-calls)</td>"));
+    assert!(page.contains("<tr class=\"diff\"><th>findings</th>"));
+    let rows = compare_rows(&page);
+    assert!(rows.len() >= 8, "{rows:?}");
+    // The rows before the divergence are the same under both; the first differing row is the
+    // only one marked first, and it is where opencode throws on the concatenated event.
+    let first = rows.iter().position(|(c, _)| c == "diff first").unwrap();
+    assert!(first >= 3, "{rows:?}");
+    assert!(rows[..first].iter().all(|(c, _)| c == "same"), "{rows:?}");
+    assert!(
+        rows[first]
+            .1
+            .starts_with("event 4 (line 10) first divergence")
+    );
+    assert!(rows[first].1.contains("threw"), "{:?}", rows[first]);
+    assert_eq!(rows.iter().filter(|(c, _)| c == "diff first").count(), 1);
+    assert!(rows.iter().filter(|(c, _)| c == "diff").count() >= 4);
+    // The fixed processor skips the event where opencode stops; the tool ends differently.
+    assert!(
+        rows.iter()
+            .any(|(c, t)| c == "diff" && t.contains("skipped the malformed event"))
+    );
+    assert!(rows.iter().any(|(c, t)| c == "diff"
+        && t.contains("→ error: &quot;Tool execution aborted&quot;")
+        && t.contains("→ running · awaiting execution")));
+    // A tool is one row per transition: both processors start the call the same way.
+    assert!(rows.iter().any(|(c, t)| c == "same"
+        && t.starts_with("event 3 (line 8)")
+        && t.contains("call_read_0 pending")));
+    // Anchored, linked from the verdict, focused when the page opens (no script).
+    assert_eq!(count(&page, " id=\"diverge\""), 1);
+    assert_eq!(count(&page, " autofocus"), 1);
+    assert!(
+        page.contains(
+            "The processors diverge first at <a href=\"#c1-diverge\">event 4 (line 10)</a>"
+        )
+    );
+    assert!(page.find("id=\"diverge\"").unwrap() > page.find("<tbody>").unwrap());
+}
+
+#[test]
+fn replay_compare_of_processors_that_agree_marks_nothing() {
+    let (code, page) = compare_html(
+        &repo("tests/fixtures/stream/healthy-chat.sse"),
+        "opencode",
+        "opencode-fixed",
+    );
+    assert_eq!(code, 0);
+    assert_page(&page);
+    assert_links(&page);
+    assert!(page.contains("class=\"verdict same\" id=\"c1-no-divergence\""));
+    assert!(page.contains("The processors agree at every position"));
+    let rows = compare_rows(&page);
+    assert!(!rows.is_empty());
+    assert!(rows.iter().all(|(c, _)| c == "same"), "{rows:?}");
+    assert!(!page.contains("class=\"diff"));
+    assert!(!page.contains("id=\"diverge\"") && !page.contains("autofocus"));
+}
+
+#[test]
+fn replay_without_compare_writes_the_report_page() {
+    let out = rewind()
+        .arg("replay")
+        .arg(repo("samples/sse-concatenated-chunk.sse"))
+        .args(["--format", "html"])
+        .output()
+        .expect("run rewind");
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_page(&page);
+    assert_eq!(count(&page, "<section class=\"unit\""), 1);
+    assert!(page.contains("[sse-concatenated-events]"));
+}
+
+/// Chromium's DOM of a page, or `None` (with a message) when it is not installed.
+fn browser_dom(page: &str) -> Option<String> {
+    let chromium = Path::new("/usr/bin/chromium");
+    if !chromium.exists() {
+        eprintln!("skipped: /usr/bin/chromium is not installed (apt-get install chromium)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page_path = dir.path().join("page.html");
+    std::fs::write(&page_path, page).unwrap();
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .args(["--dump-dom", &format!("file://{}", page_path.display())])
+        .stderr(Stdio::null())
+        .output()
+        .expect("run chromium");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn a_real_browser_builds_the_comparison_as_written() {
+    let (_, page) = compare_html(
+        &repo("samples/sse-concatenated-chunk.sse"),
+        "opencode",
+        "opencode-fixed",
+    );
+    let Some(dom) = browser_dom(&page) else {
+        return;
+    };
+    assert!(dom.contains("<table class=\"compare\">"), "{dom}");
+    assert!(dom.contains("<tr class=\"diff first\""));
+    assert!(dom.contains("id=\"diverge\""));
+    // The parser kept the structure: every row and cell where it was written.
+    for needle in [
+        "<tr class=\"same\"",
+        "<tr class=\"diff\"",
+        "<tr class=\"diff first\"",
+        "<td class=\"run",
+        "<td class=\"pos\"",
+        "<section class=\"unit compare\"",
+    ] {
+        assert_eq!(count(&dom, needle), count(&page, needle), "{needle}");
+    }
+    assert!(!dom.contains("<script"));
+}
+
+/// A legacy storage folder holding the sessions of an `opencode export` document.
+fn storage_from_export(export: &Path, root: &Path) {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(export).unwrap()).unwrap();
+    let sid = doc["info"]["id"].as_str().unwrap().to_owned();
+    std::fs::create_dir_all(root.join("session/prj_1")).unwrap();
+    std::fs::write(
+        root.join(format!("session/prj_1/{sid}.json")),
+        doc["info"].to_string(),
+    )
+    .unwrap();
+    for m in doc["messages"].as_array().unwrap() {
+        let mid = m["info"]["id"].as_str().unwrap();
+        std::fs::create_dir_all(root.join(format!("message/{sid}"))).unwrap();
+        std::fs::write(
+            root.join(format!("message/{sid}/{mid}.json")),
+            m["info"].to_string(),
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join(format!("part/{mid}"))).unwrap();
+        for p in m["parts"].as_array().unwrap() {
+            let pid = p["id"].as_str().unwrap();
+            std::fs::write(root.join(format!("part/{mid}/{pid}.json")), p.to_string()).unwrap();
+        }
+    }
+}
+
+/// The format `diagnose --format json` recognises a file as.
+fn format_of(path: &Path) -> String {
+    let (_, doc) = common::diagnose_json(path, &[]);
+    doc["files"][0]["format"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A page for one input: well formed, its unit and its sessions rendered, no markup from it.
+fn assert_input_page(path: &Path, format: &str) {
+    assert_eq!(format_of(path), format, "{}", path.display());
+    let (code, page) = html(&[], &[path]);
+    assert!(code == 0 || code == 1, "{}: exit {code}", path.display());
+    assert_page(&page);
+    assert_links(&page);
+    // One unit per file, a database one per session.
+    assert!(
+        count(&page, "<section class=\"unit\"") >= 1,
+        "{}",
+        path.display()
+    );
+    assert!(
+        page.contains("<details class=\"session "),
+        "{}: no session section",
+        path.display()
+    );
+    assert!(page.contains("<span class=\"sid\">"), "{}", path.display());
+}
+
+#[test]
+fn every_kind_of_input_renders_a_page_with_its_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::opencode::build_db(
+        &dir.path().join("opencode.db"),
+        &common::opencode::sessions(),
+    );
+    let storage = dir.path().join("storage");
+    storage_from_export(&repo("tests/fixtures/checks/export-healthy.json"), &storage);
+    let chunks = dir.path().join("capture.chunks.txt");
+    std::fs::write(
+        &chunks,
+        "{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"<script>alert(1)</script>\"},\"finish_reason\":null}]}\n{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n",
+    )
+    .unwrap();
+    let cases: Vec<(std::path::PathBuf, &str)> = vec![
+        (repo("samples/zod-failed-status.log"), "agent-log"),
+        (repo("tests/fixtures/html/script-in-log.log"), "agent-log"),
+        (repo("samples/sse-concatenated-chunk.sse"), "sse"),
+        (chunks, "json-lines"),
+        (
+            repo("tests/fixtures/checks/tool-use-without-result.json"),
+            "http-recording",
+        ),
+        (repo("samples/har-streaming-response.har"), "har"),
+        (db, "opencode-db"),
+        (
+            repo("tests/fixtures/checks/export-healthy.json"),
+            "opencode-export",
+        ),
+        (storage, "opencode-storage"),
+        (
+            repo("tests/fixtures/checks/session-hidden.sql"),
+            "opencode-sql-dump",
+        ),
+        (
+            repo("tests/fixtures/transcripts/claude-orphan-tool.jsonl"),
+            "claude-transcript",
+        ),
+        (
+            repo("tests/fixtures/transcripts/codex-task-error.jsonl"),
+            "codex-rollout",
+        ),
+    ];
+    for (path, format) in &cases {
+        assert_input_page(path, format);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(rewind_corpus),
+    ignore = "../shared/corpus not found (set REWIND_CORPUS to its path)"
+)]
+fn every_kind_of_input_of_the_corpus_renders_a_page() {
+    let corpus = common::corpus();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("opencode.db");
+    let sql =
+        std::fs::read_to_string(corpus.join("opencode/opencode-1.18-multi-session.sql")).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(&sql)
+        .unwrap();
+    let first_in = |rel: &str, ext: &str| -> std::path::PathBuf {
+        let mut found: Vec<_> = walk(&corpus.join(rel))
+            .into_iter()
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                name.ends_with(ext) && name != "requests.jsonl"
+            })
+            .collect();
+        found.sort();
+        found
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no {ext} under {rel}"))
+    };
+    let cases = [
+        (
+            corpus.join("agent-logs/issue-149-zod-failed-status.log"),
+            "agent-log",
+        ),
+        (corpus.join("sse/openai-chat/opencode-malformed.sse"), "sse"),
+        (first_in("sse/ai-sdk-chunks", ".chunks.txt"), "json-lines"),
+        (
+            corpus.join("sse/recordings/native-anthropic-tool-call.json"),
+            "http-recording",
+        ),
+        (db, "opencode-db"),
+        (
+            first_in("transcripts/claude-code/tool", ".jsonl"),
+            "claude-transcript",
+        ),
+        (first_in("transcripts/codex", ".jsonl"), "codex-rollout"),
+    ];
+    for (path, format) in &cases {
+        assert_input_page(path, format);
+    }
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn past_fifty_sessions_with_findings_the_others_are_collapsed_and_linked() {
+    let sample = std::fs::read_to_string(repo("samples/pending-tool-aborted.log")).unwrap();
+    let mut log = String::new();
+    for i in 0..60 {
+        log.push_str(
+            &sample
+                .replace("ses_", &format!("ses_{i:02}"))
+                .replace("msg_", &format!("msg_{i:02}"))
+                .replace("prt_", &format!("prt_{i:02}")),
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.log");
+    std::fs::write(&path, log).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert_links(&page);
+    assert_eq!(count(&page, "<details class=\"session findings\""), 60);
+    assert_eq!(count(&page, " open><summary>"), 50);
+    assert!(page.contains("Sessions with findings (60); the first 50 are expanded:"));
+    let jump = page.split("<ul class=\"jump\">").nth(1).unwrap();
+    let jump = jump.split("</ul>").next().unwrap();
+    assert_eq!(count(jump, "<a href=\"#"), 60);
+}
+
+#[test]
+fn replay_compare_of_a_recorded_request_without_stream_names_both_processors() {
+    let (_, page) = compare_html(
+        &repo("tests/fixtures/checks/tool-use-without-result.json"),
+        "opencode",
+        "opencode-fixed",
+    );
+    assert_page(&page);
+    assert_links(&page);
+    assert!(
+        page.contains("<th class=\"proc\">opencode</th><th class=\"proc\">opencode-fixed</th>")
+    );
+    assert!(page.contains("recorded request only (no stream)"));
+    assert!(page.contains("neither put anything on the timeline"));
+    assert!(!page.contains("<table class=\"compare\">"));
 }

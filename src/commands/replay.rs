@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use comfy_table::{Table, presets};
 use serde_json::{Value, json};
 
-use super::{HumanOrJson, print_error};
+use super::print_error;
 use crate::checks;
 use crate::cli::ExitStatus;
 use crate::diagnostic::{Finding, Severity};
@@ -17,9 +17,12 @@ use crate::ingest::Format;
 use crate::model::PartBody;
 use crate::pipeline::{self, Options};
 use crate::replay::stream::Profile;
+use crate::report::html::{self, CompareRow, CompareRun, Comparison, HtmlPrinter, Side};
 use crate::report::human::{HumanPrinter, Renderer, Summary};
 use crate::report::snippet::escape;
-use crate::report::{Located, Printer, RunSummary, locate, locate_spans, prepare, record};
+use crate::report::{
+    Located, OutputFormat, Printer, RunSummary, locate, locate_spans, prepare, record,
+};
 use crate::session::{Analysis, EventKind, Seq};
 use crate::source::{SourceMap, Span};
 
@@ -38,9 +41,10 @@ pub struct Args {
     #[arg(long, num_args = 2, value_names = ["P1", "P2"], value_enum)]
     pub compare: Option<Vec<Profile>>,
 
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = HumanOrJson::Human)]
-    pub format: HumanOrJson,
+    /// Output format (`html`: one self-contained page; with `--compare`, the two timelines side
+    /// by side with the first divergence marked).
+    #[arg(long, value_enum, default_value_t = ReplayFormat::Human)]
+    pub format: ReplayFormat,
 
     /// Read the capture as this kind of input instead of recognising it from its content.
     #[arg(long, value_enum, value_name = "KIND")]
@@ -51,12 +55,23 @@ pub struct Args {
     pub fail_on: Severity,
 }
 
+/// Output formats of `replay`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayFormat {
+    Human,
+    Json,
+    Html,
+}
+
 /// One line of a timeline.
 struct Entry {
     seq: Seq,
     span: Span,
     what: String,
     detail: String,
+    /// A tool's transitions, each where it happened (the last with the tool's error or wait),
+    /// for the side-by-side page; empty for other entries.
+    states: Vec<(Seq, Span, String)>,
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
@@ -75,6 +90,9 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let mut docs: Vec<Value> = Vec::new();
     let renderer = Renderer::new(color);
     let mut human = HumanPrinter::new(super::stdout(), color, Summary::Totals);
+    let mut page = HtmlPrinter::new(super::stdout());
+    let html_renderer = Renderer::for_format(OutputFormat::Html, false);
+    let mut compared: Vec<Comparison> = Vec::new();
     let comparing = args.compare.is_some();
     let result = pipeline::analyze(
         &args.capture,
@@ -98,16 +116,34 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 worst = worst.max(Some(f.severity));
             }
             match (args.format, comparing) {
-                (HumanOrJson::Human, false) => {
+                (ReplayFormat::Human, false) => {
                     let text = timeline_text(sources, main, &args.capture);
                     print_out(&text)?;
                     human.unit(&prepare(sources, main, &findings[0], None, Some(&renderer)))?;
                 }
-                (HumanOrJson::Human, true) => {
+                (ReplayFormat::Human, true) => {
                     let text = compare_text(sources, &units, &findings, &args.capture);
                     print_out(&text)?;
                 }
-                (HumanOrJson::Json, _) => {
+                (ReplayFormat::Html, false) => {
+                    page.unit(&prepare(
+                        sources,
+                        main,
+                        &findings[0],
+                        None,
+                        html_renderer.as_ref(),
+                    ))?;
+                }
+                (ReplayFormat::Html, true) => {
+                    compared.push(comparison(
+                        sources,
+                        &units,
+                        &findings,
+                        &args.capture,
+                        &profiles,
+                    ));
+                }
+                (ReplayFormat::Json, _) => {
                     let shown = if comparing { units.len() } else { 1 };
                     let runs: Vec<Value> = units
                         .iter()
@@ -145,7 +181,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         Ok(()) => {}
     }
     match args.format {
-        HumanOrJson::Json => {
+        ReplayFormat::Json => {
             let doc = json!({
                 "version": crate::report::json::SCHEMA_VERSION,
                 "tool": {"name": "rewind", "version": env!("CARGO_PKG_VERSION")},
@@ -157,7 +193,14 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
-        HumanOrJson::Human => {
+        ReplayFormat::Html if comparing => print_out(&html::compare_page(&compared))?,
+        ReplayFormat::Html => match page.finish(&RunSummary::default()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                return Ok(ExitStatus::Clean);
+            }
+            other => other?,
+        },
+        ReplayFormat::Human => {
             if !comparing {
                 match human.finish(&RunSummary::default()) {
                     Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -227,6 +270,7 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
                     span: first.span,
                     what: format!("step {step}"),
                     detail: "starts".into(),
+                    states: Vec::new(),
                 });
             }
             PartBody::StepFinish(f) => out.push(Entry {
@@ -234,18 +278,21 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
                 span: first.span,
                 what: format!("step {step}"),
                 detail: format!("finishes: {}", f.reason),
+                states: Vec::new(),
             }),
             PartBody::Text(t) => out.push(Entry {
                 seq: first.seq,
                 span: first.span,
                 what: format!("text {}", p.part.id),
                 detail: preview(&t.text),
+                states: Vec::new(),
             }),
             PartBody::Reasoning(t) => out.push(Entry {
                 seq: first.seq,
                 span: first.span,
                 what: format!("reasoning {}", p.part.id),
                 detail: preview(&t.text),
+                states: Vec::new(),
             }),
             PartBody::Tool(t) => {
                 let states: Vec<(Seq, Span, String)> =
@@ -277,17 +324,24 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
                     .map(|(s, _, st)| format!("{st} (event {})", s + 1))
                     .collect::<Vec<_>>()
                     .join(" → ");
+                let mut tail = String::new();
                 if let Some(e) = t.state.error_text() {
-                    detail.push_str(&format!(": {e:?}"));
+                    tail.push_str(&format!(": {e:?}"));
                 }
                 if awaiting.contains(&p.part.id) {
-                    detail.push_str(" · awaiting execution (the tool runs after the stream)");
+                    tail.push_str(" · awaiting execution (the tool runs after the stream)");
+                }
+                detail.push_str(&tail);
+                let mut states = states;
+                if let Some(last) = states.last_mut() {
+                    last.2.push_str(&tail);
                 }
                 out.push(Entry {
                     seq: first.seq,
                     span: first.span,
                     what: format!("tool `{}` {}", t.tool, t.call_id),
                     detail,
+                    states,
                 });
             }
             _ => {}
@@ -345,6 +399,7 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
             span: e.span,
             what,
             detail,
+            states: Vec::new(),
         });
     }
     out.sort_by_key(|e| e.seq);
@@ -566,6 +621,148 @@ fn compare_text(
                 finding.rule,
                 escape(&crate::session::first_line(&finding.message, 140), false)
             ));
+        }
+    }
+    out
+}
+
+/// Two runs' timelines aligned for the HTML page: one row per position (event), and at each
+/// position the entries of the same name side by side, in order.
+fn comparison(
+    sources: &SourceMap,
+    units: &[Analysis],
+    findings: &[Vec<Finding>],
+    path: &Path,
+    profiles: &[Profile],
+) -> Comparison {
+    let empty = Vec::new();
+    let run = |i: usize| {
+        let a = units.get(i);
+        CompareRun {
+            name: a
+                .and_then(|x| x.stream.as_ref())
+                .map(|f| f.profile.clone())
+                .or_else(|| profiles.get(i).map(|p| p.name().to_owned()))
+                .unwrap_or_default(),
+            outcome: a
+                .and_then(|x| x.stream.as_ref())
+                .map_or_else(|| "no stream".to_owned(), |f| f.outcome.words()),
+            findings: findings
+                .get(i)
+                .unwrap_or(&empty)
+                .iter()
+                .map(|f| (f.severity, f.rule.as_str(), f.message.clone()))
+                .collect(),
+        }
+    };
+    // A tool is one row per transition, at the event it happened: the processors may agree on
+    // how a call starts and differ on how it ends.
+    let expand = |t: Vec<Entry>| -> Vec<Entry> {
+        let mut out = Vec::with_capacity(t.len());
+        for e in t {
+            if e.states.is_empty() {
+                out.push(e);
+                continue;
+            }
+            for (k, (seq, span, st)) in e.states.iter().enumerate() {
+                out.push(Entry {
+                    seq: *seq,
+                    span: *span,
+                    what: e.what.clone(),
+                    detail: if k == 0 {
+                        st.clone()
+                    } else {
+                        format!("→ {st}")
+                    },
+                    states: Vec::new(),
+                });
+            }
+        }
+        out.sort_by_key(|e| e.seq);
+        out
+    };
+    let (ta, tb) = (
+        expand(units.first().map(timeline).unwrap_or_default()),
+        expand(units.get(1).map(timeline).unwrap_or_default()),
+    );
+    let located = locate_spans(sources, ta.iter().chain(tb.iter()).map(|e| e.span));
+    let about = units.first().and_then(|a| a.stream.as_ref()).map_or_else(
+        || "recorded request only (no stream)".to_owned(),
+        |f| format!("{} · {} events", f.protocol, f.events),
+    );
+    let mut rows = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < ta.len() || j < tb.len() {
+        let seq = match (ta.get(i), tb.get(j)) {
+            (Some(x), Some(y)) => x.seq.min(y.seq),
+            (Some(x), None) => x.seq,
+            (None, Some(y)) => y.seq,
+            (None, None) => break,
+        };
+        let (i0, j0) = (i, j);
+        while ta.get(i).is_some_and(|e| e.seq == seq) {
+            i += 1;
+        }
+        while tb.get(j).is_some_and(|e| e.seq == seq) {
+            j += 1;
+        }
+        let (ga, gb) = (&ta[i0..i], &tb[j0..j]);
+        // A transition recorded without its own event falls back to the part's first span:
+        // the furthest span of the position is the position's event.
+        let span = ga.iter().chain(gb).map(|e| e.span).max_by_key(|s| s.offset);
+        let pos = span.map_or_else(|| format!("event {}", seq + 1), |s| at(&located, seq, s));
+        let side = |e: &Entry| Side {
+            what: e.what.clone(),
+            detail: e.detail.clone(),
+        };
+        for (x, y) in align(ga, gb) {
+            rows.push(CompareRow {
+                pos: pos.clone(),
+                sides: [x.map(side), y.map(side)],
+            });
+        }
+    }
+    Comparison {
+        file: path.display().to_string(),
+        about,
+        runs: [run(0), run(1)],
+        rows,
+    }
+}
+
+/// The entries of one position under two processors, paired: the longest run of entries of the
+/// same name in the same order side by side, the others alone on their row.
+fn align<'a>(a: &'a [Entry], b: &'a [Entry]) -> Vec<(Option<&'a Entry>, Option<&'a Entry>)> {
+    // A position holds a handful of entries; past that, pair them in order.
+    if a.len() * b.len() > 10_000 {
+        let n = a.len().max(b.len());
+        return (0..n).map(|k| (a.get(k), b.get(k))).collect();
+    }
+    // Longest common subsequence by name.
+    let (n, m) = (a.len(), b.len());
+    let mut l = vec![vec![0usize; m + 1]; n + 1];
+    for x in (0..n).rev() {
+        for y in (0..m).rev() {
+            l[x][y] = if a[x].what == b[y].what {
+                l[x + 1][y + 1] + 1
+            } else {
+                l[x + 1][y].max(l[x][y + 1])
+            };
+        }
+    }
+    let mut out = Vec::new();
+    let (mut x, mut y) = (0, 0);
+    while x < n || y < m {
+        if x < n && y < m && a[x].what == b[y].what {
+            out.push((Some(&a[x]), Some(&b[y])));
+            x += 1;
+            y += 1;
+        } else if y >= m || (x < n && l[x + 1][y] >= l[x][y + 1]) {
+            out.push((Some(&a[x]), None));
+            x += 1;
+        } else {
+            out.push((None, Some(&b[y])));
+            y += 1;
         }
     }
     out

@@ -7,13 +7,17 @@
 //! Everything that comes from the input is escaped ([`esc`]); the page carries a Content Security
 //! Policy that allows no script at all and no network access. Sessions without findings are one
 //! collapsed line; a session's timeline is capped at [`MAX_ENTRIES`] entries (the entries findings
-//! are pinned to are always kept, and the page says how many of each kind were left out).
+//! are pinned to are always kept, and the page says how many of each kind were left out), and
+//! past [`MAX_CARDS`] its findings are one line each. The summary links to the sessions with
+//! findings (the first [`MAX_SUMMARY_LINKS`]).
+//!
+//! [`compare_page`] is the page of `replay --compare`: two processors' timelines side by side.
 //!
 //! Each unit's section is rendered by [`section`] while the unit is prepared (on any thread); the
 //! printer writes sections as they come, so nothing accumulates across units. The page's summary
 //! is written last and shown first (CSS `order`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -36,6 +40,13 @@ pub const MAX_CLEAN_ENTRIES: usize = 60;
 const STEP_FINISH_LOGGED: &str = "step_finish logged";
 /// Bytes of page after which units are written compact: no timelines, no source lines.
 pub const PAGE_BUDGET: u64 = 16 * 1024 * 1024;
+/// Findings of a session shown in full (with their source lines); the rest are one line each.
+pub const MAX_CARDS: usize = 100;
+/// Sessions with findings linked from the page's summary.
+pub const MAX_SUMMARY_LINKS: usize = 200;
+/// Sessions with findings expanded on the page (the first ones); the others are collapsed, as
+/// the sessions without findings are, and linked from the summary like the first.
+pub const MAX_OPEN: usize = 50;
 /// Characters of a text or reasoning part shown.
 const TEXT_PREVIEW: usize = 160;
 /// Stands for the unit's number in ids until the printer knows it (never in escaped text: control
@@ -152,14 +163,42 @@ fn millis(ms: f64) -> String {
     }
 }
 
+/// What a stream's replay says of its tools, by part id (looked up once per part).
+struct Tools<'a> {
+    /// The processor's own states of a tool, when they differ from the stored ones.
+    native: HashMap<&'a str, &'a [(Seq, String)]>,
+    /// Tools the stream left for the client to run.
+    awaiting: HashSet<&'a str>,
+}
+
+impl<'a> Tools<'a> {
+    fn of(a: &'a Analysis) -> Self {
+        let f = a.stream.as_ref();
+        Self {
+            native: f
+                .map(|f| {
+                    f.native_states
+                        .iter()
+                        .map(|(id, h)| (id.as_str(), h.as_slice()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            awaiting: f
+                .map(|f| f.awaiting_execution.iter().map(String::as_str).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// A tool's transitions: `pending (event 3) → running (event 5, +2) → completed (event 9, +4)`.
-fn tool_entry(p: &PartRecord, tool: &crate::model::ToolPart, a: &Analysis, unit: &str) -> Entry {
-    let native = a
-        .stream
-        .as_ref()
-        .and_then(|f| f.native_states.iter().find(|(id, _)| *id == p.part.id));
-    let states: Vec<(Seq, String)> = match native {
-        Some((_, h)) => h.clone(),
+fn tool_entry(
+    p: &PartRecord,
+    tool: &crate::model::ToolPart,
+    tools: &Tools<'_>,
+    unit: &str,
+) -> Entry {
+    let states: Vec<(Seq, String)> = match tools.native.get(p.part.id.as_str()) {
+        Some(h) => h.to_vec(),
         None => {
             let mut v: Vec<(Seq, String)> = Vec::new();
             for o in &p.history {
@@ -196,10 +235,7 @@ fn tool_entry(p: &PartRecord, tool: &crate::model::ToolPart, a: &Analysis, unit:
     if let Some(e) = tool.state.error_text() {
         let _ = write!(detail, " · error: {}", shorten(e, 200));
     }
-    if a.stream
-        .as_ref()
-        .is_some_and(|f| f.awaiting_execution.contains(&p.part.id))
-    {
+    if tools.awaiting.contains(p.part.id.as_str()) {
         detail.push_str(" · awaiting execution (the tool runs after the stream)");
     }
     let status = tool.state.status();
@@ -222,7 +258,7 @@ fn tool_entry(p: &PartRecord, tool: &crate::model::ToolPart, a: &Analysis, unit:
     }
 }
 
-fn part_entry(p: &PartRecord, a: &Analysis, unit: &str) -> Option<Entry> {
+fn part_entry(p: &PartRecord, tools: &Tools<'_>, unit: &str) -> Option<Entry> {
     let first = p.history.first()?;
     let base = |kind: Kind, what: String, detail: String| Entry {
         seq: first.seq,
@@ -266,7 +302,7 @@ fn part_entry(p: &PartRecord, a: &Analysis, unit: &str) -> Option<Entry> {
             "reasoning".into(),
             shorten(&t.text, TEXT_PREVIEW),
         ),
-        PartBody::Tool(t) => tool_entry(p, t, a, unit),
+        PartBody::Tool(t) => tool_entry(p, t, tools, unit),
         PartBody::Retry(r) => {
             let mut e = base(
                 Kind::Retry,
@@ -438,8 +474,14 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
     })
 }
 
-/// The timeline of one session (or, with `session == None`, of what belongs to no session).
-fn timeline(a: &Analysis, session: Option<&str>, single: bool) -> Vec<Entry> {
+/// The timeline of one session (or, with `session == None`, of what belongs to no session);
+/// `events` are the indices of the analysis's events that belong to it.
+fn timeline(
+    a: &Analysis,
+    tools: &Tools<'_>,
+    session: Option<&str>,
+    events: &[usize],
+) -> Vec<Entry> {
     let unit = if a.stream.is_some() {
         "event"
     } else {
@@ -451,23 +493,14 @@ fn timeline(a: &Analysis, session: Option<&str>, single: bool) -> Vec<Entry> {
     {
         for m in &s.messages {
             for p in &m.parts {
-                if let Some(e) = part_entry(p, a, unit) {
+                if let Some(e) = part_entry(p, tools, unit) {
                     out.push(e);
                 }
             }
         }
     }
     let stop = a.stream.as_ref().and_then(|f| f.outcome.failed_at());
-    for e in &a.events {
-        let mine = match (&e.session, session) {
-            (Some(s), Some(id)) => s == id,
-            (None, Some(_)) => single,
-            (Some(s), None) => a.session(s).is_none(),
-            (None, None) => !single,
-        };
-        if !mine {
-            continue;
-        }
+    for e in events.iter().filter_map(|&k| a.events.get(k)) {
         let Some((what, detail, tone)) = event_words(&e.kind) else {
             continue;
         };
@@ -604,14 +637,30 @@ pub fn section(
         .copied()
         .filter(|&i| serious >= 2 && findings[i].severity > Severity::Info);
 
-    // Which findings belong to which session (index into sessions; `None`: the unit).
-    let owner = |f: &Finding| -> Option<usize> {
-        match &f.ids.session_id {
-            Some(id) => analysis.sessions.iter().position(|s| s.id == *id),
-            None if single => Some(0),
-            None => None,
+    // Sessions by id (the first of an id), then which findings and events belong to which
+    // session: index into sessions, the last slot for what belongs to none. One pass each, so a
+    // unit of many sessions and many events costs no more than their sum.
+    let n = analysis.sessions.len();
+    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
+    for (si, s) in analysis.sessions.iter().enumerate() {
+        index.entry(s.id.as_str()).or_insert(si);
+    }
+    let slot = |session: Option<&String>| -> usize {
+        match session {
+            Some(id) => index.get(id.as_str()).copied().unwrap_or(n),
+            None if single => 0,
+            None => n,
         }
     };
+    let mut findings_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    for &i in &order {
+        findings_of[slot(findings[i].ids.session_id.as_ref())].push(i);
+    }
+    let tools = Tools::of(analysis);
+    let mut events_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+    for (k, e) in analysis.events.iter().enumerate() {
+        events_of[slot(e.session.as_ref())].push(k);
+    }
 
     // Timelines to render, with their findings pinned.
     struct Shown {
@@ -621,25 +670,21 @@ pub fn section(
         findings: bool,
     }
     let mut shown: Vec<Option<Shown>> = Vec::new();
-    for si in 0..=analysis.sessions.len() {
+    for si in 0..=n {
         let session = analysis.sessions.get(si).map(|s| s.id.as_str());
-        let mine: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| owner(&findings[i]) == session.and(Some(si)))
-            .collect();
+        let mine = &findings_of[si];
         let has_findings = !mine.is_empty();
         if store && !has_findings {
             shown.push(None);
             continue;
         }
-        let entries = timeline(analysis, session, single);
+        let entries = timeline(analysis, &tools, session, &events_of[si]);
         if entries.is_empty() {
             shown.push(None);
             continue;
         }
         let mut pins: Vec<Vec<usize>> = entries.iter().map(|_| Vec::new()).collect();
-        for &i in &mine {
+        for &i in mine {
             if let Some(at) = pin(&findings[i], &entries) {
                 pins[at].push(i);
             }
@@ -712,11 +757,7 @@ pub fn section(
     }
     for (si, shown) in shown.iter().enumerate() {
         let session = analysis.sessions.get(si);
-        let mine: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| owner(&findings[i]) == session.map(|_| si))
-            .collect();
+        let mine = &findings_of[si];
         if session.is_none() && mine.is_empty() && shown.is_none() {
             continue;
         }
@@ -735,24 +776,45 @@ pub fn section(
                 out,
                 "<details class=\"session findings\" id=\"{sid}\" open><summary>{head}</summary>\n<h3>Findings, root cause first</h3>\n<ol class=\"findings\">\n"
             );
-            for &i in &mine {
-                let at = shown.as_ref().and_then(|s| {
+            // Where each finding is pinned (finding → entry).
+            let pinned_at: HashMap<usize, usize> = shown
+                .as_ref()
+                .map(|s| {
                     s.pins
                         .iter()
-                        .position(|p| p.contains(&i))
-                        .map(|e| (e, &s.entries[e]))
+                        .enumerate()
+                        .flat_map(|(e, p)| p.iter().map(move |&i| (i, e)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for (k, &i) in mine.iter().enumerate() {
+                let at = shown.as_ref().and_then(|s| {
+                    pinned_at
+                        .get(&i)
+                        .map(|&e| (format!("{sid}-e{e}"), s.entries[e].what.as_str()))
                 });
-                finding_card(
-                    &mut out,
-                    &sid,
-                    sources,
-                    located,
-                    &findings[i],
-                    records.get(i),
-                    i,
-                    root == Some(i),
-                    at.map(|(e, entry)| (format!("{sid}-e{e}"), entry.what.as_str())),
-                );
+                if k == MAX_CARDS {
+                    let _ = writeln!(
+                        out,
+                        "<li class=\"meta more\">{} more findings, one line each (without their source lines):</li>",
+                        mine.len() - MAX_CARDS
+                    );
+                }
+                if k < MAX_CARDS {
+                    finding_card(
+                        &mut out,
+                        &sid,
+                        sources,
+                        located,
+                        &findings[i],
+                        records.get(i),
+                        i,
+                        root == Some(i),
+                        at,
+                    );
+                } else {
+                    finding_line(&mut out, &sid, &findings[i], records.get(i), i, at);
+                }
             }
             out.push_str("</ol>\n");
         }
@@ -944,6 +1006,38 @@ fn summary_line(s: &SessionSummary, title: Option<&str>) -> String {
         esc(&findings.words())
     );
     out
+}
+
+/// A finding on one line: severity, rule, message, where; for a session's findings past
+/// [`MAX_CARDS`].
+fn finding_line(
+    out: &mut String,
+    sid: &str,
+    f: &Finding,
+    record: Option<&FindingRecord>,
+    i: usize,
+    at: Option<(String, &str)>,
+) {
+    let sev = sev_class(f.severity);
+    let _ = write!(
+        out,
+        "<li class=\"finding brief sev-{sev}\" id=\"{sid}-f{i}\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{}]</span> {}",
+        f.rule,
+        esc(&first_line(&f.message, 240))
+    );
+    if let Some(r) = record
+        && let (Some(file), Some(line)) = (&r.file, r.line)
+    {
+        let _ = write!(out, " <span class=\"meta\">· {}:{line}</span>", esc(file));
+    }
+    if let Some((anchor, what)) = &at {
+        let _ = write!(
+            out,
+            " <span class=\"meta\">· on the timeline: <a href=\"#{anchor}\">{}</a></span>",
+            esc(what)
+        );
+    }
+    out.push_str("</li>\n");
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1158,6 +1252,12 @@ pub struct HtmlPrinter<W: Write> {
     budget: u64,
     /// Units written compact.
     compacted: usize,
+    /// Links to the first sessions with findings written in full (for the summary).
+    links: Vec<String>,
+    /// Sessions with findings written in full.
+    with_findings: usize,
+    /// Sessions written expanded.
+    opened: usize,
 }
 
 impl<W: Write> HtmlPrinter<W> {
@@ -1181,6 +1281,9 @@ impl<W: Write> HtmlPrinter<W> {
             baselined: 0,
             budget,
             compacted: 0,
+            links: Vec::new(),
+            with_findings: 0,
+            opened: 0,
         }
     }
 
@@ -1203,7 +1306,23 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         self.units += 1;
         if self.out.written < self.budget {
             let n = self.units.to_string();
-            self.out.write_all(unit.html.replace(UNIT, &n).as_bytes())?;
+            let html = unit.html.replace(UNIT, &n);
+            let (html, opened) = open_at_most(html, MAX_OPEN.saturating_sub(self.opened));
+            self.opened += opened;
+            self.out.write_all(html.as_bytes())?;
+            let single = unit.sessions.len() == 1 && !unit.records.is_empty();
+            for (si, s) in unit.sessions.iter().enumerate() {
+                if s.errors + s.warnings + s.infos > 0 || single {
+                    self.with_findings += 1;
+                    if self.links.len() < MAX_SUMMARY_LINKS {
+                        self.links.push(format!(
+                            "<li><a href=\"#u{n}-s{si}\">{}</a> <span class=\"meta\">{}</span></li>",
+                            esc(&s.id),
+                            esc(&unit.file)
+                        ));
+                    }
+                }
+            }
         } else {
             if self.compacted == 0 {
                 writeln!(
@@ -1265,6 +1384,31 @@ impl<W: Write> Printer for HtmlPrinter<W> {
             }
             s.push_str("</table>\n");
         }
+        // With several sessions, a way to the ones with findings among the collapsed others.
+        if self.sessions > 1 && !self.links.is_empty() {
+            let _ = writeln!(
+                s,
+                "<p>Sessions with findings ({}){}:</p>\n<ul class=\"jump\">",
+                self.with_findings,
+                if self.with_findings > self.opened {
+                    format!("; the first {} are expanded", self.opened)
+                } else {
+                    String::new()
+                }
+            );
+            for l in &self.links {
+                s.push_str(l);
+                s.push('\n');
+            }
+            if self.with_findings > self.links.len() {
+                let _ = writeln!(
+                    s,
+                    "<li class=\"meta\">and {} more</li>",
+                    self.with_findings - self.links.len()
+                );
+            }
+            s.push_str("</ul>\n");
+        }
         if self.files.len() > 1 {
             s.push_str("<ul class=\"files\">\n");
             for (f, t) in &self.files {
@@ -1309,6 +1453,28 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         self.out.write_all(s.as_bytes())?;
         self.out.flush()
     }
+}
+
+/// What opens a session's `<details>` (never in escaped input: `>` and `<` are escaped).
+const OPEN: &str = "\" open><summary>";
+
+/// `html` with at most `allowed` sessions expanded (the first ones), and how many are.
+fn open_at_most(html: String, allowed: usize) -> (String, usize) {
+    let opened = html.matches(OPEN).count();
+    if opened <= allowed {
+        return (html, opened);
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html.as_str();
+    let mut k = 0;
+    while let Some(at) = rest.find(OPEN) {
+        out.push_str(&rest[..at]);
+        out.push_str(if k < allowed { OPEN } else { "\"><summary>" });
+        k += 1;
+        rest = &rest[at + OPEN.len()..];
+    }
+    out.push_str(rest);
+    (out, allowed)
 }
 
 /// A unit in a few lines, from its records alone: its sessions with findings, one line each, a
@@ -1372,6 +1538,319 @@ fn size_line(bytes: u64) -> String {
     )
 }
 
+/// One side of a comparison row: what happened at this position under one processor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Side {
+    /// A short name (`step 2`, `tool bash call_1`, `skipped`), plain text.
+    pub what: String,
+    /// Plain text.
+    pub detail: String,
+}
+
+/// One row of a comparison: a position of the stream and what each processor made of it (`None`:
+/// nothing there under that processor).
+#[derive(Clone, Debug)]
+pub struct CompareRow {
+    /// Where: `event 5 (line 9)`, plain text.
+    pub pos: String,
+    pub sides: [Option<Side>; 2],
+}
+
+impl CompareRow {
+    /// Whether the two processors differ at this row.
+    pub fn differs(&self) -> bool {
+        self.sides[0] != self.sides[1]
+    }
+}
+
+/// One processor's run, for the head of a comparison.
+#[derive(Clone, Debug)]
+pub struct CompareRun {
+    /// The processor's name.
+    pub name: String,
+    /// Its outcome in words.
+    pub outcome: String,
+    /// Its findings: severity, rule, message (plain text).
+    pub findings: Vec<(Severity, &'static str, String)>,
+}
+
+/// Two replays of one capture, side by side.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    /// The capture, as shown.
+    pub file: String,
+    /// What the capture is (`openai-chat · 12 events`), plain text.
+    pub about: String,
+    pub runs: [CompareRun; 2],
+    /// Aligned rows, in stream order.
+    pub rows: Vec<CompareRow>,
+}
+
+/// Rows of a comparison rendered at most; past it, identical rows far from a difference are
+/// elided first, then the differences past the cap.
+pub const MAX_COMPARE_ROWS: usize = 2000;
+/// Identical rows kept around each difference.
+const COMPARE_CONTEXT: usize = 3;
+
+/// Which comparison rows to render: all up to `cap`; otherwise the first and last ones and those
+/// near a difference, in order, up to `cap`.
+fn keep_rows(rows: &[CompareRow], cap: usize) -> Vec<bool> {
+    if rows.len() <= cap {
+        return vec![true; rows.len()];
+    }
+    let mut kept = vec![false; rows.len()];
+    for k in kept.iter_mut().take(20) {
+        *k = true;
+    }
+    for k in kept.iter_mut().rev().take(5) {
+        *k = true;
+    }
+    for (i, r) in rows.iter().enumerate() {
+        if r.differs() {
+            let lo = i.saturating_sub(COMPARE_CONTEXT);
+            let hi = (i + COMPARE_CONTEXT + 1).min(rows.len());
+            for k in &mut kept[lo..hi] {
+                *k = true;
+            }
+        }
+    }
+    let mut n = 0;
+    for k in &mut kept {
+        if *k {
+            n += 1;
+            if n > cap {
+                *k = false;
+            }
+        }
+    }
+    kept
+}
+
+fn side_cell(out: &mut String, side: Option<&Side>) {
+    match side {
+        Some(s) => {
+            let _ = write!(
+                out,
+                "<td class=\"run\"><span class=\"what\">{}</span> <span class=\"detail\">{}</span></td>",
+                esc(&s.what),
+                esc(&s.detail)
+            );
+        }
+        None => out.push_str("<td class=\"run none\">—</td>"),
+    }
+}
+
+/// The page of `rewind replay --compare P1 P2 --format html`: per replayed unit, the two
+/// processors' timelines side by side, one row per position, the rows where they differ
+/// highlighted and the first of them anchored (`#diverge` for the page's first, `#cN-diverge`
+/// for each unit's) and focused when the page opens. Self-contained like the report.
+pub fn compare_page(units: &[Comparison]) -> String {
+    let mut out = String::new();
+    let names = |i: usize| {
+        units
+            .first()
+            .map(|c| c.runs[i].name.clone())
+            .unwrap_or_default()
+    };
+    let (na, nb) = (esc(&names(0)), esc(&names(1)));
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rewind replay: {na} vs {nb}</title>\n<style>{STYLE}{COMPARE_STYLE}</style>\n</head>\n<body>\n<header><h1>rewind replay: <span class=\"proc\">{na}</span> vs <span class=\"proc\">{nb}</span></h1><p class=\"meta\">rewind {} · the two processors' timelines side by side; rows where they differ are highlighted</p></header>\n<main>\n",
+        env!("CARGO_PKG_VERSION"),
+    );
+    let mut first_seen = false;
+    for (n, c) in units.iter().enumerate() {
+        compare_section(&mut out, c, n + 1, &mut first_seen);
+    }
+    if units.is_empty() {
+        out.push_str("<p class=\"meta\">nothing was replayed</p>\n");
+    }
+    out.push_str("</main>\n");
+    let tail = "</body>\n</html>\n";
+    let base = (out.len() + tail.len()) as u64;
+    let mut size = base;
+    for _ in 0..3 {
+        size = base + size_line(size).len() as u64;
+    }
+    out.push_str(&size_line(size));
+    out.push_str(tail);
+    out
+}
+
+/// One unit of a comparison page; `first_seen` says whether an earlier unit already holds the
+/// page's first divergence.
+fn compare_section(out: &mut String, c: &Comparison, n: usize, first_seen: &mut bool) {
+    let [a, b] = &c.runs;
+    let _ = writeln!(
+        out,
+        "<section class=\"unit compare\" id=\"c{n}\">\n<h2><span class=\"file\">{}</span> <span class=\"fmt\">{}</span></h2>",
+        esc(&c.file),
+        esc(&c.about),
+    );
+    let first = c.rows.iter().position(CompareRow::differs);
+    let differing = c.rows.iter().filter(|r| r.differs()).count();
+    let outcomes_differ = a.outcome != b.outcome;
+    // The page's first divergence is the anchor `#diverge`, focused (so scrolled to) on opening.
+    let page_first = first.is_some() && !*first_seen;
+    if first.is_some() {
+        *first_seen = true;
+    }
+    match first {
+        Some(i) => {
+            let _ = writeln!(
+                out,
+                "<p class=\"verdict diverge\">The processors diverge first at <a href=\"#c{n}-diverge\">{}</a>; {} of {} rows differ.</p>",
+                esc(&c.rows[i].pos),
+                differing,
+                c.rows.len()
+            );
+        }
+        None if outcomes_differ => {
+            let _ = writeln!(
+                out,
+                "<p class=\"verdict diverge\" id=\"c{n}-no-divergence\">The timelines agree at all {} rows, but the outcomes differ.</p>",
+                c.rows.len()
+            );
+        }
+        None if c.rows.is_empty() => {
+            let _ = writeln!(
+                out,
+                "<p class=\"verdict same\" id=\"c{n}-no-divergence\">The processors agree: neither put anything on the timeline.</p>"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"verdict same\" id=\"c{n}-no-divergence\">The processors agree at every position: {} rows identical.</p>",
+                c.rows.len()
+            );
+        }
+    }
+    // The runs: outcome and findings of each.
+    out.push_str("<table class=\"runs\"><tr><th></th>");
+    for r in &c.runs {
+        let _ = write!(out, "<th class=\"proc\">{}</th>", esc(&r.name));
+    }
+    let _ = write!(
+        out,
+        "</tr>\n<tr class=\"{}\"><th>outcome</th>",
+        if outcomes_differ { "diff" } else { "same" }
+    );
+    for r in &c.runs {
+        let _ = write!(out, "<td>{}</td>", esc(&r.outcome));
+    }
+    let rule_set = |r: &CompareRun| {
+        let mut v: Vec<(&str, Severity)> = r.findings.iter().map(|f| (f.1, f.0)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let _ = write!(
+        out,
+        "</tr>\n<tr class=\"{}\"><th>findings</th>",
+        if rule_set(a) != rule_set(b) {
+            "diff"
+        } else {
+            "same"
+        }
+    );
+    for r in &c.runs {
+        if r.findings.is_empty() {
+            out.push_str("<td class=\"meta\">no findings</td>");
+            continue;
+        }
+        out.push_str("<td><ul class=\"compact\">");
+        for (sev, rule, msg) in &r.findings {
+            let sev = sev_class(*sev);
+            let _ = write!(
+                out,
+                "<li class=\"sev-{sev}\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{rule}]</span> {}</li>",
+                esc(&first_line(msg, 240))
+            );
+        }
+        out.push_str("</ul></td>");
+    }
+    out.push_str("</tr>\n</table>\n");
+    if c.rows.is_empty() {
+        out.push_str("</section>\n");
+        return;
+    }
+    // The timelines, aligned.
+    let _ = write!(
+        out,
+        "<table class=\"compare\">\n<thead><tr><th class=\"pos\">position</th><th class=\"proc\">{}</th><th class=\"proc\">{}</th></tr></thead>\n<tbody>\n",
+        esc(&a.name),
+        esc(&b.name)
+    );
+    let kept = keep_rows(&c.rows, MAX_COMPARE_ROWS);
+    let mut elided = 0usize;
+    let mut elided_diff = 0usize;
+    let flush = |out: &mut String, elided: &mut usize, elided_diff: &mut usize| {
+        if *elided == 0 {
+            return;
+        }
+        let _ = writeln!(
+            out,
+            "<tr class=\"elided\"><td colspan=\"3\">… {} rows elided{}</td></tr>",
+            *elided,
+            match *elided_diff {
+                0 => " (identical under both)".to_owned(),
+                n => format!(" ({n} of them differ)"),
+            }
+        );
+        *elided = 0;
+        *elided_diff = 0;
+    };
+    for (i, r) in c.rows.iter().enumerate() {
+        if !kept[i] {
+            elided += 1;
+            if r.differs() {
+                elided_diff += 1;
+            }
+            continue;
+        }
+        flush(out, &mut elided, &mut elided_diff);
+        let is_first = Some(i) == first;
+        let class = match (r.differs(), is_first) {
+            (true, true) => "diff first",
+            (true, false) => "diff",
+            _ => "same",
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"{class}\" id=\"c{n}-r{i}\"><td class=\"pos\">{}",
+            esc(&r.pos)
+        );
+        if is_first {
+            if page_first {
+                out.push_str(" <a class=\"first-mark\" id=\"diverge\" href=\"#diverge\" autofocus>first divergence</a>");
+            }
+            let _ = write!(out, "<span id=\"c{n}-diverge\" class=\"anchor\"></span>");
+        }
+        out.push_str("</td>");
+        side_cell(out, r.sides[0].as_ref());
+        side_cell(out, r.sides[1].as_ref());
+        out.push_str("</tr>\n");
+    }
+    flush(out, &mut elided, &mut elided_diff);
+    out.push_str("</tbody>\n</table>\n</section>\n");
+}
+
+const COMPARE_STYLE: &str = r#"
+.proc{font-family:ui-monospace,monospace}
+.verdict{font-size:1.1em;font-weight:600;padding:.4em .8em;border-radius:4px}
+.verdict.diverge{background:#ffebee;border-left:5px solid var(--err)}.verdict.same{background:#e8f5e9;border-left:5px solid var(--ok)}
+table.runs td,table.runs th{vertical-align:top}table.runs tr.diff td{background:#fff3e0}
+table.compare{width:100%;table-layout:fixed}table.compare th.pos,table.compare td.pos{width:13em}
+table.compare td{vertical-align:top;overflow-wrap:anywhere}
+table.compare td.pos{color:#999;font-family:ui-monospace,monospace;font-size:.8em}
+tr.diff td.run{background:#fff3e0}tr.diff td.run.none{background:#f3f3f3}
+tr.diff.first td{border-top:3px solid var(--err)}tr.diff.first td.run{background:#ffebee}
+.first-mark{display:inline-block;color:#fff;background:var(--err);padding:0 .4em;border-radius:3px;font-weight:600;text-decoration:none}
+td.none{color:var(--muted);text-align:center}tr.elided td{color:var(--muted);font-style:italic}
+:target{scroll-margin-top:4em}
+"#;
+
 const STYLE: &str = r#"
 :root{--err:#c62828;--warn:#b26a00;--info:#0277bd;--ok:#2e7d32;--muted:#666;--line:#ddd;--bg:#fafafa}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;padding:1em 1.5em;color:#222;background:#fff;display:flex;flex-direction:column}
@@ -1388,6 +1867,7 @@ details.session.findings{border-left:4px solid var(--err)}
 summary{cursor:pointer;padding:.2em 0}.sid{font-family:ui-monospace,monospace;font-weight:600}.title{font-style:italic}
 ol.findings{list-style:none;padding:0}
 .finding{border:1px solid var(--line);border-left:5px solid var(--info);border-radius:4px;margin:.5em 0;padding:.4em .8em;background:var(--bg)}
+.finding.brief{padding:.1em .8em;margin:.15em 0}li.more{margin:.6em 0 .2em}
 .finding.sev-error{border-left-color:var(--err)}.finding.sev-warning{border-left-color:var(--warn)}
 .sev{font-weight:700;text-transform:uppercase;font-size:.8em}
 .sev-error .sev{color:var(--err)}.sev-warning .sev{color:var(--warn)}.sev-info .sev{color:var(--info)}
@@ -1408,6 +1888,7 @@ ul.pins{list-style:none;margin:0 0 .2em 10em;padding:0;font-size:.9em}
 ul.pins a{font-weight:600}.pins .sev-error a{color:var(--err)}.pins .sev-warning a{color:var(--warn)}.pins .sev-info a{color:var(--info)}
 .elided,.unfinished{color:var(--muted);font-style:italic;padding:2px 4px}.unfinished{color:var(--warn)}
 .outcome{font-weight:600}.unreadable{color:var(--err)}
+ul.jump{columns:2;font-family:ui-monospace,monospace;font-size:.9em}
 .budget{border:1px solid var(--warn);padding:.4em .8em;border-radius:4px}ul.compact{list-style:none;padding-left:.5em}
 "#;
 
@@ -1487,6 +1968,91 @@ mod tests {
             human: String::new(),
             html: html.into(),
         }
+    }
+
+    fn row(pos: usize, a: &str, b: Option<&str>) -> CompareRow {
+        let side = |d: &str| Side {
+            what: "text".into(),
+            detail: d.into(),
+        };
+        CompareRow {
+            pos: format!("event {pos}"),
+            sides: [Some(side(a)), b.map(side)],
+        }
+    }
+
+    #[test]
+    fn a_long_comparison_keeps_the_rows_near_differences() {
+        let rows: Vec<CompareRow> = (0..10_000)
+            .map(|i| {
+                if i == 5000 {
+                    row(i, "x", Some("y"))
+                } else {
+                    row(i, "same", Some("same"))
+                }
+            })
+            .collect();
+        let kept = keep_rows(&rows, 2000);
+        assert!(kept[0] && kept[9999]);
+        assert!(kept[4997] && kept[5000] && kept[5003]);
+        assert!(!kept[4996] && !kept[5004] && !kept[2000]);
+        assert!(kept.iter().filter(|k| **k).count() <= 2000);
+        // Within the cap, every row.
+        assert!(keep_rows(&rows[..100], 2000).iter().all(|k| *k));
+    }
+
+    #[test]
+    fn a_comparison_escapes_the_input_and_anchors_the_first_difference() {
+        let run = |name: &str| CompareRun {
+            name: name.into(),
+            outcome: "completed".into(),
+            findings: Vec::new(),
+        };
+        let c = Comparison {
+            file: "<b>.sse".into(),
+            about: "chat".into(),
+            runs: [run("p1"), run("p2")],
+            rows: vec![
+                row(
+                    1,
+                    "<script>alert(1)</script>",
+                    Some("<script>alert(1)</script>"),
+                ),
+                row(2, "a", None),
+                row(3, "b", Some("c")),
+            ],
+        };
+        let page = compare_page(std::slice::from_ref(&c));
+        assert!(!page.contains("<script") && !page.contains("<b>"));
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert_eq!(
+            page.matches("<tr class=\"diff first\" id=\"c1-r1\">")
+                .count(),
+            1
+        );
+        assert_eq!(page.matches("<tr class=\"diff\"").count(), 1);
+        assert_eq!(page.matches(" id=\"diverge\"").count(), 1);
+        assert!(page.contains("<td class=\"run none\">—</td>"));
+        let size = page.len().to_string();
+        assert!(page.contains(&format!("page size: {size} bytes")));
+        // Of two units, only the page's first divergence is focused.
+        let two = compare_page(&[c.clone(), c]);
+        assert_eq!(two.matches(" autofocus").count(), 1);
+        assert!(two.contains("id=\"c2-diverge\""));
+    }
+
+    #[test]
+    fn only_the_first_sessions_with_findings_are_expanded() {
+        let html = "<details class=\"session findings\" id=\"a\" open><summary>a</summary></details><details class=\"session findings\" id=\"b\" open><summary>b</summary></details>".to_owned();
+        let (kept, n) = open_at_most(html.clone(), 5);
+        assert_eq!((kept.as_str(), n), (html.as_str(), 2));
+        let (one, n) = open_at_most(html.clone(), 1);
+        assert_eq!(n, 1);
+        assert_eq!(one.matches(" open>").count(), 1);
+        assert!(one.contains("id=\"a\" open>") && one.contains("id=\"b\"><summary>b"));
+        let (none, n) = open_at_most(html, 0);
+        assert_eq!(n, 0);
+        assert!(!none.contains(" open>"));
     }
 
     #[test]
