@@ -33,7 +33,17 @@ fn rules(f: &[Value]) -> Vec<String> {
 #[test]
 fn pr_16751_message_is_merged_steps_and_a_dropped_error() {
     let (_dir, db) = fixture();
+    // The store says 1.18.33: its `@ai-sdk/anthropic` moves the `tool_use` blocks after the
+    // text, the request is well-formed, and only the dropped error is left.
     let f = session_findings(&db, "ses_pr16751");
+    assert_eq!(rules(&f), ["tool-error-dropped"], "{}", describe(&f));
+    // As 1.18.25 and older send it, the text after the `tool_use` breaks Anthropic's pairing.
+    let (code, doc) = diagnose_json(
+        &db,
+        &["--session", "ses_pr16751", "--opencode-version", "1.18.25"],
+    );
+    assert_eq!(code, 1);
+    let f = findings(&doc);
     assert_eq!(
         rules(&f),
         [
@@ -97,9 +107,9 @@ fn each_corruption_is_reported_with_its_rule_and_ids() {
             .contains("\"failed\"")
     );
 
+    // OpenCode drops the empty text block before the request reaches Anthropic.
     let empty = session_findings(&db, "ses_empty");
-    assert_eq!(rules(&empty), ["empty-text-part"], "{}", describe(&empty));
-    assert_eq!(empty[0]["part_id"], prt_id(41, 1));
+    assert!(empty.is_empty(), "{}", describe(&empty));
 
     let dup = session_findings(&db, "ses_dup");
     assert!(
@@ -307,7 +317,8 @@ fn version_decides_how_pending_tools_are_sent() {
         "{}",
         describe(&f)
     );
-    assert_eq!(of_rule(&f, "step-merged").len(), 1);
+    // The call is not sent, so nothing follows a `tool_use`: the request is well-formed.
+    assert!(of_rule(&f, "step-merged").is_empty(), "{}", describe(&f));
     let (_, doc) = diagnose_json(&old, &["--opencode-version", "1.18.0"]);
     let f = findings(&doc);
     assert_eq!(
@@ -318,10 +329,47 @@ fn version_decides_how_pending_tools_are_sent() {
     );
 }
 
+#[test]
+fn empty_text_is_reported_only_where_it_reaches_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut with_metadata = text("");
+    with_metadata["metadata"] = serde_json::json!({"openai": {"itemId": "msg_1"}});
+    let ses = |id: &'static str, first: i64, part: Value| Ses {
+        id,
+        title: id,
+        messages: exchange(first, vec![step_start(), part, step_finish()], true),
+    };
+    let db = build_db(
+        &dir.path().join("opencode.db"),
+        &[
+            ses("ses_blank", 80, text(" \n")),
+            ses("ses_meta", 82, with_metadata),
+            ses("ses_plain", 84, text("")),
+        ],
+    );
+    // Whitespace is sent as it is: Anthropic rejects it.
+    let blank = session_findings(&db, "ses_blank");
+    assert_eq!(rules(&blank), ["empty-text-part"], "{}", describe(&blank));
+    assert_eq!(blank[0]["part_id"], prt_id(81, 1));
+    // Empty text with provider metadata: dropped for Anthropic, sent to OpenAI.
+    assert!(session_findings(&db, "ses_meta").is_empty());
+    let (_, doc) = diagnose_json(&db, &["--session", "ses_meta", "--provider", "openai"]);
+    let meta = findings(&doc);
+    assert_eq!(rules(&meta), ["empty-text-part"], "{}", describe(&meta));
+    // Empty text without it: the AI SDK drops it for every provider.
+    for provider in ["anthropic", "openai"] {
+        let (_, doc) = diagnose_json(&db, &["--session", "ses_plain", "--provider", provider]);
+        let plain = findings(&doc);
+        assert!(plain.is_empty(), "{provider}: {}", describe(&plain));
+    }
+}
+
 fn human(dir: &Path, session: &str) -> String {
+    // As 1.18.25 sends the requests: the merged step of ses_pr16751 breaks Anthropic's pairing.
     let out = rewind()
         .current_dir(dir)
         .args(["diagnose", "opencode.db", "--session", session])
+        .args(["--opencode-version", "1.18.25"])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()

@@ -90,7 +90,9 @@ fn repair_fixes_every_fixable_finding_and_touches_nothing_else() {
     let original = dump(&db);
     let healthy = opencode::session_rows(&db, "ses_healthy");
 
-    let (code, doc) = repair(&db, &[]);
+    // As 1.18.25 sends the requests, the merged step breaks Anthropic's pairing. (The empty
+    // text part is dropped before any request: nothing to repair there.)
+    let (code, doc) = repair(&db, &["--opencode-version", "1.18.25"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["applied"], true);
     let plan = doc["plan"].as_array().unwrap();
@@ -100,7 +102,6 @@ fn repair_fixes_every_fixable_finding_and_touches_nothing_else() {
         "schema-violation",
         "step-merged",
         "step-unclosed",
-        "empty-text-part",
         "message-incomplete",
     ] {
         assert!(rules.contains(&r), "{r} planned: {rules:?}");
@@ -109,7 +110,10 @@ fn repair_fixes_every_fixable_finding_and_touches_nothing_else() {
 
     // Nothing fixable is left, for either provider's rules.
     for provider in ["anthropic", "openai"] {
-        let (_, after) = diagnose_json(&db, &["--provider", provider]);
+        let (_, after) = diagnose_json(
+            &db,
+            &["--provider", provider, "--opencode-version", "1.18.25"],
+        );
         let left: Vec<Value> = findings(&after)
             .into_iter()
             .filter(|f| FIXABLE.contains(&f["rule"].as_str().unwrap_or_default()))
