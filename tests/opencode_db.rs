@@ -364,6 +364,101 @@ fn empty_text_is_reported_only_where_it_reaches_the_model() {
     }
 }
 
+/// A session whose reply ended with `error` stored on the message.
+fn errored(id: &'static str, first: i64, error: Value, parts: Vec<Value>) -> Ses {
+    let mut messages = exchange(first, parts, false);
+    messages[1].info["error"] = error;
+    messages[1].info["time"]["completed"] = serde_json::json!(T0 + (first + 1) * 1000 + 500);
+    Ses {
+        id,
+        title: id,
+        messages,
+    }
+}
+
+fn parse_error(text: &str) -> Value {
+    serde_json::json!({"name": "UnknownError", "data": {"message": format!(
+        "JSON parsing failed: Text: {text}.\nError message: JSON Parse error: Unable to parse JSON string"
+    )}})
+}
+
+#[test]
+fn stored_errors_are_reported_as_a_log_reports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let chunk = |s: &str| {
+        format!(r#"{{"id":"chatcmpl-1","choices":[{{"index":0,"delta":{{"content":"{s}"}}}}]}}"#)
+    };
+    let partial = || vec![step_start(), text("Hello ")];
+    let db = build_db(
+        &dir.path().join("opencode.db"),
+        &[
+            // Two events on one line, the second with its `data:` field.
+            errored(
+                "ses_concat",
+                90,
+                parse_error(&format!("{}data: {}", chunk("Hello "), chunk("world."))),
+                partial(),
+            ),
+            // Two JSON values back to back.
+            errored(
+                "ses_backtoback",
+                92,
+                parse_error(&format!("{}{}", chunk("Hello "), chunk("world."))),
+                partial(),
+            ),
+            // One event cut short: unparseable, but not two events.
+            errored(
+                "ses_cut",
+                94,
+                parse_error(r#"{"id":"chatcmpl-1","choi"#),
+                partial(),
+            ),
+            errored(
+                "ses_overloaded",
+                96,
+                serde_json::json!({"name": "APIError", "data": {"message": "Overloaded", "isRetryable": true}}),
+                partial(),
+            ),
+        ],
+    );
+    for id in ["ses_concat", "ses_backtoback"] {
+        let f = session_findings(&db, id);
+        let r = rules(&f);
+        for rule in [
+            "session-error",
+            "sse-concatenated-events",
+            "stream-error-fatal",
+        ] {
+            assert!(r.contains(&rule.to_owned()), "{id}: {}", describe(&f));
+        }
+        let session = &of_rule(&f, "session-error")[0];
+        assert_eq!(session["severity"], "error");
+        assert!(
+            session["message"]
+                .as_str()
+                .unwrap()
+                .contains("JSON parsing failed")
+        );
+    }
+    let cut = rules(&session_findings(&db, "ses_cut"));
+    assert!(cut.contains(&"stream-error-fatal".to_owned()), "{cut:?}");
+    assert!(
+        !cut.contains(&"sse-concatenated-events".to_owned()),
+        "{cut:?}"
+    );
+    let overloaded = session_findings(&db, "ses_overloaded");
+    let e = &of_rule(&overloaded, "session-error")[0];
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("APIError (retryable): Overloaded"),
+        "{}",
+        describe(&overloaded)
+    );
+    assert!(of_rule(&overloaded, "stream-error-fatal").is_empty());
+}
+
 fn human(dir: &Path, session: &str) -> String {
     // As 1.18.25 sends the requests: the merged step of ses_pr16751 breaks Anthropic's pairing.
     let out = rewind()
