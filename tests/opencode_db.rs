@@ -459,6 +459,36 @@ fn stored_errors_are_reported_as_a_log_reports_them() {
     assert!(of_rule(&overloaded, "stream-error-fatal").is_empty());
 }
 
+#[test]
+fn a_user_abort_is_information() {
+    let dir = tempfile::tempdir().unwrap();
+    let abort = serde_json::json!({"name": "MessageAbortedError", "data": {"message": "Aborted"}});
+    let db = build_db(
+        &dir.path().join("opencode.db"),
+        &[errored(
+            "ses_abort",
+            98,
+            abort,
+            vec![step_start(), text("Working on it")],
+        )],
+    );
+    let f = session_findings(&db, "ses_abort");
+    assert_eq!(
+        rules(&f),
+        ["session-error", "step-unclosed"],
+        "{}",
+        describe(&f)
+    );
+    assert!(
+        f.iter().all(|x| x["severity"] == "info"),
+        "{}",
+        describe(&f)
+    );
+    // An interrupted step with no abort recorded stays an error.
+    let crash = session_findings(&fixture().1, "ses_crash");
+    assert_eq!(of_rule(&crash, "step-unclosed")[0]["severity"], "error");
+}
+
 fn human(dir: &Path, session: &str) -> String {
     // As 1.18.25 sends the requests: the merged step of ses_pr16751 breaks Anthropic's pairing.
     let out = rewind()
