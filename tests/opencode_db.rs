@@ -489,6 +489,53 @@ fn a_user_abort_is_information() {
     assert_eq!(of_rule(&crash, "step-unclosed")[0]["severity"], "error");
 }
 
+#[test]
+fn an_openai_compatible_session_gets_openai_rules_only() {
+    let dir = tempfile::tempdir().unwrap();
+    // A step [tool, text] of a custom OpenAI-compatible provider, stored by 1.18.25: the text
+    // and the call share one assistant message, which OpenAI accepts.
+    let mut messages = exchange(
+        100,
+        vec![
+            step_start(),
+            tool(
+                "bash",
+                "call_1",
+                completed(serde_json::json!({"command": "ls"}), "a\n"),
+            ),
+            text("Listed."),
+            step_finish(),
+        ],
+        true,
+    );
+    messages[0].info["model"] = serde_json::json!({"providerID": "mock", "modelID": "mock-model"});
+    messages[1].info["providerID"] = serde_json::json!("mock");
+    messages[1].info["modelID"] = serde_json::json!("mock-model");
+    let db = build_db(
+        &dir.path().join("opencode.db"),
+        &[Ses {
+            id: "ses_compat",
+            title: "compat",
+            messages,
+        }],
+    );
+    let (_, doc) = diagnose_json(&db, &["--opencode-version", "1.18.25"]);
+    let f = findings(&doc);
+    assert!(f.is_empty(), "{}", describe(&f));
+    // Anthropic's rules, asked for, still see the text after the `tool_use`.
+    let (_, doc) = diagnose_json(
+        &db,
+        &["--opencode-version", "1.18.25", "--provider", "anthropic"],
+    );
+    let f = findings(&doc);
+    assert_eq!(
+        rules(&f),
+        ["step-merged", "tool-use-without-result"],
+        "{}",
+        describe(&f)
+    );
+}
+
 fn human(dir: &Path, session: &str) -> String {
     // As 1.18.25 sends the requests: the merged step of ses_pr16751 breaks Anthropic's pairing.
     let out = rewind()

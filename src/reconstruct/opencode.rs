@@ -20,10 +20,11 @@
 //!   no provider metadata, for every provider. Whitespace is sent.
 //!
 //! The provider is chosen from the model the next prompt would use (the last user message's
-//! model, else the last assistant's): Anthropic for `anthropic` providers or Claude models, OpenAI
-//! for `openai`/`azure` providers or GPT/o-series models, and both rule sets when it is neither —
-//! a gateway (`opencode`, `openrouter`, …) may forward to either, and a history valid for both is
-//! valid for the others. For Anthropic the messages are grouped the way its API receives them:
+//! model, else the last assistant's): Anthropic for `anthropic` providers or Claude models (a
+//! gateway such as `openrouter` or `opencode` forwards a Claude model to Anthropic), OpenAI's rules
+//! for every other named model (`openai`, `azure`, an OpenAI-compatible provider, a gateway's
+//! other models: none of them goes through Anthropic's API), and both rule sets when the session
+//! names no model. For Anthropic the messages are grouped the way its API receives them:
 //! consecutive assistant messages merge, and `tool` messages merge into the following user turn;
 //! from OpenCode 1.18.26 on ([`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]) the bundled
 //! `@ai-sdk/anthropic` then moves each assistant message's `tool_use` blocks after its other
@@ -226,20 +227,15 @@ fn providers(session: &Session, choice: ProviderChoice) -> Vec<Provider> {
     }
 }
 
-/// Which rules a provider/model follows, when that is clear.
+/// Which rules a provider/model follows: Anthropic's for Anthropic providers and Claude models,
+/// OpenAI's for any other named model; none when neither is named.
 pub fn classify(provider: &str, model: &str) -> Option<Provider> {
     let p = provider.to_ascii_lowercase();
     let m = model.to_ascii_lowercase();
     if p.contains("anthropic") || m.contains("claude") {
         return Some(Provider::Anthropic);
     }
-    let openai_model = ["gpt-", "o1", "o3", "o4", "codex"]
-        .iter()
-        .any(|x| m.starts_with(x));
-    if p == "openai" || p.starts_with("azure") || openai_model {
-        return Some(Provider::OpenAi);
-    }
-    None
+    (!p.trim().is_empty() || !m.trim().is_empty()).then_some(Provider::OpenAi)
 }
 
 /// Extended thinking is on when reasoning parts carry Anthropic signatures.
@@ -727,6 +723,9 @@ mod tests {
             Some(Provider::Anthropic)
         );
         assert_eq!(classify("openai", "gpt-5.4"), Some(Provider::OpenAi));
-        assert_eq!(classify("opencode", "big-pickle"), None);
+        // An OpenAI-compatible provider, a gateway's other models: not Anthropic's API.
+        assert_eq!(classify("opencode", "big-pickle"), Some(Provider::OpenAi));
+        assert_eq!(classify("mock", "mock-model"), Some(Provider::OpenAi));
+        assert_eq!(classify("", ""), None);
     }
 }
