@@ -536,6 +536,66 @@ fn an_openai_compatible_session_gets_openai_rules_only() {
     );
 }
 
+#[test]
+fn a_reply_cut_by_a_dropped_connection_is_truncated() {
+    let dir = tempfile::tempdir().unwrap();
+    // What OpenCode 1.18.33 stores when the connection drops mid-text: reason `unknown`, no usage.
+    let unknown = serde_json::json!({"type": "step-finish", "reason": "unknown", "cost": 0,
+        "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}});
+    let stop_no_usage = serde_json::json!({"type": "step-finish", "reason": "stop", "cost": 0,
+        "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}});
+    let ses = |id: &'static str, first: i64, parts: Vec<Value>| Ses {
+        id,
+        title: id,
+        messages: exchange(first, parts, true),
+    };
+    let db = build_db(
+        &dir.path().join("opencode.db"),
+        &[
+            ses(
+                "ses_cut",
+                110,
+                vec![step_start(), text("Half a sen"), unknown.clone()],
+            ),
+            // The same finish after a whole sentence, after a tool call only, or with a reason.
+            ses(
+                "ses_whole",
+                112,
+                vec![step_start(), text("All done."), unknown.clone()],
+            ),
+            ses(
+                "ses_tool",
+                114,
+                vec![
+                    step_start(),
+                    tool(
+                        "bash",
+                        "call_1",
+                        completed(serde_json::json!({"command": "ls"}), "a"),
+                    ),
+                    unknown,
+                ],
+            ),
+            ses(
+                "ses_echo",
+                116,
+                vec![step_start(), text("Half a sen"), stop_no_usage],
+            ),
+        ],
+    );
+    let cut = session_findings(&db, "ses_cut");
+    assert_eq!(rules(&cut), ["reply-truncated"], "{}", describe(&cut));
+    assert_eq!(cut[0]["part_id"], prt_id(111, 1));
+    for id in ["ses_whole", "ses_tool", "ses_echo"] {
+        let f = session_findings(&db, id);
+        assert!(
+            of_rule(&f, "reply-truncated").is_empty(),
+            "{id}: {}",
+            describe(&f)
+        );
+    }
+}
+
 fn human(dir: &Path, session: &str) -> String {
     // As 1.18.25 sends the requests: the merged step of ses_pr16751 breaks Anthropic's pairing.
     let out = rewind()

@@ -15,10 +15,11 @@ declare_check! {
     /// The AI SDK's finish reason starts as `unknown` and its usage as empty: only the stream's
     /// last chunk (`finish_reason` and `usage` in Chat Completions, `message_delta` in Anthropic
     /// Messages) sets them. When the connection drops after some text, the SDK still ends the
-    /// stream normally, so OpenCode writes a `step-finish` with reason `unknown` and zero tokens
-    /// and shows the half reply as the answer: no error, no retry, nothing in the UI says the
-    /// text is incomplete. A provider that sent its last chunk gives a known reason and counts
-    /// the output tokens, so a complete reply never looks like this.
+    /// stream normally, so OpenCode writes a `step-finish` with reason `unknown` and zero tokens:
+    /// no error is recorded, the half reply stays in the history as the assistant's turn (the
+    /// model is sent it on every later request), and OpenCode 1.18 asks the model again, which
+    /// loops as long as the connection keeps dropping. A provider that sent its last chunk gives
+    /// a known reason and counts the output tokens, so a complete reply never looks like this.
     ///
     /// ## Example
     /// ```text
@@ -73,7 +74,7 @@ impl Check for ReplyTruncated {
                                 Some(finish.span.head()),
                                 "finished with no finish reason and no usage: the stream's last chunk never came",
                             )
-                            .help("the stream ended early (a dropped connection) and the half reply was kept as the answer; ask again")
+                            .help("the stream ended early (a dropped connection) and the half reply was kept in the history with no error; check the connection to the provider")
                             .ids(
                                 Ids::default()
                                     .session(session.id.clone())
