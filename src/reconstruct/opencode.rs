@@ -94,7 +94,7 @@ impl Options {
     fn releases(&self) -> &'static str {
         match (self.interrupted_results, self.tool_use_last) {
             (_, true) => "OpenCode ≥ 1.18.26",
-            (true, false) => "OpenCode ≥ 1.14",
+            (true, false) => "OpenCode 1.14 to 1.18.25",
             (false, false) => "OpenCode < 1.14",
         }
     }
