@@ -33,7 +33,8 @@ fn export_doc() -> Value {
             json!({"info": info, "parts": parts})
         })
         .collect();
-    json!({"info": {"id": s.id, "title": s.title, "version": "1.18.33", "time": {"created": T0, "updated": T0}},
+    // Written by 1.18.25, which sends a step's text after its `tool_use` to Anthropic.
+    json!({"info": {"id": s.id, "title": s.title, "version": "1.18.25", "time": {"created": T0, "updated": T0}},
            "messages": messages})
 }
 

@@ -148,8 +148,11 @@ fn a_database_with_several_sessions_needs_session() {
         "{stderr}"
     );
 
-    // PR #16751's message: the aborted tool's call is followed by text.
-    let doc = request_json(&db, &["--session", "ses_pr16751"]);
+    // PR #16751's message: the aborted tool's call is followed by text (as 1.18.25 sends it).
+    let doc = request_json(
+        &db,
+        &["--session", "ses_pr16751", "--opencode-version", "1.18.25"],
+    );
     assert_eq!(doc["session"], "ses_pr16751");
     assert_eq!(doc["messages"][1]["message_id"], msg_id(11));
     let problems = doc["problems"].as_array().unwrap();
@@ -162,6 +165,34 @@ fn a_database_with_several_sessions_needs_session() {
 
     let healthy = request_json(&db, &["--session", "ses_healthy"]);
     assert_eq!(healthy["problems"], serde_json::json!([]));
+}
+
+#[test]
+fn from_1_18_26_anthropic_gets_the_tool_calls_after_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = build_db(&dir.path().join("opencode.db"), &sessions());
+    // The store says 1.18.33: its `@ai-sdk/anthropic` moves the step's `tool_use` blocks after
+    // its text, so the merged step of PR #16751 reaches Anthropic well-formed.
+    let doc = request_json(&db, &["--session", "ses_pr16751"]);
+    assert_eq!(doc["problems"], serde_json::json!([]));
+    let (role, blocks) = shape(&doc)[1].clone();
+    assert_eq!(role, "assistant");
+    assert_eq!(blocks, ["text", "text", "tool_use", "tool_use"]);
+    // OpenAI takes text and calls in one message, whatever the version.
+    for version in ["1.18.25", "1.18.33"] {
+        let doc = request_json(
+            &db,
+            &[
+                "--session",
+                "ses_pr16751",
+                "--provider",
+                "openai",
+                "--opencode-version",
+                version,
+            ],
+        );
+        assert_eq!(doc["problems"], serde_json::json!([]), "{version}");
+    }
 }
 
 #[test]

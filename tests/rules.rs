@@ -71,6 +71,10 @@ const CASES: &[(&str, &str)] = &[
         "tests/fixtures/checks/retry-wait-excessive.log",
     ),
     ("session-hidden", "tests/fixtures/checks/session-hidden.sql"),
+    (
+        "reply-truncated",
+        "tests/fixtures/checks/reply-truncated.json",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

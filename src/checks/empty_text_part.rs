@@ -1,13 +1,21 @@
+use std::collections::{HashMap, HashSet};
+
 use super::fix::{Fix, FixContext};
 use super::Check;
-use super::step_merged::with_request_view;
+use super::step_merged::{rebuilt, with_request_view};
 use crate::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
 use crate::session::Analysis;
 
 declare_check! {
     /// ## What it does
-    /// Reports text parts whose text is empty (or only whitespace).
+    /// Reports text parts whose text is empty (or only whitespace) and that reach the model.
+    /// In a stored session the part must be in the request rebuilt from it: OpenCode drops empty
+    /// text blocks (and the messages they leave empty) before sending to Anthropic, the AI SDK
+    /// drops an assistant's empty text that carries no provider metadata, and messages that ended
+    /// in an error are not replayed at all. A dropped part is an oddity on disk the model never
+    /// sees, and no release sends it, so it is not reported. Text of whitespace is sent and
+    /// reported.
     ///
     /// ## Why it matters
     /// Cancelling mid-response, or a `text-start` persisted before any text arrived, leaves a
@@ -55,11 +63,32 @@ impl Check for EmptyTextPart {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        // The parts each stored session's next request carries, where it was rebuilt.
+        let sent: HashMap<&str, HashSet<&str>> = analysis
+            .sessions
+            .iter()
+            .filter(|s| rebuilt(analysis, &s.id).next().is_some())
+            .map(|s| {
+                let parts = rebuilt(analysis, &s.id)
+                    .flat_map(|r| &r.messages)
+                    .flat_map(|m| &m.content)
+                    .filter_map(|b| b.part_id.as_deref())
+                    .collect();
+                (s.id.as_str(), parts)
+            })
+            .collect();
         for (session, message, part) in analysis.parts() {
             let PartBody::Text(t) = &part.part.body else {
                 continue;
             };
             if !t.text.trim().is_empty() {
+                continue;
+            }
+            if sent
+                .get(session.id.as_str())
+                .is_some_and(|parts| !parts.contains(part.part.id.as_str()))
+            {
+                // Dropped before the request is sent.
                 continue;
             }
             // A later step of the session finished: the requests that carried this part went

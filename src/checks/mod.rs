@@ -187,6 +187,7 @@ rules! {
     model_substituted::ModelSubstituted,
     retry_wait_excessive::RetryWaitExcessive,
     session_hidden::SessionHidden,
+    reply_truncated::ReplyTruncated,
 }
 
 impl Rule {
@@ -217,6 +218,7 @@ impl Rule {
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly
             | Rule::StreamTruncated
+            | Rule::ReplyTruncated
             | Rule::EmptyTextPart
             | Rule::ToolCallDuplicate => 1,
             Rule::SessionError => 2,

@@ -11,7 +11,8 @@ declare_check! {
     /// `APIError`, `UnhandledRejection`…), whether it was retryable, what it wrapped, and what
     /// followed (cancel, idle, a crash, the end of the log). Traces of one failure are reported
     /// once. An error the session recovered from is a warning; one it never recovered from is an
-    /// error.
+    /// error; an abort (`MessageAbortedError`, a user's stop) is information. A stored session's
+    /// messages report their stored `error` the same way.
     ///
     /// ## Why it matters
     /// The error a user sees last is rarely the root cause: an `UnknownError` wraps the real
@@ -77,6 +78,9 @@ fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
             class.unwrap_or("uncaught error")
         ),
         (EventKind::Log { service, .. }, Some(c)) => format!("{service} failed with {c}"),
+        (_, Some("MessageAbortedError")) => {
+            "the reply was aborted (MessageAbortedError), as a user's stop does".to_owned()
+        }
         (_, Some(c)) => format!("the session failed with {c}"),
         (_, None) => "a request of the session failed".to_owned(),
     };
@@ -84,7 +88,7 @@ fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
     if let Some(w) = wrapped(info) {
         message.push_str(&format!(" wrapping {w}"));
     }
-    match retryable(info) {
+    match retryable(info).filter(|_| !aborted(info)) {
         Some(true) => message.push_str(" (retryable)"),
         Some(false) => message.push_str(" (not retryable)"),
         None => {}
@@ -96,7 +100,11 @@ fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
     if !text.is_empty() {
         message.push_str(&format!(": {text}"));
     }
-    if incident.fatal {
+    if aborted(info) {
+        if !incident.fatal {
+            message.push_str("; the session went on afterwards");
+        }
+    } else if incident.fatal {
         let after = incident.aftermath_words();
         if after.is_empty() {
             message.push_str("; the session never recovered");
@@ -107,7 +115,10 @@ fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
         message.push_str("; the session continued afterwards");
     }
 
-    let severity = if incident.fatal {
+    let severity = if aborted(info) {
+        // The user stopped the reply (or a client stopped it on their behalf): not a failure.
+        Severity::Info
+    } else if incident.fatal {
         Severity::Error
     } else {
         Severity::Warning
@@ -158,6 +169,12 @@ fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
         f = f.help(help);
     }
     f
+}
+
+/// An abort (`MessageAbortedError`): what OpenCode records when the reply is stopped on purpose
+/// (the user's stop, `POST /session/:id/abort`).
+pub(super) fn aborted(info: &ErrorInfo) -> bool {
+    info.name.as_deref() == Some("MessageAbortedError")
 }
 
 /// What to do about a fatal error, when its class or message says.

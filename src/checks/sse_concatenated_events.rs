@@ -78,13 +78,25 @@ impl Check for SseConcatenatedEvents {
 
 /// The finding for a payload in which a second event (`data:` or `event:`) begins, at `at`.
 fn concatenation(payload: &str, at: crate::source::Span, whose: &str) -> Finding {
-    let cut = payload
+    let field = payload
         .find("data:")
         .into_iter()
         .chain(payload.find("event:"))
         .filter(|k| *k > 0)
-        .min()
-        .unwrap_or(0);
+        .min();
+    let Some(cut) = field else {
+        // No second field: two JSON values written back to back.
+        let cut = crate::replay::second_json_value(payload).unwrap_or(0);
+        let (first, second) = payload.split_at(cut);
+        let second_short: String = second.chars().take(48).collect();
+        return SseConcatenatedEvents::META
+            .finding(format!(
+                "two JSON values were written as one event: {first:?} ({} bytes, complete) is followed by {second_short:?}…",
+                first.len(),
+            ))
+            .at(at, "the second JSON value starts here")
+            .help("two events were written as one (a missing blank line, or two `data:` lines joined); the client should skip the unparseable event and continue");
+    };
     let (first, second) = payload.split_at(cut);
     let inside = enclosing_key(first)
         .map(|k| format!(" inside the first event's `{k}` value"))

@@ -1,9 +1,12 @@
+use std::collections::HashSet;
+
 use super::fix::{Fix, FixContext, recovery_finish, recovery_start};
 use super::step_unclosed::StepUnclosed;
 use super::{Check, Rule};
 use crate::diagnostic::{Finding, Ids};
 use crate::ingest::Format;
 use crate::model::{MessageBody, PartBody, ids};
+use crate::reconstruct::provider;
 use crate::session::{Analysis, Message, PartRecord};
 
 declare_check! {
@@ -16,7 +19,10 @@ declare_check! {
     /// fetch, code execution, MCP tools) ends no step: its result arrives in the same message and
     /// the model goes on writing after it.
     /// Streams replayed under a TanStack profile have no OpenCode step parts, so the rule does
-    /// not apply to them.
+    /// not apply to them. In a stored session, whose next request is rebuilt, a merge is reported
+    /// only where that request breaks the provider's rules: OpenAI takes text and tool calls in
+    /// one message, and OpenCode 1.18.26 and newer send a step `[tool, text]` to Anthropic as
+    /// `[text, tool_use]` (its `@ai-sdk/anthropic` moves `tool_use` blocks last).
     ///
     /// ## Why it matters
     /// When a stream error interrupts a step, OpenCode retries on the same message without writing
@@ -65,6 +71,17 @@ pub(super) fn with_request_view(help: &str, format: Format, session: &str) -> St
         Some(view) => format!("{help}; {view}"),
         None => help.to_owned(),
     }
+}
+
+/// The requests rebuilt from a stored session (none for logs and captures).
+pub(super) fn rebuilt<'a>(
+    analysis: &'a Analysis,
+    session: &'a str,
+) -> impl Iterator<Item = &'a crate::request::ModelRequest> + 'a {
+    analysis
+        .requests
+        .iter()
+        .filter(move |r| r.span.is_none() && r.session_id.as_deref() == Some(session))
 }
 
 /// A merge point: the tool part and the text or reasoning part after it in the same step.
@@ -140,11 +157,24 @@ impl Check for StepMerged {
             return;
         }
         for session in &analysis.sessions {
+            // Where the session's next request is known, a merge matters only where that request
+            // breaks the provider's rules there: a step `[tool, text]` is sent as `[text,
+            // tool_use]` to Anthropic by newer releases, and OpenAI takes text and calls in one
+            // message.
+            let rebuilt: Vec<_> = rebuilt(analysis, &session.id).collect();
+            let broken: HashSet<String> = rebuilt
+                .iter()
+                .flat_map(|r| provider::check(r))
+                .filter_map(|v| v.part_id)
+                .collect();
             for message in session.messages.iter().filter(|m| replayed(m)) {
                 for m in merges(message) {
                     let (Some(next), Some(tool)) = (m.next.last(), m.tool.part.tool()) else {
                         continue;
                     };
+                    if !rebuilt.is_empty() && !broken.contains(&m.next.part.id) {
+                        continue;
+                    }
                     let what = m.next.part.type_name();
                     let f = Self::META
                         .finding(format!(

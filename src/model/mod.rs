@@ -576,9 +576,29 @@ pub struct AssistantMessage {
     pub cost: f64,
     pub tokens: Tokens,
     pub finish: Option<String>,
+    /// The marker rewind's repair leaves on a message it changed (its `error`, when set by it).
+    #[serde(rename = "rewind")]
+    pub repaired: Option<serde::de::IgnoredAny>,
 }
 
 impl MessageInfo {
+    /// An assistant message's stored `error`.
+    pub fn error(&self) -> Option<&NamedError> {
+        match &self.body {
+            MessageBody::Assistant(a) => a.error.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// An assistant message's stored `error`, unless rewind's repair wrote it (closing a reply
+    /// that never finished): what struck the session when it ran.
+    pub fn original_error(&self) -> Option<&NamedError> {
+        match &self.body {
+            MessageBody::Assistant(a) if a.repaired.is_none() => a.error.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The view of message info read straight from JSON text that satisfies the schema (as
     /// [`Part::from_json`]); ids are left empty. `None` when it does not read that way.
     pub fn from_json(text: &str) -> Option<MessageInfo> {

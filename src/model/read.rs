@@ -437,6 +437,7 @@ impl MessageSink {
                 ["tokens"] if !known => a.tokens = serde_read(raw)?,
                 ["tokens", rest @ ..] => tokens_field(&mut a.tokens, rest, raw, known)?,
                 ["finish"] => a.finish = opt_string(raw)?,
+                ["rewind"] => a.repaired = Some(serde::de::IgnoredAny),
                 _ => {}
             },
             (MessageBuilding::None, _) => {}

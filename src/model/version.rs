@@ -24,6 +24,12 @@ pub fn newer(v: &str, than: Option<&str>) -> bool {
 /// "[Tool execution was interrupted]" error result (older ones send nothing for it).
 pub const INTERRUPTED_RESULT_SINCE: (u64, u64, u64) = (1, 14, 0);
 
+/// The first release that bundles an `@ai-sdk/anthropic` (3.0.111; the change came in 3.0.86,
+/// vercel/ai#16312) whose prompt conversion moves an assistant message's `tool_use` blocks after
+/// its other blocks (up to the next thinking block). From it on, a stored step `[tool, text]`
+/// reaches Anthropic as `[text, tool_use]`; 1.18.25 and older bundle 3.0.82 and send it as stored.
+pub const ANTHROPIC_TOOL_USE_LAST_SINCE: (u64, u64, u64) = (1, 18, 26);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,15 +15,25 @@
 //!   status → nothing. Provider-executed tools carry their result inline and are not paired.
 //! * Each block of an assistant message becomes one `assistant` model message followed by one
 //!   `tool` message with the results of the block's tools.
+//! * Empty text is not always sent: OpenCode drops empty text and reasoning blocks for Anthropic
+//!   (and the messages left empty), and the AI SDK drops an assistant's empty text that carries
+//!   no provider metadata, for every provider. Whitespace is sent.
 //!
 //! The provider is chosen from the model the next prompt would use (the last user message's
-//! model, else the last assistant's): Anthropic for `anthropic` providers or Claude models, OpenAI
-//! for `openai`/`azure` providers or GPT/o-series models, and both rule sets when it is neither —
-//! a gateway (`opencode`, `openrouter`, …) may forward to either, and a history valid for both is
-//! valid for the others. For Anthropic the messages are grouped the way its API receives them:
-//! consecutive assistant messages merge, and `tool` messages merge into the following user turn.
+//! model, else the last assistant's): Anthropic for `anthropic` providers or Claude models (a
+//! gateway such as `openrouter` or `opencode` forwards a Claude model to Anthropic), OpenAI's rules
+//! for every other named model (`openai`, `azure`, an OpenAI-compatible provider, a gateway's
+//! other models: none of them goes through Anthropic's API), and both rule sets when the session
+//! names no model. For Anthropic the messages are grouped the way its API receives them:
+//! consecutive assistant messages merge, and `tool` messages merge into the following user turn;
+//! from OpenCode 1.18.26 on ([`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]) the bundled
+//! `@ai-sdk/anthropic` then moves each assistant message's `tool_use` blocks after its other
+//! blocks (up to the next thinking block), so a stored step `[tool, text]` is sent as
+//! `[text, tool_use]` and is well-formed. OpenAI's rules never need that: text and tool calls
+//! share an assistant message.
 //!
 //! [`version::INTERRUPTED_RESULT_SINCE`]: crate::model::version::INTERRUPTED_RESULT_SINCE
+//! [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]: crate::model::version::ANTHROPIC_TOOL_USE_LAST_SINCE
 
 use std::collections::HashSet;
 
@@ -52,6 +62,9 @@ pub enum ProviderChoice {
 pub struct Options {
     /// Pending/running tools get an "[Tool execution was interrupted]" result (OpenCode ≥ 1.14).
     pub interrupted_results: bool,
+    /// Anthropic requests carry each assistant message's `tool_use` blocks after its other
+    /// blocks (OpenCode ≥ 1.18.26, [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]).
+    pub tool_use_last: bool,
     pub provider: ProviderChoice,
 }
 
@@ -59,18 +72,30 @@ impl Options {
     /// How a store's sessions are rebuilt: as `version` (given, else the store's newest session
     /// version) does; with neither, from what the store's migration journal says (the
     /// `migration` journal came with the core package, after the interrupted-result change).
+    /// Without a version, `tool_use` blocks stay where they are stored (the older behaviour).
     pub fn for_store(
         version: Option<&str>,
         schema: Option<&Schema>,
         provider: ProviderChoice,
     ) -> Options {
-        let interrupted_results = match version.and_then(version::parse) {
+        let parsed = version.and_then(version::parse);
+        let interrupted_results = match parsed {
             Some(v) => v >= version::INTERRUPTED_RESULT_SINCE,
             None => schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations")),
         };
         Options {
             interrupted_results,
+            tool_use_last: parsed.is_some_and(|v| v >= version::ANTHROPIC_TOOL_USE_LAST_SINCE),
             provider,
+        }
+    }
+
+    /// The releases whose behaviour these options follow, for the request's origin.
+    fn releases(&self) -> &'static str {
+        match (self.interrupted_results, self.tool_use_last) {
+            (_, true) => "OpenCode ≥ 1.18.26",
+            (true, false) => "OpenCode 1.14 to 1.18.25",
+            (false, false) => "OpenCode < 1.14",
         }
     }
 }
@@ -79,6 +104,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             interrupted_results: true,
+            tool_use_last: true,
             provider: ProviderChoice::Auto,
         }
     }
@@ -89,26 +115,22 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
     let mut requests = Vec::new();
     for session in &analysis.sessions {
         let history = filter_compacted(&session.messages);
-        let mut messages = to_model_messages(history, options);
-        if messages.is_empty() {
-            continue;
-        }
-        let version = if options.interrupted_results {
-            "OpenCode ≥ 1.14"
-        } else {
-            "OpenCode < 1.14"
-        };
-        let providers = providers(session, options.provider);
-        for (i, &provider) in providers.iter().enumerate() {
-            // The last provider takes the messages; an earlier one gets a copy.
-            let own = if i + 1 == providers.len() {
-                std::mem::take(&mut messages)
-            } else {
-                messages.clone()
-            };
+        let version = options.releases();
+        for provider in providers(session, options.provider) {
+            let messages = to_model_messages_for(history, options, Some(provider));
+            if messages.is_empty() {
+                continue;
+            }
             let msgs = match provider {
-                Provider::Anthropic => group_for_anthropic(own),
-                Provider::OpenAi => own,
+                Provider::Anthropic => {
+                    let grouped = group_for_anthropic(messages);
+                    if options.tool_use_last {
+                        grouped.into_iter().map(tool_use_last).collect()
+                    } else {
+                        grouped
+                    }
+                }
+                Provider::OpenAi => messages,
             };
             requests.push(ModelRequest {
                 provider,
@@ -125,6 +147,29 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
         }
     }
     analysis.requests.extend(requests);
+}
+
+/// What `@ai-sdk/anthropic` (≥ 3.0.86) does to an assistant message: within each run of blocks
+/// between thinking blocks, the `tool_use` blocks move after the others, in their order.
+fn tool_use_last(mut m: ModelMessage) -> ModelMessage {
+    if m.role != Role::Assistant {
+        return m;
+    }
+    let mut out = Vec::with_capacity(m.content.len());
+    let mut calls = Vec::new();
+    for b in m.content.drain(..) {
+        match b.kind {
+            BlockKind::ToolCall { .. } => calls.push(b),
+            BlockKind::Reasoning => {
+                out.append(&mut calls);
+                out.push(b);
+            }
+            _ => out.push(b),
+        }
+    }
+    out.append(&mut calls);
+    m.content = out;
+    m
 }
 
 /// The messages OpenCode replays: from the last completed compaction on (§2.7).
@@ -182,20 +227,15 @@ fn providers(session: &Session, choice: ProviderChoice) -> Vec<Provider> {
     }
 }
 
-/// Which rules a provider/model follows, when that is clear.
+/// Which rules a provider/model follows: Anthropic's for Anthropic providers and Claude models,
+/// OpenAI's for any other named model; none when neither is named.
 pub fn classify(provider: &str, model: &str) -> Option<Provider> {
     let p = provider.to_ascii_lowercase();
     let m = model.to_ascii_lowercase();
     if p.contains("anthropic") || m.contains("claude") {
         return Some(Provider::Anthropic);
     }
-    let openai_model = ["gpt-", "o1", "o3", "o4", "codex"]
-        .iter()
-        .any(|x| m.starts_with(x));
-    if p == "openai" || p.starts_with("azure") || openai_model {
-        return Some(Provider::OpenAi);
-    }
-    None
+    (!p.trim().is_empty() || !m.trim().is_empty()).then_some(Provider::OpenAi)
 }
 
 /// Extended thinking is on when reasoning parts carry Anthropic signatures.
@@ -222,8 +262,37 @@ enum UiPart {
     Tool { call: Block, result: Option<Block> },
 }
 
-/// OpenCode's `toModelMessages` and the AI SDK's `convertToModelMessages`.
+/// OpenCode's `toModelMessages` and the AI SDK's `convertToModelMessages`, for no provider in
+/// particular (empty text is dropped only where every provider's path drops it).
+#[cfg(test)]
 pub fn to_model_messages(history: &[Message], options: &Options) -> Vec<ModelMessage> {
+    to_model_messages_for(history, options, None)
+}
+
+/// Whether a text or reasoning part's empty text is dropped before the request is sent:
+/// OpenCode drops empty text and reasoning blocks for Anthropic (`ProviderTransform`'s
+/// `normalizeMessages`, with the messages they leave empty), and the AI SDK's
+/// `convertToLanguageModelPrompt` drops an assistant's empty text that carries no provider
+/// options (OpenCode passes the part's `metadata` as those). Only `""` is dropped: text of
+/// whitespace is sent.
+fn dropped_empty(
+    text: &str,
+    metadata: Option<&serde_json::Map<String, Value>>,
+    assistant_text: bool,
+    provider: Option<Provider>,
+) -> bool {
+    if !text.is_empty() {
+        return false;
+    }
+    provider == Some(Provider::Anthropic) || (assistant_text && metadata.is_none())
+}
+
+/// [`to_model_messages`] as it reaches `provider`.
+fn to_model_messages_for(
+    history: &[Message],
+    options: &Options,
+    provider: Option<Provider>,
+) -> Vec<ModelMessage> {
     let mut out = Vec::new();
     for m in history {
         if m.parts.is_empty() {
@@ -240,7 +309,17 @@ pub fn to_model_messages(history: &[Message], options: &Options) -> Vec<ModelMes
                     .iter()
                     .filter_map(|p| {
                         let kind = match &p.part.body {
-                            PartBody::Text(t) if t.ignored != Some(true) => BlockKind::Text,
+                            PartBody::Text(t)
+                                if t.ignored != Some(true)
+                                    && !dropped_empty(
+                                        &t.text,
+                                        t.metadata.as_ref(),
+                                        false,
+                                        provider,
+                                    ) =>
+                            {
+                                BlockKind::Text
+                            }
                             PartBody::File(f)
                                 if f.mime != "text/plain"
                                     && f.mime != "application/x-directory" =>
@@ -271,7 +350,11 @@ pub fn to_model_messages(history: &[Message], options: &Options) -> Vec<ModelMes
                         continue;
                     }
                 }
-                let ui: Vec<UiPart> = m.parts.iter().filter_map(|p| ui_part(p, options)).collect();
+                let ui: Vec<UiPart> = m
+                    .parts
+                    .iter()
+                    .filter_map(|p| ui_part(p, options, provider))
+                    .collect();
                 if ui.iter().all(|u| matches!(u, UiPart::StepStart)) {
                     continue;
                 }
@@ -291,8 +374,16 @@ fn block(kind: BlockKind, p: &crate::session::PartRecord) -> Block {
     }
 }
 
-fn ui_part(p: &crate::session::PartRecord, options: &Options) -> Option<UiPart> {
+fn ui_part(
+    p: &crate::session::PartRecord,
+    options: &Options,
+    provider: Option<Provider>,
+) -> Option<UiPart> {
     match &p.part.body {
+        PartBody::Text(t) if dropped_empty(&t.text, t.metadata.as_ref(), true, provider) => None,
+        PartBody::Reasoning(r) if dropped_empty(&r.text, r.metadata.as_ref(), false, provider) => {
+            None
+        }
         PartBody::Text(_) => Some(UiPart::Block(block(BlockKind::Text, p))),
         PartBody::Reasoning(_) => Some(UiPart::Block(block(BlockKind::Reasoning, p))),
         PartBody::StepStart(_) => Some(UiPart::StepStart),
@@ -632,6 +723,9 @@ mod tests {
             Some(Provider::Anthropic)
         );
         assert_eq!(classify("openai", "gpt-5.4"), Some(Provider::OpenAi));
-        assert_eq!(classify("opencode", "big-pickle"), None);
+        // An OpenAI-compatible provider, a gateway's other models: not Anthropic's API.
+        assert_eq!(classify("opencode", "big-pickle"), Some(Provider::OpenAi));
+        assert_eq!(classify("mock", "mock-model"), Some(Provider::OpenAi));
+        assert_eq!(classify("", ""), None);
     }
 }

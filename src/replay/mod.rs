@@ -39,6 +39,27 @@ pub fn cap_strings(v: &Value, max: usize) -> Value {
     }
 }
 
+/// Where a second JSON value begins right after a complete first one (`{…}{…}`, two events
+/// written back to back), if it does.
+pub fn second_json_value(text: &str) -> Option<usize> {
+    let mut values = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    values.next()?.ok()?;
+    let end = values.byte_offset();
+    let rest = text.get(end..)?.trim_start();
+    (rest.starts_with('{') || rest.starts_with('[')).then(|| text.len() - rest.len())
+}
+
+/// `s`, cut as [`cap_strings`] cuts strings.
+pub fn capped_str(s: &str, max: usize) -> String {
+    let mut s = s.to_owned();
+    let mut v = Value::String(std::mem::take(&mut s));
+    cap_strings_in_place(&mut v, max);
+    match v {
+        Value::String(s) => s,
+        _ => String::new(),
+    }
+}
+
 /// Cuts, in place, every string of `v` longer than `max` bytes (as [`cap_strings`] does, without
 /// copying the value).
 pub fn cap_strings_in_place(v: &mut Value, max: usize) {
@@ -62,6 +83,15 @@ pub fn cap_strings_in_place(v: &mut Value, max: usize) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn second_json_value_after_the_first() {
+        assert_eq!(second_json_value(r#"{"a":1}{"b":2}"#), Some(7));
+        assert_eq!(second_json_value("{\"a\":\"}{\"} \n[1]"), Some(12));
+        assert_eq!(second_json_value(r#"{"a":1}"#), None);
+        assert_eq!(second_json_value(r#"{"a":1"#), None);
+        assert_eq!(second_json_value(r#"{"a":1} trailing"#), None);
+    }
 
     #[test]
     fn caps_long_strings_only() {

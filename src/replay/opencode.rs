@@ -27,9 +27,10 @@ use crate::ingest::stored::{
     Place, Preread, StoredMessage, StoredRecord, StoredSession, fast_info, fast_part,
 };
 use crate::json_scan::{self, Seg};
-use crate::model::{MessageInfo, Part, PartBody, schema};
+use crate::model::{MessageInfo, NamedError, Part, PartBody, schema};
 use crate::session::{
-    Analysis, Message, Observation, PartRecord, PayloadIssues, Seq, Session, Undecodable,
+    Analysis, ErrorInfo, Event, EventKind, Message, Observation, PartRecord, PayloadIssues, Seq,
+    Session, Undecodable,
 };
 use crate::source::{FileId, SourceMap, Span};
 
@@ -55,6 +56,15 @@ impl Placed<'_> {
     fn whole(&self) -> Span {
         if self.real {
             Span::new(self.file, self.base, self.text.len() as u64)
+        } else {
+            Span::new(self.file, 0, 0)
+        }
+    }
+
+    /// The span of `len` bytes at `offset` of the text (a point in the placeholder).
+    fn span_at(&self, offset: usize, len: usize) -> Span {
+        if self.real {
+            Span::new(self.file, self.base + offset as u64, len as u64)
         } else {
             Span::new(self.file, 0, 0)
         }
@@ -190,6 +200,8 @@ pub fn replay(
             id: m.id.clone(),
             ..Message::default()
         };
+        // Where the message's stored `error` is, for the event it becomes.
+        let mut error_at = ErrorPlaces::default();
         // Message info (block 0 of the rendering).
         if let Some(rec) = &m.info {
             let placed = rows.place(rec, 0);
@@ -223,6 +235,9 @@ pub fn replay(
                 None => None,
             };
             if let Some(mut info) = info {
+                if info.error().is_some() {
+                    error_at = ErrorPlaces::of(&placed);
+                }
                 message.time_span = placed.locate(&[Seg::Key("time")]);
                 info.id.clone_from(&m.id);
                 info.session_id.clone_from(&session_id);
@@ -283,6 +298,21 @@ pub fn replay(
                 }],
             });
         }
+        if let Some(err) = message.info.as_ref().and_then(MessageInfo::original_error) {
+            // The error was recorded when the message ended: after its parts.
+            seq += 1;
+            let info = stored_error(err, &error_at);
+            let span = error_at
+                .error
+                .or(message.span.map(|s| s.head()))
+                .unwrap_or(Span::new(rows.fallback, 0, 0));
+            analysis.events.push(Event {
+                seq,
+                span,
+                session: Some(session_id.clone()),
+                kind: EventKind::SessionError(info),
+            });
+        }
         session.messages.push(message);
     }
     analysis
@@ -291,6 +321,97 @@ pub fn replay(
     analysis.counts.insert("parts", parts_seen);
     analysis.sessions.push(session);
     analysis
+}
+
+/// Where the parts of a message's stored `error` are in its rendering.
+#[derive(Default)]
+struct ErrorPlaces {
+    error: Option<Span>,
+    message: Option<Span>,
+    /// `Text: ` of an `AI_JSONParseError` message, and the end of the text it quotes.
+    payload: Option<Span>,
+    /// A second SSE field (`data:`, `event:`) inside the quoted text.
+    embedded: Option<Span>,
+}
+
+impl ErrorPlaces {
+    fn of(placed: &Placed<'_>) -> Self {
+        let path = [Seg::Key("error"), Seg::Key("data"), Seg::Key("message")];
+        let message = placed.locate(&path);
+        let raw = message.and_then(|m| {
+            let start = usize::try_from(m.offset.checked_sub(placed.base)?).ok()?;
+            let len = usize::try_from(m.len).ok()?;
+            Some((start, placed.text.get(start..start + len)?))
+        });
+        let payload = raw.and_then(|(start, raw)| {
+            let from = raw.find(PARSE_TEXT)? + PARSE_TEXT.len();
+            let to = raw.rfind(PARSE_END).unwrap_or(raw.len());
+            (to > from).then(|| placed.span_at(start + from, to - from))
+        });
+        let embedded = raw.and_then(|(start, raw)| {
+            let from = raw.find(PARSE_TEXT)? + PARSE_TEXT.len();
+            // A second event's `data:`/`event:` inside the text, else a second JSON value right
+            // after the first (`}{`, unescaped in the stored string too).
+            ["data:", "event:", "}{"]
+                .iter()
+                .filter_map(|n| raw[from..].find(n).filter(|k| *k > 0).map(|k| (k, n.len())))
+                .min()
+                .map(|(k, n)| {
+                    if n == 2 {
+                        placed.span_at(start + from + k + 1, 1)
+                    } else {
+                        placed.span_at(start + from + k, n)
+                    }
+                })
+        });
+        Self {
+            error: placed.locate(&[Seg::Key("error"), Seg::Key("name")]),
+            message,
+            payload,
+            embedded,
+        }
+    }
+}
+
+/// How the AI SDK's `JSONParseError` quotes the text it could not parse: `JSON parsing failed:
+/// Text: {text}.\nError message: {cause}`.
+const PARSE_TEXT: &str = "Text: ";
+const PARSE_END: &str = ".\\nError message:";
+
+/// Whether the text a JSON parse error quotes holds two events: a second SSE field inside it,
+/// or a second JSON value right after the first.
+fn concatenated(text: &str) -> bool {
+    ["data:", "event:"]
+        .iter()
+        .any(|m| text.find(m).is_some_and(|k| k > 0))
+        || super::second_json_value(text).is_some()
+}
+
+/// Longest error text kept (a quoted stream payload must stay whole enough to be read).
+const MAX_ERROR_TEXT: usize = 4096;
+
+/// A message's stored `error` as the session's error.
+fn stored_error(err: &NamedError, at: &ErrorPlaces) -> ErrorInfo {
+    let message = err.message().unwrap_or_default();
+    let payload = message.find(PARSE_TEXT).and_then(|k| {
+        let text = &message[k + PARSE_TEXT.len()..];
+        let text = text.rfind(".\nError message:").map_or(text, |e| &text[..e]);
+        Some((super::capped_str(text, MAX_ERROR_TEXT), at.payload?))
+    });
+    ErrorInfo {
+        name: Some(err.name.clone()),
+        wrapped: None,
+        message: super::capped_str(message, MAX_ERROR_TEXT),
+        retryable: err.data.get("isRetryable").and_then(Value::as_bool),
+        data: Value::Null,
+        message_span: at.message,
+        embedded_event: payload
+            .as_ref()
+            .filter(|(text, _)| concatenated(text))
+            .and(at.embedded),
+        payload,
+        context: Vec::new(),
+    }
 }
 
 fn parse(text: &str) -> Result<Value, String> {

@@ -224,11 +224,12 @@ pub fn sessions() -> Vec<Ses> {
                 true,
             ),
         },
-        // Cancelled mid-response: an empty text part.
+        // A text part of only whitespace: sent as it is, and refused by Anthropic. (An empty
+        // text part is dropped before sending and is no finding.)
         Ses {
             id: "ses_empty",
             title: "Empty text part",
-            messages: exchange(40, vec![step_start(), text(""), step_finish()], true),
+            messages: exchange(40, vec![step_start(), text("\n"), step_finish()], true),
         },
         // One call id on two parts.
         Ses {
