@@ -253,19 +253,23 @@ impl<R: BufRead> AgentLogReader<R> {
                 line: self.line_no,
             });
         }
-        if let Err(e) = std::str::from_utf8(&line[..content_len]) {
-            return Err(IngestError::InvalidUtf8 {
-                offset: start + e.valid_up_to() as u64,
-                line: self.line_no,
-            });
-        }
-        let prefix = prefix_len(&line[..content_len]).unwrap_or(0);
+        let text = match std::str::from_utf8(&line[..content_len]) {
+            Ok(text) => text,
+            Err(e) => {
+                return Err(IngestError::InvalidUtf8 {
+                    offset: start + e.valid_up_to() as u64,
+                    line: self.line_no,
+                });
+            }
+        };
+        // The prefix is ASCII, so it ends on a character boundary.
+        let prefix = prefix_len(text.as_bytes()).unwrap_or(0);
         if prefix > 0 {
             self.stats.prefixed_lines += 1;
         }
         let newline_at = has_newline.then_some(start + content_len as u64);
         self.process(
-            &line[prefix..content_len],
+            text.get(prefix..).unwrap_or(text),
             start + prefix as u64,
             start,
             newline_at,
@@ -288,7 +292,10 @@ impl<R: BufRead> AgentLogReader<R> {
     }
 
     /// Handles the content of one physical line (prefix already stripped).
-    fn process(&mut self, content: &[u8], at: u64, line_start: u64, newline_at: Option<u64>) {
+    ///
+    /// Every cut below falls right after an ASCII byte (a bracket, a `\r`, whitespace), so the
+    /// pieces stay `&str` and are copied into the record once, without re-validation.
+    fn process(&mut self, content: &str, at: u64, line_start: u64, newline_at: Option<u64>) {
         let mut content = content;
         let mut at = at;
         if let Some(open) = &self.open
@@ -303,10 +310,10 @@ impl<R: BufRead> AgentLogReader<R> {
             if let Some(open) = &mut self.open {
                 let mut piece = content;
                 // A raw `\r` inside a string can only be a line-ending artifact.
-                if open.lexer.in_string() && piece.last() == Some(&b'\r') {
-                    piece = &piece[..piece.len() - 1];
+                if open.lexer.in_string() {
+                    piece = piece.strip_suffix('\r').unwrap_or(piece);
                 }
-                match open.lexer.feed(piece) {
+                match open.lexer.feed(piece.as_bytes()) {
                     Fed::Open => {
                         push_piece(open, piece, at);
                         if open.lexer.in_string() {
@@ -327,24 +334,22 @@ impl<R: BufRead> AgentLogReader<R> {
                         return;
                     }
                     Fed::Closed(k) => {
-                        push_piece(open, &piece[..k], at);
+                        let (value, rest) = piece.split_at_checked(k).unwrap_or((piece, ""));
+                        push_piece(open, value, at);
                         self.close_open();
-                        content = &piece[k..];
                         at += k as u64;
-                        let rest = content.iter().position(|c| !c.is_ascii_whitespace());
-                        match rest {
-                            None => return,
-                            Some(skip) => {
-                                content = &content[skip..];
-                                at += skip as u64;
-                            }
+                        let trimmed = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                        if trimmed.is_empty() {
+                            return;
                         }
+                        at += (rest.len() - trimmed.len()) as u64;
+                        content = trimmed;
                     }
                 }
                 continue;
             }
             // No open value: start one, or this line is text.
-            if content.first() == Some(&b'{') {
+            if content.starts_with('{') {
                 self.frame = None;
                 self.open = Some(Open {
                     kind: OpenKind::Object,
@@ -357,7 +362,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 continue;
             }
             if let Some(re) = RAW_ERROR.as_ref()
-                && let Some(caps) = re.captures(content)
+                && let Some(caps) = re.captures(content.as_bytes())
                 && let Some(name) = caps.get(1)
             {
                 let bracket = caps.get(0).map_or(0, |m| m.end() - 1);
@@ -369,22 +374,22 @@ impl<R: BufRead> AgentLogReader<R> {
                     lexer: Depth::default(),
                     end: at,
                 });
-                content = &content[bracket..];
+                content = content.get(bracket..).unwrap_or(content);
                 at += bracket as u64;
                 continue;
             }
             let end = newline_at.unwrap_or(at + content.len() as u64);
             self.stats.text_lines += 1;
             let span = Span::new(self.file, line_start, end - line_start);
-            let text = String::from_utf8_lossy(content);
+            let text = content;
             let frame_start = self.frame.take();
             if text.trim().is_empty() && frame_start.is_some() {
                 // Node prints a blank line between the caret and the error.
                 self.frame = frame_start;
-            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(&text)) {
+            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(text)) {
                 self.frame = Some(frame_start.unwrap_or(line_start));
             } else if frame_start.is_some()
-                && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(&text))
+                && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(text))
             {
                 let field = |i| caps.get(i).map_or("", |m| m.as_str()).to_owned();
                 self.ready.push_back(LogRecord::Uncaught {
@@ -393,7 +398,7 @@ impl<R: BufRead> AgentLogReader<R> {
                     span: Span::new(self.file, at, end.saturating_sub(at)),
                 });
                 return;
-            } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(&text)) {
+            } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(text)) {
                 let success = caps
                     .get(1)
                     .is_none_or(|code| code.as_str().parse::<i64>().is_ok_and(|c| c == 0));
@@ -511,18 +516,18 @@ impl<R: BufRead> AgentLogReader<R> {
     }
 }
 
-fn push_piece(open: &mut Open, piece: &[u8], at: u64) {
+fn push_piece(open: &mut Open, piece: &str, at: u64) {
     if piece.is_empty() {
         return;
     }
     open.segments.push((open.text.len(), at));
-    // The whole line was validated as UTF-8 and pieces are cut at ASCII bytes.
-    open.text.push_str(&String::from_utf8_lossy(piece));
+    open.text.push_str(piece);
     open.end = at + piece.len() as u64;
 }
 
 /// Whether a line cannot continue the value whose text so far is `open` (outside a string).
-fn breaks_value(content: &[u8], open: &str) -> bool {
+fn breaks_value(content: &str, open: &str) -> bool {
+    let content = content.as_bytes();
     if content.first() == Some(&b'{') {
         // A pretty-printed top-level object starts with `{` alone on its line; nested ones are
         // indented. A `{` at column 0 can only continue the value if the wrapper split a compact
