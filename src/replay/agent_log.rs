@@ -33,23 +33,68 @@ use crate::source::{FileId, Span};
 /// Longest error message kept (a ZodError's issue list must survive whole to be decoded).
 const MAX_ERROR_MESSAGE: usize = 256 * 1024;
 
+/// Records handed from the reading thread to the replay at once (or fewer, when they are big).
+const BATCH_RECORDS: usize = 512;
+/// Bytes of JSON text after which a batch is handed over before it is full.
+const BATCH_BYTES: usize = 1 << 20;
+/// Batches in flight between the two threads: bounds the memory the reader can run ahead by.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+type Batch = Vec<Result<LogRecord, IngestError>>;
+
 /// Builds the session model of an agent log.
-pub fn replay<R: BufRead>(input: R, file: FileId) -> Result<Analysis, IngestError> {
-    let mut reader = AgentLogReader::new(input, file);
-    let mut state = State::new(file);
-    for (seq, record) in (&mut reader).enumerate() {
-        state.apply(seq as Seq, record?);
-    }
-    let stats = reader.stats().clone();
-    let mut analysis = state.finish();
-    let counts = &mut analysis.counts;
-    counts.insert("lines", stats.lines);
-    counts.insert("json objects", stats.json_objects);
-    counts.insert("undecodable objects", stats.undecodable);
-    counts.insert("raw error dumps", stats.raw_errors);
-    counts.insert("text lines", stats.text_lines);
-    counts.insert("rejoined splits", stats.rejoined_splits);
-    Ok(analysis)
+///
+/// Reading, re-joining and JSON-decoding the records (most of the work) runs on its own thread,
+/// a bounded number of batches ahead of the replay, which applies them in file order.
+pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let reading = scope.spawn(move || {
+            let mut reader = AgentLogReader::new(input, file);
+            let mut batch = Vec::with_capacity(BATCH_RECORDS);
+            let mut bytes = 0;
+            while let Some(record) = reader.next() {
+                bytes += match &record {
+                    Ok(LogRecord::Json(r) | LogRecord::RawError { record: r, .. }) => r.text.len(),
+                    _ => 64,
+                };
+                batch.push(record);
+                if batch.len() >= BATCH_RECORDS || bytes >= BATCH_BYTES {
+                    bytes = 0;
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+                    if tx.send(full).is_err() {
+                        // The replay stopped (on an error): nothing more is wanted.
+                        return reader.stats().clone();
+                    }
+                }
+            }
+            if !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
+            reader.stats().clone()
+        });
+        let mut state = State::new(file);
+        let mut seq: Seq = 0;
+        for batch in rx.iter() {
+            for record in batch {
+                state.apply(seq, record?);
+                seq += 1;
+            }
+        }
+        let stats = match reading.join() {
+            Ok(stats) => stats,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let mut analysis = state.finish();
+        let counts = &mut analysis.counts;
+        counts.insert("lines", stats.lines);
+        counts.insert("json objects", stats.json_objects);
+        counts.insert("undecodable objects", stats.undecodable);
+        counts.insert("raw error dumps", stats.raw_errors);
+        counts.insert("text lines", stats.text_lines);
+        counts.insert("rejoined splits", stats.rejoined_splits);
+        Ok(analysis)
+    })
 }
 
 struct State {
