@@ -112,11 +112,33 @@ impl JsonRecord {
     }
 }
 
+/// A bus event (`service: bus`, `message: publishing`): its name is all that is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusEvent {
+    SessionError,
+    Idle,
+    Other,
+}
+
+/// All a reader of the log needs of a JSON object that is a plain logger entry or a bus event
+/// (most of a log): decoded without building its value (see [`AgentLogReader::with_light`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Light {
+    /// The OpenCode session (`ses_…`) the entry names.
+    pub session: Option<String>,
+    pub bus: Option<BusEvent>,
+}
+
+/// Decides from a JSON object's text whether it is a [`Light`] one.
+pub type LightFilter = fn(&str) -> Option<Light>;
+
 /// One record of an agent log.
 #[derive(Debug, Clone)]
 pub enum LogRecord {
     /// A JSON object (pretty-printed or compact).
     Json(JsonRecord),
+    /// A JSON object the reader's [`LightFilter`] took: a plain logger entry or a bus event.
+    Light { span: Span, light: Light },
     /// A runtime error printed raw, e.g. `ZodError: [ … ]` (the name, then the JSON after it).
     RawError { name: String, record: JsonRecord },
     /// A line that is not part of any JSON value (wrapper status text, blank line, …).
@@ -194,6 +216,7 @@ pub struct AgentLogReader<R> {
     stats: LogStats,
     /// Start of the code frame the previous text lines formed, if they did.
     frame: Option<u64>,
+    light: Option<LightFilter>,
 }
 
 impl<R: BufRead> AgentLogReader<R> {
@@ -209,7 +232,15 @@ impl<R: BufRead> AgentLogReader<R> {
             finished: false,
             stats: LogStats::default(),
             frame: None,
+            light: None,
         }
+    }
+
+    /// Objects `filter` takes are yielded as [`LogRecord::Light`], without building their value
+    /// (which is most of the cost of reading a log).
+    pub fn with_light(mut self, filter: LightFilter) -> Self {
+        self.light = Some(filter);
+        self
     }
 
     pub fn stats(&self) -> &LogStats {
@@ -419,6 +450,13 @@ impl<R: BufRead> AgentLogReader<R> {
             return;
         };
         let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
+        if let (OpenKind::Object, Some(filter)) = (&open.kind, self.light)
+            && let Some(light) = filter(&open.text)
+        {
+            self.stats.json_objects += 1;
+            self.ready.push_back(LogRecord::Light { span, light });
+            return;
+        }
         match serde_json::from_str::<Value>(&open.text) {
             Ok(value) => {
                 let record = JsonRecord {
