@@ -139,6 +139,8 @@ pub enum LogRecord {
     Json(JsonRecord),
     /// A JSON object the reader's [`LightFilter`] took: a plain logger entry or a bus event.
     Light { span: Span, light: Light },
+    /// A JSON value not decoded yet, from a [deferred](AgentLogReader::deferred) reader.
+    Pending(Pending),
     /// A runtime error printed raw, e.g. `ZodError: [ … ]` (the name, then the JSON after it).
     RawError { name: String, record: JsonRecord },
     /// A line that is not part of any JSON value (wrapper status text, blank line, …).
@@ -187,6 +189,7 @@ pub struct LogStats {
     pub truncated: bool,
 }
 
+#[derive(Debug, Clone)]
 enum OpenKind {
     Object,
     RawError(String),
@@ -217,6 +220,7 @@ pub struct AgentLogReader<R> {
     /// Start of the code frame the previous text lines formed, if they did.
     frame: Option<u64>,
     light: Option<LightFilter>,
+    deferred: bool,
 }
 
 impl<R: BufRead> AgentLogReader<R> {
@@ -233,7 +237,24 @@ impl<R: BufRead> AgentLogReader<R> {
             stats: LogStats::default(),
             frame: None,
             light: None,
+            deferred: false,
         }
+    }
+
+    /// JSON values are yielded as [`LogRecord::Pending`], to be decoded by the caller (on other
+    /// threads) with [`Pending::decode`] and counted with [`LogStats::count_decoded`].
+    pub fn deferred(mut self) -> Self {
+        self.deferred = true;
+        self
+    }
+
+    pub fn stats_mut(&mut self) -> &mut LogStats {
+        &mut self.stats
+    }
+
+    /// The filter set by [`Self::with_light`].
+    pub fn light(&self) -> Option<LightFilter> {
+        self.light
     }
 
     /// Objects `filter` takes are yielded as [`LogRecord::Light`], without building their value
@@ -385,7 +406,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 self.open = Some(Open {
                     kind: OpenKind::Object,
                     start: at,
-                    text: String::new(),
+                    text: String::with_capacity(content.len()),
                     segments: Vec::new(),
                     lexer: Depth::default(),
                     end: at,
@@ -449,59 +470,18 @@ impl<R: BufRead> AgentLogReader<R> {
         let Some(open) = self.open.take() else {
             return;
         };
-        let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
-        if let (OpenKind::Object, Some(filter)) = (&open.kind, self.light)
-            && let Some(light) = filter(&open.text)
-        {
-            self.stats.json_objects += 1;
-            self.ready.push_back(LogRecord::Light { span, light });
-            return;
-        }
-        match serde_json::from_str::<Value>(&open.text) {
-            Ok(value) => {
-                let record = JsonRecord {
-                    span,
-                    text: open.text,
-                    value,
-                    segments: open.segments,
-                };
-                match open.kind {
-                    OpenKind::Object => {
-                        self.stats.json_objects += 1;
-                        self.ready.push_back(LogRecord::Json(record));
-                    }
-                    OpenKind::RawError(name) => {
-                        self.stats.raw_errors += 1;
-                        self.ready.push_back(LogRecord::RawError { name, record });
-                    }
-                }
-            }
-            Err(err) => {
-                let record = JsonRecord {
-                    span,
-                    text: open.text,
-                    value: Value::Null,
-                    segments: open.segments,
-                };
-                let at = text_offset(&record.text, err.line(), err.column())
-                    .map(|pos| record.span_of(pos, pos + 1));
-                match open.kind {
-                    OpenKind::Object => {
-                        self.stats.undecodable += 1;
-                        self.ready.push_back(LogRecord::Undecodable {
-                            span,
-                            reason: format!("invalid JSON: {err}"),
-                            at,
-                            truncated: false,
-                        });
-                    }
-                    // A raw dump that is not JSON after all is just text.
-                    OpenKind::RawError(_) => {
-                        self.stats.text_lines += 1;
-                        self.ready.push_back(LogRecord::Text(span));
-                    }
-                }
-            }
+        let pending = Pending {
+            span: Span::new(self.file, open.start, open.end.saturating_sub(open.start)),
+            kind: open.kind,
+            text: open.text,
+            segments: open.segments,
+        };
+        if self.deferred {
+            self.ready.push_back(LogRecord::Pending(pending));
+        } else {
+            let record = pending.decode(self.light);
+            self.stats.count_decoded(&record);
+            self.ready.push_back(record);
         }
     }
 
@@ -550,6 +530,81 @@ impl<R: BufRead> AgentLogReader<R> {
                     self.ready.push_back(LogRecord::Text(span));
                 }
             }
+        }
+    }
+}
+
+/// A JSON value re-joined but not decoded yet (see [`AgentLogReader::deferred`]).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    span: Span,
+    kind: OpenKind,
+    text: String,
+    segments: Vec<(usize, u64)>,
+}
+
+impl Pending {
+    /// Length of the value's text.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Decodes the value: a [`LogRecord::Json`], [`LogRecord::Light`] (objects `light` takes),
+    /// [`LogRecord::RawError`], or, when it is not JSON, [`LogRecord::Undecodable`] (an object)
+    /// or [`LogRecord::Text`] (a raw error dump).
+    pub fn decode(self, light: Option<LightFilter>) -> LogRecord {
+        let span = self.span;
+        if let (OpenKind::Object, Some(filter)) = (&self.kind, light)
+            && let Some(light) = filter(&self.text)
+        {
+            return LogRecord::Light { span, light };
+        }
+        match serde_json::from_str::<Value>(&self.text) {
+            Ok(value) => {
+                let record = JsonRecord {
+                    span,
+                    text: self.text,
+                    value,
+                    segments: self.segments,
+                };
+                match self.kind {
+                    OpenKind::Object => LogRecord::Json(record),
+                    OpenKind::RawError(name) => LogRecord::RawError { name, record },
+                }
+            }
+            Err(err) => match self.kind {
+                OpenKind::Object => {
+                    let record = JsonRecord {
+                        span,
+                        text: self.text,
+                        value: Value::Null,
+                        segments: self.segments,
+                    };
+                    let at = text_offset(&record.text, err.line(), err.column())
+                        .map(|pos| record.span_of(pos, pos + 1));
+                    LogRecord::Undecodable {
+                        span,
+                        reason: format!("invalid JSON: {err}"),
+                        at,
+                        truncated: false,
+                    }
+                }
+                // A raw dump that is not JSON after all is just text.
+                OpenKind::RawError(_) => LogRecord::Text(span),
+            },
+        }
+    }
+}
+
+impl LogStats {
+    /// Counts a record [`Pending::decode`] returned.
+    pub fn count_decoded(&mut self, record: &LogRecord) {
+        match record {
+            LogRecord::Json(_) | LogRecord::Light { .. } => self.json_objects += 1,
+            LogRecord::RawError { .. } => self.raw_errors += 1,
+            LogRecord::Undecodable { .. } => self.undecodable += 1,
+            LogRecord::Text(_) => self.text_lines += 1,
+            _ => {}
         }
     }
 }

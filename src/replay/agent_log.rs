@@ -44,32 +44,43 @@ type Batch = Vec<Result<LogRecord, IngestError>>;
 
 /// Builds the session model of an agent log.
 ///
-/// Reading, re-joining and JSON-decoding the records (most of the work) runs on its own thread,
-/// a bounded number of batches ahead of the replay, which applies them in file order.
+/// Reading and re-joining the records runs on its own thread, a bounded number of batches ahead
+/// of the replay, which applies them in file order; each batch's JSON values (most of the work)
+/// are decoded on rayon's pool before it is handed over.
 pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
         let reading = scope.spawn(move || {
-            let mut reader = AgentLogReader::new(input, file).with_light(light);
+            let mut reader = AgentLogReader::new(input, file)
+                .with_light(light)
+                .deferred();
             let mut batch = Vec::with_capacity(BATCH_RECORDS);
             let mut bytes = 0;
-            while let Some(record) = reader.next() {
-                bytes += match &record {
-                    Ok(LogRecord::Json(r) | LogRecord::RawError { record: r, .. }) => r.text.len(),
-                    _ => 64,
-                };
-                batch.push(record);
-                if batch.len() >= BATCH_RECORDS || bytes >= BATCH_BYTES {
+            loop {
+                let record = reader.next();
+                let last = record.is_none();
+                if let Some(record) = record {
+                    bytes += match &record {
+                        Ok(LogRecord::Pending(p)) => p.text_len(),
+                        _ => 64,
+                    };
+                    batch.push(record);
+                }
+                if batch.len() >= BATCH_RECORDS
+                    || bytes >= BATCH_BYTES
+                    || (last && !batch.is_empty())
+                {
                     bytes = 0;
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+                    let full = decode_batch(full, &mut reader);
                     if tx.send(full).is_err() {
                         // The replay stopped (on an error): nothing more is wanted.
-                        return reader.stats().clone();
+                        break;
                     }
                 }
-            }
-            if !batch.is_empty() {
-                let _ = tx.send(batch);
+                if last {
+                    break;
+                }
             }
             reader.stats().clone()
         });
@@ -281,6 +292,30 @@ fn light(text: &str) -> Option<Light> {
     plain.then_some(Light { session, bus: None })
 }
 
+/// Decodes the pending JSON values of `batch` in parallel, in place, and counts them.
+fn decode_batch<R: BufRead>(batch: Batch, reader: &mut AgentLogReader<R>) -> Batch {
+    use rayon::prelude::*;
+    let light = reader.light();
+    let decoded: Vec<(Result<LogRecord, IngestError>, bool)> = batch
+        .into_par_iter()
+        .with_min_len(16)
+        .map(|record| match record {
+            Ok(LogRecord::Pending(p)) => (Ok(p.decode(light)), true),
+            other => (other, false),
+        })
+        .collect();
+    let stats = reader.stats_mut();
+    decoded
+        .into_iter()
+        .map(|(record, was_pending)| {
+            if was_pending && let Ok(r) = &record {
+                stats.count_decoded(r);
+            }
+            record
+        })
+        .collect()
+}
+
 struct State {
     analysis: Analysis,
     session_index: HashMap<String, usize>,
@@ -367,7 +402,8 @@ impl State {
                 info.data = cap_strings(&record.value, MAX_KEPT_STRING);
                 self.event(seq, record.span, None, EventKind::RawError(info));
             }
-            LogRecord::Text(_) => {}
+            // Only a deferred reader yields these, and they are decoded before they get here.
+            LogRecord::Text(_) | LogRecord::Pending(_) => {}
             LogRecord::Uncaught {
                 name,
                 message,
