@@ -64,7 +64,28 @@ pub fn prefix_len(line: &[u8]) -> Option<usize> {
     if line.first() != Some(&b'[') {
         return None;
     }
-    PREFIX.as_ref()?.find(line).map(|m| m.end())
+    // The regex's `\d` also takes other scripts' digits: it decides for non-ASCII heads only.
+    let head = line.get(..64).unwrap_or(line);
+    if !head.is_ascii() {
+        return PREFIX.as_ref()?.find(line).map(|m| m.end());
+    }
+    const STAMP: &[u8; 28] = b"[0000-00-00T00:00:00.000Z] [";
+    let stamp = line.get(..STAMP.len())?;
+    let shaped = stamp.iter().zip(STAMP).all(|(c, s)| match s {
+        b'0' => c.is_ascii_digit(),
+        _ => c == s,
+    });
+    if !shaped {
+        return None;
+    }
+    let rest = &line[STAMP.len()..];
+    ["INFO", "WARNING", "ERROR", "STDOUT", "STDERR"]
+        .iter()
+        .find(|level| {
+            rest.strip_prefix(level.as_bytes())
+                .is_some_and(|after| after.starts_with(b"] "))
+        })
+        .map(|level| STAMP.len() + level.len() + 2)
 }
 
 /// A JSON value re-joined from one or more physical lines.
@@ -828,6 +849,27 @@ mod tests {
         assert!(matches!(recs[0], LogRecord::Text(_)));
         let (recs, _) = read("Exit Code: 1\n");
         assert!(matches!(&recs[0], LogRecord::Status { success: false, .. }));
+    }
+
+    #[test]
+    fn the_prefix_is_recognised_like_its_regex() {
+        let cases: [&[u8]; 8] = [
+            P.as_bytes(),
+            b"[2026-02-01T12:30:28.417Z] [STDERR] x",
+            b"[2026-02-01T12:30:28.417Z] [WARNING] ",
+            b"[2026-02-01T12:30:28.417Z] [DEBUG] x",
+            b"[2026-02-01T12:30:28.41Z] [INFO] x",
+            b"[2026-02-01 12:30:28.417Z] [INFO] x",
+            b"[2026-02-01T12:30:28.417Z] [INFO]x",
+            "[2026-02-01T12:30:28.41\u{0663}Z] [INFO] é".as_bytes(),
+        ];
+        for line in cases {
+            let regex = PREFIX
+                .as_ref()
+                .and_then(|re| re.find(line))
+                .map(|m| m.end());
+            assert_eq!(prefix_len(line), regex, "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]
