@@ -56,13 +56,16 @@ PY
 }
 generate "$copies" "$dir/wrapped.log" "$dir/compact.jsonl"
 
-time_of() {  # prints "seconds peak-KiB" of a command (output discarded), best of 5
+time_of() {  # prints "seconds peak-KiB" of a command (output discarded), best of 5, to the ms
   local best="" rss=""
-  local tmp
+  local tmp t0 t1 s m
   tmp=$(mktemp)
   for _ in 1 2 3 4 5; do
-    /usr/bin/time -f "%e %M" -o "$tmp" "$@" > /dev/null 2>&1 || true
-    read -r s m < "$tmp"
+    t0=$(date +%s%N)
+    /usr/bin/time -f "%M" -o "$tmp" "$@" > /dev/null 2>&1 || true
+    t1=$(date +%s%N)
+    s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
+    read -r m < "$tmp"
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$s; rss=$m; fi
   done
   rm -f "$tmp"
@@ -75,7 +78,7 @@ report() {  # label, file, command…; prints a line and sets $secs
   local mb
   mb=$(awk -v b="$(stat -c %s "$file")" 'BEGIN{printf "%.1f", b/1048576}')
   awk -v l="$label" -v s="$secs" -v m="$m" -v mb="$mb" 'BEGIN{
-    printf "%-34s %6.2f s  %7.1f MB/s  peak %6.1f MiB\n", l, s, (s>0?mb/s:0), m/1024 }'
+    printf "%-34s %6.3f s  %7.1f MB/s  peak %6.1f MiB\n", l, s, (s>0?mb/s:0), m/1024 }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 w=$dir/wrapped.log; c=$dir/compact.jsonl
