@@ -48,6 +48,9 @@ type Batch = Vec<Result<LogRecord, IngestError>>;
 /// of the replay, which applies them in file order; each batch's JSON values (most of the work)
 /// are decoded on rayon's pool before it is handed over.
 pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
+    // On a rayon worker (files diagnosed in parallel), the pool may be busy with replays waiting
+    // for their batches: decode on the reading thread itself rather than queue work behind them.
+    let parallel = rayon::current_thread_index().is_none();
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
         let reading = scope.spawn(move || {
@@ -72,7 +75,7 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
                 {
                     bytes = 0;
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
-                    let full = decode_batch(full, &mut reader);
+                    let full = decode_batch(full, &mut reader, parallel);
                     if tx.send(full).is_err() {
                         // The replay stopped (on an error): nothing more is wanted.
                         break;
@@ -292,18 +295,20 @@ fn light(text: &str) -> Option<Light> {
     plain.then_some(Light { session, bus: None })
 }
 
-/// Decodes the pending JSON values of `batch` in parallel, in place, and counts them.
-fn decode_batch<R: BufRead>(batch: Batch, reader: &mut AgentLogReader<R>) -> Batch {
+/// Decodes the pending JSON values of `batch` (on rayon's pool when `parallel`), in place, and
+/// counts them.
+fn decode_batch<R: BufRead>(batch: Batch, reader: &mut AgentLogReader<R>, parallel: bool) -> Batch {
     use rayon::prelude::*;
     let light = reader.light();
-    let decoded: Vec<(Result<LogRecord, IngestError>, bool)> = batch
-        .into_par_iter()
-        .with_min_len(16)
-        .map(|record| match record {
-            Ok(LogRecord::Pending(p)) => (Ok(p.decode(light)), true),
-            other => (other, false),
-        })
-        .collect();
+    let decode = |record| match record {
+        Ok(LogRecord::Pending(p)) => (Ok(p.decode(light)), true),
+        other => (other, false),
+    };
+    let decoded: Vec<(Result<LogRecord, IngestError>, bool)> = if parallel {
+        batch.into_par_iter().with_min_len(16).map(decode).collect()
+    } else {
+        batch.into_iter().map(decode).collect()
+    };
     let stats = reader.stats_mut();
     decoded
         .into_iter()
