@@ -1,27 +1,38 @@
 #!/usr/bin/env bash
-# Agent-log throughput against peers on the same file: `rewind diagnose` vs `jq` (parse every
-# object and filter the tool updates) and `wc -l` (the I/O floor). The log is generated from the
-# real issue-217 log of the shared corpus: COPIES copies with distinct ids, in two shapes — the
+# Agent-log throughput against peers on the same file, in one run: `rewind diagnose` vs `jq empty`
+# (parse every object, keep nothing) and the typed-parse floor (`examples/agent_log_floor.rs`:
+# serde_json into a struct of the few fields a diagnosis needs, the rest skipped), with the ratios
+# between them; then rewind's peak memory on the wrapped log. The log is generated from the real
+# issue-217 log of the shared corpus: COPIES copies with distinct ids, in two shapes — the
 # solve.mjs wrapper's pretty-printed form and the agent's compact NDJSON (what jq can read).
 #
-#   bash benches/agent_log.sh [COPIES]        (default 100: about 94 MB)
+#   bash benches/agent_log.sh [COPIES] [BIG_COPIES]
+#
+# COPIES defaults to 100 (a 90 MB wrapped log, 44 MB compact). With BIG_COPIES (e.g. 1000, about
+# 1 GB), peak memory is also measured on a wrapped log that big, which is deleted afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 copies=${1:-100}
+big=${2:-}
 corpus=${REWIND_CORPUS:-../shared/corpus}
 src=$corpus/agent-logs/issue-217-healthy.log
 [ -f "$src" ] || { echo "needs $src (set REWIND_CORPUS)"; exit 2; }
 cargo build --release --quiet
+cargo build --release --quiet --example agent_log_floor
 bin=target/release/rewind
+floor=target/release/examples/agent_log_floor
 dir=target/bench-log
 mkdir -p "$dir"
-python3 - "$src" "$copies" "$dir" <<'PY'
+generate() {  # copies, wrapped file, compact file (or empty for none)
+python3 - "$src" "$1" "$2" "$3" <<'PY'
 import json, re, sys
-src, copies, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+src, copies, wrapped, compact_out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 text = open(src, encoding="utf-8").read()
-with open(f"{out}/wrapped.log", "w") as f:
+with open(wrapped, "w") as f:
     for i in range(copies):
         f.write(re.sub(r"(ses|msg|prt)_", lambda m: f"{m.group(1)}_{i:04d}", text))
+if not compact_out:
+    sys.exit(0)
 # The compact form: every complete top-level object of the log, one per line.
 prefix = re.compile(r"^\[\d{4}-\d\d-\d\dT[\d:.]+Z\] \[[A-Z]+\] ")
 objs, cur = [], None
@@ -38,34 +49,58 @@ for line in text.split("\n"):
         except ValueError:
             pass
 compact = "\n".join(json.dumps(o, ensure_ascii=False, separators=(",", ":")) for o in objs) + "\n"
-with open(f"{out}/compact.jsonl", "w") as f:
+with open(compact_out, "w") as f:
     for i in range(copies):
         f.write(re.sub(r"(ses|msg|prt)_", lambda m: f"{m.group(1)}_{i:04d}", compact))
 PY
+}
+generate "$copies" "$dir/wrapped.log" "$dir/compact.jsonl"
 
-time_of() {  # prints "seconds peak-KiB" of a command (output discarded), best of 3
+time_of() {  # prints "seconds peak-KiB" of a command (output discarded), best of 5, to the ms
   local best="" rss=""
-  local tmp
+  local tmp t0 t1 s m
   tmp=$(mktemp)
-  for _ in 1 2 3; do
-    /usr/bin/time -f "%e %M" -o "$tmp" "$@" > /dev/null 2>&1 || true
-    read -r s m < "$tmp"
+  for _ in 1 2 3 4 5; do
+    t0=$(date +%s%N)
+    /usr/bin/time -f "%M" -o "$tmp" "$@" > /dev/null 2>&1 || true
+    t1=$(date +%s%N)
+    s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
+    read -r m < "$tmp"
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$s; rss=$m; fi
   done
   rm -f "$tmp"
   echo "$best $rss"
 }
-report() {  # label, file, command…
+report() {  # label, file, command…; prints a line and sets $secs
   local label=$1 file=$2; shift 2
-  read -r s m <<< "$(time_of "$@")"
+  local m
+  read -r secs m <<< "$(time_of "$@")"
   local mb
   mb=$(awk -v b="$(stat -c %s "$file")" 'BEGIN{printf "%.1f", b/1048576}')
-  awk -v l="$label" -v s="$s" -v m="$m" -v mb="$mb" 'BEGIN{
-    printf "%-42s %6.2f s  %7.1f MB/s  peak %5.1f MiB\n", l, s, (s>0?mb/s:0), m/1024 }'
+  awk -v l="$label" -v s="$secs" -v m="$m" -v mb="$mb" 'BEGIN{
+    printf "%-34s %6.3f s  %7.1f MB/s  peak %6.1f MiB\n", l, s, (s>0?mb/s:0), m/1024 }'
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 w=$dir/wrapped.log; c=$dir/compact.jsonl
-echo "wrapped log: $(du -h "$w" | cut -f1), compact log: $(du -h "$c" | cut -f1), $(nproc) cores, $(jq --version)"
+echo "wrapped log: $(du -h "$w" | cut -f1), compact log: $(du -h "$c" | cut -f1), $(nproc) cores, $(jq --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "-- throughput on the compact log (best of 5)"
+report "jq empty" "$c" jq empty "$c"; jq_s=$secs
+report "typed-parse floor (serde_json)" "$c" "$floor" "$c"; floor_s=$secs
+report "rewind diagnose" "$c" "$bin" diagnose --format json "$c"; rewind_s=$secs
+echo "rewind vs jq empty: $(ratio "$jq_s" "$rewind_s")x faster (target 10x)"
+echo "rewind vs floor:    $(ratio "$floor_s" "$rewind_s") of the floor's speed (target 0.60)"
+echo "-- the wrapped log (prefixes, pretty-printed objects, 64 KiB splits)"
 report "rewind diagnose (wrapped)" "$w" "$bin" diagnose --format json "$w"
-report "rewind diagnose (compact)" "$c" "$bin" diagnose --format json "$c"
-report "jq -c 'select(.type==\"tool_use\")' (compact)" "$c" jq -c 'select(.type=="tool_use")' "$c"
 report "wc -l (wrapped)" "$w" wc -l "$w"
+if [ -n "$big" ]; then
+  echo "-- peak memory as the wrapped log grows"
+  g=$dir/wrapped-big.log
+  generate "$big" "$g" ""
+  for f in "$w" "$g"; do
+    /usr/bin/time -f "%e %M" -o "$dir/rss.txt" "$bin" diagnose --format json "$f" > /dev/null 2>&1 || true
+    read -r s m < "$dir/rss.txt"
+    awk -v n="$(du -h "$f" | cut -f1)" -v s="$s" -v m="$m" 'BEGIN{
+      printf "rewind diagnose, %-5s wrapped log: %6.2f s  peak %6.1f MiB\n", n, s, m/1024 }'
+  done
+  rm -f "$g" "$dir/rss.txt"
+fi

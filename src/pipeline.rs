@@ -235,8 +235,23 @@ pub fn analyze(
             analyze_db(path, &db, format, options, sources, each)
         }
         Format::OpencodeSqlDump => {
-            let db = load_sql_dump(path)?;
-            analyze_db(path, &db, format, options, sources, each)
+            let (db, cut) = load_sql_dump(path)?;
+            analyze_db(path, &db, format, options, sources, each)?;
+            match cut {
+                // The statement the dump ends inside: reported after the sessions read before it.
+                Some((offset, len)) => {
+                    let file = sources.add_file(path);
+                    let mut analysis = Analysis::new(file, format);
+                    analysis.undecodable.push(crate::session::Undecodable {
+                        span: crate::source::Span::new(file, offset, len),
+                        reason: "the dump ends inside this statement: it was cut here".into(),
+                        at: None,
+                        truncated: true,
+                    });
+                    each(sources, Unit::ready(analysis))
+                }
+                None => Ok(()),
+            }
         }
         Format::OpencodeExport => analyze_export(path, options, sources, each),
         Format::OpencodeStorage => analyze_storage(path, options, sources, each),
@@ -418,18 +433,81 @@ fn sql_dump_error(dump: &str, e: &rusqlite::Error) -> String {
     )
 }
 
-fn load_sql_dump(path: &Path) -> Result<Db, RewindError> {
-    let text = std::fs::read_to_string(ingest::input::readable(path)?).map_err(|e| {
-        RewindError::Ingest {
-            path: path.to_path_buf(),
-            source: ingest::IngestError::Io(e),
+/// The text of a whole-file input (an SQL dump, an export), as far as it is UTF-8. A file cut
+/// inside a multi-byte character (`head -c N`) is read up to the cut: the text before it comes
+/// back with `true`; invalid bytes anywhere else are an error.
+fn read_text_up_to_cut(path: &Path) -> Result<(String, bool), RewindError> {
+    let ingest_err = |source| RewindError::Ingest {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::read(ingest::input::readable(path)?)
+        .map_err(|e| ingest_err(ingest::IngestError::Io(e)))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((text, false)),
+        Err(e) => {
+            let error = e.utf8_error();
+            let valid = error.valid_up_to();
+            let mut bytes = e.into_bytes();
+            if error.error_len().is_some() {
+                let line = memchr::memchr_iter(b'\n', &bytes[..valid]).count() as u64 + 1;
+                return Err(ingest_err(ingest::IngestError::InvalidUtf8 {
+                    offset: valid as u64,
+                    line,
+                }));
+            }
+            bytes.truncate(valid);
+            let text = String::from_utf8(bytes).unwrap_or_default();
+            Ok((text, true))
         }
-    })?;
+    }
+}
+
+/// Whether a text that does not load looks cut short: cut inside a character, or ending without
+/// the character that closes it (`;` for a dump, `}` for an export).
+fn looks_cut(text: &str, cut_in_char: bool, closer: char) -> bool {
+    cut_in_char || !text.trim_end().ends_with(closer)
+}
+
+/// Loads an SQL dump into an in-memory database. A dump cut short (`head -c N`) is loaded up to
+/// its last complete statement; the file range of the unfinished one is returned with it.
+fn load_sql_dump(path: &Path) -> Result<(Db, Option<(u64, u64)>), RewindError> {
+    let (text, cut_in_char) = read_text_up_to_cut(path)?;
+    let file_len =
+        std::fs::metadata(ingest::input::readable(path)?).map_or(text.len() as u64, |m| m.len());
     let conn =
         rusqlite::Connection::open_in_memory().map_err(|e| db_error(path, DbError::from(e)))?;
-    conn.execute_batch(&text)
-        .map_err(|e| db_error(path, DbError::Other(sql_dump_error(&text, &e))))?;
-    Db::from_connection(conn).map_err(|e| db_error(path, e))
+    let mut cut = None;
+    if let Err(e) = conn.execute_batch(&text) {
+        // The statements before the one that failed are loaded: when that one runs to the end
+        // of a dump that looks cut, it is the cut, and the rest is read.
+        let start = match &e {
+            rusqlite::Error::SqlInputError { sql, offset, .. }
+                if looks_cut(&text, cut_in_char, ';') =>
+            {
+                let at = usize::try_from(*offset).unwrap_or(0).min(sql.len());
+                let start = text.len().saturating_sub(sql.len());
+                let in_last = !sql.get(at..).unwrap_or_default().contains(";\n");
+                (text.get(start..) == Some(sql.as_str()) && in_last)
+                    .then(|| start + (sql.len() - sql.trim_start().len()))
+            }
+            _ => None,
+        };
+        let Some(start) = start else {
+            return Err(db_error(path, DbError::Other(sql_dump_error(&text, &e))));
+        };
+        // A dump wraps its statements in a transaction it never got to commit.
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("COMMIT");
+        }
+        cut = Some((start as u64, file_len.saturating_sub(start as u64)));
+    } else if cut_in_char {
+        // Every statement loaded: the cut fell after the last one.
+        let start = text.len() as u64;
+        cut = Some((start, file_len.saturating_sub(start)));
+    }
+    let db = Db::from_connection(conn).map_err(|e| db_error(path, e))?;
+    Ok((db, cut))
 }
 
 fn analyze_db(
@@ -688,15 +766,33 @@ fn analyze_export(
     sources: &mut SourceMap,
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
-    let text = std::fs::read_to_string(ingest::input::readable(path)?).map_err(|e| {
-        RewindError::Ingest {
-            path: path.to_path_buf(),
-            source: ingest::IngestError::Io(e),
-        }
-    })?;
+    let (text, cut_in_char) = read_text_up_to_cut(path)?;
+    let file_len =
+        std::fs::metadata(ingest::input::readable(path)?).map_or(text.len() as u64, |m| m.len());
     let file = sources.add_file(path);
-    let stored = ingest::opencode_export::load(&text, file)
-        .map_err(|e| RewindError::Usage(format!("`{}`: {e}", path.display())))?;
+    let mut cut = None;
+    let stored = match ingest::opencode_export::load(&text, file) {
+        Ok(stored) => stored,
+        // An export cut short is read up to its last complete message or part.
+        Err(e) => match ingest::opencode_export::close_cut(&text)
+            .filter(|_| looks_cut(&text, cut_in_char, '}'))
+            .and_then(|(closed, rest)| {
+                let stored = ingest::opencode_export::load(&closed, file).ok()?;
+                Some((stored, rest))
+            }) {
+            Some((stored, rest)) => {
+                cut = Some((rest as u64, file_len.saturating_sub(rest as u64)));
+                stored
+            }
+            None => return Err(RewindError::Usage(format!("`{}`: {e}", path.display()))),
+        },
+    };
+    if cut.is_none() && cut_in_char {
+        cut = Some((
+            text.len() as u64,
+            file_len.saturating_sub(text.len() as u64),
+        ));
+    }
     drop(text);
     if !options.sessions.is_empty() && !options.sessions.contains(&stored.id) {
         return missing_sessions(path, options, 0);
@@ -709,6 +805,14 @@ fn analyze_export(
         &Render::Placeholder(file),
         sources,
     );
+    if let Some((offset, len)) = cut {
+        analysis.undecodable.push(crate::session::Undecodable {
+            span: crate::source::Span::new(file, offset, len),
+            reason: "the export ends inside this record: it was cut here".into(),
+            at: None,
+            truncated: true,
+        });
+    }
     rebuild::rebuild(&mut analysis, &ropts);
     each(sources, Unit::ready(analysis))
 }

@@ -259,6 +259,68 @@ fn a_capture_cut_inside_a_multibyte_character_is_a_truncated_stream() {
     );
 }
 
+/// Diagnoses `bytes` and returns the exit code and the document; fails on an error exit.
+fn diagnose_bytes(bytes: &[u8]) -> (i32, serde_json::Value) {
+    let f = temp_with(bytes);
+    let (code, stdout, stderr) = run(&[
+        "diagnose".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        f.path().as_os_str(),
+    ]);
+    assert!(code == 0 || code == 1, "{stderr}");
+    (code, serde_json::from_str(&stdout).unwrap())
+}
+
+/// `text` with `from` replaced by `to` (which must hold a multi-byte character), and the offset
+/// of the first byte after the first multi-byte character's lead byte.
+fn with_multibyte(text: &str, from: &str, to: &str) -> (Vec<u8>, usize) {
+    assert!(text.contains(from));
+    let bytes = text.replacen(from, to, 1).into_bytes();
+    let lead = bytes.iter().position(|&b| b >= 0xC0).unwrap();
+    (bytes, lead + 1)
+}
+
+#[test]
+fn an_sql_dump_cut_inside_a_multibyte_character_is_diagnosed_up_to_the_cut() {
+    let dump =
+        std::fs::read_to_string(repo("tests/fixtures/rules/session-hidden.clean.sql")).unwrap();
+    let (bytes, cut) = with_multibyte(&dump, "split the parser", "split the “parser”");
+    let (_, whole) = diagnose_bytes(&bytes);
+    assert!(of_rule(&findings(&whole), "undecodable-record").is_empty());
+    let (_, doc) = diagnose_bytes(&bytes[..cut]);
+    let all = findings(&doc);
+    let undecodable = of_rule(&all, "undecodable-record");
+    assert_eq!(undecodable.len(), 1, "{doc}");
+    // The finding is at the statement the dump ends inside.
+    let at = undecodable[0]["span"]["offset"].as_u64().unwrap() as usize;
+    assert!(bytes[at..cut].starts_with(b"INSERT INTO part"), "{doc}");
+    // The statements before it were read: the session of the cut part was diagnosed.
+    assert!(doc.to_string().contains("ses_listed"), "{doc}");
+}
+
+#[test]
+fn an_export_cut_inside_a_multibyte_character_is_diagnosed_up_to_the_cut() {
+    let export =
+        std::fs::read_to_string(repo("tests/fixtures/checks/export-healthy.json")).unwrap();
+    let (bytes, cut) = with_multibyte(&export, "Reading the test.", "Reading the “test”.");
+    let (whole_code, whole) = diagnose_bytes(&bytes);
+    assert_eq!(whole_code, 0, "{whole}");
+    let (code, doc) = diagnose_bytes(&bytes[..cut]);
+    assert_eq!(code, 1, "{doc}");
+    let all = findings(&doc);
+    let undecodable = of_rule(&all, "undecodable-record");
+    assert_eq!(undecodable.len(), 1, "{doc}");
+    // The finding is at the part the export ends inside, and the parts before it were read.
+    let at = undecodable[0]["span"]["offset"].as_u64().unwrap() as usize;
+    assert_eq!(bytes[at], b'{', "{doc}");
+    assert!(String::from_utf8_lossy(&bytes[at..cut]).contains("\"type\": \"text\""));
+    assert!(
+        all.len() > 1,
+        "the session before the cut is diagnosed: {doc}"
+    );
+}
+
 // 4. Error messages quote at most a few hundred bytes of the input.
 
 /// The error line of a run that must fail with status 2.

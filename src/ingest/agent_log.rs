@@ -64,7 +64,28 @@ pub fn prefix_len(line: &[u8]) -> Option<usize> {
     if line.first() != Some(&b'[') {
         return None;
     }
-    PREFIX.as_ref()?.find(line).map(|m| m.end())
+    // The regex's `\d` also takes other scripts' digits: it decides for non-ASCII heads only.
+    let head = line.get(..64).unwrap_or(line);
+    if !head.is_ascii() {
+        return PREFIX.as_ref()?.find(line).map(|m| m.end());
+    }
+    const STAMP: &[u8; 28] = b"[0000-00-00T00:00:00.000Z] [";
+    let stamp = line.get(..STAMP.len())?;
+    let shaped = stamp.iter().zip(STAMP).all(|(c, s)| match s {
+        b'0' => c.is_ascii_digit(),
+        _ => c == s,
+    });
+    if !shaped {
+        return None;
+    }
+    let rest = &line[STAMP.len()..];
+    ["INFO", "WARNING", "ERROR", "STDOUT", "STDERR"]
+        .iter()
+        .find(|level| {
+            rest.strip_prefix(level.as_bytes())
+                .is_some_and(|after| after.starts_with(b"] "))
+        })
+        .map(|level| STAMP.len() + level.len() + 2)
 }
 
 /// A JSON value re-joined from one or more physical lines.
@@ -112,11 +133,35 @@ impl JsonRecord {
     }
 }
 
+/// A bus event (`service: bus`, `message: publishing`): its name is all that is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusEvent {
+    SessionError,
+    Idle,
+    Other,
+}
+
+/// All a reader of the log needs of a JSON object that is a plain logger entry or a bus event
+/// (most of a log): decoded without building its value (see [`AgentLogReader::with_light`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Light {
+    /// The OpenCode session (`ses_…`) the entry names.
+    pub session: Option<String>,
+    pub bus: Option<BusEvent>,
+}
+
+/// Decides from a JSON object's text whether it is a [`Light`] one.
+pub type LightFilter = fn(&str) -> Option<Light>;
+
 /// One record of an agent log.
 #[derive(Debug, Clone)]
 pub enum LogRecord {
     /// A JSON object (pretty-printed or compact).
     Json(JsonRecord),
+    /// A JSON object the reader's [`LightFilter`] took: a plain logger entry or a bus event.
+    Light { span: Span, light: Light },
+    /// A JSON value not decoded yet, from a [deferred](AgentLogReader::deferred) reader.
+    Pending(Pending),
     /// A runtime error printed raw, e.g. `ZodError: [ … ]` (the name, then the JSON after it).
     RawError { name: String, record: JsonRecord },
     /// A line that is not part of any JSON value (wrapper status text, blank line, …).
@@ -165,6 +210,7 @@ pub struct LogStats {
     pub truncated: bool,
 }
 
+#[derive(Debug, Clone)]
 enum OpenKind {
     Object,
     RawError(String),
@@ -194,6 +240,8 @@ pub struct AgentLogReader<R> {
     stats: LogStats,
     /// Start of the code frame the previous text lines formed, if they did.
     frame: Option<u64>,
+    light: Option<LightFilter>,
+    deferred: bool,
 }
 
 impl<R: BufRead> AgentLogReader<R> {
@@ -209,7 +257,32 @@ impl<R: BufRead> AgentLogReader<R> {
             finished: false,
             stats: LogStats::default(),
             frame: None,
+            light: None,
+            deferred: false,
         }
+    }
+
+    /// JSON values are yielded as [`LogRecord::Pending`], to be decoded by the caller (on other
+    /// threads) with [`Pending::decode`] and counted with [`LogStats::count_decoded`].
+    pub fn deferred(mut self) -> Self {
+        self.deferred = true;
+        self
+    }
+
+    pub fn stats_mut(&mut self) -> &mut LogStats {
+        &mut self.stats
+    }
+
+    /// The filter set by [`Self::with_light`].
+    pub fn light(&self) -> Option<LightFilter> {
+        self.light
+    }
+
+    /// Objects `filter` takes are yielded as [`LogRecord::Light`], without building their value
+    /// (which is most of the cost of reading a log).
+    pub fn with_light(mut self, filter: LightFilter) -> Self {
+        self.light = Some(filter);
+        self
     }
 
     pub fn stats(&self) -> &LogStats {
@@ -253,19 +326,23 @@ impl<R: BufRead> AgentLogReader<R> {
                 line: self.line_no,
             });
         }
-        if let Err(e) = std::str::from_utf8(&line[..content_len]) {
-            return Err(IngestError::InvalidUtf8 {
-                offset: start + e.valid_up_to() as u64,
-                line: self.line_no,
-            });
-        }
-        let prefix = prefix_len(&line[..content_len]).unwrap_or(0);
+        let text = match std::str::from_utf8(&line[..content_len]) {
+            Ok(text) => text,
+            Err(e) => {
+                return Err(IngestError::InvalidUtf8 {
+                    offset: start + e.valid_up_to() as u64,
+                    line: self.line_no,
+                });
+            }
+        };
+        // The prefix is ASCII, so it ends on a character boundary.
+        let prefix = prefix_len(text.as_bytes()).unwrap_or(0);
         if prefix > 0 {
             self.stats.prefixed_lines += 1;
         }
         let newline_at = has_newline.then_some(start + content_len as u64);
         self.process(
-            &line[prefix..content_len],
+            text.get(prefix..).unwrap_or(text),
             start + prefix as u64,
             start,
             newline_at,
@@ -288,7 +365,10 @@ impl<R: BufRead> AgentLogReader<R> {
     }
 
     /// Handles the content of one physical line (prefix already stripped).
-    fn process(&mut self, content: &[u8], at: u64, line_start: u64, newline_at: Option<u64>) {
+    ///
+    /// Every cut below falls right after an ASCII byte (a bracket, a `\r`, whitespace), so the
+    /// pieces stay `&str` and are copied into the record once, without re-validation.
+    fn process(&mut self, content: &str, at: u64, line_start: u64, newline_at: Option<u64>) {
         let mut content = content;
         let mut at = at;
         if let Some(open) = &self.open
@@ -303,10 +383,10 @@ impl<R: BufRead> AgentLogReader<R> {
             if let Some(open) = &mut self.open {
                 let mut piece = content;
                 // A raw `\r` inside a string can only be a line-ending artifact.
-                if open.lexer.in_string() && piece.last() == Some(&b'\r') {
-                    piece = &piece[..piece.len() - 1];
+                if open.lexer.in_string() {
+                    piece = piece.strip_suffix('\r').unwrap_or(piece);
                 }
-                match open.lexer.feed(piece) {
+                match open.lexer.feed(piece.as_bytes()) {
                     Fed::Open => {
                         push_piece(open, piece, at);
                         if open.lexer.in_string() {
@@ -327,29 +407,27 @@ impl<R: BufRead> AgentLogReader<R> {
                         return;
                     }
                     Fed::Closed(k) => {
-                        push_piece(open, &piece[..k], at);
+                        let (value, rest) = piece.split_at_checked(k).unwrap_or((piece, ""));
+                        push_piece(open, value, at);
                         self.close_open();
-                        content = &piece[k..];
                         at += k as u64;
-                        let rest = content.iter().position(|c| !c.is_ascii_whitespace());
-                        match rest {
-                            None => return,
-                            Some(skip) => {
-                                content = &content[skip..];
-                                at += skip as u64;
-                            }
+                        let trimmed = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                        if trimmed.is_empty() {
+                            return;
                         }
+                        at += (rest.len() - trimmed.len()) as u64;
+                        content = trimmed;
                     }
                 }
                 continue;
             }
             // No open value: start one, or this line is text.
-            if content.first() == Some(&b'{') {
+            if content.starts_with('{') {
                 self.frame = None;
                 self.open = Some(Open {
                     kind: OpenKind::Object,
                     start: at,
-                    text: String::new(),
+                    text: String::with_capacity(content.len()),
                     segments: Vec::new(),
                     lexer: Depth::default(),
                     end: at,
@@ -357,7 +435,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 continue;
             }
             if let Some(re) = RAW_ERROR.as_ref()
-                && let Some(caps) = re.captures(content)
+                && let Some(caps) = re.captures(content.as_bytes())
                 && let Some(name) = caps.get(1)
             {
                 let bracket = caps.get(0).map_or(0, |m| m.end() - 1);
@@ -369,22 +447,22 @@ impl<R: BufRead> AgentLogReader<R> {
                     lexer: Depth::default(),
                     end: at,
                 });
-                content = &content[bracket..];
+                content = content.get(bracket..).unwrap_or(content);
                 at += bracket as u64;
                 continue;
             }
             let end = newline_at.unwrap_or(at + content.len() as u64);
             self.stats.text_lines += 1;
             let span = Span::new(self.file, line_start, end - line_start);
-            let text = String::from_utf8_lossy(content);
+            let text = content;
             let frame_start = self.frame.take();
             if text.trim().is_empty() && frame_start.is_some() {
                 // Node prints a blank line between the caret and the error.
                 self.frame = frame_start;
-            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(&text)) {
+            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(text)) {
                 self.frame = Some(frame_start.unwrap_or(line_start));
             } else if frame_start.is_some()
-                && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(&text))
+                && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(text))
             {
                 let field = |i| caps.get(i).map_or("", |m| m.as_str()).to_owned();
                 self.ready.push_back(LogRecord::Uncaught {
@@ -393,7 +471,7 @@ impl<R: BufRead> AgentLogReader<R> {
                     span: Span::new(self.file, at, end.saturating_sub(at)),
                 });
                 return;
-            } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(&text)) {
+            } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(text)) {
                 let success = caps
                     .get(1)
                     .is_none_or(|code| code.as_str().parse::<i64>().is_ok_and(|c| c == 0));
@@ -413,52 +491,18 @@ impl<R: BufRead> AgentLogReader<R> {
         let Some(open) = self.open.take() else {
             return;
         };
-        let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
-        match serde_json::from_str::<Value>(&open.text) {
-            Ok(value) => {
-                let record = JsonRecord {
-                    span,
-                    text: open.text,
-                    value,
-                    segments: open.segments,
-                };
-                match open.kind {
-                    OpenKind::Object => {
-                        self.stats.json_objects += 1;
-                        self.ready.push_back(LogRecord::Json(record));
-                    }
-                    OpenKind::RawError(name) => {
-                        self.stats.raw_errors += 1;
-                        self.ready.push_back(LogRecord::RawError { name, record });
-                    }
-                }
-            }
-            Err(err) => {
-                let record = JsonRecord {
-                    span,
-                    text: open.text,
-                    value: Value::Null,
-                    segments: open.segments,
-                };
-                let at = text_offset(&record.text, err.line(), err.column())
-                    .map(|pos| record.span_of(pos, pos + 1));
-                match open.kind {
-                    OpenKind::Object => {
-                        self.stats.undecodable += 1;
-                        self.ready.push_back(LogRecord::Undecodable {
-                            span,
-                            reason: format!("invalid JSON: {err}"),
-                            at,
-                            truncated: false,
-                        });
-                    }
-                    // A raw dump that is not JSON after all is just text.
-                    OpenKind::RawError(_) => {
-                        self.stats.text_lines += 1;
-                        self.ready.push_back(LogRecord::Text(span));
-                    }
-                }
-            }
+        let pending = Pending {
+            span: Span::new(self.file, open.start, open.end.saturating_sub(open.start)),
+            kind: open.kind,
+            text: open.text,
+            segments: open.segments,
+        };
+        if self.deferred {
+            self.ready.push_back(LogRecord::Pending(pending));
+        } else {
+            let record = pending.decode(self.light);
+            self.stats.count_decoded(&record);
+            self.ready.push_back(record);
         }
     }
 
@@ -511,18 +555,93 @@ impl<R: BufRead> AgentLogReader<R> {
     }
 }
 
-fn push_piece(open: &mut Open, piece: &[u8], at: u64) {
+/// A JSON value re-joined but not decoded yet (see [`AgentLogReader::deferred`]).
+#[derive(Debug, Clone)]
+pub struct Pending {
+    span: Span,
+    kind: OpenKind,
+    text: String,
+    segments: Vec<(usize, u64)>,
+}
+
+impl Pending {
+    /// Length of the value's text.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Decodes the value: a [`LogRecord::Json`], [`LogRecord::Light`] (objects `light` takes),
+    /// [`LogRecord::RawError`], or, when it is not JSON, [`LogRecord::Undecodable`] (an object)
+    /// or [`LogRecord::Text`] (a raw error dump).
+    pub fn decode(self, light: Option<LightFilter>) -> LogRecord {
+        let span = self.span;
+        if let (OpenKind::Object, Some(filter)) = (&self.kind, light)
+            && let Some(light) = filter(&self.text)
+        {
+            return LogRecord::Light { span, light };
+        }
+        match serde_json::from_str::<Value>(&self.text) {
+            Ok(value) => {
+                let record = JsonRecord {
+                    span,
+                    text: self.text,
+                    value,
+                    segments: self.segments,
+                };
+                match self.kind {
+                    OpenKind::Object => LogRecord::Json(record),
+                    OpenKind::RawError(name) => LogRecord::RawError { name, record },
+                }
+            }
+            Err(err) => match self.kind {
+                OpenKind::Object => {
+                    let record = JsonRecord {
+                        span,
+                        text: self.text,
+                        value: Value::Null,
+                        segments: self.segments,
+                    };
+                    let at = text_offset(&record.text, err.line(), err.column())
+                        .map(|pos| record.span_of(pos, pos + 1));
+                    LogRecord::Undecodable {
+                        span,
+                        reason: format!("invalid JSON: {err}"),
+                        at,
+                        truncated: false,
+                    }
+                }
+                // A raw dump that is not JSON after all is just text.
+                OpenKind::RawError(_) => LogRecord::Text(span),
+            },
+        }
+    }
+}
+
+impl LogStats {
+    /// Counts a record [`Pending::decode`] returned.
+    pub fn count_decoded(&mut self, record: &LogRecord) {
+        match record {
+            LogRecord::Json(_) | LogRecord::Light { .. } => self.json_objects += 1,
+            LogRecord::RawError { .. } => self.raw_errors += 1,
+            LogRecord::Undecodable { .. } => self.undecodable += 1,
+            LogRecord::Text(_) => self.text_lines += 1,
+            _ => {}
+        }
+    }
+}
+
+fn push_piece(open: &mut Open, piece: &str, at: u64) {
     if piece.is_empty() {
         return;
     }
     open.segments.push((open.text.len(), at));
-    // The whole line was validated as UTF-8 and pieces are cut at ASCII bytes.
-    open.text.push_str(&String::from_utf8_lossy(piece));
+    open.text.push_str(piece);
     open.end = at + piece.len() as u64;
 }
 
 /// Whether a line cannot continue the value whose text so far is `open` (outside a string).
-fn breaks_value(content: &[u8], open: &str) -> bool {
+fn breaks_value(content: &str, open: &str) -> bool {
+    let content = content.as_bytes();
     if content.first() == Some(&b'{') {
         // A pretty-printed top-level object starts with `{` alone on its line; nested ones are
         // indented. A `{` at column 0 can only continue the value if the wrapper split a compact
@@ -730,6 +849,27 @@ mod tests {
         assert!(matches!(recs[0], LogRecord::Text(_)));
         let (recs, _) = read("Exit Code: 1\n");
         assert!(matches!(&recs[0], LogRecord::Status { success: false, .. }));
+    }
+
+    #[test]
+    fn the_prefix_is_recognised_like_its_regex() {
+        let cases: [&[u8]; 8] = [
+            P.as_bytes(),
+            b"[2026-02-01T12:30:28.417Z] [STDERR] x",
+            b"[2026-02-01T12:30:28.417Z] [WARNING] ",
+            b"[2026-02-01T12:30:28.417Z] [DEBUG] x",
+            b"[2026-02-01T12:30:28.41Z] [INFO] x",
+            b"[2026-02-01 12:30:28.417Z] [INFO] x",
+            b"[2026-02-01T12:30:28.417Z] [INFO]x",
+            "[2026-02-01T12:30:28.41\u{0663}Z] [INFO] é".as_bytes(),
+        ];
+        for line in cases {
+            let regex = PREFIX
+                .as_ref()
+                .and_then(|re| re.find(line))
+                .map(|m| m.end());
+            assert_eq!(prefix_len(line), regex, "{}", String::from_utf8_lossy(line));
+        }
     }
 
     #[test]

@@ -69,6 +69,51 @@ pub fn load(text: &str, file: FileId) -> Result<StoredSession, ExportError> {
     Ok(session)
 }
 
+/// An export cut short (`head -c N`, a partial download): its text up to the end of the last
+/// complete object in an array (a message, a part), with the brackets still open after it closed,
+/// so that everything before the cut can be read. The prefix is kept as it is, so offsets in the
+/// returned text are offsets in the file. Also returns where the unfinished rest starts (after
+/// the comma and blanks that follow the kept object). `None` when no such object is complete.
+pub fn close_cut(text: &str) -> Option<(String, usize)> {
+    let b = text.as_bytes();
+    let mut stack: Vec<u8> = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    let mut kept: Option<(usize, Vec<u8>)> = None;
+    for (i, &c) in b.iter().enumerate() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'{' | b'[' => stack.push(c),
+            b'}' | b']' => {
+                stack.pop();
+                if c == b'}' && stack.last() == Some(&b'[') {
+                    kept = Some((i + 1, stack.clone()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let (end, open) = kept?;
+    let mut closed = String::with_capacity(end + open.len());
+    closed.push_str(text.get(..end)?);
+    closed.extend(
+        open.iter()
+            .rev()
+            .map(|&c| if c == b'[' { ']' } else { '}' }),
+    );
+    let rest = text.get(end..)?;
+    let skipped = rest.len() - rest.trim_start_matches([',', ' ', '\t', '\r', '\n']).len();
+    Some((closed, end + skipped))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +135,16 @@ mod tests {
         };
         assert!(text[offset as usize..].starts_with(r#"{"id": "prt_1""#));
         assert!(load("{}", FileId(0)).is_err());
+    }
+
+    #[test]
+    fn a_cut_export_is_read_up_to_its_last_complete_part() {
+        let text = r#"{"info": {"id": "ses_1"}, "messages": [{"info": {"id": "msg_1"}, "parts": [{"id": "prt_1", "text": "a}]"}, {"id": "prt_2", "text": "cut h"#;
+        let (closed, rest) = close_cut(text).unwrap();
+        assert!(text[rest..].starts_with(r#"{"id": "prt_2""#));
+        let s = load(&closed, FileId(0)).unwrap();
+        assert_eq!(s.messages[0].parts.len(), 1);
+        assert_eq!(s.messages[0].parts[0].id, "prt_1");
+        assert!(close_cut(r#"{"info": {"id": "ses_1"}, "messages": [{"info": {"#).is_none());
     }
 }

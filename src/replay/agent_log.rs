@@ -18,7 +18,7 @@ use std::io::BufRead;
 use serde_json::Value;
 
 use super::{MAX_KEPT_STRING, cap_strings};
-use crate::ingest::agent_log::{AgentLogReader, JsonRecord, LogRecord};
+use crate::ingest::agent_log::{AgentLogReader, BusEvent, JsonRecord, Light, LogRecord};
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
 use crate::json_scan::Seg;
@@ -33,23 +33,292 @@ use crate::source::{FileId, Span};
 /// Longest error message kept (a ZodError's issue list must survive whole to be decoded).
 const MAX_ERROR_MESSAGE: usize = 256 * 1024;
 
+/// Records handed from the reading thread to the replay at once (or fewer, when they are big).
+const BATCH_RECORDS: usize = 512;
+/// Bytes of JSON text after which a batch is handed over before it is full.
+const BATCH_BYTES: usize = 1 << 20;
+/// Batches in flight between the two threads: bounds the memory the reader can run ahead by.
+const BATCHES_IN_FLIGHT: usize = 4;
+
+type Batch = Vec<Result<LogRecord, IngestError>>;
+
 /// Builds the session model of an agent log.
-pub fn replay<R: BufRead>(input: R, file: FileId) -> Result<Analysis, IngestError> {
-    let mut reader = AgentLogReader::new(input, file);
-    let mut state = State::new(file);
-    for (seq, record) in (&mut reader).enumerate() {
-        state.apply(seq as Seq, record?);
+///
+/// Reading and re-joining the records runs on its own thread, a bounded number of batches ahead
+/// of the replay, which applies them in file order; each batch's JSON values (most of the work)
+/// are decoded on rayon's pool before it is handed over.
+pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
+    // On a rayon worker (files diagnosed in parallel), the pool may be busy with replays waiting
+    // for their batches: decode on the reading thread itself rather than queue work behind them.
+    let parallel = rayon::current_thread_index().is_none();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let reading = scope.spawn(move || {
+            let mut reader = AgentLogReader::new(input, file)
+                .with_light(light)
+                .deferred();
+            let mut batch = Vec::with_capacity(BATCH_RECORDS);
+            let mut bytes = 0;
+            loop {
+                let record = reader.next();
+                let last = record.is_none();
+                if let Some(record) = record {
+                    bytes += match &record {
+                        Ok(LogRecord::Pending(p)) => p.text_len(),
+                        _ => 64,
+                    };
+                    batch.push(record);
+                }
+                if batch.len() >= BATCH_RECORDS
+                    || bytes >= BATCH_BYTES
+                    || (last && !batch.is_empty())
+                {
+                    bytes = 0;
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+                    let full = decode_batch(full, &mut reader, parallel);
+                    if tx.send(full).is_err() {
+                        // The replay stopped (on an error): nothing more is wanted.
+                        break;
+                    }
+                }
+                if last {
+                    break;
+                }
+            }
+            reader.stats().clone()
+        });
+        let mut state = State::new(file);
+        let mut seq: Seq = 0;
+        for batch in rx.iter() {
+            for record in batch {
+                state.apply(seq, record?);
+                seq += 1;
+            }
+        }
+        let stats = match reading.join() {
+            Ok(stats) => stats,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let mut analysis = state.finish();
+        let counts = &mut analysis.counts;
+        counts.insert("lines", stats.lines);
+        counts.insert("json objects", stats.json_objects);
+        counts.insert("undecodable objects", stats.undecodable);
+        counts.insert("raw error dumps", stats.raw_errors);
+        counts.insert("text lines", stats.text_lines);
+        counts.insert("rejoined splits", stats.rejoined_splits);
+        Ok(analysis)
+    })
+}
+
+/// A string field as `apply_json` reads it (`get(k).and_then(Value::as_str)`): any other value
+/// counts as absent.
+#[derive(Default)]
+struct Lenient<'a>(Option<std::borrow::Cow<'a, str>>);
+
+impl Lenient<'_> {
+    fn get(&self) -> Option<&str> {
+        self.0.as_deref()
     }
-    let stats = reader.stats().clone();
-    let mut analysis = state.finish();
-    let counts = &mut analysis.counts;
-    counts.insert("lines", stats.lines);
-    counts.insert("json objects", stats.json_objects);
-    counts.insert("undecodable objects", stats.undecodable);
-    counts.insert("raw error dumps", stats.raw_errors);
-    counts.insert("text lines", stats.text_lines);
-    counts.insert("rejoined splits", stats.rejoined_splits);
-    Ok(analysis)
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Lenient<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Lenient<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Lenient(Some(v.into())))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Lenient(Some(v.to_owned().into())))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Lenient(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Lenient(None))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                while a
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Lenient(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Whether a key is present, whatever its value (`null` included).
+#[derive(Default)]
+struct Seen(bool);
+
+impl<'de> serde::Deserialize<'de> for Seen {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| Seen(true))
+    }
+}
+
+/// The fields of a JSON object that tell whether `apply_json` needs more of it than [`Light`].
+#[derive(serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(rename = "type", default, borrow)]
+    ty: Lenient<'a>,
+    #[serde(default, borrow)]
+    level: Lenient<'a>,
+    #[serde(default, borrow)]
+    service: Lenient<'a>,
+    #[serde(default, borrow)]
+    message: Lenient<'a>,
+    #[serde(rename = "sessionID", default, borrow)]
+    session_id: Lenient<'a>,
+    #[serde(default)]
+    part: Seen,
+    #[serde(default)]
+    log: Seen,
+    #[serde(rename = "session_id", default)]
+    claude_session: Seen,
+    #[serde(rename = "providerMetadata", default)]
+    provider_metadata: Seen,
+    #[serde(rename = "providerID", default)]
+    provider_id: Seen,
+    #[serde(rename = "modelID", default)]
+    model_id: Seen,
+}
+
+/// Whether serde_json might accept `text` while skipping values it would refuse to build: a
+/// `\u` escape (lone surrogates), a number out of range (a long exponent or digit run), nesting
+/// deeper than its recursion limit. Such objects take the full path.
+fn skipping_may_differ(text: &str) -> bool {
+    let b = text.as_bytes();
+    let escaped_u = memchr::memchr_iter(b'\\', b).any(|i| b.get(i + 1) == Some(&b'u'));
+    if escaped_u || memchr::memchr2_iter(b'{', b'[', b).count() >= 100 {
+        return true;
+    }
+    // An exponent of three digits or more after a digit.
+    let long_exponent = memchr::memchr2_iter(b'e', b'E', b).any(|i| {
+        i > 0
+            && b[i - 1].is_ascii_digit()
+            && b.get(i + 1..).is_some_and(|rest| {
+                let rest = rest
+                    .strip_prefix(b"-")
+                    .or(rest.strip_prefix(b"+"))
+                    .unwrap_or(rest);
+                rest.iter().take_while(|d| d.is_ascii_digit()).count() >= 3
+            })
+    });
+    if long_exponent {
+        return true;
+    }
+    // An integer beyond f64 has at least 309 digits.
+    b.len() >= 300 && {
+        let mut run = 0;
+        b.iter().any(|c| {
+            run = if c.is_ascii_digit() { run + 1 } else { 0 };
+            run >= 300
+        })
+    }
+}
+
+/// Longest object [`light`] looks at.
+const LIGHT_MAX: usize = 4096;
+
+/// A JSON object `apply_json` reads nothing of but its session and, for a bus event, its name:
+/// a logger entry below `warn` that none of `apply_log`'s rules looks at, or a bus event. Any
+/// doubt leaves it to the full path.
+fn light(text: &str) -> Option<Light> {
+    // Logger entries and bus events are short; long objects (parts, HTTP bodies) are not worth
+    // a look before their full decoding.
+    if text.len() > LIGHT_MAX || skipping_may_differ(text) {
+        return None;
+    }
+    let p: Peek<'_> = serde_json::from_str(text).ok()?;
+    if p.part.0 || p.log.0 || p.claude_session.0 {
+        return None;
+    }
+    let ty = p.ty.get()?;
+    let service = p.service.get().unwrap_or_default();
+    let message = p.message.get().unwrap_or_default();
+    let session = p
+        .session_id
+        .get()
+        .filter(|id| id.starts_with("ses"))
+        .map(str::to_owned);
+    if service == "bus" && message == "publishing" {
+        let bus = match ty {
+            "session.error" => BusEvent::SessionError,
+            "session.idle" => BusEvent::Idle,
+            _ => BusEvent::Other,
+        };
+        return Some(Light {
+            session,
+            bus: Some(bus),
+        });
+    }
+    let lower = message.to_ascii_lowercase();
+    let plain = ty == "log"
+        && !matches!(p.level.get(), Some("error" | "warn"))
+        && service != "http"
+        && !(service == "session.prompt" && message == "cancel")
+        && message != "unhandled"
+        && message != "exiting loop"
+        && !message.starts_with("Agent started")
+        && !["retry-after", "will retry", "retrying", "sleep"]
+            .iter()
+            .any(|k| lower.contains(k))
+        && !p.provider_metadata.0
+        && !(p.provider_id.0 && p.model_id.0);
+    plain.then_some(Light { session, bus: None })
+}
+
+/// Decodes the pending JSON values of `batch` (on rayon's pool when `parallel`), in place, and
+/// counts them.
+fn decode_batch<R: BufRead>(batch: Batch, reader: &mut AgentLogReader<R>, parallel: bool) -> Batch {
+    use rayon::prelude::*;
+    let light = reader.light();
+    let decode = |record| match record {
+        Ok(LogRecord::Pending(p)) => (Ok(p.decode(light)), true),
+        other => (other, false),
+    };
+    let decoded: Vec<(Result<LogRecord, IngestError>, bool)> = if parallel {
+        batch.into_par_iter().with_min_len(16).map(decode).collect()
+    } else {
+        batch.into_iter().map(decode).collect()
+    };
+    let stats = reader.stats_mut();
+    decoded
+        .into_iter()
+        .map(|(record, was_pending)| {
+            if was_pending && let Ok(r) = &record {
+                stats.count_decoded(r);
+            }
+            record
+        })
+        .collect()
 }
 
 struct State {
@@ -112,6 +381,22 @@ impl State {
     fn apply(&mut self, seq: Seq, record: LogRecord) {
         match record {
             LogRecord::Json(rec) => self.apply_json(seq, &rec),
+            // What `apply_json` does with a plain logger entry or a bus event.
+            LogRecord::Light { span, light } => {
+                if let Some(id) = light.session {
+                    self.current_session = Some(id);
+                }
+                if let Some(bus) = light.bus {
+                    self.bus_events += 1;
+                    match bus {
+                        BusEvent::SessionError => {
+                            self.event(seq, span, None, EventKind::BusSessionError);
+                        }
+                        BusEvent::Idle => self.event(seq, span, None, EventKind::Idle),
+                        BusEvent::Other => {}
+                    }
+                }
+            }
             LogRecord::RawError { name, record } => {
                 let mut info = ErrorInfo {
                     name: Some(name),
@@ -122,7 +407,8 @@ impl State {
                 info.data = cap_strings(&record.value, MAX_KEPT_STRING);
                 self.event(seq, record.span, None, EventKind::RawError(info));
             }
-            LogRecord::Text(_) => {}
+            // Only a deferred reader yields these, and they are decoded before they get here.
+            LogRecord::Text(_) | LogRecord::Pending(_) => {}
             LogRecord::Uncaught {
                 name,
                 message,
@@ -1197,6 +1483,36 @@ fn describe_nested(obj: &serde_json::Map<String, Value>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_entries_apply_json_reads_nothing_of_are_light() {
+        let plain = r#"{"type":"log","level":"info","service":"lsp","sessionID":"ses_1","message":"touching file"}"#;
+        assert_eq!(
+            light(plain),
+            Some(Light {
+                session: Some("ses_1".into()),
+                bus: None
+            })
+        );
+        let idle =
+            r#"{"type":"session.idle","level":"info","service":"bus","message":"publishing"}"#;
+        assert_eq!(light(idle).and_then(|l| l.bus), Some(BusEvent::Idle));
+        for full in [
+            r#"{"type":"log","level":"warn","service":"lsp","message":"touching file"}"#,
+            r#"{"type":"log","level":"info","service":"http","message":"response"}"#,
+            r#"{"type":"log","level":"info","service":"x","message":"Will retry in 2s"}"#,
+            r#"{"type":"log","level":"info","service":"x","message":"m","providerID":"a","modelID":"b"}"#,
+            r#"{"type":"log","level":"info","service":"x","message":"m","providerMetadata":null}"#,
+            r#"{"type":"tool_use","sessionID":"ses_1","part":{"id":"prt_1"}}"#,
+            // What serde_json skips but does not build: a lone surrogate, a number out of range.
+            r#"{"type":"log","level":"info","message":"m","x":"\ud800"}"#,
+            r#"{"type":"log","level":"info","message":"m","x":1e400}"#,
+            r#"{"type":"log","level":"info","message":"m","message":"twice"}"#,
+            r#"{"type":"log","level":"info","message":"m""#,
+        ] {
+            assert_eq!(light(full), None, "{full}");
+        }
+    }
 
     const P: &str = "[2026-02-01T12:30:28.417Z] [INFO] ";
 
