@@ -101,14 +101,15 @@ fn the_healthy_twin_keeps_the_rules() {
 fn openai_keeps_tool_messages_apart() {
     let doc = request_json(&repo(MERGED), &["--provider", "openai"]);
     assert_eq!(doc["provider"], "openai");
-    // The AI SDK's messages, ungrouped: the tool results in a `tool` message of their own.
+    // The AI SDK's messages, ungrouped: the tool results in a `tool` message of their own, and
+    // each assistant message's calls after its content, as `tool_calls` come on the wire.
     assert_eq!(
         shape(&doc),
         [
             ("user".into(), vec!["text".into()]),
             (
                 "assistant".into(),
-                vec!["text".into(), "tool_use".into(), "text".into()]
+                vec!["text".into(), "text".into(), "tool_use".into()]
             ),
             ("tool".into(), vec!["tool_result".into()]),
         ]

@@ -30,7 +30,8 @@
 //! `@ai-sdk/anthropic` then moves each assistant message's `tool_use` blocks after its other
 //! blocks (up to the next thinking block), so a stored step `[tool, text]` is sent as
 //! `[text, tool_use]` and is well-formed. OpenAI's rules never need that: text and tool calls
-//! share an assistant message.
+//! share an assistant message, the text in its `content` and the calls in its `tool_calls`,
+//! which is how the OpenAI view lists them (content first).
 //!
 //! [`version::INTERRUPTED_RESULT_SINCE`]: crate::model::version::INTERRUPTED_RESULT_SINCE
 //! [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]: crate::model::version::ANTHROPIC_TOOL_USE_LAST_SINCE
@@ -130,7 +131,7 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
                         grouped
                     }
                 }
-                Provider::OpenAi => messages,
+                Provider::OpenAi => messages.into_iter().map(calls_after_content).collect(),
             };
             requests.push(ModelRequest {
                 provider,
@@ -169,6 +170,21 @@ fn tool_use_last(mut m: ModelMessage) -> ModelMessage {
     }
     out.append(&mut calls);
     m.content = out;
+    m
+}
+
+/// An assistant message as Chat Completions carries it: its text and reasoning in the message's
+/// content, its calls in `tool_calls`, which the wire format puts after the content whatever
+/// order the parts were stored in.
+fn calls_after_content(mut m: ModelMessage) -> ModelMessage {
+    if m.role == Role::Assistant {
+        let (calls, content): (Vec<Block>, Vec<Block>) = m
+            .content
+            .drain(..)
+            .partition(|b| matches!(b.kind, BlockKind::ToolCall { .. }));
+        m.content = content;
+        m.content.extend(calls);
+    }
     m
 }
 
@@ -259,7 +275,14 @@ fn thinking(history: &[Message]) -> bool {
 enum UiPart {
     StepStart,
     Block(Block),
-    Tool { call: Block, result: Option<Block> },
+    /// An assistant's empty text that the AI SDK leaves out of the message's content when it
+    /// builds the prompt: the message itself is still sent (OpenAI-compatible providers get
+    /// `"content": ""`).
+    EmptyText,
+    Tool {
+        call: Block,
+        result: Option<Block>,
+    },
 }
 
 /// OpenCode's `toModelMessages` and the AI SDK's `convertToModelMessages`, for no provider in
@@ -380,7 +403,11 @@ fn ui_part(
     provider: Option<Provider>,
 ) -> Option<UiPart> {
     match &p.part.body {
-        PartBody::Text(t) if dropped_empty(&t.text, t.metadata.as_ref(), true, provider) => None,
+        PartBody::Text(t) if dropped_empty(&t.text, t.metadata.as_ref(), true, provider) => {
+            // OpenCode drops it, and the message it empties, for Anthropic; elsewhere only the
+            // AI SDK drops the block.
+            (provider != Some(Provider::Anthropic)).then_some(UiPart::EmptyText)
+        }
         PartBody::Reasoning(r) if dropped_empty(&r.text, r.metadata.as_ref(), false, provider) => {
             None
         }
@@ -451,13 +478,16 @@ fn convert_assistant(
     let mut content: Vec<Block> = Vec::new();
     let mut results: Vec<Block> = Vec::new();
     let mut has_tools = false;
+    let mut emptied = false;
     let flush = |content: &mut Vec<Block>,
                  results: &mut Vec<Block>,
                  has_tools: &mut bool,
+                 emptied: &mut bool,
                  out: &mut Vec<ModelMessage>| {
-        if content.is_empty() {
+        if content.is_empty() && !std::mem::take(emptied) {
             return;
         }
+        *emptied = false;
         out.push(ModelMessage {
             role: Role::Assistant,
             content: std::mem::take(content),
@@ -477,8 +507,15 @@ fn convert_assistant(
     };
     for u in ui {
         match u {
-            UiPart::StepStart => flush(&mut content, &mut results, &mut has_tools, out),
+            UiPart::StepStart => flush(
+                &mut content,
+                &mut results,
+                &mut has_tools,
+                &mut emptied,
+                out,
+            ),
             UiPart::Block(b) => content.push(b),
+            UiPart::EmptyText => emptied = true,
             UiPart::Tool { call, result } => {
                 content.push(call);
                 has_tools = true;
@@ -486,7 +523,13 @@ fn convert_assistant(
             }
         }
     }
-    flush(&mut content, &mut results, &mut has_tools, out);
+    flush(
+        &mut content,
+        &mut results,
+        &mut has_tools,
+        &mut emptied,
+        out,
+    );
 }
 
 /// Groups model messages the way Anthropic's API receives them: consecutive assistant messages
@@ -677,6 +720,30 @@ mod tests {
                 "Assistant: call c1",
                 "Tool: result c1",
                 "Assistant: text"
+            ]
+        );
+    }
+
+    #[test]
+    fn chat_completions_carries_the_content_before_the_calls() {
+        // A step that streamed its text after its call: `tool_calls` follow `content` on the
+        // wire, so the OpenAI view lists the text first.
+        let history = vec![
+            user("msg_1"),
+            assistant(
+                "msg_2",
+                vec![step(), tool("prt_b", "call_A", "completed"), text("prt_c")],
+            ),
+        ];
+        let msgs = to_model_messages(&history, &Options::default());
+        assert_eq!(shape(&msgs)[1], "Assistant: call call_A, text");
+        let sent: Vec<ModelMessage> = msgs.into_iter().map(calls_after_content).collect();
+        assert_eq!(
+            shape(&sent),
+            [
+                "User: text",
+                "Assistant: text, call call_A",
+                "Tool: result call_A"
             ]
         );
     }
