@@ -15,7 +15,8 @@ declare_check! {
     /// drops an assistant's empty text that carries no provider metadata, and messages that ended
     /// in an error are not replayed at all. A dropped part is an oddity on disk the model never
     /// sees, and no release sends it, so it is not reported. Text of whitespace is sent and
-    /// reported.
+    /// reported where the request goes to Anthropic, which refuses a text block without
+    /// non-whitespace text; OpenAI's Chat Completions takes an empty or blank content.
     ///
     /// ## Why it matters
     /// Cancelling mid-response, or a `text-start` persisted before any text arrived, leaves a
@@ -63,13 +64,16 @@ impl Check for EmptyTextPart {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        // The parts each stored session's next request carries, where it was rebuilt.
+        // The parts each stored session's next request carries to Anthropic, where it was
+        // rebuilt: OpenAI's Chat Completions takes an empty or blank content, Anthropic refuses
+        // a text block without non-whitespace text.
         let sent: HashMap<&str, HashSet<&str>> = analysis
             .sessions
             .iter()
             .filter(|s| rebuilt(analysis, &s.id).next().is_some())
             .map(|s| {
                 let parts = rebuilt(analysis, &s.id)
+                    .filter(|r| r.provider == crate::request::Provider::Anthropic)
                     .flat_map(|r| &r.messages)
                     .flat_map(|m| &m.content)
                     .filter_map(|b| b.part_id.as_deref())
@@ -88,7 +92,7 @@ impl Check for EmptyTextPart {
                 .get(session.id.as_str())
                 .is_some_and(|parts| !parts.contains(part.part.id.as_str()))
             {
-                // Dropped before the request is sent.
+                // Dropped before the request is sent, or sent where it is accepted.
                 continue;
             }
             // A later step of the session finished: the requests that carried this part went

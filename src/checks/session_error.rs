@@ -11,8 +11,9 @@ declare_check! {
     /// `APIError`, `UnhandledRejection`…), whether it was retryable, what it wrapped, and what
     /// followed (cancel, idle, a crash, the end of the log). Traces of one failure are reported
     /// once. An error the session recovered from is a warning; one it never recovered from is an
-    /// error; an abort (`MessageAbortedError`, a user's stop) is information. A stored session's
-    /// messages report their stored `error` the same way.
+    /// error; an abort (`MessageAbortedError`) in a log is information. A stored session's
+    /// messages report their stored `error` the same way, except a reply the user stopped:
+    /// that is the user's choice, no finding, and the session summary counts it.
     ///
     /// ## Why it matters
     /// The error a user sees last is rarely the root cause: an `UnknownError` wraps the real
@@ -38,7 +39,21 @@ declare_check! {
 
 impl Check for SessionError {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        use crate::ingest::Format;
+        // A stored reply the user stopped is the user's choice, not a failure: the session
+        // summary counts it. (In an agent log an abort may be the agent's own timeout, and stays
+        // an information.)
+        let store = matches!(
+            analysis.format,
+            Format::OpencodeDb
+                | Format::OpencodeExport
+                | Format::OpencodeStorage
+                | Format::OpencodeSqlDump
+        );
         for incident in incidents(analysis) {
+            if store && incident.errors().all(|(_, info)| aborted(info)) {
+                continue;
+            }
             out.push(finding(analysis, &incident));
         }
     }

@@ -1,7 +1,7 @@
 use super::incidents::what_ended;
 use super::fix::{Fix, FixContext};
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
 use crate::session::{Analysis, PartRecord};
 
@@ -25,7 +25,7 @@ declare_check! {
     ///
     /// ## How to fix
     /// A reply the user stopped (`MessageAbortedError`) ends its last step this way by design:
-    /// that is reported as information, not as an interruption.
+    /// that is no finding (the session summary counts the replies stopped by the user).
     ///
     /// Fix what interrupted the step (see the related label). For a stored session,
     /// `rewind repair` adds a recovery `step-finish` (reason `error`, zero tokens and cost).
@@ -84,26 +84,19 @@ impl Check for StepUnclosed {
                     let Some(obs) = start.last() else {
                         continue;
                     };
-                    let mut f = if aborted && next.is_none() {
+                    if aborted && next.is_none() {
                         // The last step of a reply the user stopped: OpenCode writes no
-                        // step-finish for it, and replays the message as it is.
-                        Self::META
-                            .finding(format!(
-                                "the reply of message {} was aborted (MessageAbortedError) during its last step, which has no step-finish ({starts} step-start, {finishes} step-finish)",
-                                message.id
-                            ))
-                            .severity(Severity::Info)
-                            .at(obs.span.head(), "the step the abort stopped")
-                            .help("a user's stop (or `POST /session/:id/abort`) ends the step without a step-finish; the session goes on normally")
-                    } else {
-                        Self::META
-                            .finding(format!(
-                                "a step of message {} started and never finished ({starts} step-start, {finishes} step-finish)",
-                                message.id
-                            ))
-                            .at(obs.span.head(), "step started here")
-                            .help("the step was interrupted before its step-finish was written; `rewind repair` closes it with a recovery step-finish")
-                    };
+                        // step-finish for it, and replays the message as it is. Nothing is
+                        // wrong; the session's summary counts the stop.
+                        continue;
+                    }
+                    let mut f = Self::META
+                        .finding(format!(
+                            "a step of message {} started and never finished ({starts} step-start, {finishes} step-finish)",
+                            message.id
+                        ))
+                        .at(obs.span.head(), "step started here")
+                        .help("the step was interrupted before its step-finish was written; `rewind repair` closes it with a recovery step-finish");
                     let before = next.and_then(|n| n.last()).map(|o| o.seq);
                     for (event, label) in what_ended(analysis, &session.id, obs.seq, before) {
                         f = f.also(Some(event.span.head()), label);

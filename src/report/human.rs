@@ -231,12 +231,19 @@ impl<W: Write> HumanPrinter<W> {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let findings = Totals {
+            let mut findings = Totals {
                 errors: row.errors,
                 warnings: row.warnings,
                 infos: row.infos,
             }
             .words();
+            if row.stopped_by_user > 0 {
+                let n = row.stopped_by_user;
+                findings.push_str(&format!(
+                    "\n({n} {} stopped by the user)",
+                    if n == 1 { "reply" } else { "replies" }
+                ));
+            }
             let mut id = if self.files.len() > 1 {
                 format!("{}\n{file}", row.id)
             } else {

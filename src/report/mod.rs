@@ -208,10 +208,17 @@ pub struct SessionSummary {
     pub errors: usize,
     pub warnings: usize,
     pub infos: usize,
+    /// Replies the user stopped (`MessageAbortedError`): what happened, and no finding.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stopped_by_user: usize,
     /// Not a session of the agent: a body replayed as a stream of its own (an agent log's
     /// logged HTTP response), whose parts are what the stream built.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replayed: Option<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Figures of each session of `analysis`.
@@ -229,6 +236,13 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                 sum.replayed = Some("replayed HTTP response body".into());
             }
             for m in &s.messages {
+                if m.info
+                    .as_ref()
+                    .and_then(|i| i.error())
+                    .is_some_and(|e| e.name == "MessageAbortedError")
+                {
+                    sum.stopped_by_user += 1;
+                }
                 for p in &m.parts {
                     match &p.part.body {
                         PartBody::StepStart(_) => sum.steps_started += 1,
