@@ -30,8 +30,9 @@
 //! `@ai-sdk/anthropic` then moves each assistant message's `tool_use` blocks after its other
 //! blocks (up to the next thinking block), so a stored step `[tool, text]` is sent as
 //! `[text, tool_use]` and is well-formed. OpenAI's rules never need that: text and tool calls
-//! share an assistant message, the text in its `content` and the calls in its `tool_calls`,
-//! which is how the OpenAI view lists them (content first).
+//! share an assistant message, the reasoning in its `reasoning_content`, the text in its
+//! `content` and the calls in its `tool_calls`, which is how the OpenAI view lists them (in that
+//! order); each tool result is a `tool` message of its own.
 //!
 //! [`version::INTERRUPTED_RESULT_SINCE`]: crate::model::version::INTERRUPTED_RESULT_SINCE
 //! [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]: crate::model::version::ANTHROPIC_TOOL_USE_LAST_SINCE
@@ -131,7 +132,7 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
                         grouped
                     }
                 }
-                Provider::OpenAi => messages.into_iter().map(calls_after_content).collect(),
+                Provider::OpenAi => messages.into_iter().flat_map(as_chat_completions).collect(),
             };
             requests.push(ModelRequest {
                 provider,
@@ -173,19 +174,34 @@ fn tool_use_last(mut m: ModelMessage) -> ModelMessage {
     m
 }
 
-/// An assistant message as Chat Completions carries it: its text and reasoning in the message's
-/// content, its calls in `tool_calls`, which the wire format puts after the content whatever
-/// order the parts were stored in.
-fn calls_after_content(mut m: ModelMessage) -> ModelMessage {
-    if m.role == Role::Assistant {
-        let (calls, content): (Vec<Block>, Vec<Block>) = m
+/// A model message as Chat Completions carries it. An assistant message holds its reasoning in
+/// `reasoning_content`, its text in `content` and its calls in `tool_calls`, which the wire
+/// format lists in that order whatever order the parts were stored in. Each tool result is a
+/// `tool` message of its own.
+fn as_chat_completions(mut m: ModelMessage) -> Vec<ModelMessage> {
+    match m.role {
+        Role::Assistant => {
+            let rank = |b: &Block| match b.kind {
+                BlockKind::Reasoning => 0,
+                BlockKind::ToolCall { .. } => 2,
+                _ => 1,
+            };
+            // A stable sort: blocks of one kind keep their order.
+            m.content.sort_by_key(rank);
+            vec![m]
+        }
+        Role::Tool if m.content.len() > 1 => m
             .content
             .drain(..)
-            .partition(|b| matches!(b.kind, BlockKind::ToolCall { .. }));
-        m.content = content;
-        m.content.extend(calls);
+            .map(|b| ModelMessage {
+                role: Role::Tool,
+                content: vec![b],
+                span: m.span,
+                message_id: m.message_id.clone(),
+            })
+            .collect(),
+        _ => vec![m],
     }
-    m
 }
 
 /// The messages OpenCode replays: from the last completed compaction on (§2.7).
@@ -737,13 +753,41 @@ mod tests {
         ];
         let msgs = to_model_messages(&history, &Options::default());
         assert_eq!(shape(&msgs)[1], "Assistant: call call_A, text");
-        let sent: Vec<ModelMessage> = msgs.into_iter().map(calls_after_content).collect();
+        let sent: Vec<ModelMessage> = msgs.into_iter().flat_map(as_chat_completions).collect();
         assert_eq!(
             shape(&sent),
             [
                 "User: text",
                 "Assistant: text, call call_A",
                 "Tool: result call_A"
+            ]
+        );
+    }
+
+    #[test]
+    fn chat_completions_sends_one_tool_message_per_result() {
+        let history = vec![
+            user("msg_1"),
+            assistant(
+                "msg_2",
+                vec![
+                    step(),
+                    tool("prt_a", "call_A", "completed"),
+                    tool("prt_b", "call_B", "error"),
+                ],
+            ),
+        ];
+        let sent: Vec<ModelMessage> = to_model_messages(&history, &Options::default())
+            .into_iter()
+            .flat_map(as_chat_completions)
+            .collect();
+        assert_eq!(
+            shape(&sent),
+            [
+                "User: text",
+                "Assistant: call call_A, call call_B",
+                "Tool: result call_A",
+                "Tool: error call_B"
             ]
         );
     }
