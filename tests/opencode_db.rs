@@ -705,3 +705,52 @@ fn a_deeply_nested_row_is_undecodable_not_a_crash() {
         describe(&all)
     );
 }
+
+#[test]
+fn a_retried_attempt_is_no_unclosed_step() {
+    let dir = tempfile::tempdir().unwrap();
+    // OpenCode retries a stream that failed before any tool ran in the same message: the
+    // attempt's step-start and partial text stay, then a step that finishes.
+    let ses = |id: &'static str, first: i64, parts: Vec<Value>, completed: bool| Ses {
+        id,
+        title: id,
+        messages: exchange(first, parts, completed),
+    };
+    let db = build_db(
+        &dir.path().join("opencode.db"),
+        &[
+            ses(
+                "ses_retried",
+                110,
+                vec![
+                    step_start(),
+                    text("Partial "),
+                    step_start(),
+                    text("The whole answer."),
+                    step_finish(),
+                ],
+                true,
+            ),
+            // The closest case that is an interruption: no step after the attempt finished.
+            ses(
+                "ses_cut",
+                112,
+                vec![step_start(), text("Partial "), step_start(), text("Again")],
+                false,
+            ),
+        ],
+    );
+    let retried = session_findings(&db, "ses_retried");
+    assert!(
+        of_rule(&retried, "step-unclosed").is_empty(),
+        "{}",
+        describe(&retried)
+    );
+    let cut = session_findings(&db, "ses_cut");
+    assert_eq!(
+        of_rule(&cut, "step-unclosed").len(),
+        2,
+        "{}",
+        describe(&cut)
+    );
+}

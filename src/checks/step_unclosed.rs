@@ -25,7 +25,9 @@ declare_check! {
     ///
     /// ## How to fix
     /// A reply the user stopped (`MessageAbortedError`) ends its last step this way by design:
-    /// that is no finding (the session summary counts the replies stopped by the user).
+    /// that is no finding (the session summary counts the replies stopped by the user). Nor is a
+    /// step of an attempt the processor retried in the same message (no tool ran in it, and a
+    /// later step of the message finished): OpenCode retries a failed stream that way.
     ///
     /// Fix what interrupted the step (see the related label). For a stored session,
     /// `rewind repair` adds a recovery `step-finish` (reason `error`, zero tokens and cost).
@@ -60,18 +62,37 @@ impl Check for StepUnclosed {
                 let starts = message.count("step-start");
                 let finishes = message.count("step-finish");
                 let mut open: Option<&PartRecord> = None;
+                let mut open_has_tools = false;
                 let mut unclosed = Vec::new();
+                // Steps left open by an attempt the processor retried in the same message: no
+                // tool ran in them, and a later step of the message finished. (OpenCode retries
+                // a failed stream this way, keeping the attempt's step-start and partial text.)
+                let mut attempts: Vec<&PartRecord> = Vec::new();
                 for part in &message.parts {
                     match part.part.body {
                         PartBody::StepStart(_) => {
                             if let Some(prev) = open.replace(part) {
-                                unclosed.push((prev, Some(part)));
+                                if open_has_tools {
+                                    unclosed.push((prev, Some(part)));
+                                } else {
+                                    attempts.push(prev);
+                                }
                             }
+                            open_has_tools = false;
                         }
-                        PartBody::StepFinish(_) => open = None,
+                        PartBody::StepFinish(_) => {
+                            open = None;
+                            attempts.clear();
+                        }
+                        PartBody::Tool(_) => open_has_tools = true,
                         _ => {}
                     }
                 }
+                // Attempts no finished step followed were interruptions after all.
+                for prev in attempts {
+                    unclosed.push((prev, next_step(message, prev)));
+                }
+                unclosed.sort_by_key(|(p, _)| position(message, p));
                 if let Some(prev) = open {
                     unclosed.push((prev, None));
                 }
@@ -119,4 +140,21 @@ impl Check for StepUnclosed {
             }
         }
     }
+}
+
+fn position(message: &crate::session::Message, part: &PartRecord) -> usize {
+    message
+        .parts
+        .iter()
+        .position(|q| std::ptr::eq(q, part))
+        .unwrap_or(usize::MAX)
+}
+
+/// The step-start that follows `part` in its message.
+fn next_step<'a>(message: &'a crate::session::Message, part: &PartRecord) -> Option<&'a PartRecord> {
+    message
+        .parts
+        .iter()
+        .skip(position(message, part).saturating_add(1))
+        .find(|p| matches!(p.part.body, PartBody::StepStart(_)))
 }
