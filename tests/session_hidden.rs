@@ -97,7 +97,7 @@ fn two_projects_claiming_one_worktree() {
     let both = "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('prj_2', '/w', 'git', 0, 9999999999999, '[]')";
     assert_hidden(
         both,
-        "another project claims its worktree `/w`, and OpenCode resolves that folder to `prj_2`",
+        "another project claims its worktree `/w`, and OpenCode last opened that folder as `prj_2`",
     );
     // The twin: the session is filed under the project OpenCode opened last.
     assert_listed(&format!("{both}; UPDATE session SET project_id = 'prj_2'"));
@@ -208,4 +208,167 @@ fn the_sessions_command_marks_hidden_sessions_and_says_where_they_appear() {
         text.contains("ses_lost: its project `prj_gone` has no `project` row"),
         "{text}"
     );
+}
+
+#[test]
+fn a_global_session_at_the_worktree_itself_comes_back_by_itself() {
+    // OpenCode files it under the project the next time it opens that folder.
+    assert_listed(
+        "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('global', '/', NULL, 0, 0, '[]'); UPDATE session SET project_id = 'global', directory = '/w'",
+    );
+}
+
+/// A git folder on this machine whose cached OpenCode id is `id`.
+fn git_folder(dir: &Path, id: &str) -> String {
+    let w = dir.join("repo");
+    std::fs::create_dir_all(w.join(".git")).unwrap();
+    std::fs::create_dir_all(w.join("src")).unwrap();
+    std::fs::write(w.join(".git/opencode"), id).unwrap();
+    w.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_folder_on_this_machine_is_resolved_as_opencode_resolves_it() {
+    let here = tempfile::tempdir().unwrap();
+    let w = git_folder(here.path(), "prj_1");
+    // prj_2 was touched last, but the folder's cached id is prj_1: OpenCode lists prj_1's.
+    let sql = format!(
+        "UPDATE project SET worktree = '{w}'; INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('prj_2', '{w}', 'git', 0, 9999999999999, '[]'); UPDATE session SET directory = '{w}'"
+    );
+    assert_listed(&sql);
+    assert_hidden(
+        &format!("{sql}; UPDATE session SET project_id = 'prj_2'"),
+        &format!(
+            "another project claims its worktree `{w}`, and OpenCode resolves that folder to `prj_1`"
+        ),
+    );
+}
+
+/// `rewind repair DB ARGS…`: exit code and standard output.
+fn repair(db: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = rewind().arg("repair").arg(db).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn column(db: &Path, sql: &str) -> String {
+    Connection::open(db)
+        .unwrap()
+        .query_row(sql, [], |r| r.get::<_, String>(0))
+        .unwrap()
+}
+
+fn backups(db: &Path) -> usize {
+    std::fs::read_dir(db.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".rewind-backup-"))
+        .count()
+}
+
+#[test]
+fn repair_files_a_session_without_project_under_the_project_of_its_folder() {
+    let (_dir, db) = db_with("UPDATE session SET project_id = 'prj_gone', directory = '/w/src'");
+    let (code, out, _) = repair(&db, &["--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("project_id `prj_gone` → `prj_1`"), "{out}");
+    assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_gone");
+    assert_eq!(backups(&db), 0, "a dry run writes nothing");
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("applied 1 changes"), "{out}");
+    assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_1");
+    assert_eq!(column(&db, "SELECT directory FROM session"), "/w/src");
+    assert_eq!(backups(&db), 1);
+    assert_eq!(hidden_messages(&db), Vec::<String>::new());
+    // Idempotent.
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("nothing to repair"), "{out}");
+    assert_eq!(backups(&db), 1);
+}
+
+#[test]
+fn repair_moves_a_global_session_inside_a_git_project_to_that_project() {
+    let (_dir, db) = db_with(
+        "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('global', '/', NULL, 0, 0, '[]'); UPDATE session SET project_id = 'global', directory = '/w/src'",
+    );
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_1");
+    // Nothing is deleted: both project rows stay.
+    assert_eq!(column(&db, "SELECT count(*) || '' FROM project"), "2");
+}
+
+#[test]
+fn repair_merges_duplicate_projects_only_when_it_knows_which_one_opencode_resolves() {
+    let dup = "INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('prj_2', '/w', 'git', 0, 9999999999999, '[]')";
+    // `/w` is not on this machine: which row OpenCode resolves is a guess, and a guess could
+    // hide the session again.
+    let (_dir, db) = db_with(dup);
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("not repaired: session ses_healthy"), "{out}");
+    assert!(out.contains("--project ID"), "{out}");
+    assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_1");
+    assert_eq!(backups(&db), 0);
+    // The user says which.
+    let (code, out, _) = repair(&db, &["--project", "prj_2"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_2");
+    assert_eq!(hidden_messages(&db), Vec::<String>::new());
+    assert_eq!(
+        column(&db, "SELECT count(*) || '' FROM project"),
+        "2",
+        "nothing deleted"
+    );
+
+    // On this machine, the folder says which.
+    let here = tempfile::tempdir().unwrap();
+    let w = git_folder(here.path(), "prj_1");
+    let (_dir, db) = db_with(&format!(
+        "UPDATE project SET worktree = '{w}'; INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES ('prj_2', '{w}', 'git', 0, 9999999999999, '[]'); UPDATE session SET project_id = 'prj_2', directory = '{w}'"
+    ));
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("project_id `prj_2` → `prj_1`"), "{out}");
+    assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_1");
+}
+
+#[test]
+fn repair_relinks_a_moved_folder_only_when_asked() {
+    let (_dir, db) = db_with("UPDATE session SET directory = '/old/w/lib'");
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("pass --relink OLD=NEW"), "{out}");
+    assert_eq!(column(&db, "SELECT directory FROM session"), "/old/w/lib");
+    let (code, out, _) = repair(&db, &["--relink", "/old/w=/w"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("directory `/old/w/lib` → `/w/lib`"), "{out}");
+    assert_eq!(column(&db, "SELECT directory FROM session"), "/w/lib");
+    assert_eq!(hidden_messages(&db), Vec::<String>::new());
+    // A relink that does not put the folder under its project is rolled back, not half-done.
+    let (_dir, db) = db_with("UPDATE session SET directory = '/old/w'");
+    let (code, _, err) = repair(&db, &["--relink", "/old/w=/elsewhere"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("still reported after the repair"), "{err}");
+    assert!(err.contains("the database was not changed"), "{err}");
+    assert_eq!(column(&db, "SELECT directory FROM session"), "/old/w");
+    assert_eq!(backups(&db), 0);
+}
+
+#[test]
+fn repair_refuses_an_unknown_project_or_a_malformed_relink() {
+    let (_dir, db) = db_with("UPDATE session SET project_id = 'prj_gone'");
+    let (code, _, err) = repair(&db, &["--project", "prj_nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--project prj_nope"), "{err}");
+    assert!(err.contains("`prj_1`"), "{err}");
+    let (code, _, err) = repair(&db, &["--relink", "/only-one-folder"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("is not OLD=NEW"), "{err}");
+    assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_gone");
 }

@@ -46,6 +46,24 @@ pub enum Edit {
     /// Deletes the part's row (applied only after the backup is made and checked; the plan's
     /// words quote what is deleted).
     DeletePart,
+    /// Files the session's row under another project and/or folder (`session.project_id`,
+    /// `session.directory`; `None` leaves a column as it is). These are columns, not JSON: the
+    /// row carries no marker, and the plan's words say what each was.
+    UpdateSession {
+        project_id: Option<String>,
+        directory: Option<String>,
+    },
+}
+
+/// Where a repair may file hidden sessions: what the user said on the command line.
+#[derive(Clone, Debug, Default)]
+pub struct Relink {
+    /// `--project ID`: the project to file hidden sessions under, instead of the one OpenCode
+    /// resolves for their folder.
+    pub project: Option<String>,
+    /// `--relink OLD=NEW`: folders that moved; a session whose folder is `OLD` or inside it gets
+    /// the same place under `NEW`.
+    pub folders: Vec<(String, String)>,
 }
 
 /// A session's plan.
@@ -96,6 +114,10 @@ pub struct FixContext<'a> {
     pub findings: &'a [Finding],
     /// The time written into repaired records (ms since the epoch).
     pub now: i64,
+    /// The store's `project` rows (none for a store without them).
+    pub projects: &'a [crate::session::Project],
+    /// Where hidden sessions may be filed.
+    pub relink: &'a Relink,
     pub plan: SessionPlan,
     raw_parts: HashMap<&'a str, &'a str>,
     raw_messages: HashMap<&'a str, &'a str>,
@@ -109,6 +131,8 @@ impl<'a> FixContext<'a> {
         session: &'a Session,
         findings: &'a [Finding],
         now: i64,
+        projects: &'a [crate::session::Project],
+        relink: &'a Relink,
     ) -> FixContext<'a> {
         let mut raw_parts = HashMap::new();
         let mut raw_messages = HashMap::new();
@@ -125,6 +149,8 @@ impl<'a> FixContext<'a> {
             session,
             findings,
             now,
+            projects,
+            relink,
             plan: SessionPlan {
                 session_id: stored.id.clone(),
                 ..SessionPlan::default()
@@ -241,6 +267,29 @@ impl<'a> FixContext<'a> {
             change: words,
             edit: Edit::InsertPart { data },
         });
+    }
+
+    /// Plans filing the session's row under `project_id` and/or `directory`.
+    pub fn update_session(
+        &mut self,
+        f: &Finding,
+        project_id: Option<String>,
+        directory: Option<String>,
+        words: String,
+    ) -> Fix {
+        self.plan.fixes.insert(key(f));
+        self.plan.changes.push(Change {
+            session_id: self.stored.id.clone(),
+            message_id: String::new(),
+            part_id: None,
+            rule: f.rule,
+            change: words,
+            edit: Edit::UpdateSession {
+                project_id,
+                directory,
+            },
+        });
+        Fix::Planned
     }
 
     /// Records that `f` is fixed by changes planned elsewhere.

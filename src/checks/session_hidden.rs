@@ -1,5 +1,7 @@
 use super::Check;
+use super::fix::{Fix, FixContext};
 use crate::diagnostic::{Finding, Ids, Severity};
+use crate::ingest::git_project;
 use crate::session::{Analysis, Project, Session};
 
 declare_check! {
@@ -11,10 +13,15 @@ declare_check! {
     /// `time_updated` first. A session is not listed when:
     ///
     /// * its `project_id` names no `project` row;
-    /// * another `project` row claims the same worktree: OpenCode resolves that folder to one of
-    ///   them (the one it opened last), and the sessions of the others are never listed;
+    /// * OpenCode resolves its project's worktree to another project id: another `project` row
+    ///   claims the same worktree, or the folder's id changed (OpenCode reads the id cached in
+    ///   `.git/opencode`, else the repository's root commit). When the worktree is on this
+    ///   machine, rewind resolves it the same way; otherwise it takes the row OpenCode touched
+    ///   last (OpenCode updates the project it opens). Sessions of the other rows are not listed;
     /// * it is filed under `global` while its `directory` is inside a git project: run in that
-    ///   folder, OpenCode lists the git project's sessions, not `global`'s;
+    ///   folder, OpenCode lists the git project's sessions, not `global`'s. (A `global` session
+    ///   whose folder is exactly the project's worktree is not reported: OpenCode files it under
+    ///   the project the next time it opens that folder.)
     /// * its `directory` is not under its project's worktree nor any of its other folders (git
     ///   worktrees, `project_directory`): the folder was moved or renamed;
     /// * its `directory` differs from the folder only by its form (a trailing slash, another
@@ -35,14 +42,17 @@ declare_check! {
     /// ```
     ///
     /// ## How to fix
-    /// Close OpenCode and back up `opencode.db` with its `-wal` and `-shm` files. Then file the
-    /// session under the project OpenCode resolves for its folder and, if needed, give it that
-    /// folder as it is written now:
+    /// Close OpenCode and run `rewind repair opencode.db`: it files each hidden session under
+    /// the project OpenCode resolves for its folder (`--project ID` to choose one), merges the
+    /// sessions of duplicate project rows into the one OpenCode resolves, and with
+    /// `--relink OLD=NEW` gives sessions of a moved folder its new place. Nothing is deleted.
+    /// By hand, after a backup of `opencode.db` with its `-wal` and `-shm` files:
     /// `UPDATE session SET project_id = '<id>', directory = '<folder>' WHERE id = '<session>';`
     pub struct SessionHidden {
         name: "session-hidden",
         severity: Warning,
         summary: "OpenCode's session list would not show this session",
+        fix: "the session's `project_id` is set to the project OpenCode resolves for its folder (or `--project ID`; duplicate project rows are merged this way); with `--relink OLD=NEW`, a moved folder's sessions get its new place. Rows are updated, never deleted",
     }
 }
 
@@ -51,8 +61,14 @@ declare_check! {
 pub enum Hidden {
     /// No `project` row has the session's `project_id`.
     NoProject { project_id: String },
-    /// Other `project` rows claim the same worktree; OpenCode resolves it to `shown`.
-    SharedWorktree { worktree: String, shown: String },
+    /// Other `project` rows claim the same worktree; OpenCode resolves it to `shown` (for
+    /// certain when `certain`: the folder is on this machine and was resolved as OpenCode does;
+    /// otherwise `shown` is the row OpenCode touched last).
+    SharedWorktree {
+        worktree: String,
+        shown: String,
+        certain: bool,
+    },
     /// The session's folder is not under its project's worktree.
     Moved { directory: String, worktree: String },
     /// The session's folder is under its project's worktree but written differently.
@@ -66,6 +82,8 @@ pub enum Hidden {
         directory: String,
         project: String,
         worktree: String,
+        /// `project` is the only row for that worktree, or the folder was resolved here.
+        certain: bool,
     },
 }
 
@@ -81,8 +99,17 @@ impl Hidden {
             Hidden::NoProject { project_id } => {
                 format!("its project `{project_id}` has no `project` row")
             }
-            Hidden::SharedWorktree { worktree, shown } => format!(
+            Hidden::SharedWorktree {
+                worktree,
+                shown,
+                certain: true,
+            } => format!(
                 "another project claims its worktree `{worktree}`, and OpenCode resolves that folder to `{shown}`"
+            ),
+            Hidden::SharedWorktree {
+                worktree, shown, ..
+            } => format!(
+                "another project claims its worktree `{worktree}`, and OpenCode last opened that folder as `{shown}`"
             ),
             Hidden::Moved {
                 directory,
@@ -101,6 +128,7 @@ impl Hidden {
                 directory,
                 project,
                 worktree,
+                ..
             } => format!(
                 "it is filed under `global`, but its folder `{directory}` is inside the git project `{project}` (`{worktree}`)"
             ),
@@ -131,6 +159,64 @@ impl Hidden {
 }
 
 impl Check for SessionHidden {
+    fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
+        let session = ctx.session;
+        let Some(why) = hidden(session, ctx.projects) else {
+            return Fix::Skipped;
+        };
+        let directory = session.directory.clone().unwrap_or_default();
+        let from = session.project_id.clone().unwrap_or_default();
+        if why.by_folder_only() {
+            let Some(new) =
+                relinked(&directory, &ctx.relink.folders).filter(|new| *new != directory)
+            else {
+                ctx.unfixable(format!(
+                    "session {}: {}; pass --relink OLD=NEW with the folder's new place",
+                    session.id,
+                    why.reason()
+                ));
+                return Fix::Unfixable;
+            };
+            let words = format!("directory `{directory}` → `{new}`");
+            return ctx.update_session(f, None, Some(new), words);
+        }
+        let target = match (&ctx.relink.project, &why) {
+            (Some(p), _) => Some(p.clone()),
+            (
+                None,
+                Hidden::SharedWorktree {
+                    shown,
+                    certain: true,
+                    ..
+                },
+            ) => Some(shown.clone()),
+            (
+                None,
+                Hidden::GlobalInsideGit {
+                    project,
+                    certain: true,
+                    ..
+                },
+            ) => Some(project.clone()),
+            (None, Hidden::SharedWorktree { .. } | Hidden::GlobalInsideGit { .. }) => None,
+            (None, Hidden::NoProject { .. }) => resolved_row(&directory, ctx.projects),
+            (None, Hidden::Moved { .. } | Hidden::Form { .. }) => None,
+        };
+        let Some(target) = target.filter(|t| ctx.projects.iter().any(|p| &p.id == t)) else {
+            ctx.unfixable(format!(
+                "session {}: {}; rewind cannot tell which project OpenCode resolves for `{directory}` (open OpenCode once in that folder so it records its project, or pass --project ID)",
+                session.id,
+                why.reason()
+            ));
+            return Fix::Unfixable;
+        };
+        if target == from {
+            return Fix::Skipped;
+        }
+        let words = format!("project_id `{from}` → `{target}` (listed again in `{directory}`)");
+        ctx.update_session(f, Some(target), None, words)
+    }
+
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let Some(projects) = analysis.projects.as_deref() else {
             return;
@@ -155,7 +241,11 @@ impl Check for SessionHidden {
                     ))
                     .note(format!("it would appear {}", why.appears()))
                     .note("its rows are intact; nothing is lost")
-                    .help("`rewind explain session-hidden` gives the SQL that files it under the right project")
+                    .help(if why.by_folder_only() {
+                        "`rewind repair --relink OLD=NEW` gives the sessions of a moved folder its new place"
+                    } else {
+                        "`rewind repair` files it under the project OpenCode resolves for its folder"
+                    })
                     .ids(Ids::default().session(session.id.clone()))
                     .severity(severity),
             );
@@ -192,31 +282,33 @@ pub fn hidden(session: &Session, projects: &[Project]) -> Option<Hidden> {
             })
             .filter(|(_, wt)| !wt.is_empty() && wt != "/" && under(&dir, wt))
             .max_by_key(|(_, wt)| wt.len())?;
+        // `Project.fromDirectory` files the `global` sessions whose folder is exactly the
+        // worktree under the project each time OpenCode opens it: those come back by themselves.
+        if inside.0.worktree.as_deref() == Some(directory) {
+            return None;
+        }
+        let worktree = inside.0.worktree.clone().unwrap_or_default();
+        let (project, certain) =
+            shown_for(&worktree, projects).unwrap_or_else(|| (inside.0.id.clone(), false));
         return Some(Hidden::GlobalInsideGit {
             directory: directory.to_owned(),
-            project: inside.0.id.clone(),
-            worktree: inside.0.worktree.clone().unwrap_or_default(),
+            project,
+            worktree,
+            certain,
         });
     }
     let worktree_raw = project.worktree.as_deref().unwrap_or_default();
     let worktree = canonical(worktree_raw);
-    if !worktree.is_empty() && worktree != "/" {
-        let shown = projects
-            .iter()
-            .filter(|p| p.worktree.as_deref().map(canonical).as_deref() == Some(&*worktree))
-            .max_by(|a, b| {
-                a.time_updated
-                    .cmp(&b.time_updated)
-                    .then_with(|| b.id.cmp(&a.id))
-            });
-        if let Some(shown) = shown
-            && shown.id != project.id
-        {
-            return Some(Hidden::SharedWorktree {
-                worktree: worktree_raw.to_owned(),
-                shown: shown.id.clone(),
-            });
-        }
+    if !worktree.is_empty()
+        && worktree != "/"
+        && let Some((shown, certain)) = shown_for(worktree_raw, projects)
+        && shown != project.id
+    {
+        return Some(Hidden::SharedWorktree {
+            worktree: worktree_raw.to_owned(),
+            shown,
+            certain,
+        });
     }
     if worktree.is_empty() || worktree == "/" {
         return None;
@@ -253,6 +345,88 @@ pub fn hidden(session: &Session, projects: &[Project]) -> Option<Hidden> {
         return form("the case of its drive letter");
     }
     None
+}
+
+/// The project OpenCode resolves `worktree` to, among the rows that claim it: the id it resolves
+/// on this machine when the folder is here and a row has it, else the row OpenCode touched last;
+/// and whether that is certain (resolved here, or the only row).
+fn shown_for(worktree: &str, projects: &[Project]) -> Option<(String, bool)> {
+    let canon = canonical(worktree);
+    let claiming: Vec<&Project> = projects
+        .iter()
+        .filter(|p| p.worktree.as_deref().map(canonical).as_deref() == Some(&*canon))
+        .collect();
+    let here = git_project::resolve(worktree)
+        .map(|r| r.id)
+        .filter(|id| claiming.iter().any(|p| &p.id == id));
+    if let Some(id) = here {
+        return Some((id, true));
+    }
+    claiming
+        .iter()
+        .max_by(|a, b| {
+            a.time_updated
+                .cmp(&b.time_updated)
+                .then_with(|| b.id.cmp(&a.id))
+        })
+        .map(|p| (p.id.clone(), claiming.len() == 1))
+}
+
+/// The project row a session of `directory` belongs to: the id OpenCode resolves for the
+/// folder on this machine when a row has it, else the row whose worktree (or other folder) holds
+/// the folder most closely, else `global` when the folder is here and outside git.
+fn resolved_row(directory: &str, projects: &[Project]) -> Option<String> {
+    let here = git_project::resolve(directory);
+    if let Some(r) = &here
+        && r.id != "global"
+        && projects.iter().any(|p| p.id == r.id)
+    {
+        return Some(r.id.clone());
+    }
+    let dir = canonical(directory);
+    if !dir.is_empty()
+        && let Some((p, wt)) = projects
+            .iter()
+            .filter(|p| p.id != "global")
+            .flat_map(|p| p.worktree.iter().chain(&p.folders).map(move |f| (p, canonical(f))))
+            .filter(|(_, wt)| !wt.is_empty() && wt != "/" && under(&dir, wt))
+            .max_by_key(|(_, wt)| wt.len())
+    {
+        // Only when one row claims that folder: between several, a guess could hide the session
+        // again.
+        let claims = |q: &Project| {
+            q.worktree
+                .iter()
+                .chain(&q.folders)
+                .any(|f| canonical(f) == wt)
+        };
+        if projects.iter().filter(|q| claims(q)).count() == 1 {
+            return Some(p.id.clone());
+        }
+        return shown_for(&wt, projects).filter(|(_, c)| *c).map(|(id, _)| id);
+    }
+    here.filter(|r| r.id == "global").map(|r| r.id)
+}
+
+/// `directory` under the new folder of the first `OLD=NEW` pair that holds it.
+fn relinked(directory: &str, folders: &[(String, String)]) -> Option<String> {
+    let dir = canonical(directory);
+    folders.iter().find_map(|(old, new)| {
+        let old = canonical(old);
+        if !under(&dir, &old) {
+            return None;
+        }
+        let rest = &dir[old.len()..];
+        let new = canonical(new);
+        let rest = rest.trim_start_matches('/');
+        Some(if rest.is_empty() {
+            new
+        } else if new.ends_with('/') {
+            format!("{new}{rest}")
+        } else {
+            format!("{new}/{rest}")
+        })
+    })
 }
 
 /// The drive letter of a Windows path (`C:\…`, `c:/…`).

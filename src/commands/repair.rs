@@ -30,12 +30,34 @@ pub struct Args {
     #[arg(long)]
     pub force: bool,
 
+    /// File hidden sessions (`session-hidden`) under this project instead of the one OpenCode
+    /// resolves for their folder. It must be a row of the database's `project` table.
+    #[arg(long, value_name = "ID")]
+    pub project: Option<String>,
+
+    /// A folder that moved: give sessions whose folder is OLD, or inside it, the same place
+    /// under NEW (repeatable). Only sessions `session-hidden` reports are changed.
+    #[arg(long, value_name = "OLD=NEW", value_parser = parse_relink)]
+    pub relink: Vec<(String, String)>,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
 
     #[command(flatten)]
     pub store_args: StoreArgs,
+}
+
+/// `OLD=NEW`, both non-empty.
+fn parse_relink(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((old, new)) if !old.trim().is_empty() && !new.trim().is_empty() => {
+            Ok((old.to_owned(), new.to_owned()))
+        }
+        _ => Err(format!(
+            "`{s}` is not OLD=NEW (two folders: where the sessions' folder was, and where it is now)"
+        )),
+    }
 }
 
 fn table(plans: &[SessionPlan]) -> String {
@@ -45,7 +67,14 @@ fn table(plans: &[SessionPlan]) -> String {
     for c in plans.iter().flat_map(|p| &p.changes) {
         t.add_row([
             escape(&c.session_id, true),
-            escape(&c.message_id, true),
+            escape(
+                if c.message_id.is_empty() {
+                    "-"
+                } else {
+                    &c.message_id
+                },
+                true,
+            ),
             escape(c.part_id.as_deref().unwrap_or("-"), true),
             c.rule.to_string(),
             escape(&c.change, true),
@@ -60,6 +89,10 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         opencode_version: args.store_args.opencode_version,
         provider: args.store_args.provider,
         force: args.force,
+        relink: repair::Relink {
+            project: args.project,
+            folders: args.relink,
+        },
     };
     let path = &args.store;
     let shown = path.display().to_string();

@@ -8,6 +8,7 @@ pub mod agent_log;
 pub mod capture;
 pub mod claude_transcript;
 pub mod codex_rollout;
+pub mod git_project;
 pub mod input;
 pub mod json_position;
 pub mod json_stream;

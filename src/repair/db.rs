@@ -66,6 +66,8 @@ pub enum RepairError {
     Changed(String),
     #[error("{0}")]
     Db(#[from] DbError),
+    #[error("--project {0}: the database has no such project; its projects are: {1}")]
+    UnknownProject(String, String),
     #[error("the database is read-only ({0}): rewind needs to write to repair it")]
     ReadOnly(String),
     #[error("the backup failed its check ({detail})")]
@@ -131,11 +133,39 @@ fn being_written(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
         .collect()
 }
 
+/// Checks `--project` against the database's projects.
+fn check_project(db: &Db, options: &Options) -> Result<(), RepairError> {
+    let Some(want) = &options.relink.project else {
+        return Ok(());
+    };
+    let ids: Vec<String> = db
+        .projects()?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    if ids.iter().any(|id| id == want) {
+        return Ok(());
+    }
+    let listed = if ids.is_empty() {
+        "none".to_owned()
+    } else {
+        ids.iter()
+            .map(|i| format!("`{}`", crate::text::clip(i)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(RepairError::UnknownProject(
+        crate::text::clip(want).into_owned(),
+        listed,
+    ))
+}
+
 /// Plans every selected session of `db`.
 fn plan_all(db: &Db, options: &Options) -> Result<Vec<Planned>, DbError> {
     let mut plans = Vec::new();
     for_each_diagnosed(db, options, &options.sessions, |stored, a, findings| {
-        let p = plan(stored, a, &findings);
+        let p = plan(stored, a, &findings, &options.relink);
         if !p.changes.is_empty() || !p.unfixable.is_empty() {
             plans.push((p, findings));
         }
@@ -168,6 +198,12 @@ fn for_each_diagnosed(
         db.schema.newest_session_version.as_deref(),
         Some(&db.schema),
     );
+    // The project rows tell where OpenCode lists each session (`session-hidden`).
+    let projects: Option<std::sync::Arc<[crate::session::Project]>> = db.projects()?.map(|rows| {
+        rows.into_iter()
+            .map(crate::session::Project::from)
+            .collect()
+    });
     db.for_each_session(
         only,
         |e| e,
@@ -183,6 +219,7 @@ fn for_each_diagnosed(
                 &mut sources,
             );
             rebuild::rebuild(&mut a, &ropts);
+            a.projects.clone_from(&projects);
             let findings = checks::run(&a, &|_| true);
             f(&stored, &a, findings);
             Ok(())
@@ -213,6 +250,7 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
     };
     if dry_run {
         let db = Db::open(path).map_err(|e| not_changed(e.into()))?;
+        check_project(&db, options).map_err(not_changed)?;
         let plans = plan_all(&db, options).map_err(|e| not_changed(e.into()))?;
         let only: Vec<SessionPlan> = plans.iter().map(|(p, _)| p.clone()).collect();
         let mut caveats = caveats(&db, &only);
@@ -251,6 +289,7 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
     conn.execute_batch("BEGIN")
         .map_err(|e| not_changed(e.into()))?;
     let db = Db::from_connection(conn).map_err(|e| not_changed(e.into()))?;
+    check_project(&db, options).map_err(not_changed)?;
     let planned = plan_all(&db, options).map_err(|e| not_changed(e.into()))?;
     let planned_ids: Vec<String> = planned
         .iter()
@@ -484,6 +523,7 @@ fn apply(
         [],
         |r| r.get(0),
     )?;
+    let fk_before = foreign_key_violations(conn)?;
     for (plan, _) in &planned {
         for change in &plan.changes {
             write(db, change, now)?;
@@ -496,10 +536,13 @@ fn apply(
             "integrity_check says: {check}"
         )));
     }
-    let fk: Option<String> = conn
-        .query_row("PRAGMA foreign_key_check", [], |r| r.get::<_, String>(0))
-        .optional()?;
-    if let Some(table) = fk {
+    // Only a reference the repair left dangling counts: a store may hold some already (a
+    // session whose project row is gone is what `session-hidden` reports).
+    if let Some(table) = foreign_key_violations(conn)?
+        .into_iter()
+        .find(|v| !fk_before.contains(v))
+        .map(|v| v.0)
+    {
         return Err(RepairError::RolledBack(format!(
             "foreign_key_check found a dangling reference in table {table}"
         )));
@@ -522,6 +565,21 @@ fn apply(
     conn.execute_batch("COMMIT")?;
     outcome.applied = true;
     Ok(outcome)
+}
+
+/// Every row `PRAGMA foreign_key_check` reports: (table, rowid, parent table).
+fn foreign_key_violations(
+    conn: &Connection,
+) -> rusqlite::Result<std::collections::BTreeSet<(String, Option<i64>, String)>> {
+    let mut stmt = conn.prepare("PRAGMA foreign_key_check")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, Option<i64>>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    rows.collect()
 }
 
 /// What the repair cannot keep consistent: sessions with an event log but no earlier event of
@@ -558,6 +616,9 @@ fn event_type(edit: &Edit) -> &'static str {
         Edit::UpdatePart { .. } | Edit::InsertPart { .. } => "message.part.updated.1",
         Edit::UpdateMessage { .. } => "message.updated.1",
         Edit::DeletePart => "message.part.removed.1",
+        // OpenCode logs no event for a session's project or folder: `Project.fromDirectory`
+        // moves sessions between projects with a plain UPDATE too.
+        Edit::UpdateSession { .. } => "",
     }
 }
 
@@ -626,6 +687,24 @@ fn write(db: &Db, change: &super::Change, now: i64) -> Result<(), RepairError> {
                 o.insert("sessionID".into(), json!(sid));
             }
             (full, "message.updated.1")
+        }
+        Edit::UpdateSession {
+            project_id,
+            directory,
+        } => {
+            if let Some(p) = project_id {
+                conn.execute(
+                    "UPDATE session SET project_id = ?2 WHERE id = ?1",
+                    params![sid, p],
+                )?;
+            }
+            if let Some(d) = directory {
+                conn.execute(
+                    "UPDATE session SET directory = ?2 WHERE id = ?1",
+                    params![sid, d],
+                )?;
+            }
+            return Ok(());
         }
         Edit::DeletePart => {
             let id = change.part_id.clone().unwrap_or_default();

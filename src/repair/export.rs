@@ -78,7 +78,7 @@ fn diagnose(
 pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let (stored, before, analysis) = diagnose(&text, options)?;
-    let plan = plan(&stored, &analysis, &before);
+    let plan = plan(&stored, &analysis, &before, &options.relink);
     if dry_run || plan.changes.is_empty() {
         return Ok(Outcome { plan, output: None });
     }
@@ -109,6 +109,9 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
                     parts.retain(|p| p["id"] != change.part_id.as_deref().unwrap_or_default());
                 }
             }
+            // An export has no project rows, so `session-hidden` plans nothing for it; and
+            // `opencode import` files the session under the importing folder's project anyway.
+            Edit::UpdateSession { .. } => {}
             Edit::InsertPart { data } => {
                 let id = change.part_id.clone().unwrap_or_default();
                 let mut part = json!({"id": id, "sessionID": change.session_id, "messageID": change.message_id});

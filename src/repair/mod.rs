@@ -24,7 +24,7 @@ use crate::ingest::stored::StoredSession;
 use crate::reconstruct::opencode::{self as rebuild, ProviderChoice};
 use crate::session::Analysis;
 
-pub use crate::checks::fix::{Change, Edit, FindingKey, SessionPlan};
+pub use crate::checks::fix::{Change, Edit, FindingKey, Relink, SessionPlan};
 
 /// What a repair works on besides the store: which sessions, and how they are rebuilt when they
 /// are diagnosed before and after.
@@ -38,6 +38,8 @@ pub struct Options {
     pub provider: ProviderChoice,
     /// Repair sessions that look like OpenCode is writing them (see [`live`]).
     pub force: bool,
+    /// Where hidden sessions may be filed (`--project`, `--relink`).
+    pub relink: Relink,
 }
 
 impl Options {
@@ -58,14 +60,20 @@ impl Options {
 /// Plans the repair of one session from its stored records, its analysis and its findings: each
 /// finding's rule plans its own fix, edits of existing records first (in finding order), then
 /// step boundaries (in message order).
-pub fn plan(stored: &StoredSession, analysis: &Analysis, findings: &[Finding]) -> SessionPlan {
+pub fn plan(
+    stored: &StoredSession,
+    analysis: &Analysis,
+    findings: &[Finding],
+    relink: &Relink,
+) -> SessionPlan {
     let Some(session) = analysis.sessions.first() else {
         return SessionPlan {
             session_id: stored.id.clone(),
             ..SessionPlan::default()
         };
     };
-    let mut ctx = FixContext::new(stored, session, findings, now_ms());
+    let projects = analysis.projects.as_deref().unwrap_or_default();
+    let mut ctx = FixContext::new(stored, session, findings, now_ms(), projects, relink);
     let position = |f: &Finding| {
         f.ids
             .message_id
