@@ -129,6 +129,9 @@ fn real_opencode_agrees_with_rewind() {
     s.case("repair-while-streaming:openai", |s, name| {
         s.repair_streaming(name, "edit:openai:running-mid", Provider::OpenAiCompatible)
     });
+    s.case("hidden-sessions:openai", |s, name| {
+        s.hidden_sessions(name, Provider::OpenAiCompatible)
+    });
 
     let failed: Vec<_> = s.results.iter().filter(|r| r.1.is_err()).collect();
     println!(
@@ -823,6 +826,129 @@ impl Suite {
             })
             .collect();
         Ok(shape)
+    }
+
+    /// Sessions hidden from OpenCode's list the ways users report (a project row gone, a
+    /// duplicate project row for the worktree, filed under `global` from a subfolder), plus one
+    /// OpenCode brings back by itself (`global` at the worktree itself): rewind's prediction must
+    /// be what the real `opencode session list` shows, and after `rewind repair` the real list
+    /// must show every session.
+    fn hidden_sessions(&mut self, name: &str, p: Provider) -> Result<String, String> {
+        let dir = self.dir(name);
+        let (data, repo) = (dir.join("data"), dir.join("repo"));
+        std::fs::create_dir_all(repo.join("sub")).map_err(|e| e.to_string())?;
+        let git = |args: &[&str]| {
+            Command::new("git")
+                .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !git(&["init", "-q"]) || !git(&["commit", "-q", "--allow-empty", "-m", "root"]) {
+            return Err("git init/commit failed in the case's repository".into());
+        }
+        for _ in 0..5 {
+            let mut cmd = self.client.command(&data, p);
+            // OpenCode takes its folder from `PWD` when it is set.
+            cmd.current_dir(&repo).env("PWD", &repo).args([
+                "run",
+                "SCN:text go",
+                "--format",
+                "json",
+            ]);
+            let run = client::wait(cmd, Duration::from_secs(150));
+            if !run.ok {
+                return Err(format!("opencode run failed: {}", tail(&run.stderr)));
+            }
+        }
+        let db = data.join("opencode/opencode.db");
+        let all = self.listed(&data, &repo, p)?;
+        if all.len() != 5 {
+            return Err(format!(
+                "the real list shows {} of 5 new sessions",
+                all.len()
+            ));
+        }
+        let ids: Vec<String> = all.iter().cloned().collect();
+        let repo_s = repo.to_string_lossy().to_string();
+        let c = open(&db)?;
+        c.execute_batch(&format!(
+            "PRAGMA foreign_keys = OFF;
+             INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated, sandboxes)
+               VALUES ('global', '/', NULL, 0, 0, '[]');
+             INSERT INTO project (id, worktree, vcs, time_created, time_updated, sandboxes)
+               VALUES ('prj_duplicate', '{repo_s}', 'git', 0, 9999999999999, '[]');
+             UPDATE session SET project_id = 'prj_gone' WHERE id = '{}';
+             UPDATE session SET project_id = 'prj_duplicate' WHERE id = '{}';
+             UPDATE session SET project_id = 'global', directory = '{repo_s}/sub' WHERE id = '{}';
+             UPDATE session SET project_id = 'global' WHERE id = '{}';",
+            ids[0], ids[1], ids[2], ids[3]
+        ))
+        .map_err(|e| format!("cannot hide the sessions: {e}"))?;
+        drop(c);
+        // rewind's prediction, before the real client runs (it refiles the last one).
+        let doc = self.diagnose(&db)?;
+        let predicted: BTreeSet<String> = doc["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["rule"] == "session-hidden" && f["severity"] == "warning")
+            .filter_map(|f| f["session_id"].as_str().map(str::to_string))
+            .collect();
+        let shown = self.listed(&data, &repo, p)?;
+        let real: BTreeSet<String> = all.difference(&shown).cloned().collect();
+        if predicted != real {
+            return Err(format!(
+                "rewind says hidden: {}; the real list hides: {}",
+                join(&predicted),
+                join(&real)
+            ));
+        }
+        let out = self.rewind_out(&["repair"], &db)?;
+        if !out.contains("applied 3 changes") {
+            return Err(format!("rewind repair: {}", tail(&out)));
+        }
+        let after = self.listed(&data, &repo, p)?;
+        if after != all {
+            return Err(format!(
+                "after the repair the real list shows {} of {} sessions",
+                after.len(),
+                all.len()
+            ));
+        }
+        let again = self.rewind_out(&["repair"], &db)?;
+        if !again.contains("nothing to repair") {
+            return Err(format!("a second repair is not a no-op: {}", tail(&again)));
+        }
+        Ok(format!(
+            "{} hidden, as the real list; all {} listed after the repair",
+            real.len(),
+            all.len()
+        ))
+    }
+
+    /// The ids `opencode session list` shows, run in `folder`.
+    fn listed(&self, data: &Path, folder: &Path, p: Provider) -> Result<BTreeSet<String>, String> {
+        let mut cmd = self.client.command(data, p);
+        cmd.current_dir(folder)
+            .env("PWD", folder)
+            .args(["session", "list", "--format", "json"]);
+        let run = client::wait(cmd, Duration::from_secs(60));
+        if run.ok && run.stdout.trim().is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let v: Value = serde_json::from_str(run.stdout.trim()).map_err(|_| {
+            format!(
+                "opencode session list printed no JSON: {}",
+                tail(&(run.stdout.clone() + &run.stderr))
+            )
+        })?;
+        Ok(v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["id"].as_str().map(str::to_string))
+            .collect())
     }
 
     fn diagnose(&self, path: &Path) -> Result<Value, String> {
