@@ -901,10 +901,12 @@ fn storage_damage(
         let file = sources.add_file(&d.path);
         let at = d.damage.offset(d.len);
         let len = u64::from(d.len > at);
-        analysis.damaged_files.push(crate::session::DamagedStoreFile {
-            span: crate::source::Span::new(file, at, len),
-            file: d,
-        });
+        analysis
+            .damaged_files
+            .push(crate::session::DamagedStoreFile {
+                span: crate::source::Span::new(file, at, len),
+                file: d,
+            });
     }
     let result = each(sources, Unit::ready(analysis));
     sources.truncate(mark);

@@ -339,7 +339,11 @@ impl DamagedFile {
 
 /// Every `*.json` file under `dir`, in path order (symbolic links are not followed).
 fn json_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).into_iter().flatten().flatten().collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .collect();
     entries.sort_by_key(std::fs::DirEntry::path);
     for e in entries {
         let Ok(t) = e.file_type() else { continue };
