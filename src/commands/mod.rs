@@ -10,6 +10,7 @@ pub mod replay;
 pub mod request;
 pub mod rules;
 pub mod sessions;
+pub mod sessions_stores;
 
 use std::cell::RefCell;
 use std::io::{BufWriter, Write};
