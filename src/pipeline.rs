@@ -899,8 +899,7 @@ fn storage_damage(
     let mut analysis = Analysis::new(folder, Format::OpencodeStorage);
     for d in damaged {
         let file = sources.add_file(&d.path);
-        let at = d.damage.offset(d.len);
-        let len = u64::from(d.len > at);
+        let (at, len) = d.damage.span(d.len);
         analysis
             .damaged_files
             .push(crate::session::DamagedStoreFile {

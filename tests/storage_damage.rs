@@ -95,7 +95,7 @@ fn each_damaged_file_is_named_with_what_is_wrong_and_where() {
             nul["span"]["offset"].as_u64(),
             nul["span"]["length"].as_u64()
         ),
-        (Some(0), Some(1))
+        (Some(0), Some(0))
     );
     let cut = by_file(CUT_MESSAGE);
     assert!(

@@ -176,13 +176,7 @@ fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
     if with_path {
         header.push("path");
     }
-    header.extend([
-        "sessions",
-        "hidden",
-        "not in opencode.db",
-        "findings",
-        "read by",
-    ]);
+    header.extend(["sessions", "hidden", "not in opencode.db", "findings"]);
     t.set_header(header);
     for l in listings {
         let mut row = vec![escape(&l.label, true)];
@@ -201,7 +195,6 @@ fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
             l.hidden().map_or("-".into(), |n| n.to_string()),
             l.not_in_default.map_or("-".into(), |n| n.to_string()),
             l.totals().words(),
-            escape(&l.read_by, true),
         ]);
         t.add_row(row);
     }
@@ -242,10 +235,11 @@ fn write_sessions(out: &mut impl Write, listings: &[StoreListing]) -> std::io::R
     for l in listings {
         let n = l.rows.len();
         let heading = format!(
-            "{} ({}): {n} session{}",
+            "{} ({}): {n} session{}; read by {}",
             l.label,
             l.path.display(),
-            if n == 1 { "" } else { "s" }
+            if n == 1 { "" } else { "s" },
+            l.read_by
         );
         writeln!(out, "\n{}", escape(&heading, false))?;
         if let Some(e) = &l.error {
@@ -294,11 +288,16 @@ fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Resu
         };
         let path = escape(&l.path.display().to_string(), false);
         match l.kind {
-            Kind::OpencodeDb => writeln!(
-                out,
-                "{n} {sessions} only in {path}: an OpenCode release reads {DEFAULT_DB} and does not show {them}; a build of the channel `{}` does, and so does OpenCode started with OPENCODE_DB={path}",
-                l.channel.as_deref().unwrap_or("?")
-            )?,
+            Kind::OpencodeDb => {
+                // OpenCode takes a relative OPENCODE_DB in its data folder: name the file whole.
+                let absolute = std::path::absolute(&l.path).unwrap_or_else(|_| l.path.clone());
+                let absolute = escape(&absolute.display().to_string(), false);
+                writeln!(
+                    out,
+                    "{n} {sessions} only in {path}: an OpenCode release reads {DEFAULT_DB} and does not show {them}; a build of the channel `{}` does, and so does OpenCode started with OPENCODE_DB={absolute}",
+                    l.channel.as_deref().unwrap_or("?")
+                )?;
+            }
             Kind::OpencodeStorage => writeln!(
                 out,
                 "{n} {sessions} only in {path}: OpenCode 1.2 and later read {DEFAULT_DB}, which imports storage/ once, when it is created; these were written after that import or skipped by it (a file it could not parse: `rewind diagnose {path} --select storage-file-damaged`)"

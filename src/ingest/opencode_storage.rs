@@ -221,12 +221,16 @@ impl Damage {
         }
     }
 
-    /// The byte a label points at.
-    pub fn offset(&self, len: u64) -> u64 {
+    /// Where a label points in a file of `len` bytes (offset, length): the byte where the
+    /// damage shows; the file's start, with no byte to quote, when it holds nothing but the
+    /// damage (empty, or all NUL).
+    pub fn span(&self, len: u64) -> (u64, u64) {
         match self {
-            Damage::Empty | Damage::AllNul => 0,
-            Damage::NulFrom { offset } | Damage::NotJson { offset, .. } => *offset,
-            Damage::Truncated { .. } => len.saturating_sub(1),
+            Damage::Empty | Damage::AllNul => (0, 0),
+            Damage::NulFrom { offset } | Damage::NotJson { offset, .. } => {
+                (*offset, u64::from(len > *offset))
+            }
+            Damage::Truncated { .. } => (len.saturating_sub(1), u64::from(len > 0)),
         }
     }
 }

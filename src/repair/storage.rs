@@ -232,7 +232,9 @@ fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
 fn write_note(outcome: &Outcome) {
     let mut text = format!(
         "Files moved here by `rewind repair` from the OpenCode storage folder\n{}\nbecause OpenCode cannot parse them. Nothing was deleted. To put a file back, move it to\nthe same path under the storage folder.\n\n",
-        outcome.root.display()
+        std::path::absolute(&outcome.root)
+            .unwrap_or_else(|_| outcome.root.clone())
+            .display()
     );
     for m in &outcome.moves {
         text += &format!("{} ({} file): {}\n", m.file, m.kind, m.damage);
