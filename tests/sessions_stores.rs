@@ -149,6 +149,38 @@ fn a_data_folder_lists_every_store_and_what_opencode_db_lacks() {
 }
 
 #[test]
+fn a_store_that_cannot_be_read_is_listed_with_why_and_the_others_still_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = data_folder(&dir.path().join("opencode"));
+    std::fs::write(data.join("opencode-local.db"), "not a database").unwrap();
+    std::fs::write(data.join("opencode-stable.db"), "").unwrap();
+    let (code, json) = sessions_in(
+        dir.path(),
+        &[],
+        &["--format", "json", data.to_str().unwrap()],
+    );
+    assert_eq!(code, 0);
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    let local = store(&doc, "opencode-local.db");
+    assert!(
+        local["error"]
+            .as_str()
+            .unwrap()
+            .contains("opencode-local.db"),
+        "{local}"
+    );
+    assert_eq!(local["not_in_opencode_db"], Value::Null);
+    // SQLite reads an empty file as an empty database.
+    let stable = store(&doc, "opencode-stable.db");
+    assert_eq!(
+        (stable["error"].clone(), stable["sessions"].clone()),
+        (Value::Null, 0.into())
+    );
+    assert_eq!(store(&doc, "opencode.db")["sessions"], 2);
+    assert_eq!(store(&doc, "storage/")["sessions"], 3);
+}
+
+#[test]
 fn a_single_database_is_still_listed_alone() {
     let dir = tempfile::tempdir().unwrap();
     let data = data_folder(&dir.path().join("opencode"));

@@ -127,7 +127,15 @@ fn folder_listings(dir: &Path, options: &Options) -> Vec<StoreListing> {
     let mut listings: Vec<StoreListing> = opencode_data::stores_in(dir)
         .into_iter()
         .map(|store| {
-            let (rows, store_findings, error) = match collect(&store.path, options) {
+            // SQLite reads an empty file as an empty database: no sessions, nothing wrong.
+            let empty_db = matches!(store.kind, StoreKind::Database { .. })
+                && std::fs::metadata(&store.path).is_ok_and(|m| m.len() == 0);
+            let listed = if empty_db {
+                Ok(Listing::default())
+            } else {
+                collect(&store.path, options)
+            };
+            let (rows, store_findings, error) = match listed {
                 Ok(Listing {
                     rows,
                     store_findings,
@@ -157,7 +165,7 @@ fn folder_listings(dir: &Path, options: &Options) -> Vec<StoreListing> {
         .flat_map(|l| l.rows.iter().map(|(r, _)| r.id.clone()))
         .collect();
     for l in &mut listings {
-        if l.label != DEFAULT_DB {
+        if l.label != DEFAULT_DB && l.error.is_none() {
             l.not_in_default = Some(
                 l.rows
                     .iter()
