@@ -834,6 +834,7 @@ fn analyze_storage(
         .into());
     };
     let file = sources.add_file(path);
+    storage_damage(path, &root, options, sources, each)?;
     let mut found = 0;
     for session in ingest::opencode_storage::sessions(&root).map_err(io)? {
         if !options.sessions.is_empty() && !options.sessions.contains(&session.id) {
@@ -856,6 +857,59 @@ fn analyze_storage(
         result?;
     }
     missing_sessions(path, options, found)
+}
+
+/// The files of a storage folder OpenCode cannot parse, as a unit of their own (before the
+/// sessions, which are read without them); with `--session`, only those of these sessions.
+fn storage_damage(
+    path: &Path,
+    root: &Path,
+    options: &Options,
+    sources: &mut SourceMap,
+    each: &mut UnitSink<'_>,
+) -> Result<(), RewindError> {
+    use ingest::opencode_storage::{self as storage, FileKind};
+    let io = |e| RewindError::Ingest {
+        path: path.to_path_buf(),
+        source: ingest::IngestError::Io(e),
+    };
+    let mut damaged = storage::damaged(root).map_err(io)?;
+    if !options.sessions.is_empty() {
+        let messages: HashSet<String> = options
+            .sessions
+            .iter()
+            .flat_map(|s| storage::message_ids(root, s))
+            .collect();
+        let selected = |id: &str| options.sessions.iter().any(|s| s == id);
+        damaged.retain(|d| {
+            let owner = d.owner().unwrap_or_default();
+            match d.kind {
+                FileKind::Session | FileKind::Other => selected(&d.id()),
+                FileKind::Message => selected(&owner) || messages.contains(&d.id()),
+                FileKind::Part => messages.contains(&owner),
+                FileKind::Project => false,
+            }
+        });
+    }
+    if damaged.is_empty() {
+        return Ok(());
+    }
+    let mark = sources.len();
+    let folder = sources.add_file(path);
+    let mut analysis = Analysis::new(folder, Format::OpencodeStorage);
+    for d in damaged {
+        let file = sources.add_file(&d.path);
+        let (at, len) = d.damage.span(d.len);
+        analysis
+            .damaged_files
+            .push(crate::session::DamagedStoreFile {
+                span: crate::source::Span::new(file, at, len),
+                file: d,
+            });
+    }
+    let result = each(sources, Unit::ready(analysis));
+    sources.truncate(mark);
+    result
 }
 
 /// Runs the checks `policy` enables on one unit, with its severity overrides applied.

@@ -47,6 +47,16 @@ pub struct Analysis {
     /// its sessions), to tell where OpenCode lists the session. `None` for other inputs and for
     /// a database without a `project` table.
     pub projects: Option<std::sync::Arc<[Project]>>,
+    /// For a legacy storage folder: the files OpenCode cannot parse, each with a span on the
+    /// byte where its damage shows.
+    pub damaged_files: Vec<DamagedStoreFile>,
+}
+
+/// A file of a legacy storage folder that OpenCode cannot parse.
+#[derive(Debug, Clone)]
+pub struct DamagedStoreFile {
+    pub span: Span,
+    pub file: crate::ingest::opencode_storage::DamagedFile,
 }
 
 /// What a client's transcript says beyond the messages of its active history.
@@ -148,6 +158,7 @@ impl Analysis {
             embedded_streams: Vec::new(),
             transcript: None,
             projects: None,
+            damaged_files: Vec::new(),
         }
     }
 

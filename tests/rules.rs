@@ -75,6 +75,10 @@ const CASES: &[(&str, &str)] = &[
         "reply-truncated",
         "tests/fixtures/checks/reply-truncated.json",
     ),
+    (
+        "storage-file-damaged",
+        "tests/fixtures/checks/storage-file-damaged",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -188,6 +188,7 @@ rules! {
     retry_wait_excessive::RetryWaitExcessive,
     session_hidden::SessionHidden,
     reply_truncated::ReplyTruncated,
+    storage_file_damaged::StorageFileDamaged,
 }
 
 impl Rule {
@@ -213,7 +214,8 @@ impl Rule {
             | Rule::StreamOutOfOrder
             | Rule::StreamProviderError
             | Rule::UndecodableRecord
-            | Rule::SessionHidden => 0,
+            | Rule::SessionHidden
+            | Rule::StorageFileDamaged => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

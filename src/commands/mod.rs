@@ -5,10 +5,12 @@ pub mod completions;
 pub mod diagnose;
 pub mod explain;
 pub mod repair;
+pub mod repair_storage;
 pub mod replay;
 pub mod request;
 pub mod rules;
 pub mod sessions;
+pub mod sessions_stores;
 
 use std::cell::RefCell;
 use std::io::{BufWriter, Write};

@@ -16,7 +16,7 @@ use crate::report::snippet::escape;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// An OpenCode database or `opencode export` document.
+    /// An OpenCode database, `opencode export` document or legacy storage folder.
     #[arg(value_name = "STORE")]
     pub store: PathBuf,
 
@@ -189,6 +189,12 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             }
             Ok(ExitStatus::Clean)
         }
+        Format::OpencodeStorage => super::repair_storage::run(&super::repair_storage::Args {
+            store: path,
+            force: args.force,
+            dry_run: args.dry_run,
+            format: args.format,
+        }),
         other => Err(RewindError::CannotRepair {
             path: path.clone(),
             format: other,

@@ -1,7 +1,9 @@
-//! `rewind sessions STORE`: the sessions of an OpenCode store, each with its size and findings.
+//! `rewind sessions STORE`: the sessions of an OpenCode store, each with its size and findings;
+//! of every store of OpenCode's data folder, or of every store found on this machine, with
+//! `sessions_stores`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use comfy_table::{Table, presets};
 use serde_json::json;
@@ -10,6 +12,7 @@ use super::diagnose::StoreArgs;
 use crate::checks;
 use crate::cli::ExitStatus;
 use crate::error::RewindError;
+use crate::ingest::opencode_data;
 use crate::pipeline::{self, Options};
 use crate::report::Totals;
 use crate::report::snippet::escape;
@@ -17,9 +20,11 @@ use crate::source::SourceMap;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// An OpenCode database, storage folder or export (`-`: standard input).
+    /// An OpenCode database, storage folder or export (`-`: standard input), or OpenCode's data
+    /// folder (every store in it is listed). Without it, the stores of this machine are searched:
+    /// OpenCode's data folder, Claude Code's and Codex's transcripts.
     #[arg(value_name = "STORE")]
-    pub store: PathBuf,
+    pub store: Option<PathBuf>,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = super::HumanOrJson::Human)]
@@ -37,17 +42,57 @@ pub fn utc_minutes(ms: i64) -> String {
     )
 }
 
-pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let mut options = Options::default();
-    args.store_args.apply(&mut options);
+/// Why OpenCode's list would not show a session.
+#[derive(Clone, Debug)]
+pub struct HiddenWhy {
+    pub by_folder_only: bool,
+    pub reason: String,
+    pub appears: String,
+}
+
+/// One session of a store, as listed.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub id: String,
+    pub title: Option<String>,
+    pub parent: Option<String>,
+    pub updated: Option<i64>,
+    pub messages: usize,
+    pub parts: usize,
+    pub totals: Totals,
+    /// `None` when the store does not say which projects exist; `Some(None)` when listed.
+    pub hidden: Option<Option<HiddenWhy>>,
+}
+
+/// The sessions of one store, and the findings about the store itself (damaged files of a
+/// storage folder).
+#[derive(Debug, Default)]
+pub struct Listing {
+    pub rows: Vec<Row>,
+    pub store_findings: Totals,
+}
+
+/// Lists the sessions of the store at `path`, each with its findings.
+pub fn collect(path: &Path, options: &Options) -> Result<Listing, RewindError> {
     let mut sources = SourceMap::new();
-    let mut rows = Vec::new();
+    let mut listing = Listing::default();
+    let mut about_sessions = Vec::new();
     let enabled = |_: checks::Rule| true;
-    pipeline::analyze(&args.store, &options, &mut sources, &mut |_, unit| {
+    pipeline::analyze(path, options, &mut sources, &mut |_, unit| {
         let Some(a) = unit.primary() else {
             return Ok(());
         };
         let findings = checks::run(a, &enabled);
+        if a.sessions.is_empty() {
+            // Findings about the store's files (a storage folder's damaged files): a session's
+            // when they name one, the store's otherwise.
+            for f in &findings {
+                match &f.ids.session_id {
+                    Some(s) => about_sessions.push((s.clone(), f.severity)),
+                    None => listing.store_findings.count(f.severity),
+                }
+            }
+        }
         for s in &a.sessions {
             let mut totals = Totals::default();
             for f in findings
@@ -58,114 +103,145 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             }
             let parts: usize = s.messages.iter().map(|m| m.parts.len()).sum();
             // Known only for a database with a `project` table.
-            let hidden = a
-                .projects
-                .as_deref()
-                .map(|projects| checks::hidden(s, projects));
-            rows.push((
-                s.id.clone(),
-                s.title.clone(),
-                s.parent_id.clone(),
-                s.time_updated,
-                s.messages.len(),
+            let hidden = a.projects.as_deref().map(|projects| {
+                checks::hidden(s, projects).map(|why| HiddenWhy {
+                    by_folder_only: why.by_folder_only(),
+                    reason: why.reason(),
+                    appears: why.appears(),
+                })
+            });
+            listing.rows.push(Row {
+                id: s.id.clone(),
+                title: s.title.clone(),
+                parent: s.parent_id.clone(),
+                updated: s.time_updated,
+                messages: s.messages.len(),
                 parts,
                 totals,
                 hidden,
-            ));
+            });
         }
         Ok(())
     })?;
+    for (id, severity) in about_sessions {
+        match listing.rows.iter_mut().find(|r| r.id == id) {
+            Some(r) => r.totals.count(severity),
+            None => listing.store_findings.count(severity),
+        }
+    }
+    Ok(listing)
+}
+
+/// The table of sessions.
+pub fn table(rows: &[Row]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header([
+        "id",
+        "title",
+        "updated (UTC)",
+        "messages",
+        "parts",
+        "findings",
+    ]);
+    for r in rows {
+        let mut id = match &r.parent {
+            Some(p) => format!("{}\n(child of {p})", r.id),
+            None => r.id.clone(),
+        };
+        if let Some(Some(why)) = &r.hidden {
+            id.push_str(if why.by_folder_only {
+                "\n(hidden from lists by folder)"
+            } else {
+                "\n(hidden from OpenCode's list)"
+            });
+        }
+        t.add_row([
+            escape(&id, true),
+            escape(r.title.as_deref().unwrap_or("-"), true),
+            r.updated.map_or("-".to_owned(), utc_minutes),
+            r.messages.to_string(),
+            r.parts.to_string(),
+            r.totals.words(),
+        ]);
+    }
+    t
+}
+
+/// The lines under the table that say why each hidden session is hidden.
+pub fn write_hidden(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
+    let hidden: Vec<_> = rows
+        .iter()
+        .filter_map(|r| Some((&r.id, r.hidden.as_ref()?.as_ref()?)))
+        .collect();
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{} session{} OpenCode would not list (`rewind explain session-hidden`):",
+        hidden.len(),
+        if hidden.len() == 1 { "" } else { "s" }
+    )?;
+    for (id, why) in hidden {
+        writeln!(
+            out,
+            "  {}: {}{}; it would appear {}",
+            escape(id, false),
+            if why.by_folder_only {
+                "(lists by folder only) "
+            } else {
+                ""
+            },
+            escape(&why.reason, false),
+            escape(&why.appears, false)
+        )?;
+    }
+    Ok(())
+}
+
+/// A session as JSON.
+pub fn row_json(r: &Row) -> serde_json::Value {
+    let mut v = json!({
+        "id": r.id, "title": r.title, "parent_id": r.parent, "time_updated": r.updated,
+        "messages": r.messages, "parts": r.parts, "findings": r.totals,
+    });
+    // `listed`: whether OpenCode's session list would show it (absent when the store does not
+    // say which projects exist).
+    if let Some(hidden) = &r.hidden {
+        v["listed"] = json!(hidden.is_none());
+        if let Some(why) = hidden {
+            v["hidden"] = json!({"reason": why.reason, "appears": why.appears});
+        }
+    }
+    v
+}
+
+pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+    let mut options = Options::default();
+    args.store_args.apply(&mut options);
+    let Some(store) = args.store.as_deref() else {
+        return super::sessions_stores::run_found(&options, args.format);
+    };
+    if !crate::ingest::input::is_stdin(store) && opencode_data::is_data_folder(store) {
+        return super::sessions_stores::run_folder(store, &options, args.format);
+    }
+    let Listing { rows, .. } = collect(store, &options)?;
     let mut out = super::Out;
     match args.format {
         super::HumanOrJson::Human => {
-            let mut t = Table::new();
-            t.load_preset(presets::UTF8_FULL_CONDENSED);
-            t.set_header([
-                "id",
-                "title",
-                "updated (UTC)",
-                "messages",
-                "parts",
-                "findings",
-            ]);
-            for (id, title, parent, updated, messages, parts, totals, hidden) in &rows {
-                let mut id = match parent {
-                    Some(p) => format!("{id}\n(child of {p})"),
-                    None => id.clone(),
-                };
-                if let Some(Some(why)) = hidden {
-                    id.push_str(if why.by_folder_only() {
-                        "\n(hidden from lists by folder)"
-                    } else {
-                        "\n(hidden from OpenCode's list)"
-                    });
-                }
-                t.add_row([
-                    escape(&id, true),
-                    escape(title.as_deref().unwrap_or("-"), true),
-                    updated.map_or("-".to_owned(), utc_minutes),
-                    messages.to_string(),
-                    parts.to_string(),
-                    totals.words(),
-                ]);
-            }
-            writeln!(out, "{t}")?;
-            let hidden: Vec<_> = rows
-                .iter()
-                .filter_map(|r| Some((&r.0, r.7.as_ref()?.as_ref()?)))
-                .collect();
-            if !hidden.is_empty() {
-                writeln!(
-                    out,
-                    "{} session{} OpenCode would not list (`rewind explain session-hidden`):",
-                    hidden.len(),
-                    if hidden.len() == 1 { "" } else { "s" }
-                )?;
-                for (id, why) in hidden {
-                    writeln!(
-                        out,
-                        "  {}: {}{}; it would appear {}",
-                        escape(id, false),
-                        if why.by_folder_only() {
-                            "(lists by folder only) "
-                        } else {
-                            ""
-                        },
-                        escape(&why.reason(), false),
-                        escape(&why.appears(), false)
-                    )?;
-                }
-            }
+            writeln!(out, "{}", table(&rows))?;
+            write_hidden(&mut out, &rows)?;
             writeln!(
                 out,
                 "{} session{}; `rewind diagnose {} --session ID` shows the findings of one",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" },
-                escape(&args.store.display().to_string(), false)
+                escape(&store.display().to_string(), false)
             )?;
         }
         super::HumanOrJson::Json => {
-            let list: Vec<_> = rows
-                .iter()
-                .map(
-                    |(id, title, parent, updated, messages, parts, totals, hidden)| {
-                        let mut v = json!({
-                            "id": id, "title": title, "parent_id": parent, "time_updated": updated,
-                            "messages": messages, "parts": parts, "findings": totals,
-                        });
-                        // `listed`: whether OpenCode's session list would show it (absent when the
-                        // store does not say which projects exist).
-                        if let Some(hidden) = hidden {
-                            v["listed"] = json!(hidden.is_none());
-                            if let Some(why) = hidden {
-                                v["hidden"] =
-                                    json!({"reason": why.reason(), "appears": why.appears()});
-                            }
-                        }
-                        v
-                    },
-                )
-                .collect();
+            let list: Vec<_> = rows.iter().map(row_json).collect();
             serde_json::to_writer_pretty(&mut out, &json!({ "sessions": list }))
                 .map_err(std::io::Error::from)?;
             writeln!(out)?;

@@ -14,6 +14,7 @@ pub mod json_position;
 pub mod json_stream;
 pub mod json_string;
 pub mod jsonl;
+pub mod opencode_data;
 pub mod opencode_db;
 pub mod opencode_export;
 pub mod opencode_storage;

@@ -81,7 +81,8 @@ pub fn sessions(root: &Path) -> std::io::Result<Vec<SessionFile>> {
     }
     let mut out = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path)?;
+        // A damaged session file (`damage`) still names a session: it is listed, without info.
+        let text = read_text(&path)?;
         let info = serde_json::from_str(&text).unwrap_or(Value::Null);
         out.push(SessionFile {
             id: stem(&path),
@@ -111,14 +112,19 @@ pub fn load(
         id: session.id.clone(),
         ..StoredSession::from_info(&session.info)
     };
-    let record = |path: &Path, sources: &mut SourceMap| -> std::io::Result<StoredRecord> {
-        let text = std::fs::read_to_string(path)?;
+    // A damaged file is left out: `damaged` reports it, and OpenCode's migration skips it too.
+    let record = |path: &Path, sources: &mut SourceMap| -> std::io::Result<Option<StoredRecord>> {
+        let bytes = std::fs::read(path)?;
+        if damage_of(&bytes).is_some() {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         let file = sources.add_file(path);
-        Ok(StoredRecord::new(
+        Ok(Some(StoredRecord::new(
             stem(path),
             text,
             Place::At { file, offset: 0 },
-        ))
+        )))
     };
     let message_dir = [root.join("message"), root.join("session/message")]
         .into_iter()
@@ -126,7 +132,10 @@ pub fn load(
         .find(|d| d.is_dir());
     let mut messages: Vec<(i64, StoredMessage)> = Vec::new();
     for path in message_dir.as_deref().map(json_files).unwrap_or_default() {
-        let info = record(&path, sources)?;
+        // A message whose file is damaged is skipped with its parts, as the migration skips them.
+        let Some(info) = record(&path, sources)? else {
+            continue;
+        };
         let created = serde_json::from_str::<Value>(&info.text)
             .ok()
             .and_then(|v| v.get("time")?.get("created")?.as_i64())
@@ -140,7 +149,7 @@ pub fn load(
         .find(|d| d.is_dir());
         let mut parts = Vec::new();
         for p in part_dir.as_deref().map(json_files).unwrap_or_default() {
-            parts.push(record(&p, sources)?);
+            parts.extend(record(&p, sources)?);
         }
         parts.sort_by(|a, b| a.id.cmp(&b.id));
         messages.push((
@@ -155,4 +164,282 @@ pub fn load(
     messages.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
     stored.messages = messages.into_iter().map(|(_, m)| m).collect();
     Ok(stored)
+}
+
+/// A file's text as OpenCode decodes it (invalid UTF-8 replaced, not refused).
+fn read_text(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// What makes a storage file unreadable to OpenCode, which parses each file whole with
+/// `JSON.parse`: a crash in the middle of a write leaves a file empty, zero-filled or cut short.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// No bytes, or only whitespace.
+    Empty,
+    /// Every byte is NUL (the file was extended but its data never reached the disk).
+    AllNul,
+    /// NUL bytes from `offset` on, after text (a block that was never written).
+    NulFrom { offset: u64 },
+    /// The JSON ends before its value is closed: the file was cut at `offset` (its length).
+    Truncated { offset: u64 },
+    /// Not JSON from `offset` on.
+    NotJson { offset: u64, reason: String },
+}
+
+impl Damage {
+    /// What is wrong, in words, for a file of `len` bytes.
+    pub fn describe(&self, len: u64) -> String {
+        match self {
+            Damage::Empty if len == 0 => "the file is empty (0 bytes)".into(),
+            Damage::Empty => format!("the file holds only whitespace ({len} bytes), no JSON"),
+            Damage::AllNul => format!("all {len} bytes of the file are NUL (0x00), no JSON"),
+            Damage::NulFrom { offset } => format!(
+                "NUL bytes (0x00) from byte {offset} of {len}: a block of the file was never written"
+            ),
+            Damage::Truncated { offset } => {
+                format!("the JSON is cut short at byte {offset}: the file ends inside a value")
+            }
+            Damage::NotJson { offset, reason } => {
+                format!("not JSON at byte {offset}: {reason}")
+            }
+        }
+    }
+
+    /// A short name for machine output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Damage::Empty => "empty",
+            Damage::AllNul => "all-nul",
+            Damage::NulFrom { .. } => "nul-bytes",
+            Damage::Truncated { .. } => "truncated",
+            Damage::NotJson { .. } => "not-json",
+        }
+    }
+
+    /// Where a label points in a file of `len` bytes (offset, length): the byte where the
+    /// damage shows; the file's start, with no byte to quote, when it holds nothing but the
+    /// damage (empty, or all NUL).
+    pub fn span(&self, len: u64) -> (u64, u64) {
+        match self {
+            Damage::Empty | Damage::AllNul => (0, 0),
+            Damage::NulFrom { offset } | Damage::NotJson { offset, .. } => {
+                (*offset, u64::from(len > *offset))
+            }
+            Damage::Truncated { .. } => (len.saturating_sub(1), u64::from(len > 0)),
+        }
+    }
+}
+
+/// Why `JSON.parse` would refuse these bytes, or `None` when they parse.
+pub fn damage_of(bytes: &[u8]) -> Option<Damage> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Some(Damage::Empty);
+    }
+    if bytes.iter().all(|&b| b == 0) {
+        return Some(Damage::AllNul);
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let e = serde_json::from_str::<serde::de::IgnoredAny>(&text).err()?;
+    // `JSON.parse` takes a lone surrogate escape (`"\ud800"`) that serde_json refuses.
+    if e.to_string().contains("surrogate") {
+        return None;
+    }
+    if let Some(k) = memchr::memchr(0, bytes) {
+        return Some(Damage::NulFrom { offset: k as u64 });
+    }
+    if e.is_eof() {
+        return Some(Damage::Truncated {
+            offset: bytes.len() as u64,
+        });
+    }
+    let offset = super::json_position::text_offset(&text, e.line(), e.column()).unwrap_or(0);
+    // serde_json's message without its position (the offset says where).
+    let reason = e.to_string();
+    let reason = reason
+        .split(" at line ")
+        .next()
+        .unwrap_or(&reason)
+        .to_owned();
+    Some(Damage::NotJson {
+        offset: offset as u64,
+        reason,
+    })
+}
+
+/// What a storage file holds, from where it lies (`opencode-storage.md` §1.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Project,
+    Session,
+    Message,
+    Part,
+    /// Todos, permissions, shares, diffs and anything else OpenCode keeps there.
+    Other,
+}
+
+impl FileKind {
+    /// The kind of the file at `rel` (relative to the storage root).
+    pub fn of(rel: &Path) -> FileKind {
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        match parts.as_slice() {
+            ["project", _] => FileKind::Project,
+            ["session", "message", _, _] => FileKind::Message,
+            ["session", "part", _, _, _] => FileKind::Part,
+            ["session", _, _] => FileKind::Session,
+            ["message", _, _] => FileKind::Message,
+            ["part", _, _] => FileKind::Part,
+            _ => FileKind::Other,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FileKind::Project => "project",
+            FileKind::Session => "session",
+            FileKind::Message => "message",
+            FileKind::Part => "part",
+            FileKind::Other => "other",
+        }
+    }
+}
+
+/// A storage file OpenCode cannot parse.
+#[derive(Clone, Debug)]
+pub struct DamagedFile {
+    pub path: PathBuf,
+    /// The path under the storage root, with `/` separators (`session/global/ses_….json`).
+    pub rel: String,
+    pub kind: FileKind,
+    pub len: u64,
+    pub damage: Damage,
+    /// When it was last written.
+    pub modified: Option<std::time::SystemTime>,
+}
+
+impl DamagedFile {
+    /// The session, message or part id the file is named by.
+    pub fn id(&self) -> String {
+        stem(&self.path)
+    }
+
+    /// The folder it lies in (a session file's project, a message file's session, a part
+    /// file's message).
+    pub fn owner(&self) -> Option<String> {
+        self.path
+            .parent()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+    }
+}
+
+/// Every `*.json` file under `dir`, in path order (symbolic links are not followed).
+fn json_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .collect();
+    entries.sort_by_key(std::fs::DirEntry::path);
+    for e in entries {
+        let Ok(t) = e.file_type() else { continue };
+        let p = e.path();
+        if t.is_dir() {
+            json_files_under(&p, out);
+        } else if t.is_file() && p.extension().is_some_and(|x| x == "json") {
+            out.push(p);
+        }
+    }
+}
+
+/// Every JSON file under the storage root that OpenCode cannot parse, in path order. A file that
+/// cannot be read at all is an error (it says which).
+pub fn damaged(root: &Path) -> std::io::Result<Vec<DamagedFile>> {
+    let mut files = Vec::new();
+    json_files_under(root, &mut files);
+    let mut out = Vec::new();
+    for path in files {
+        let bytes = std::fs::read(&path)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+        let Some(damage) = damage_of(&bytes) else {
+            continue;
+        };
+        let rel_path = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
+        let rel = rel_path
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+        out.push(DamagedFile {
+            kind: FileKind::of(&rel_path),
+            len: bytes.len() as u64,
+            damage,
+            modified,
+            rel,
+            path,
+        });
+    }
+    Ok(out)
+}
+
+/// The ids of a session's messages (their file names), to tell which damaged part files are its.
+pub fn message_ids(root: &Path, session: &str) -> Vec<String> {
+    [root.join("message"), root.join("session/message")]
+        .into_iter()
+        .flat_map(|d| json_files(&d.join(session)))
+        .map(|p| stem(&p))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tells_what_is_damaged() {
+        assert_eq!(damage_of(b""), Some(Damage::Empty));
+        assert_eq!(damage_of(b" \n"), Some(Damage::Empty));
+        assert_eq!(damage_of(&[0; 413]), Some(Damage::AllNul));
+        assert_eq!(
+            damage_of(b"{\"id\":\"a\"}\0\0\0"),
+            Some(Damage::NulFrom { offset: 10 })
+        );
+        assert_eq!(
+            damage_of(b"{\"id\":\"a\",\"ti"),
+            Some(Damage::Truncated { offset: 13 })
+        );
+        assert!(matches!(
+            damage_of(b"{\"id\": x}"),
+            Some(Damage::NotJson { offset: 7, .. })
+        ));
+        assert_eq!(damage_of(b"{\"id\":\"a\"}\n"), None);
+        assert_eq!(damage_of(b"{\"t\":\"\\ud800\"}"), None);
+        assert_eq!(damage_of("{\"t\":\"é\"}".as_bytes()), None);
+    }
+
+    #[test]
+    fn kinds_come_from_where_the_file_lies() {
+        for (rel, kind) in [
+            ("project/p.json", FileKind::Project),
+            ("session/global/ses_1.json", FileKind::Session),
+            ("session/info/ses_1.json", FileKind::Session),
+            ("message/ses_1/msg_1.json", FileKind::Message),
+            ("part/msg_1/prt_1.json", FileKind::Part),
+            ("session/message/ses_1/msg_1.json", FileKind::Message),
+            ("session/part/ses_1/msg_1/prt_1.json", FileKind::Part),
+            ("todo/ses_1.json", FileKind::Other),
+            ("session_diff/ses_1.json", FileKind::Other),
+        ] {
+            assert_eq!(FileKind::of(Path::new(rel)), kind, "{rel}");
+        }
+    }
 }

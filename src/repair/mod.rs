@@ -9,11 +9,13 @@
 //! the checks read marked records like any other. The one deletion is an empty text part
 //! (`empty-text-part`), which OpenCode itself leaves out of the requests it builds: it is deleted
 //! only after the backup is made and checked, and the plan quotes the row. [`db`] applies a plan
-//! to a database safely; [`export`] writes a repaired copy of an `opencode export` document.
+//! to a database safely; [`export`] writes a repaired copy of an `opencode export` document;
+//! [`storage`] moves the files of a legacy storage folder that OpenCode cannot parse aside.
 
 pub mod db;
 pub mod export;
 pub mod live;
+pub mod storage;
 
 use std::collections::BTreeSet;
 

@@ -1,0 +1,100 @@
+//! `rewind repair STORAGE` for OpenCode's legacy JSON storage folder: damaged files are moved
+//! aside into a quarantine folder (see `repair::storage`).
+
+use std::io::Write;
+
+use comfy_table::{Table, presets};
+use serde_json::json;
+
+use super::HumanOrJson as OutputFormat;
+use crate::cli::ExitStatus;
+use crate::error::RewindError;
+use crate::repair::storage;
+use crate::report::snippet::escape;
+use std::path::Path;
+
+/// What `rewind repair` was asked, for a storage folder.
+pub struct Args<'a> {
+    pub store: &'a Path,
+    pub force: bool,
+    pub dry_run: bool,
+    pub format: OutputFormat,
+}
+
+pub fn run(args: &Args<'_>) -> Result<ExitStatus, RewindError> {
+    let shown = args.store.display().to_string();
+    let outcome = storage::repair(args.store, args.force, args.dry_run)
+        .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+    let mut out = super::Out;
+    match args.format {
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(
+                &mut out,
+                &json!({"path": shown, "storage": outcome.root, "dry_run": args.dry_run,
+                        "quarantine": outcome.quarantine, "moves": outcome.moves,
+                        "not_repaired": outcome.left, "applied": outcome.applied,
+                        "verified": outcome.sessions_after.is_some(),
+                        "sessions_after": outcome.sessions_after}),
+            )
+            .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        OutputFormat::Human => {
+            let root = outcome.root.display().to_string();
+            if outcome.moves.is_empty() && outcome.left.is_empty() {
+                writeln!(
+                    out,
+                    "{}: nothing to repair (every file of the storage folder parses)",
+                    escape(&root, false)
+                )?;
+                return Ok(ExitStatus::Clean);
+            }
+            if !outcome.moves.is_empty() {
+                let mut t = Table::new();
+                t.load_preset(presets::UTF8_FULL_CONDENSED);
+                t.set_header(["file (under the storage folder)", "kind", "what is wrong"]);
+                for m in &outcome.moves {
+                    t.add_row([
+                        escape(&m.file, true),
+                        m.kind.to_owned(),
+                        escape(&m.damage, true),
+                    ]);
+                }
+                writeln!(out, "{t}")?;
+            }
+            for l in &outcome.left {
+                writeln!(
+                    out,
+                    "not repaired: {}: {}",
+                    escape(&l.file, false),
+                    escape(&l.why, false)
+                )?;
+            }
+            let quarantine = escape(&outcome.quarantine.display().to_string(), false);
+            let n = outcome.moves.len();
+            let files = if n == 1 { "file" } else { "files" };
+            if args.dry_run {
+                writeln!(
+                    out,
+                    "dry run: nothing was moved ({n} damaged {files} would move from {} into {quarantine}, keeping their paths)",
+                    escape(&root, false)
+                )?;
+            } else if outcome.applied {
+                writeln!(
+                    out,
+                    "moved {n} damaged {files} from {} into {quarantine}, keeping their paths (nothing was deleted; {} there says how to put them back)",
+                    escape(&root, false),
+                    storage::NOTE
+                )?;
+                if let Some(sessions) = outcome.sessions_after {
+                    writeln!(
+                        out,
+                        "verified: no moved file is left in the storage folder, each is in the quarantine whole, and the folder reads cleanly ({sessions} session{})",
+                        if sessions == 1 { "" } else { "s" }
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(ExitStatus::Clean)
+}

@@ -1,0 +1,680 @@
+//! `rewind sessions DATA_FOLDER` and `rewind sessions` with no store: every session store of
+//! OpenCode's data folder, or of this machine, with its session counts, then the sessions of
+//! each, so sessions stranded in a store the running OpenCode does not read are seen.
+//!
+//! Where the stores are (from the clients' sources):
+//!
+//! * OpenCode: `$XDG_DATA_HOME/opencode`, else `~/.local/share/opencode`, on every platform
+//!   (`xdg-basedir` does not branch by platform; on Windows `~` is `%USERPROFILE%`). Both are
+//!   searched when they differ: a shell that sets `XDG_DATA_HOME` and one that does not write to
+//!   different folders. `OPENCODE_DB` names another database. Which database a build reads is
+//!   in `ingest::opencode_data`.
+//! * Claude Code: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`: one transcript per
+//!   session (`<project>/<session>.jsonl`), subagents' beside it
+//!   (`<project>/<session>/subagents/agent-*.jsonl`).
+//! * Codex: `$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-*.jsonl`.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use comfy_table::{Table, presets};
+use rayon::prelude::*;
+use serde_json::{Value, json};
+
+use super::HumanOrJson;
+use super::sessions::{Listing, Row, collect, row_json, table, utc_minutes, write_hidden};
+use crate::cli::ExitStatus;
+use crate::error::RewindError;
+use crate::ingest::opencode_data::{self, DEFAULT_DB, StoreKind, WHICH_STORE};
+use crate::pipeline::Options;
+use crate::report::Totals;
+use crate::report::snippet::escape;
+
+/// What kind of store a listing is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    OpencodeDb,
+    OpencodeStorage,
+    Claude,
+    Codex,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::OpencodeDb => "opencode-database",
+            Kind::OpencodeStorage => "opencode-storage",
+            Kind::Claude => "claude-code-transcripts",
+            Kind::Codex => "codex-rollouts",
+        }
+    }
+
+    fn is_transcripts(self) -> bool {
+        matches!(self, Kind::Claude | Kind::Codex)
+    }
+}
+
+/// One store and its sessions.
+struct StoreListing {
+    /// `opencode.db`, `storage/`, `Claude Code transcripts`.
+    label: String,
+    path: PathBuf,
+    kind: Kind,
+    channel: Option<String>,
+    read_by: String,
+    /// Each session, with the transcript it is in (transcripts only).
+    rows: Vec<(Row, Option<PathBuf>)>,
+    /// Findings about the store itself (damaged files of a storage folder).
+    store_findings: Totals,
+    /// Transcripts that could not be read, with why.
+    unreadable: Vec<(PathBuf, String)>,
+    /// Why the store could not be read at all.
+    error: Option<String>,
+    /// Sessions of this store that `opencode.db` of the same folder does not hold (OpenCode
+    /// stores other than `opencode.db` only).
+    not_in_default: Option<usize>,
+}
+
+impl StoreListing {
+    fn hidden(&self) -> Option<usize> {
+        let mut known = false;
+        let mut n = 0;
+        for (r, _) in &self.rows {
+            if let Some(h) = &r.hidden {
+                known = true;
+                n += usize::from(h.is_some());
+            }
+        }
+        known.then_some(n)
+    }
+
+    fn totals(&self) -> Totals {
+        let mut t = self.store_findings;
+        for (r, _) in &self.rows {
+            t.merge(r.totals);
+        }
+        t
+    }
+
+    fn json(&self) -> Value {
+        let list: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|(r, file)| {
+                let mut v = row_json(r);
+                if let Some(f) = file {
+                    v["file"] = json!(f);
+                }
+                v
+            })
+            .collect();
+        json!({
+            "store": self.label, "path": self.path, "kind": self.kind.name(),
+            "channel": self.channel, "read_by": self.read_by,
+            "sessions": self.rows.len(), "hidden": self.hidden(),
+            "not_in_opencode_db": self.not_in_default,
+            "findings": self.totals(), "store_findings": self.store_findings,
+            "unreadable": self.unreadable.iter().map(|(p, why)| json!({"file": p, "error": why})).collect::<Vec<_>>(),
+            "error": self.error, "list": list,
+        })
+    }
+}
+
+/// The stores of one OpenCode data folder, with which sessions are missing from `opencode.db`.
+fn folder_listings(dir: &Path, options: &Options) -> Vec<StoreListing> {
+    let mut listings: Vec<StoreListing> = opencode_data::stores_in(dir)
+        .into_iter()
+        .map(|store| {
+            // SQLite reads an empty file as an empty database: no sessions, nothing wrong.
+            let empty_db = matches!(store.kind, StoreKind::Database { .. })
+                && std::fs::metadata(&store.path).is_ok_and(|m| m.len() == 0);
+            let listed = if empty_db {
+                Ok(Listing::default())
+            } else {
+                collect(&store.path, options)
+            };
+            let (rows, store_findings, error) = match listed {
+                Ok(Listing {
+                    rows,
+                    store_findings,
+                }) => (rows, store_findings, None),
+                Err(e) => (Vec::new(), Totals::default(), Some(e.message())),
+            };
+            StoreListing {
+                kind: match store.kind {
+                    StoreKind::Database { .. } => Kind::OpencodeDb,
+                    StoreKind::Storage => Kind::OpencodeStorage,
+                },
+                label: store.name.clone(),
+                channel: store.channel().map(str::to_owned),
+                read_by: store.read_by(),
+                path: store.path,
+                rows: rows.into_iter().map(|r| (r, None)).collect(),
+                store_findings,
+                unreadable: Vec::new(),
+                error,
+                not_in_default: None,
+            }
+        })
+        .collect();
+    let default: HashSet<String> = listings
+        .iter()
+        .filter(|l| l.label == DEFAULT_DB)
+        .flat_map(|l| l.rows.iter().map(|(r, _)| r.id.clone()))
+        .collect();
+    for l in &mut listings {
+        if l.label != DEFAULT_DB && l.error.is_none() {
+            l.not_in_default = Some(
+                l.rows
+                    .iter()
+                    .filter(|(r, _)| !default.contains(&r.id))
+                    .count(),
+            );
+        }
+    }
+    listings
+}
+
+fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    let mut header = vec!["store"];
+    if with_path {
+        header.push("path");
+    }
+    header.extend(["sessions", "hidden", "not in opencode.db", "findings"]);
+    t.set_header(header);
+    for l in listings {
+        let mut row = vec![escape(&l.label, true)];
+        if with_path {
+            row.push(escape(&l.path.display().to_string(), true));
+        }
+        let sessions = match &l.error {
+            Some(_) => "unreadable".to_owned(),
+            None if !l.unreadable.is_empty() => {
+                format!("{} ({} unreadable)", l.rows.len(), l.unreadable.len())
+            }
+            None => l.rows.len().to_string(),
+        };
+        row.extend([
+            sessions,
+            l.hidden().map_or("-".into(), |n| n.to_string()),
+            l.not_in_default.map_or("-".into(), |n| n.to_string()),
+            l.totals().words(),
+        ]);
+        t.add_row(row);
+    }
+    t
+}
+
+/// The sessions of a transcript store: the file instead of a title.
+fn transcript_table(root: &Path, rows: &[(Row, Option<PathBuf>)]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header([
+        "id",
+        "file",
+        "updated (UTC)",
+        "messages",
+        "parts",
+        "findings",
+    ]);
+    for (r, file) in rows {
+        let shown = file
+            .as_deref()
+            .map(|f| f.strip_prefix(root).unwrap_or(f).display().to_string())
+            .unwrap_or_default();
+        t.add_row([
+            escape(&r.id, true),
+            escape(&shown, true),
+            r.updated.map_or("-".to_owned(), utc_minutes),
+            r.messages.to_string(),
+            r.parts.to_string(),
+            r.totals.words(),
+        ]);
+    }
+    t
+}
+
+/// Each store's sessions, under a heading.
+fn write_sessions(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Result<()> {
+    for l in listings {
+        let n = l.rows.len();
+        let heading = format!(
+            "{} ({}): {n} session{}; read by {}",
+            l.label,
+            l.path.display(),
+            if n == 1 { "" } else { "s" },
+            l.read_by
+        );
+        writeln!(out, "\n{}", escape(&heading, false))?;
+        if let Some(e) = &l.error {
+            writeln!(out, "  cannot be read: {}", escape(e, false))?;
+            continue;
+        }
+        if n > 0 {
+            if l.kind.is_transcripts() {
+                writeln!(out, "{}", transcript_table(&l.path, &l.rows))?;
+            } else {
+                let rows: Vec<Row> = l.rows.iter().map(|(r, _)| r.clone()).collect();
+                writeln!(out, "{}", table(&rows))?;
+                write_hidden(out, &rows)?;
+            }
+        }
+        if l.store_findings.total() > 0 {
+            writeln!(
+                out,
+                "the store itself: {} (`rewind diagnose {}` says which files)",
+                l.store_findings.words(),
+                escape(&l.path.display().to_string(), false)
+            )?;
+        }
+        for (file, why) in &l.unreadable {
+            writeln!(
+                out,
+                "  unreadable: {}: {}",
+                escape(&file.display().to_string(), false),
+                escape(why, false)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// What the counts mean for a user looking for their sessions.
+fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Result<()> {
+    for l in listings {
+        let Some(n) = l.not_in_default.filter(|&n| n > 0) else {
+            continue;
+        };
+        let (sessions, them) = if n == 1 {
+            ("session is", "it")
+        } else {
+            ("sessions are", "them")
+        };
+        let path = escape(&l.path.display().to_string(), false);
+        match l.kind {
+            Kind::OpencodeDb => {
+                // OpenCode takes a relative OPENCODE_DB in its data folder: name the file whole.
+                let absolute = std::path::absolute(&l.path).unwrap_or_else(|_| l.path.clone());
+                let absolute = escape(&absolute.display().to_string(), false);
+                writeln!(
+                    out,
+                    "{n} {sessions} only in {path}: an OpenCode release reads {DEFAULT_DB} and does not show {them}; a build of the channel `{}` does, and so does OpenCode started with OPENCODE_DB={absolute}",
+                    l.channel.as_deref().unwrap_or("?")
+                )?;
+            }
+            Kind::OpencodeStorage => writeln!(
+                out,
+                "{n} {sessions} only in {path}: OpenCode 1.2 and later read {DEFAULT_DB}, which imports storage/ once, when it is created; these were written after that import or skipped by it (a file it could not parse: `rewind diagnose {path} --select storage-file-damaged`)"
+            )?,
+            Kind::Claude | Kind::Codex => {}
+        }
+    }
+    if let Some(db) = std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty()) {
+        writeln!(
+            out,
+            "OPENCODE_DB is set here ({}): an OpenCode started from this environment reads that database instead",
+            escape(&db.to_string_lossy(), false)
+        )?;
+    } else if std::env::var_os("OPENCODE_DISABLE_CHANNEL_DB")
+        .is_some_and(|v| v == "1" || v == "true")
+    {
+        writeln!(
+            out,
+            "OPENCODE_DISABLE_CHANNEL_DB is set here: an OpenCode started from this environment reads {DEFAULT_DB} whatever its channel"
+        )?;
+    }
+    Ok(())
+}
+
+/// `rewind sessions DATA_FOLDER`.
+pub fn run_folder(
+    dir: &Path,
+    options: &Options,
+    format: HumanOrJson,
+) -> Result<ExitStatus, RewindError> {
+    let listings = folder_listings(dir, options);
+    let mut out = super::Out;
+    match format {
+        HumanOrJson::Json => {
+            let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
+            serde_json::to_writer_pretty(
+                &mut out,
+                &json!({"folder": dir, "stores": stores, "which_store": WHICH_STORE}),
+            )
+            .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        HumanOrJson::Human => {
+            let shown = escape(&dir.display().to_string(), false);
+            writeln!(out, "OpenCode data folder {shown}")?;
+            writeln!(out, "{}", summary_table(&listings, false))?;
+            write_sessions(&mut out, &listings)?;
+            writeln!(out)?;
+            write_notes(&mut out, &listings)?;
+            writeln!(out, "{WHICH_STORE}")?;
+            writeln!(
+                out,
+                "`rewind sessions STORE` lists one store; `rewind diagnose STORE --session ID` shows the findings of one session"
+            )?;
+        }
+    }
+    Ok(ExitStatus::Clean)
+}
+
+/// A place searched, and what was found there.
+struct Searched {
+    what: &'static str,
+    path: PathBuf,
+    /// Where the path came from (`$XDG_DATA_HOME`, `~`).
+    via: String,
+    found: bool,
+}
+
+/// The user's home folder: `HOME`, else `USERPROFILE` (Windows).
+fn home() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    var("HOME")
+        .or_else(|| var("USERPROFILE"))
+        .map(PathBuf::from)
+}
+
+fn env_path(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key)
+        .filter(|v: &OsString| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The transcripts of a Claude Code projects folder: sessions and their subagents.
+fn claude_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for project in sorted_entries(root).into_iter().filter(|p| p.is_dir()) {
+        let entries = sorted_entries(&project);
+        // The sessions first, then their subagents.
+        for entry in &entries {
+            if entry.is_file() && entry.extension().is_some_and(|x| x == "jsonl") {
+                out.push(entry.clone());
+            }
+        }
+        for entry in entries {
+            if entry.is_dir() {
+                for agent in sorted_entries(&entry.join("subagents")) {
+                    let name = agent
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    if agent.is_file() && name.starts_with("agent-") && name.ends_with(".jsonl") {
+                        out.push(agent);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The rollouts of a Codex sessions folder (`YYYY/MM/DD/rollout-*.jsonl`).
+fn codex_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let dirs = |p: &Path| -> Vec<PathBuf> {
+        sorted_entries(p)
+            .into_iter()
+            .filter(|d| d.is_dir())
+            .collect()
+    };
+    for year in dirs(root) {
+        for month in dirs(&year) {
+            for day in dirs(&month) {
+                for f in sorted_entries(&day) {
+                    let name = f
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    if f.is_file() && name.starts_with("rollout-") && name.ends_with(".jsonl") {
+                        out.push(f);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The sessions of every transcript, read on rayon's pool, in file order.
+fn transcripts(
+    label: &str,
+    root: &Path,
+    kind: Kind,
+    files: &[PathBuf],
+    options: &Options,
+) -> StoreListing {
+    let results: Vec<(PathBuf, Result<Listing, RewindError>)> = files
+        .par_iter()
+        .map(|f| (f.clone(), collect(f, options)))
+        .collect();
+    let mut rows = Vec::new();
+    let mut unreadable = Vec::new();
+    for (file, result) in results {
+        match result {
+            Ok(listing) => {
+                let modified = std::fs::metadata(&file)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .and_then(|d| i64::try_from(d.as_millis()).ok());
+                for mut r in listing.rows {
+                    r.updated = r.updated.or(modified);
+                    rows.push((r, Some(file.clone())));
+                }
+            }
+            Err(e) => unreadable.push((file, e.message())),
+        }
+    }
+    StoreListing {
+        label: label.to_owned(),
+        path: root.to_path_buf(),
+        kind,
+        channel: None,
+        read_by: match kind {
+            Kind::Claude => "Claude Code (`claude --resume`)".into(),
+            _ => "Codex (`codex resume`)".into(),
+        },
+        rows,
+        store_findings: Totals::default(),
+        unreadable,
+        error: None,
+        not_in_default: None,
+    }
+}
+
+/// `rewind sessions` with no store: the stores of this machine.
+pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, RewindError> {
+    let home = home();
+    let mut searched: Vec<Searched> = Vec::new();
+    let mut listings: Vec<StoreListing> = Vec::new();
+
+    // OpenCode's data folder, as each environment would place it.
+    let mut data_folders: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(xdg) = env_path("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
+        data_folders.push((xdg.join("opencode"), "$XDG_DATA_HOME/opencode".into()));
+    }
+    if let Some(h) = &home {
+        let default = h.join(".local/share/opencode");
+        if !data_folders.iter().any(|(p, _)| *p == default) {
+            data_folders.push((default, "~/.local/share/opencode".into()));
+        }
+    }
+    for (dir, via) in &data_folders {
+        let found = opencode_data::stores_in(dir);
+        searched.push(Searched {
+            what: "OpenCode data folder",
+            path: dir.clone(),
+            via: via.clone(),
+            found: !found.is_empty(),
+        });
+        let mut these = folder_listings(dir, options);
+        if data_folders.len() > 1 {
+            for l in &mut these {
+                l.label = format!("{} in {via}", l.label);
+            }
+        }
+        listings.extend(these);
+    }
+    // A database OPENCODE_DB names outside the data folders.
+    if let (Some(value), Some((data, _))) = (
+        std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty()),
+        data_folders.first(),
+    ) && let Some(db) = opencode_data::opencode_db_override(&value.to_string_lossy(), data)
+        && !listings.iter().any(|l| l.path == db)
+    {
+        let found = db.is_file();
+        searched.push(Searched {
+            what: "OpenCode database",
+            path: db.clone(),
+            via: "$OPENCODE_DB".into(),
+            found,
+        });
+        if found {
+            let (rows, store_findings, error) = match collect(&db, options) {
+                Ok(l) => (l.rows, l.store_findings, None),
+                Err(e) => (Vec::new(), Totals::default(), Some(e.message())),
+            };
+            listings.push(StoreListing {
+                label: "$OPENCODE_DB".into(),
+                path: db,
+                kind: Kind::OpencodeDb,
+                channel: None,
+                read_by: "OpenCode started with this OPENCODE_DB".into(),
+                rows: rows.into_iter().map(|r| (r, None)).collect(),
+                store_findings,
+                unreadable: Vec::new(),
+                error,
+                not_in_default: None,
+            });
+        }
+    }
+
+    // Claude Code's transcripts.
+    let claude = match env_path("CLAUDE_CONFIG_DIR") {
+        Some(d) => Some((d.join("projects"), "$CLAUDE_CONFIG_DIR/projects")),
+        None => home
+            .as_ref()
+            .map(|h| (h.join(".claude/projects"), "~/.claude/projects")),
+    };
+    if let Some((root, via)) = claude {
+        let files = claude_files(&root);
+        searched.push(Searched {
+            what: "Claude Code transcripts",
+            path: root.clone(),
+            via: via.into(),
+            found: !files.is_empty(),
+        });
+        if !files.is_empty() {
+            listings.push(transcripts(
+                "Claude Code transcripts",
+                &root,
+                Kind::Claude,
+                &files,
+                options,
+            ));
+        }
+    }
+
+    // Codex's rollouts.
+    let codex = match env_path("CODEX_HOME") {
+        Some(d) => Some((d.join("sessions"), "$CODEX_HOME/sessions")),
+        None => home
+            .as_ref()
+            .map(|h| (h.join(".codex/sessions"), "~/.codex/sessions")),
+    };
+    if let Some((root, via)) = codex {
+        let files = codex_files(&root);
+        searched.push(Searched {
+            what: "Codex rollouts",
+            path: root.clone(),
+            via: via.into(),
+            found: !files.is_empty(),
+        });
+        if !files.is_empty() {
+            listings.push(transcripts(
+                "Codex rollouts",
+                &root,
+                Kind::Codex,
+                &files,
+                options,
+            ));
+        }
+    }
+
+    let mut out = super::Out;
+    match format {
+        HumanOrJson::Json => {
+            let searched: Vec<Value> = searched
+                .iter()
+                .map(|s| json!({"what": s.what, "path": s.path, "via": s.via, "found": s.found}))
+                .collect();
+            let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
+            serde_json::to_writer_pretty(
+                &mut out,
+                &json!({"searched": searched, "home": home, "stores": stores}),
+            )
+            .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        HumanOrJson::Human => {
+            if listings.is_empty() {
+                writeln!(out, "no session store found on this machine")?;
+            }
+            writeln!(out, "searched:")?;
+            for s in &searched {
+                writeln!(
+                    out,
+                    "  {} {} ({}): {}",
+                    s.what,
+                    escape(&s.path.display().to_string(), false),
+                    escape(&s.via, false),
+                    if s.found { "found" } else { "nothing there" }
+                )?;
+            }
+            if home.is_none() {
+                writeln!(
+                    out,
+                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.claude and ~/.codex were not searched)"
+                )?;
+            }
+            if listings.is_empty() {
+                writeln!(
+                    out,
+                    "give a store to list it: `rewind sessions PATH` (an OpenCode database, data folder, storage folder or export; a transcript)"
+                )?;
+                return Ok(ExitStatus::Clean);
+            }
+            writeln!(out, "{}", summary_table(&listings, true))?;
+            write_sessions(&mut out, &listings)?;
+            writeln!(out)?;
+            write_notes(&mut out, &listings)?;
+            if listings.iter().any(|l| !l.kind.is_transcripts()) {
+                writeln!(out, "{WHICH_STORE}")?;
+            }
+            writeln!(
+                out,
+                "`rewind diagnose STORE --session ID` shows the findings of one session"
+            )?;
+        }
+    }
+    Ok(ExitStatus::Clean)
+}
