@@ -24,7 +24,7 @@ pub enum RewindError {
         hint: String,
     },
     #[error(
-        "`{path}` is {}: rewind cannot repair that kind of input; it repairs OpenCode databases and `opencode export` documents (`rewind diagnose` reads this one)",
+        "`{path}` is {}: rewind cannot repair that kind of input; it repairs OpenCode databases, `opencode export` documents, Claude Code transcripts and Codex rollouts (`rewind diagnose` reads this one)",
         format.describe()
     )]
     CannotRepair { path: PathBuf, format: Format },

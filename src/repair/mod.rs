@@ -10,10 +10,14 @@
 //! (`empty-text-part`), which OpenCode itself leaves out of the requests it builds: it is deleted
 //! only after the backup is made and checked, and the plan quotes the row. [`db`] applies a plan
 //! to a database safely; [`export`] writes a repaired copy of an `opencode export` document.
+//!
+//! Claude Code transcripts and Codex rollouts are repaired by [`transcript`], which finds what
+//! it repairs on the records themselves and rewrites the file through a temporary file.
 
 pub mod db;
 pub mod export;
 pub mod live;
+pub mod transcript;
 
 use std::collections::BTreeSet;
 
