@@ -220,7 +220,7 @@ fn transcript_report(
             } else if outcome.applied {
                 writeln!(
                     out,
-                    "applied {} changes ({} -> {} bytes, verified by diagnosing the new file); backup of the original: {}",
+                    "applied {} changes ({} -> {} bytes; the new file was diagnosed before it replaced the old one)\nbackup of the original: {}",
                     plan.changes.len(),
                     outcome.bytes_before,
                     outcome.bytes_after.unwrap_or_default(),

@@ -295,7 +295,7 @@ fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
             problem: Problem::TornLastLine,
             call_id: None,
             change: format!(
-                "trim the torn last line ({} bytes, cut off mid-append; kept in the backup)",
+                "trim the torn last line ({} bytes; they stay in the backup)",
                 lines[i].raw.len()
             ),
         });
@@ -419,7 +419,7 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
                         problem: Problem::OrphanResult,
                         call_id: Some(ids.clone()),
                         change: format!(
-                            "drop the record holding only the result of {ids}, whose call is not before it (its children are linked to its parent)"
+                            "drop this record: it holds only the result of {ids}, whose call is not before it (its children now hang on its parent)"
                         ),
                     });
                 } else {
@@ -570,7 +570,7 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
                 problem: Problem::UnansweredCall,
                 call_id: Some(id.clone()),
                 change: format!(
-                    "answer the call {id} (line {}) with an error result \"{CLAUDE_INTERRUPTED}\", as Claude Code writes for a tool it interrupted",
+                    "answer {id} (line {}) with an error tool_result \"{CLAUDE_INTERRUPTED}\"",
                     i + 1
                 ),
             });
@@ -717,7 +717,7 @@ fn plan_codex(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
             problem: Problem::UnansweredCall,
             call_id: Some(call_id.clone()),
             change: format!(
-                "answer the call {call_id} (line {}) with a {ty} \"{CODEX_ABORTED}\", as Codex sends for a call it has no output for",
+                "answer {call_id} (line {}) with a {ty} \"{CODEX_ABORTED}\"",
                 i + 1
             ),
         });
