@@ -1,5 +1,6 @@
 //! `rewind repair` on Claude Code transcripts and Codex rollouts, checked by the real clients:
-//! the corpus's killed-mid-tool sessions and a torn-last-line copy of its healthy sessions are
+//! the corpus's killed-mid-tool sessions, a torn-last-line copy of its healthy sessions and a
+//! copy of its tool sessions without the call (an orphan result) are
 //! copied into a scratch HOME (the corpus is never written), repaired (or not), and resumed by
 //! the real client (npm `@anthropic-ai/claude-code` and `@openai/codex`, pinned below) against
 //! the corpus's scripted provider (`transcripts/tools/mock.py`, on 127.0.0.1). The request the
@@ -39,6 +40,9 @@ enum Scenario {
     KillTool,
     /// The corpus's `healthy` session with its last line cut in half.
     Torn,
+    /// The corpus's `tool` session without its call: the result is an orphan (what a
+    /// compaction that drops the call but keeps the result leaves).
+    Orphan,
 }
 
 fn tool_ok(tool: &str, arg: &str) -> bool {
@@ -204,6 +208,46 @@ fn bad_lines(path: &Path) -> Vec<usize> {
         .collect()
 }
 
+/// The transcript without its first call: Claude Code's `tool_use` record (its children are
+/// linked to its parent), Codex's `function_call` line.
+fn without_the_call(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let is_call = |r: &Value| {
+        r["payload"]["type"] == "function_call"
+            || (r["type"] == "assistant"
+                && r["message"]["content"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_use")))
+    };
+    let call = records.iter().find(|r| is_call(r)).unwrap().clone();
+    let mut out = String::new();
+    let mut after = false;
+    for (line, r) in text.lines().zip(&records) {
+        if *r == call {
+            after = true;
+            continue;
+        }
+        if after && let Some(n) = r["ordinal"].as_u64() {
+            // Codex numbers its lines 0, 1, 2, …: a rollout without the call has no gap.
+            let mut r = r.clone();
+            r["ordinal"] = (n - 1).into();
+            out.push_str(&serde_json::to_string(&r).unwrap());
+        } else if call["uuid"].is_string() && r["parentUuid"] == call["uuid"] {
+            let mut r = r.clone();
+            r["parentUuid"] = call["parentUuid"].clone();
+            out.push_str(&serde_json::to_string(&r).unwrap());
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
 /// The bodies of the main-loop requests (those that carry tools) the mock received.
 fn main_requests(out: &Path) -> Vec<Value> {
     std::fs::read_to_string(out.join("requests.jsonl"))
@@ -305,6 +349,7 @@ impl Case {
             match self.scenario {
                 Scenario::KillTool => "kill_tool",
                 Scenario::Torn => "torn",
+                Scenario::Orphan => "orphan",
             },
             if self.repaired { "repaired" } else { "as-is" }
         )
@@ -326,6 +371,7 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
     let source = transcript_of(&client_dir.join(match case.scenario {
         Scenario::KillTool => "kill_tool",
         Scenario::Torn => "healthy",
+        Scenario::Orphan => "tool",
     }));
     let name = source.file_name().unwrap().to_owned();
     let folder = match case.client {
@@ -348,6 +394,9 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         assert_eq!(bytes.pop(), Some(b'\n'));
         let start = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         bytes.truncate(start + (bytes.len() - start) / 2);
+    }
+    if case.scenario == Scenario::Orphan {
+        bytes = without_the_call(&bytes);
     }
     std::fs::write(&file, &bytes).unwrap();
     let session = match case.client {
@@ -376,7 +425,7 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
             .output()
             .unwrap();
         let said = String::from_utf8_lossy(&first.stdout).into_owned();
-        if !first.status.success() || !said.contains("applied 1 changes") {
+        if !first.status.success() || !said.contains("applied ") {
             return Err(format!(
                 "rewind repair: {said}{}",
                 String::from_utf8_lossy(&first.stderr)
@@ -545,6 +594,36 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
                 format!("Codex warned \"failed to parse line as JSON\" and skipped line {bad:?}, which stays in the rollout")
             });
         }
+        (Client::Claude, Scenario::Orphan, repaired) => {
+            let placeholder = last["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["role"] == "user" && m["content"] == "(no content)");
+            if repaired == placeholder || sent.contains("tool_result") {
+                return Err(format!("placeholder user turn: {placeholder}"));
+            }
+            notes.push(if repaired {
+                "the request has no trace of the orphan".into()
+            } else {
+                "Claude Code left the orphan tool_result out of its request, with a user turn \"(no content)\" in its place".into()
+            });
+        }
+        (Client::Codex, Scenario::Orphan, repaired) => {
+            let complained = stderr.contains("Orphan function call output");
+            if repaired == complained || sent.contains("function_call_output") {
+                return Err(format!("Codex logged an orphan output: {complained}"));
+            }
+            if stderr.contains("skipping missing rollout ordinal range") {
+                return Err("Codex found a gap in the rollout's ordinals".into());
+            }
+            notes.push(if repaired {
+                "the request has no trace of the orphan, and Codex logs no error (the ordinals after the dropped line were renumbered: no gap)".into()
+            } else {
+                "Codex logged ERROR \"Orphan function call output\" and left it out of its request"
+                    .into()
+            });
+        }
     }
     Ok(notes.join("; "))
 }
@@ -577,7 +656,7 @@ fn real_clients_resume_repaired_transcripts() {
     let root = target.join("transcript-roundtrip");
     let mut failed = Vec::new();
     for client in [Client::Claude, Client::Codex] {
-        for scenario in [Scenario::KillTool, Scenario::Torn] {
+        for scenario in [Scenario::KillTool, Scenario::Torn, Scenario::Orphan] {
             for repaired in [false, true] {
                 let case = Case {
                     client,
@@ -604,7 +683,7 @@ fn real_clients_resume_repaired_transcripts() {
         }
     }
     println!(
-        "transcript round trip: {} of 8 cases failed, {:.0} s (cases kept in {})",
+        "transcript round trip: {} of 12 cases failed, {:.0} s (cases kept in {})",
         failed.len(),
         start.elapsed().as_secs_f64(),
         root.display()

@@ -650,6 +650,40 @@ fn plan_codex(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
             }
         }
     }
+    // Codex numbers a rollout's lines 0, 1, 2, …, and warns about a gap ("skipping missing
+    // rollout ordinal range"): the lines after a dropped one move up.
+    let dropped: Vec<usize> = plan
+        .edits
+        .iter()
+        .filter_map(|e| match e {
+            Edit::Drop(i) => Some(*i),
+            _ => None,
+        })
+        .collect();
+    let mut renumbered = 0;
+    if uses_ordinals && let Some(&first) = dropped.first() {
+        for (i, l) in lines.iter().enumerate().skip(first + 1) {
+            let shift = dropped.iter().filter(|&&d| d < i).count() as u64;
+            if dropped.contains(&i) || shift == 0 {
+                continue;
+            }
+            if let Some(text) = with_ordinal(l, shift) {
+                plan.edits.push(Edit::Replace(i, text));
+                renumbered += 1;
+            }
+        }
+        if renumbered > 0 {
+            plan.changes.push(Change {
+                line: first as u64 + 2,
+                problem: Problem::OrphanResult,
+                call_id: None,
+                change: format!(
+                    "renumber the `ordinal` of the {renumbered} lines after the dropped one (Codex numbers its lines 0, 1, 2, …); nothing else in them changes"
+                ),
+            });
+        }
+        max_ordinal = max_ordinal.map(|m| m.saturating_sub(dropped.len() as u64));
+    }
     let mut unanswered: Vec<(usize, String)> = calls
         .into_iter()
         .filter(|(c, _)| !answered.contains(c))
@@ -724,6 +758,26 @@ fn plan_codex(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
         plan.calls.insert(call_id);
         line += 1;
     }
+}
+
+/// The line with its top-level `ordinal` lowered by `shift`, changing only those digits; `None`
+/// when the line does not read back as the same record with that one change.
+fn with_ordinal(line: &Line<'_>, shift: u64) -> Option<String> {
+    let record = obj(&line.value)?;
+    let old = record.get("ordinal")?.as_u64()?;
+    let new = old.checked_sub(shift)?;
+    let text = std::str::from_utf8(line.raw).ok()?;
+    let key = format!("\"ordinal\":{old}");
+    let at = text.find(&key)?;
+    let end = at + key.len();
+    if text[end..].starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let edited = format!("{}\"ordinal\":{new}{}", &text[..at], &text[end..]);
+    let mut want = record.clone();
+    want.insert("ordinal".into(), json!(new));
+    let got: Value = serde_json::from_str(edited.trim_end_matches('\r')).ok()?;
+    (got == Value::Object(want)).then_some(edited)
 }
 
 /// The repaired bytes.
@@ -1198,12 +1252,32 @@ mod tests {
         ]);
         let plan = plan_bytes(&bytes, Client::Codex);
         let problems: Vec<Problem> = plan.changes.iter().map(|c| c.problem).collect();
-        assert_eq!(problems, [Problem::OrphanResult, Problem::UnansweredCall]);
+        assert_eq!(
+            problems,
+            [
+                Problem::OrphanResult,
+                Problem::OrphanResult,
+                Problem::UnansweredCall
+            ]
+        );
         let out = render(&bytes, &plan);
         let recs = lines_of(&out);
         assert_eq!(recs.len(), 4);
+        // The ordinals stay 0, 1, 2, …: the call moved up, the output follows it.
+        let ordinals: Vec<u64> = recs.iter().filter_map(|r| r["ordinal"].as_u64()).collect();
+        assert_eq!(ordinals, [0, 1, 2, 3]);
+        let moved = String::from_utf8_lossy(&out)
+            .lines()
+            .nth(2)
+            .unwrap_or_default()
+            .to_owned();
+        let original = String::from_utf8_lossy(&bytes)
+            .lines()
+            .nth(3)
+            .unwrap_or_default()
+            .replace("\"ordinal\":3", "\"ordinal\":2");
+        assert_eq!(moved, original, "only the ordinal changes");
         let last = &recs[3];
-        assert_eq!(last["ordinal"], 4);
         assert_eq!(last["payload"]["type"], "function_call_output");
         assert_eq!(last["payload"]["call_id"], "c1");
         assert_eq!(last["payload"]["output"], CODEX_ABORTED);
