@@ -244,3 +244,38 @@ fn the_human_plan_names_the_line_and_the_problem() {
         "{text}"
     );
 }
+
+#[test]
+fn a_killed_repair_leaves_the_file_as_it_was_and_the_next_run_cleans_up() {
+    for point in ["after-backup", "before-rename"] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = copy("claude-orphan-tool.jsonl", dir.path());
+        let original = std::fs::read(&file).unwrap();
+        let out = rewind()
+            .env("REWIND_TEST_ABORT_AT", point)
+            .arg("repair")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{point}: the hook did not abort");
+        assert_eq!(std::fs::read(&file).unwrap(), original, "{point}");
+        // Whatever it left under a backup's final name is a whole backup.
+        for f in files_in(dir.path()) {
+            if f.contains(".rewind-backup-") && !f.contains(".partial-") {
+                assert_eq!(
+                    std::fs::read(dir.path().join(&f)).unwrap(),
+                    original,
+                    "{point}"
+                );
+            }
+        }
+        let (code, doc, stderr) = repair(&file, &[]);
+        assert_eq!(code, 0, "{point}: {stderr}");
+        assert_eq!(doc["applied"], true, "{point}");
+        let left: Vec<String> = files_in(dir.path())
+            .into_iter()
+            .filter(|f| f.contains(".partial-") || f.contains(".rewind-tmp-"))
+            .collect();
+        assert!(left.is_empty(), "{point}: {left:?}");
+    }
+}

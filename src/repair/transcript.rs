@@ -30,7 +30,11 @@
 //!    the temporary file over it (atomic), fsync the folder, read it back and compare.
 //!
 //! The partial backup and the temporary file are removed on every failure and on
-//! SIGINT/SIGTERM; a failed repair removes its backup too (the file was not changed).
+//! SIGINT/SIGTERM; a failed repair removes its backup too (the file was not changed). Left by a
+//! killed run, they are removed by the next repair of the file.
+//!
+//! `REWIND_TEST_ABORT_AT=after-backup|before-rename` makes the process abort at that point: a test
+//! hook for the fault tests.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::Write;
@@ -967,6 +971,12 @@ fn remove_leftovers(path: &Path) {
     }
 }
 
+fn fault(point: &str) {
+    if std::env::var("REWIND_TEST_ABORT_AT").is_ok_and(|p| p == point) {
+        std::process::abort();
+    }
+}
+
 /// The file's length and modification time: what tells that a client wrote to it.
 fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
     std::fs::metadata(path)
@@ -1036,6 +1046,7 @@ pub fn repair(
     drop(partial);
     sync_dir(&backup);
     let mut backup_guard = Scratch::new(backup.clone());
+    fault("after-backup");
 
     // The repaired content, checked before it replaces the file.
     let tmp = Scratch::new(companion(
@@ -1058,6 +1069,7 @@ pub fn repair(
     if stamp(path) != read_stamp {
         return Err(not_changed(TranscriptRepairError::Changed));
     }
+    fault("before-rename");
     std::fs::rename(&tmp.path, path)
         .map_err(|e| not_changed(TranscriptRepairError::Write(e.to_string())))?;
     sync_dir(path);
