@@ -14,7 +14,19 @@ use serde_json::Value;
 fn copy(name: &str, dir: &Path) -> PathBuf {
     let to = dir.join(name);
     std::fs::copy(repo(&format!("tests/fixtures/transcripts/{name}")), &to).unwrap();
+    settle(&to);
     to
+}
+
+/// Dates the file a minute back: rewind refuses a file written to in the last seconds.
+fn settle(path: &Path) {
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(past)
+        .unwrap();
 }
 
 fn repair(path: &Path, extra: &[&str]) -> (i32, Value, String) {
@@ -217,6 +229,7 @@ fn a_call_written_just_now_is_left_to_the_client_unless_forced() {
          {{\"timestamp\":\"{now}\",\"ordinal\":2,\"type\":\"response_item\",\"payload\":{{\"type\":\"function_call\",\"name\":\"exec_command\",\"arguments\":\"{{}}\",\"call_id\":\"c1\"}}}}\n"
     );
     std::fs::write(&file, &text).unwrap();
+    settle(&file);
     let (code, _, stderr) = repair(&file, &[]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("may still be running the tool"), "{stderr}");
@@ -278,4 +291,27 @@ fn a_killed_repair_leaves_the_file_as_it_was_and_the_next_run_cleans_up() {
             .collect();
         assert!(left.is_empty(), "{point}: {left:?}");
     }
+}
+
+#[test]
+fn a_file_written_to_just_now_is_refused_unless_forced() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("torn.jsonl");
+    std::fs::copy(
+        repo("tests/fixtures/transcripts/claude-api-error-torn.jsonl"),
+        &file,
+    )
+    .unwrap();
+    let original = std::fs::read(&file).unwrap();
+    let (code, _, stderr) = repair(&file, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("a client is writing it"), "{stderr}");
+    assert_eq!(std::fs::read(&file).unwrap(), original);
+    assert_eq!(files_in(dir.path()).len(), 1);
+    // The dry run still shows the plan.
+    let (code, doc, _) = repair(&file, &["--dry-run"]);
+    assert_eq!((code, problems(&doc).len()), (0, 1));
+    let (code, doc, stderr) = repair(&file, &["--force"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(doc["applied"], true);
 }

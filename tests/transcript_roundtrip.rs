@@ -399,6 +399,13 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         bytes = without_the_call(&bytes);
     }
     std::fs::write(&file, &bytes).unwrap();
+    // As a session left by a client some time ago (rewind refuses a file written seconds ago).
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(60))
+        .unwrap();
     let session = match case.client {
         Client::Claude => name.to_string_lossy().trim_end_matches(".jsonl").to_owned(),
         Client::Codex => {

@@ -19,8 +19,9 @@
 //! Lines that are fine are copied byte for byte. How a repair is applied:
 //!
 //! 1. read the file and plan; a dry run stops here;
-//! 2. unless `--force`, refuse when the transcript ends in a call written less than 10 minutes
-//!    ago (the client may still be running the tool, and would append its result after ours);
+//! 2. unless `--force`, refuse when the file was written to in the last 5 seconds (a client is
+//!    writing it), or when the transcript ends in a call written less than 10 minutes ago (the
+//!    client may still be running the tool, and would append its result after ours);
 //! 3. copy the file to `<file>.rewind-backup-<UTC time>.partial-<pid>`, fsync it, check it
 //!    holds the same bytes, and only then give it its final name `<file>.rewind-backup-<UTC time>`;
 //! 4. write the repaired content to `<file>.rewind-tmp-<pid>` in the same folder, fsync it, and
@@ -57,6 +58,9 @@ pub const CLAUDE_INTERRUPTED: &str = "[Request interrupted by user for tool use]
 pub const CODEX_ABORTED: &str = "aborted";
 /// A transcript whose last call is younger than this may still be running it.
 const LIVE_WINDOW_MS: i64 = 10 * 60 * 1000;
+/// A file written to less than this long ago is being written: a client appends a record in
+/// one write, so a torn line older than this is one whose writer died.
+const WRITING_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Which client wrote the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -158,6 +162,10 @@ pub enum TranscriptRepairError {
         "the transcript ends in a call written {0} s ago: the client may still be running the tool, and would append its result after rewind's. Let it finish (or close the client) and run rewind repair again; if no client is running (it died), pass --force"
     )]
     MaybeLive(i64),
+    #[error(
+        "the file was written to {0} ms ago: a client is writing it. Let it finish (or close it) and run rewind repair again; if no client is running, pass --force"
+    )]
+    BeingWritten(u128),
     #[error("cannot write the backup {path}: {detail}")]
     Backup { path: PathBuf, detail: String },
     #[error("cannot write the repaired file: {0}")]
@@ -1012,6 +1020,13 @@ pub fn repair(
     };
     if dry_run || outcome.plan.changes.is_empty() {
         return Ok(outcome);
+    }
+    let written_ago = read_stamp
+        .and_then(|(_, m)| m)
+        .and_then(|m| SystemTime::now().duration_since(m).ok());
+    if !force && written_ago.is_some_and(|d| d < WRITING_WINDOW) {
+        let ms = written_ago.map_or(0, |d| d.as_millis());
+        return Err(not_changed(TranscriptRepairError::BeingWritten(ms)));
     }
     if !force && let Some(t) = outcome.plan.unanswered_at_ms {
         let age = now_utc().timestamp_millis() - t;
