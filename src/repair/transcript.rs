@@ -391,6 +391,8 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
     };
     let mut seen: HashSet<String> = HashSet::new();
     let mut dropped: HashMap<usize, Option<String>> = HashMap::new();
+    // Records rewritten whole: an orphan block removed, a parent relinked (or both).
+    let mut edited: HashMap<usize, Map<String, Value>> = HashMap::new();
     let mut file_seen_upto = 0;
     for &i in &path {
         if compacted {
@@ -440,10 +442,7 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
                     if let Some(m) = record.get_mut("message").and_then(Value::as_object_mut) {
                         m.insert("content".into(), Value::Array(kept));
                     }
-                    plan.edits.push(Edit::Replace(
-                        i,
-                        serde_json::to_string(&record).unwrap_or_default(),
-                    ));
+                    edited.insert(i, record);
                     plan.changes.push(Change {
                         line: i as u64 + 1,
                         problem: Problem::OrphanResult,
@@ -486,16 +485,22 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
             };
             for key in ["parentUuid", "leafUuid"] {
                 if relink(key) {
-                    let mut record = o.clone();
                     let to = resolve(str_of(o, key).map(str::to_owned));
-                    record.insert(key.into(), to.map_or(Value::Null, Value::String));
-                    plan.edits.push(Edit::Replace(
-                        i,
-                        serde_json::to_string(&record).unwrap_or_default(),
-                    ));
+                    edited
+                        .entry(i)
+                        .or_insert_with(|| o.clone())
+                        .insert(key.into(), to.map_or(Value::Null, Value::String));
                 }
             }
         }
+    }
+    let mut edited: Vec<(usize, Map<String, Value>)> = edited.into_iter().collect();
+    edited.sort_by_key(|(i, _)| *i);
+    for (i, record) in edited {
+        plan.edits.push(Edit::Replace(
+            i,
+            serde_json::to_string(&record).unwrap_or_default(),
+        ));
     }
 
     // Unanswered calls: the `tool_use` blocks of the assistant records that end the path.
@@ -1257,6 +1262,47 @@ mod tests {
             Some(1)
         );
         assert_eq!(recs[2]["message"]["content"][0]["tool_use_id"], "t1");
+    }
+
+    #[test]
+    fn a_record_relinked_and_cleaned_keeps_both_changes() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            rec(
+                "a1",
+                Some("u1"),
+                "assistant",
+                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
+            ),
+            rec(
+                "r0",
+                Some("a1"),
+                "user",
+                json!([{"type": "tool_result", "tool_use_id": "gone", "content": "x"}]),
+            ),
+            rec(
+                "r1",
+                Some("r0"),
+                "user",
+                json!([
+                {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "gone2", "content": "y"}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        let recs = lines_of(&render(&bytes, &plan));
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[2]["uuid"], "r1");
+        assert_eq!(recs[2]["parentUuid"], "a1");
+        assert_eq!(
+            recs[2]["message"]["content"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert!(
+            plan_bytes(&render(&bytes, &plan), Client::ClaudeCode)
+                .changes
+                .is_empty()
+        );
     }
 
     fn codex(items: &[Value]) -> Vec<u8> {
