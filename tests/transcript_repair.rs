@@ -315,3 +315,35 @@ fn a_file_written_to_just_now_is_refused_unless_forced() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["applied"], true);
 }
+
+#[test]
+fn a_torn_line_after_an_unanswered_call_is_trimmed_and_the_call_answered_in_one_run() {
+    for (name, fragment) in [
+        (
+            "claude-orphan-tool.jsonl",
+            "{\"type\":\"last-prompt\",\"lastPr",
+        ),
+        (
+            "codex-orphan-call.jsonl",
+            "{\"timestamp\":\"2026-01-01T00:00:0",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let file = copy(name, dir.path());
+        let whole = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("{whole}{fragment}")).unwrap();
+        settle(&file);
+        let (code, doc, stderr) = repair(&file, &[]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert_eq!(
+            problems(&doc),
+            ["torn-last-line", "unanswered-call"],
+            "{name}"
+        );
+        let repaired = std::fs::read_to_string(&file).unwrap();
+        assert!(repaired.starts_with(&whole), "{name}");
+        assert!(!repaired.contains(fragment), "{name}");
+        assert!(repaired[whole.len()..].ends_with('\n'), "{name}");
+        assert!(problems(&repair(&file, &[]).1).is_empty(), "{name}");
+    }
+}
