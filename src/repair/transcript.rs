@@ -881,12 +881,14 @@ fn check_after(plan: &Plan, before: &[Finding], after: &[Finding]) -> Result<(),
         .any(|c| c.problem == Problem::UnansweredCall);
     let mut problems = Vec::new();
     for f in after {
+        // Whatever rule reported a call the plan answers (or whose orphan result it drops) must
+        // not report it again.
         let fixed_call = f
             .ids
             .call_id
             .as_ref()
             .is_some_and(|c| plan.calls.contains(c))
-            && f.rule == Rule::ToolNeverFinished;
+            && before_keys.contains(&key(f));
         // An answered call leaves a turn that waits for the model's reply, which the client
         // asks for when the session is resumed: that is the repaired state.
         let awaits_reply = f.rule == Rule::MessageIncomplete && answered;
