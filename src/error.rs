@@ -24,7 +24,7 @@ pub enum RewindError {
         hint: String,
     },
     #[error(
-        "`{path}` is {}: rewind cannot repair that kind of input; it repairs OpenCode databases, `opencode export` documents and storage folders (`rewind diagnose` reads this one)",
+        "`{path}` is {}: rewind cannot repair that kind of input; it repairs OpenCode databases, `opencode export` documents, storage folders, Claude Code transcripts and Codex rollouts (`rewind diagnose` reads this one)",
         format.describe()
     )]
     CannotRepair { path: PathBuf, format: Format },

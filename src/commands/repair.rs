@@ -1,4 +1,5 @@
 //! `rewind repair STORE`: plan a fix for every fixable finding, print the plan, apply it.
+//! A Claude Code transcript or a Codex rollout is repaired by [`repair::transcript`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,7 +17,9 @@ use crate::report::snippet::escape;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// An OpenCode database, `opencode export` document or legacy storage folder.
+    /// An OpenCode database, an `opencode export` document, a legacy storage folder, a Claude
+    /// Code transcript (`~/.claude/projects/…/<session>.jsonl`) or a Codex rollout
+    /// (`~/.codex/sessions/…/rollout-*.jsonl`).
     #[arg(value_name = "STORE")]
     pub store: PathBuf,
 
@@ -25,8 +28,9 @@ pub struct Args {
     pub dry_run: bool,
 
     /// Repair sessions even when OpenCode looks like it is writing them (their last message is
-    /// open and was written less than 10 minutes ago, or they changed while rewind planned):
-    /// only when no OpenCode is running.
+    /// open and was written less than 10 minutes ago, or they changed while rewind planned), or
+    /// a transcript whose last call was written less than 10 minutes ago: only when no client is
+    /// running.
     #[arg(long)]
     pub force: bool,
 
@@ -195,9 +199,78 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             dry_run: args.dry_run,
             format: args.format,
         }),
+        format @ (Format::ClaudeTranscript | Format::CodexRollout) => {
+            let outcome = repair::transcript::repair(path, format, args.dry_run, args.force)
+                .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+            transcript_report(&mut out, &shown, args.format, args.dry_run, &outcome)?;
+            Ok(ExitStatus::Clean)
+        }
         other => Err(RewindError::CannotRepair {
             path: path.clone(),
             format: other,
         }),
     }
+}
+
+fn transcript_report(
+    out: &mut impl Write,
+    shown: &str,
+    format: OutputFormat,
+    dry_run: bool,
+    outcome: &repair::transcript::Outcome,
+) -> Result<(), RewindError> {
+    let plan = &outcome.plan;
+    match format {
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &json!({"path": shown, "dry_run": dry_run, "client": plan.client, "session": plan.session_id,
+                        "plan": plan.changes, "unfixable": plan.unfixable, "applied": outcome.applied,
+                        "backup": outcome.backup, "bytes_before": outcome.bytes_before, "bytes_after": outcome.bytes_after}),
+            )
+            .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        OutputFormat::Human => {
+            if plan.changes.is_empty() {
+                writeln!(out, "{}: nothing to repair", escape(shown, false))?;
+            } else {
+                let mut t = Table::new();
+                t.load_preset(presets::UTF8_FULL_CONDENSED);
+                t.set_header(["line", "problem", "change"]);
+                for c in &plan.changes {
+                    t.add_row([
+                        c.line.to_string(),
+                        c.problem.to_string(),
+                        escape(&c.change, true),
+                    ]);
+                }
+                writeln!(out, "{t}")?;
+            }
+            for u in &plan.unfixable {
+                writeln!(out, "not repaired: {}", escape(u, false))?;
+            }
+            if dry_run {
+                writeln!(
+                    out,
+                    "dry run: nothing was written ({} changes planned)",
+                    plan.changes.len()
+                )?;
+            } else if outcome.applied {
+                writeln!(
+                    out,
+                    "applied {} changes ({} -> {} bytes; the new file was diagnosed before it replaced the old one)\nbackup of the original: {}",
+                    plan.changes.len(),
+                    outcome.bytes_before,
+                    outcome.bytes_after.unwrap_or_default(),
+                    outcome
+                        .backup
+                        .as_ref()
+                        .map(|b| b.display().to_string())
+                        .unwrap_or_default()
+                )?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -11,11 +11,15 @@
 //! only after the backup is made and checked, and the plan quotes the row. [`db`] applies a plan
 //! to a database safely; [`export`] writes a repaired copy of an `opencode export` document;
 //! [`storage`] moves the files of a legacy storage folder that OpenCode cannot parse aside.
+//!
+//! Claude Code transcripts and Codex rollouts are repaired by [`transcript`], which finds what
+//! it repairs on the records themselves and rewrites the file through a temporary file.
 
 pub mod db;
 pub mod export;
 pub mod live;
 pub mod storage;
+pub mod transcript;
 
 use std::collections::BTreeSet;
 
