@@ -199,6 +199,9 @@ pub struct Session {
     pub project_id: Option<String>,
     /// The folder the session was started in, as stored (stores only).
     pub directory: Option<String>,
+    /// The messages come from the v2 runtime's `session_message` store, whose request is built
+    /// by its own rules (`reconstruct::opencode`).
+    pub runtime_v2: bool,
 }
 
 impl Session {

@@ -16,6 +16,7 @@ pub mod jsonl;
 pub mod opencode_db;
 pub mod opencode_export;
 pub mod opencode_storage;
+pub mod opencode_v2;
 pub mod private;
 pub mod recording;
 pub mod sse;

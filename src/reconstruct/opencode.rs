@@ -2,7 +2,11 @@
 //! (stored messages → AI SDK UI messages) followed by the AI SDK's `convertToModelMessages`
 //! (UI messages → model messages), as `opencode-storage.md` §2.5–2.7 describe them.
 //!
-//! * `filterCompacted`: only the history from the last completed compaction on is replayed.
+//! * `filterCompacted`: only the history from the last completed compaction on is replayed; a
+//!   compaction with a `tail_start_id` also keeps the messages from that one on, sent after the
+//!   summary (`[compaction, summary, tail…, newer…]`, as 1.18 sends them).
+//! * Sessions of the v2 runtime (`Session::runtime_v2`) follow its `toLLMMessages`: history from
+//!   the latest `compaction` row on, failed steps sent, unfinished calls sent without a result.
 //! * Messages with no parts are skipped. An assistant message with an `error` is skipped, unless
 //!   the error is `MessageAbortedError` and the message has a part other than `step-start` or
 //!   `reasoning`.
@@ -68,6 +72,9 @@ pub struct Options {
     /// blocks (OpenCode ≥ 1.18.26, [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]).
     pub tool_use_last: bool,
     pub provider: ProviderChoice,
+    /// The session is the v2 runtime's (`session_message`): its failed steps are sent, and its
+    /// unfinished tools are calls without a result.
+    pub runtime_v2: bool,
 }
 
 impl Options {
@@ -89,11 +96,15 @@ impl Options {
             interrupted_results,
             tool_use_last: parsed.is_some_and(|v| v >= version::ANTHROPIC_TOOL_USE_LAST_SINCE),
             provider,
+            runtime_v2: false,
         }
     }
 
     /// The releases whose behaviour these options follow, for the request's origin.
     fn releases(&self) -> &'static str {
+        if self.runtime_v2 {
+            return "OpenCode's v2 runtime";
+        }
         match (self.interrupted_results, self.tool_use_last) {
             (_, true) => "OpenCode ≥ 1.18.26",
             (true, false) => "OpenCode 1.14 to 1.18.25",
@@ -108,6 +119,7 @@ impl Default for Options {
             interrupted_results: true,
             tool_use_last: true,
             provider: ProviderChoice::Auto,
+            runtime_v2: false,
         }
     }
 }
@@ -116,10 +128,20 @@ impl Default for Options {
 pub fn rebuild(analysis: &mut Analysis, options: &Options) {
     let mut requests = Vec::new();
     for session in &analysis.sessions {
-        let history = filter_compacted(&session.messages);
+        let history = history(session);
+        let runtime = Options {
+            runtime_v2: true,
+            interrupted_results: false,
+            ..*options
+        };
+        let options = if session.runtime_v2 {
+            &runtime
+        } else {
+            options
+        };
         let version = options.releases();
         for provider in providers(session, options.provider) {
-            let messages = to_model_messages_for(history, options, Some(provider));
+            let messages = to_model_messages_for(&history, options, Some(provider));
             if messages.is_empty() {
                 continue;
             }
@@ -142,7 +164,7 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
                     "the request rebuilt from session {} (as {version} sends it)",
                     session.id
                 ),
-                thinking: provider == Provider::Anthropic && thinking(history),
+                thinking: provider == Provider::Anthropic && thinking(&history),
                 response: None,
                 session_id: Some(session.id.clone()),
             });
@@ -204,21 +226,45 @@ fn as_chat_completions(mut m: ModelMessage) -> Vec<ModelMessage> {
     }
 }
 
-/// The messages OpenCode replays: from the last completed compaction on (§2.7).
-pub fn filter_compacted(messages: &[Message]) -> &[Message] {
+/// The messages OpenCode replays (§2.7), in the order it sends them. Walking from the newest
+/// message back, it stops at the user message of the last completed compaction (one whose
+/// summary answered it with a `finish` and no `error`). A compaction part with a
+/// `tail_start_id` keeps the uncompacted tail from that message on: the walk goes on back to it,
+/// and the summary is then sent before the tail (`[compaction, summary, tail…, newer…]`, as
+/// OpenCode 1.18 does). A `tail_start_id` that is not in the history keeps everything.
+pub fn filter_compacted(messages: &[Message]) -> Vec<&Message> {
+    fn compaction(m: &Message) -> Option<&crate::model::CompactionPart> {
+        m.parts.iter().find_map(|p| match &p.part.body {
+            PartBody::Compaction(c) => Some(c),
+            _ => None,
+        })
+    }
     let mut summarized: HashSet<&str> = HashSet::new();
+    let mut retain: Option<&str> = None;
+    let mut start = 0;
     for (i, m) in messages.iter().enumerate().rev() {
+        if let Some(r) = retain {
+            if m.id == r {
+                start = i;
+                break;
+            }
+            continue;
+        }
         let Some(info) = &m.info else {
             continue;
         };
         match &info.body {
-            MessageBody::User(_)
-                if summarized.contains(m.id.as_str())
-                    && m.parts
-                        .iter()
-                        .any(|p| matches!(p.part.body, PartBody::Compaction(_))) =>
-            {
-                return &messages[i..];
+            MessageBody::User(_) if summarized.contains(m.id.as_str()) => {
+                let Some(c) = compaction(m) else {
+                    continue;
+                };
+                match c.tail_start_id.as_deref() {
+                    Some(tail) if tail != m.id => retain = Some(tail),
+                    _ => {
+                        start = i;
+                        break;
+                    }
+                }
             }
             MessageBody::Assistant(a)
                 if a.summary == Some(true) && a.finish.is_some() && a.error.is_none() =>
@@ -228,7 +274,55 @@ pub fn filter_compacted(messages: &[Message]) -> &[Message] {
             _ => {}
         }
     }
-    messages
+    let result: Vec<&Message> = messages[start..].iter().collect();
+    // The summary goes before the retained tail.
+    let has_tail = |m: &Message| {
+        matches!(&m.info, Some(i) if matches!(i.body, MessageBody::User(_)))
+            && compaction(m).is_some_and(|c| c.tail_start_id.is_some())
+    };
+    let Some(at) = result.iter().rposition(|m| has_tail(m)) else {
+        return result;
+    };
+    let marker = result[at];
+    let summary = result.iter().enumerate().skip(at + 1).position(|(_, m)| {
+        matches!(&m.info, Some(i) if matches!(&i.body, MessageBody::Assistant(a)
+            if a.summary == Some(true) && a.parent_id == marker.id))
+    });
+    let tail = compaction(marker)
+        .and_then(|c| c.tail_start_id.as_deref())
+        .and_then(|t| result.iter().position(|m| m.id == t));
+    match (tail, summary.map(|k| k + at + 1)) {
+        (Some(tail), Some(summary)) if tail < at => {
+            let mut out = Vec::with_capacity(result.len());
+            out.extend_from_slice(&result[at..=summary]);
+            out.extend_from_slice(&result[tail..at]);
+            out.extend_from_slice(&result[summary + 1..]);
+            out
+        }
+        _ => result,
+    }
+}
+
+/// The messages the v2 runtime replays: from its latest `compaction` row on, in row order.
+fn history_v2(messages: &[Message]) -> Vec<&Message> {
+    let start = messages
+        .iter()
+        .rposition(|m| {
+            m.parts
+                .iter()
+                .any(|p| matches!(p.part.body, PartBody::Compaction(_)))
+        })
+        .unwrap_or(0);
+    messages[start..].iter().collect()
+}
+
+/// The messages of a session the next request sends, as OpenCode replays them.
+pub fn history(session: &Session) -> Vec<&Message> {
+    if session.runtime_v2 {
+        history_v2(&session.messages)
+    } else {
+        filter_compacted(&session.messages)
+    }
 }
 
 /// The model the next prompt would use: `(providerID, modelID)`.
@@ -271,7 +365,7 @@ pub fn classify(provider: &str, model: &str) -> Option<Provider> {
 }
 
 /// Extended thinking is on when reasoning parts carry Anthropic signatures.
-fn thinking(history: &[Message]) -> bool {
+fn thinking(history: &[&Message]) -> bool {
     history
         .iter()
         .flat_map(|m| &m.parts)
@@ -305,7 +399,8 @@ enum UiPart {
 /// particular (empty text is dropped only where every provider's path drops it).
 #[cfg(test)]
 pub fn to_model_messages(history: &[Message], options: &Options) -> Vec<ModelMessage> {
-    to_model_messages_for(history, options, None)
+    let history: Vec<&Message> = history.iter().collect();
+    to_model_messages_for(&history, options, None)
 }
 
 /// Whether a text or reasoning part's empty text is dropped before the request is sent:
@@ -328,7 +423,7 @@ fn dropped_empty(
 
 /// [`to_model_messages`] as it reaches `provider`.
 fn to_model_messages_for(
-    history: &[Message],
+    history: &[&Message],
     options: &Options,
     provider: Option<Provider>,
 ) -> Vec<ModelMessage> {
@@ -381,7 +476,8 @@ fn to_model_messages_for(
                 }
             }
             MessageBody::Assistant(a) => {
-                if let Some(err) = &a.error {
+                // The v2 runtime sends a failed step's content too.
+                if let Some(err) = a.error.as_ref().filter(|_| !options.runtime_v2) {
                     let has_content = m.parts.iter().any(|p| {
                         !matches!(p.part.body, PartBody::StepStart(_) | PartBody::Reasoning(_))
                     });
@@ -458,6 +554,8 @@ fn ui_part(
                 ToolState::Pending(_) | ToolState::Running(_) if options.interrupted_results => {
                     result(true)
                 }
+                // The v2 runtime sends an unfinished call, without a result.
+                ToolState::Pending(_) | ToolState::Running(_) if options.runtime_v2 => None,
                 ToolState::Pending(_) | ToolState::Running(_) | ToolState::Invalid { .. } => {
                     return None;
                 }
@@ -510,7 +608,8 @@ fn convert_assistant(
             span,
             message_id: Some(id.to_owned()),
         });
-        if *has_tools {
+        // A block whose calls all went unanswered (the v2 runtime's) has no tool message.
+        if *has_tools && !results.is_empty() {
             out.push(ModelMessage {
                 role: Role::Tool,
                 content: std::mem::take(results),
@@ -824,6 +923,42 @@ mod tests {
             .map(|m| m.id.as_str())
             .collect();
         assert_eq!(kept, ["msg_1", "msg_2", "msg_3"]);
+    }
+
+    #[test]
+    fn a_retained_tail_is_sent_after_the_summary() {
+        let compaction = |tail: &str| {
+            message(
+                "msg_4",
+                json!({"role": "user"}),
+                vec![part(
+                    "prt_c",
+                    json!({"type": "compaction", "auto": true, "tail_start_id": tail}),
+                )],
+            )
+        };
+        let summary = message(
+            "msg_5",
+            json!({"role": "assistant", "summary": true, "finish": "stop", "parentID": "msg_4"}),
+            vec![text("prt_s")],
+        );
+        let history = vec![
+            user("msg_0"),
+            assistant("msg_1", vec![step(), text("prt_a")]),
+            user("msg_2"),
+            assistant("msg_3", vec![step(), text("prt_b")]),
+            compaction("msg_2"),
+            summary,
+            user("msg_6"),
+        ];
+        let ids = |h: &[Message]| -> Vec<String> {
+            filter_compacted(h).iter().map(|m| m.id.clone()).collect()
+        };
+        assert_eq!(ids(&history), ["msg_4", "msg_5", "msg_2", "msg_3", "msg_6"]);
+        // A tail that is not in the history keeps everything.
+        let mut lost = history;
+        lost[4] = compaction("msg_gone");
+        assert_eq!(ids(&lost).len(), 7);
     }
 
     #[test]

@@ -173,6 +173,11 @@ fn for_each_diagnosed(
         |e| e,
         |row| {
             let (stored, _) = load_db_session(db, row, Keep::Text)?;
+            // Repairs edit `message`/`part` rows: a session of the v2 store (read from
+            // `session_message` rows) is diagnosed, never edited.
+            if stored.runtime_v2 {
+                return Ok(());
+            }
             let mut sources = SourceMap::new();
             let file = sources.add_file(Path::new("db"));
             let mut a = replay(
