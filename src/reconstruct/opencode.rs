@@ -325,6 +325,38 @@ pub fn history(session: &Session) -> Vec<&Message> {
     }
 }
 
+/// What a compaction left out of the next request: the compaction's message and the messages
+/// stored before it that are no longer sent. `None` when nothing is left out.
+pub fn compacted_away(session: &Session) -> Option<(&str, HashSet<&str>)> {
+    let sent: HashSet<&str> = history(session).iter().map(|m| m.id.as_str()).collect();
+    if sent.len() == session.messages.len() {
+        return None;
+    }
+    let first = session
+        .messages
+        .iter()
+        .position(|m| sent.contains(m.id.as_str()))?;
+    // The compaction that cut the history: the last one among the messages sent.
+    let marker = session
+        .messages
+        .iter()
+        .rev()
+        .filter(|m| sent.contains(m.id.as_str()))
+        .find(|m| {
+            m.parts
+                .iter()
+                .any(|p| matches!(p.part.body, PartBody::Compaction(_)))
+        })
+        .map_or(session.messages[first].id.as_str(), |m| m.id.as_str());
+    let marker_at = session.messages.iter().position(|m| m.id == marker)?;
+    let dropped: HashSet<&str> = session.messages[..marker_at]
+        .iter()
+        .map(|m| m.id.as_str())
+        .filter(|id| !sent.contains(id))
+        .collect();
+    (!dropped.is_empty()).then_some((marker, dropped))
+}
+
 /// The model the next prompt would use: `(providerID, modelID)`.
 fn target_model(session: &Session) -> Option<(&str, &str)> {
     session
