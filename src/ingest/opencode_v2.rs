@@ -19,7 +19,8 @@
 //! * a tool that is neither `completed` nor `error` is sent as a call without a result.
 //!
 //! `system` rows become the system prompt and agent/model switches send nothing: they are not
-//! read as messages. Rows of a type rewind does not know are skipped.
+//! read as messages, nor is a compaction whose `status` (later versions) is not `completed`.
+//! Rows of a type rewind does not know are skipped.
 
 use serde_json::{Map, Value, json};
 
@@ -103,6 +104,15 @@ impl<'d> Reader<'d> {
                 if let Some(m) = v.get("model") {
                     self.model = model_ref(m);
                 }
+                return None;
+            }
+            // Later versions write a compaction row before its summary is done (`status`): only
+            // a completed one is sent, and only a completed one cuts the history.
+            "compaction"
+                if v.get("status")
+                    .and_then(Value::as_str)
+                    .is_some_and(|st| st != "completed") =>
+            {
                 return None;
             }
             "user" | "synthetic" | "shell" | "compaction" => {
@@ -363,6 +373,11 @@ mod tests {
                               {"type":"tool","id":"call_1","name":"bash","state":{"status":"running","input":{"c":1},"structured":{},"content":[]},"time":{"created":3}}]}"#,
             ),
             ("msg_4", "future-kind", "{}"),
+            (
+                "msg_6",
+                "compaction",
+                r#"{"reason":"auto","summary":"","recent":"","status":"running","time":{"created":5}}"#,
+            ),
             ("msg_5", "user", "not json"),
         ]);
         assert_eq!(got.len(), 3);
