@@ -258,7 +258,8 @@ pub fn filter_compacted(messages: &[Message]) -> Vec<&Message> {
                 let Some(c) = compaction(m) else {
                     continue;
                 };
-                match c.tail_start_id.as_deref() {
+                // An empty id is no tail (OpenCode tests it for truth).
+                match c.tail_start_id.as_deref().filter(|t| !t.is_empty()) {
                     Some(tail) if tail != m.id => retain = Some(tail),
                     _ => {
                         start = i;
@@ -991,6 +992,9 @@ mod tests {
         let mut lost = history;
         lost[4] = compaction("msg_gone");
         assert_eq!(ids(&lost).len(), 7);
+        // An empty tail id is no tail.
+        lost[4] = compaction("");
+        assert_eq!(ids(&lost), ["msg_4", "msg_5", "msg_6"]);
     }
 
     #[test]
