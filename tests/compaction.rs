@@ -8,9 +8,10 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-fn request_rows(store: &str) -> Vec<String> {
+fn request_rows(store: &str, extra: &[&str]) -> Vec<String> {
     let out = rewind()
         .args(["request"])
+        .args(extra)
         .arg(repo(store))
         .output()
         .unwrap();
@@ -36,14 +37,36 @@ fn a_retained_tail_is_sent_after_the_summary_and_keeps_its_pairs() {
     assert_eq!(code, 0, "{}", describe(&findings(&doc)));
     assert!(findings(&doc).is_empty());
     // [compaction, summary, tail (msg 3, 4), newer (7, 8)]; messages 1 and 2 are left out.
+    let fixture = "tests/fixtures/compaction/tail-healthy.json";
     assert_eq!(
-        request_rows("tests/fixtures/compaction/tail-healthy.json"),
+        request_rows(fixture, &[]),
         [
             "msg_c5e0b0000005",
             "msg_c5e0b0000006",
             "msg_c5e0b0000003",
             "msg_c5e0b0000004",
             "msg_c5e0b0000004",
+            "msg_c5e0b0000008"
+        ]
+    );
+    // 1.14.34 sends the tail where it is stored; 1.3 keeps no tail.
+    assert_eq!(
+        request_rows(fixture, &["--opencode-version", "1.14.34"]),
+        [
+            "msg_c5e0b0000003",
+            "msg_c5e0b0000004",
+            "msg_c5e0b0000004",
+            "msg_c5e0b0000006",
+            "msg_c5e0b0000007",
+            "msg_c5e0b0000008"
+        ]
+    );
+    assert_eq!(
+        request_rows(fixture, &["--opencode-version", "1.3.2"]),
+        [
+            "msg_c5e0b0000005",
+            "msg_c5e0b0000006",
+            "msg_c5e0b0000007",
             "msg_c5e0b0000008"
         ]
     );

@@ -280,7 +280,8 @@ pub fn run(analysis: &Analysis, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> 
     out
 }
 
-/// Findings about an OpenCode message that a compaction left out of the next request say so,
+/// Findings about an OpenCode message that a compaction left out of the next request (as
+/// `reconstruct::opencode` rebuilt it: `Session::compaction`) say so,
 /// one severity lower (an error becomes a warning, a warning information): the record is still
 /// broken as stored (an export, a revert of the compaction, another tool reading the store see
 /// it), but it no longer breaks the session. Findings about the store itself (a row that does
@@ -297,7 +298,7 @@ fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
         return;
     }
     for session in &analysis.sessions {
-        let Some((marker, dropped)) = crate::reconstruct::opencode::compacted_away(session) else {
+        let Some(compaction) = &session.compaction else {
             continue;
         };
         for f in out.iter_mut() {
@@ -306,7 +307,7 @@ fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
                     .ids
                     .message_id
                     .as_deref()
-                    .is_some_and(|m| dropped.contains(m))
+                    .is_some_and(|m| compaction.left_out.contains(m))
                 || matches!(
                     f.rule,
                     Rule::SchemaViolation | Rule::UndecodableRecord | Rule::UsageMismatch
@@ -315,7 +316,8 @@ fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
                 continue;
             }
             f.notes.push(format!(
-                "this message is before the compaction at {marker} and is no longer sent to the model"
+                "this message is before the compaction at {} and is no longer sent to the model",
+                compaction.at
             ));
             f.severity = match f.severity {
                 Severity::Error => Severity::Warning,

@@ -3,8 +3,10 @@
 //! (UI messages → model messages), as `opencode-storage.md` §2.5–2.7 describe them.
 //!
 //! * `filterCompacted`: only the history from the last completed compaction on is replayed; a
-//!   compaction with a `tail_start_id` also keeps the messages from that one on, sent after the
-//!   summary (`[compaction, summary, tail…, newer…]`, as 1.18 sends them).
+//!   compaction with a `tail_start_id` also keeps the messages from that one on (from 1.14 on,
+//!   [`version::COMPACTION_TAIL_SINCE`]), sent after the summary from 1.14.41 on
+//!   (`[compaction, summary, tail…, newer…]`, [`version::COMPACTION_SUMMARY_FIRST_SINCE`]) and
+//!   where they are stored before (`[tail…, compaction, summary, newer…]`).
 //! * Sessions of the v2 runtime (`Session::runtime_v2`) follow its `toLLMMessages`: history from
 //!   the latest `compaction` row on, failed steps sent, unfinished calls sent without a result.
 //! * Messages with no parts are skipped. An assistant message with an `error` is skipped, unless
@@ -40,6 +42,8 @@
 //!
 //! [`version::INTERRUPTED_RESULT_SINCE`]: crate::model::version::INTERRUPTED_RESULT_SINCE
 //! [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]: crate::model::version::ANTHROPIC_TOOL_USE_LAST_SINCE
+//! [`version::COMPACTION_TAIL_SINCE`]: crate::model::version::COMPACTION_TAIL_SINCE
+//! [`version::COMPACTION_SUMMARY_FIRST_SINCE`]: crate::model::version::COMPACTION_SUMMARY_FIRST_SINCE
 
 use std::collections::HashSet;
 
@@ -48,7 +52,7 @@ use serde_json::Value;
 use super::{Block, BlockKind, ModelMessage, ModelRequest, Provider, Role};
 use crate::ingest::opencode_db::Schema;
 use crate::model::{MessageBody, PartBody, ToolState, version};
-use crate::session::{Analysis, Message, Session};
+use crate::session::{Analysis, Compaction, Message, Session};
 
 /// Which provider rules the rebuilt requests are checked against.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -75,6 +79,11 @@ pub struct Options {
     /// The session is the v2 runtime's (`session_message`): its failed steps are sent, and its
     /// unfinished tools are calls without a result.
     pub runtime_v2: bool,
+    /// A compaction's retained tail is kept ([`version::COMPACTION_TAIL_SINCE`]).
+    pub compaction_tail: bool,
+    /// The summary is sent before the retained tail
+    /// ([`version::COMPACTION_SUMMARY_FIRST_SINCE`]).
+    pub summary_first: bool,
 }
 
 impl Options {
@@ -88,15 +97,15 @@ impl Options {
         provider: ProviderChoice,
     ) -> Options {
         let parsed = version.and_then(version::parse);
-        let interrupted_results = match parsed {
-            Some(v) => v >= version::INTERRUPTED_RESULT_SINCE,
-            None => schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations")),
-        };
+        let core = schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations"));
+        let since = |v: (u64, u64, u64)| parsed.map_or(core, |p| p >= v);
         Options {
-            interrupted_results,
+            interrupted_results: since(version::INTERRUPTED_RESULT_SINCE),
             tool_use_last: parsed.is_some_and(|v| v >= version::ANTHROPIC_TOOL_USE_LAST_SINCE),
             provider,
             runtime_v2: false,
+            compaction_tail: since(version::COMPACTION_TAIL_SINCE),
+            summary_first: since(version::COMPACTION_SUMMARY_FIRST_SINCE),
         }
     }
 
@@ -120,6 +129,8 @@ impl Default for Options {
             tool_use_last: true,
             provider: ProviderChoice::Auto,
             runtime_v2: false,
+            compaction_tail: true,
+            summary_first: true,
         }
     }
 }
@@ -127,8 +138,10 @@ impl Default for Options {
 /// Adds to `analysis.requests` the request each session would send next.
 pub fn rebuild(analysis: &mut Analysis, options: &Options) {
     let mut requests = Vec::new();
+    let mut compactions = Vec::with_capacity(analysis.sessions.len());
     for session in &analysis.sessions {
-        let history = history(session);
+        let history = history(session, options);
+        compactions.push(compacted_away(session, &history));
         let runtime = Options {
             runtime_v2: true,
             interrupted_results: false,
@@ -171,6 +184,9 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
         }
     }
     analysis.requests.extend(requests);
+    for (session, compaction) in analysis.sessions.iter_mut().zip(compactions) {
+        session.compaction = compaction;
+    }
 }
 
 /// What `@ai-sdk/anthropic` (≥ 3.0.86) does to an assistant message: within each run of blocks
@@ -229,10 +245,11 @@ fn as_chat_completions(mut m: ModelMessage) -> Vec<ModelMessage> {
 /// The messages OpenCode replays (§2.7), in the order it sends them. Walking from the newest
 /// message back, it stops at the user message of the last completed compaction (one whose
 /// summary answered it with a `finish` and no `error`). A compaction part with a
-/// `tail_start_id` keeps the uncompacted tail from that message on: the walk goes on back to it,
-/// and the summary is then sent before the tail (`[compaction, summary, tail…, newer…]`, as
-/// OpenCode 1.18 does). A `tail_start_id` that is not in the history keeps everything.
-pub fn filter_compacted(messages: &[Message]) -> Vec<&Message> {
+/// `tail_start_id` keeps the uncompacted tail from that message on (`options.compaction_tail`):
+/// the walk goes on back to it, and with `options.summary_first` the summary is then sent before
+/// the tail (`[compaction, summary, tail…, newer…]`). A `tail_start_id` that is not in the
+/// history keeps everything.
+pub fn filter_compacted<'m>(messages: &'m [Message], options: &Options) -> Vec<&'m Message> {
     fn compaction(m: &Message) -> Option<&crate::model::CompactionPart> {
         m.parts.iter().find_map(|p| match &p.part.body {
             PartBody::Compaction(c) => Some(c),
@@ -259,7 +276,11 @@ pub fn filter_compacted(messages: &[Message]) -> Vec<&Message> {
                     continue;
                 };
                 // An empty id is no tail (OpenCode tests it for truth).
-                match c.tail_start_id.as_deref().filter(|t| !t.is_empty()) {
+                let tail = c
+                    .tail_start_id
+                    .as_deref()
+                    .filter(|_| options.compaction_tail);
+                match tail.filter(|t| !t.is_empty()) {
                     Some(tail) if tail != m.id => retain = Some(tail),
                     _ => {
                         start = i;
@@ -276,6 +297,9 @@ pub fn filter_compacted(messages: &[Message]) -> Vec<&Message> {
         }
     }
     let result: Vec<&Message> = messages[start..].iter().collect();
+    if !(options.compaction_tail && options.summary_first) {
+        return result;
+    }
     // The summary goes before the retained tail.
     let has_tail = |m: &Message| {
         matches!(&m.info, Some(i) if matches!(i.body, MessageBody::User(_)))
@@ -318,44 +342,41 @@ fn history_v2(messages: &[Message]) -> Vec<&Message> {
 }
 
 /// The messages of a session the next request sends, as OpenCode replays them.
-pub fn history(session: &Session) -> Vec<&Message> {
+pub fn history<'s>(session: &'s Session, options: &Options) -> Vec<&'s Message> {
     if session.runtime_v2 {
         history_v2(&session.messages)
     } else {
-        filter_compacted(&session.messages)
+        filter_compacted(&session.messages, options)
     }
 }
 
-/// What a compaction left out of the next request: the compaction's message and the messages
-/// stored before it that are no longer sent. `None` when nothing is left out.
-pub fn compacted_away(session: &Session) -> Option<(&str, HashSet<&str>)> {
-    let sent: HashSet<&str> = history(session).iter().map(|m| m.id.as_str()).collect();
-    if sent.len() == session.messages.len() {
+/// What a compaction leaves out of the next request (`history`): the message holding the
+/// compaction and the messages stored before it that are not sent. `None` when nothing is
+/// left out.
+fn compacted_away(session: &Session, history: &[&Message]) -> Option<Compaction> {
+    if history.len() == session.messages.len() {
         return None;
     }
-    let first = session
-        .messages
-        .iter()
-        .position(|m| sent.contains(m.id.as_str()))?;
+    let sent: HashSet<&str> = history.iter().map(|m| m.id.as_str()).collect();
+    let is_compaction = |m: &Message| {
+        m.parts
+            .iter()
+            .any(|p| matches!(p.part.body, PartBody::Compaction(_)))
+    };
     // The compaction that cut the history: the last one among the messages sent.
-    let marker = session
+    let at = session
         .messages
         .iter()
-        .rev()
-        .filter(|m| sent.contains(m.id.as_str()))
-        .find(|m| {
-            m.parts
-                .iter()
-                .any(|p| matches!(p.part.body, PartBody::Compaction(_)))
-        })
-        .map_or(session.messages[first].id.as_str(), |m| m.id.as_str());
-    let marker_at = session.messages.iter().position(|m| m.id == marker)?;
-    let dropped: HashSet<&str> = session.messages[..marker_at]
+        .rposition(|m| sent.contains(m.id.as_str()) && is_compaction(m))?;
+    let left_out: HashSet<String> = session.messages[..at]
         .iter()
-        .map(|m| m.id.as_str())
-        .filter(|id| !sent.contains(id))
+        .filter(|m| !sent.contains(m.id.as_str()))
+        .map(|m| m.id.clone())
         .collect();
-    (!dropped.is_empty()).then_some((marker, dropped))
+    (!left_out.is_empty()).then(|| Compaction {
+        at: session.messages[at].id.clone(),
+        left_out,
+    })
 }
 
 /// The model the next prompt would use: `(providerID, modelID)`.
@@ -951,7 +972,7 @@ mod tests {
             vec![text("prt_s")],
         );
         let history = vec![old, compaction, summary, user("msg_3")];
-        let kept: Vec<&str> = filter_compacted(&history)
+        let kept: Vec<&str> = filter_compacted(&history, &Options::default())
             .iter()
             .map(|m| m.id.as_str())
             .collect();
@@ -984,9 +1005,23 @@ mod tests {
             summary,
             user("msg_6"),
         ];
-        let ids = |h: &[Message]| -> Vec<String> {
-            filter_compacted(h).iter().map(|m| m.id.clone()).collect()
+        let ids_as = |h: &[Message], o: &Options| -> Vec<String> {
+            filter_compacted(h, o)
+                .iter()
+                .map(|m| m.id.clone())
+                .collect()
         };
+        let ids = |h: &[Message]| ids_as(h, &Options::default());
+        // Before 1.14.41 the tail is sent where it is stored; before 1.14 it is not kept.
+        let as_of = |v: &str| Options::for_store(Some(v), None, ProviderChoice::Auto);
+        assert_eq!(
+            ids_as(&history, &as_of("1.14.34")),
+            ["msg_2", "msg_3", "msg_4", "msg_5", "msg_6"]
+        );
+        assert_eq!(
+            ids_as(&history, &as_of("1.3.2")),
+            ["msg_4", "msg_5", "msg_6"]
+        );
         assert_eq!(ids(&history), ["msg_4", "msg_5", "msg_2", "msg_3", "msg_6"]);
         // A tail that is not in the history keeps everything.
         let mut lost = history;
