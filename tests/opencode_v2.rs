@@ -96,4 +96,9 @@ fn repair_plans_nothing_for_a_v2_session() {
         .unwrap();
     assert!(out.status.code().is_some_and(|c| c != 2), "{out:?}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not repaired: session ses_v2_unanswered: its 3 findings stay"),
+        "{text}"
+    );
 }

@@ -135,6 +135,24 @@ fn being_written(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
 fn plan_all(db: &Db, options: &Options) -> Result<Vec<Planned>, DbError> {
     let mut plans = Vec::new();
     for_each_diagnosed(db, options, &options.sessions, |stored, a, findings| {
+        // Repairs edit `message`/`part` rows: a session of the v2 store (read from
+        // `session_message` rows) is diagnosed, never edited.
+        if stored.runtime_v2 {
+            if !findings.is_empty() {
+                let p = crate::checks::fix::SessionPlan {
+                    session_id: stored.id.clone(),
+                    unfixable: vec![format!(
+                        "session {}: its {} finding{} stay: the session is kept in the v2 `session_message` store, which rewind does not edit",
+                        stored.id,
+                        findings.len(),
+                        if findings.len() == 1 { "" } else { "s" }
+                    )],
+                    ..Default::default()
+                };
+                plans.push((p, findings));
+            }
+            return;
+        }
         let p = plan(stored, a, &findings);
         if !p.changes.is_empty() || !p.unfixable.is_empty() {
             plans.push((p, findings));
@@ -173,11 +191,6 @@ fn for_each_diagnosed(
         |e| e,
         |row| {
             let (stored, _) = load_db_session(db, row, Keep::Text)?;
-            // Repairs edit `message`/`part` rows: a session of the v2 store (read from
-            // `session_message` rows) is diagnosed, never edited.
-            if stored.runtime_v2 {
-                return Ok(());
-            }
             let mut sources = SourceMap::new();
             let file = sources.add_file(Path::new("db"));
             let mut a = replay(
