@@ -102,3 +102,26 @@ fn repair_plans_nothing_for_a_v2_session() {
         "{text}"
     );
 }
+
+#[test]
+fn a_failed_v2_step_is_reported_and_still_sent() {
+    let (code, f) = session("ses_v2_failed");
+    assert_eq!(code, 1);
+    assert_eq!(rules(&f), ["session-error"]);
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Provider returned error 500"),
+        "{}",
+        f[0]["message"]
+    );
+    let out = rewind()
+        .args(["request", "--session", "ses_v2_failed"])
+        .arg(store())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("assistant  msg_f2"), "{text}");
+    assert!(text.contains("for OpenAI"), "{text}");
+}
