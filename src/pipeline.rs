@@ -518,13 +518,6 @@ fn analyze_db(
     sources: &mut SourceMap,
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
-    let v2 = db.v2_rows();
-    if v2 > 0 {
-        crate::commands::err_line(&format!(
-            "note: `{}` also has {v2} rows in the v2 `session_message` store, which rewind does not support yet; only the v1 `message`/`part` tables are diagnosed",
-            path.display()
-        ));
-    }
     let file = sources.add_file(path);
     let placeholder = sources.add_virtual(path, "(rows not rendered)".into(), String::new());
     let ropts = options.rebuild_options(

@@ -210,6 +210,22 @@ pub struct Session {
     pub project_id: Option<String>,
     /// The folder the session was started in, as stored (stores only).
     pub directory: Option<String>,
+    /// The messages come from the v2 runtime's `session_message` store, whose request is built
+    /// by its own rules (`reconstruct::opencode`).
+    pub runtime_v2: bool,
+    /// What a compaction leaves out of the next request, as the request was rebuilt (set by
+    /// `reconstruct::opencode`).
+    pub compaction: Option<Compaction>,
+}
+
+/// A compaction that leaves messages out of the next request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Compaction {
+    /// The message holding the compaction (a v1 user message's `compaction` part, a v2
+    /// `compaction` row).
+    pub at: String,
+    /// The messages stored before it that are no longer sent.
+    pub left_out: std::collections::HashSet<String>,
 }
 
 impl Session {

@@ -277,8 +277,56 @@ pub fn run(analysis: &Analysis, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> 
             rule.check().run(analysis, &mut out);
         }
     }
+    compacted_away(analysis, &mut out);
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out
+}
+
+/// Findings about an OpenCode message that a compaction left out of the next request (as
+/// `reconstruct::opencode` rebuilt it: `Session::compaction`) say so,
+/// one severity lower (an error becomes a warning, a warning information): the record is still
+/// broken as stored (an export, a revert of the compaction, another tool reading the store see
+/// it), but it no longer breaks the session. Findings about the store itself (a row that does
+/// not decode or does not satisfy the schema, usage accounting) keep their severity.
+fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
+    use crate::ingest::Format;
+    if !matches!(
+        analysis.format,
+        Format::OpencodeDb
+            | Format::OpencodeSqlDump
+            | Format::OpencodeExport
+            | Format::OpencodeStorage
+    ) {
+        return;
+    }
+    for session in &analysis.sessions {
+        let Some(compaction) = &session.compaction else {
+            continue;
+        };
+        for f in out.iter_mut() {
+            if f.ids.session_id.as_deref() != Some(session.id.as_str())
+                || !f
+                    .ids
+                    .message_id
+                    .as_deref()
+                    .is_some_and(|m| compaction.left_out.contains(m))
+                || matches!(
+                    f.rule,
+                    Rule::SchemaViolation | Rule::UndecodableRecord | Rule::UsageMismatch
+                )
+            {
+                continue;
+            }
+            f.notes.push(format!(
+                "this message is before the compaction at {} and is no longer sent to the model",
+                compaction.at
+            ));
+            f.severity = match f.severity {
+                Severity::Error => Severity::Warning,
+                Severity::Warning | Severity::Info => Severity::Info,
+            };
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod opencode_data;
 pub mod opencode_db;
 pub mod opencode_export;
 pub mod opencode_storage;
+pub mod opencode_v2;
 pub mod private;
 pub mod recording;
 pub mod sse;

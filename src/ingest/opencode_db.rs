@@ -49,10 +49,6 @@ pub enum DbError {
     MissingTables { missing: Vec<String>, found: String },
     #[error("table `{table}` has no column `{column}`: an OpenCode schema rewind does not know")]
     MissingColumn { table: String, column: String },
-    #[error(
-        "this database keeps its conversations in the v2 `session_message` store, which rewind does not support yet (it reads the v1 `message`/`part` tables)"
-    )]
-    V2Only,
     #[error("cannot copy the database to a private snapshot: {0}")]
     Snapshot(#[source] std::io::Error),
     #[error("SQLite: {0}")]
@@ -95,8 +91,13 @@ pub struct Schema {
     pub project_directories: bool,
     /// `event` and `event_sequence` exist (OpenCode ≥ 1.14's event log).
     pub event_log: bool,
-    /// The v2 `session_message` table exists.
+    /// The v1 `message` and `part` tables exist (every OpenCode 1.x database has them).
+    pub v1_store: bool,
+    /// The v2 `session_message` table exists, with the columns rewind reads.
     pub v2_store: bool,
+    /// `session_message` has its `seq` column (the v2 store orders its rows by it; the first
+    /// version of the table had none, and is ordered by `time_created, id`).
+    pub v2_seq: bool,
     /// The newest `session.version` (the newest OpenCode that created a session here).
     pub newest_session_version: Option<String>,
 }
@@ -154,6 +155,15 @@ pub struct Row<'r> {
     pub id: Cow<'r, str>,
     /// The message id (parts only).
     pub message_id: Cow<'r, str>,
+    pub data: Cow<'r, str>,
+}
+
+/// A `session_message` row (the v2 store), borrowed until the next row: its id, its `type`
+/// column and its JSON `data` (the message minus `id` and `type`).
+#[derive(Clone, Debug, Default)]
+pub struct V2Row<'r> {
+    pub id: Cow<'r, str>,
+    pub kind: Cow<'r, str>,
     pub data: Cow<'r, str>,
 }
 
@@ -284,18 +294,6 @@ impl Db {
         &self.conn
     }
 
-    /// Number of rows in the v2 `session_message` store (0 when there is none).
-    pub fn v2_rows(&self) -> u64 {
-        if !self.schema.v2_store {
-            return 0;
-        }
-        self.conn
-            .query_row("SELECT count(*) FROM session_message", [], |r| {
-                r.get::<_, i64>(0)
-            })
-            .map_or(0, |n| u64::try_from(n).unwrap_or(0))
-    }
-
     /// Streams the sessions (oldest first), or only those in `only`, calling `f` for each.
     pub fn for_each_session<E>(
         &self,
@@ -404,6 +402,9 @@ impl Db {
         session: &str,
         mut f: impl FnMut(Row<'_>),
     ) -> Result<(), DbError> {
+        if !self.schema.v1_store {
+            return Ok(());
+        }
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, data FROM message WHERE session_id = ?1 ORDER BY time_created, id",
         )?;
@@ -422,6 +423,9 @@ impl Db {
     /// parts in OpenCode's order (`id`). Sorting here would make SQLite copy every row, data
     /// included, through its sorter; sorting the few parts of each message afterwards is cheaper.
     pub fn for_each_part(&self, session: &str, mut f: impl FnMut(Row<'_>)) -> Result<(), DbError> {
+        if !self.schema.v1_store {
+            return Ok(());
+        }
         let mut stmt = self
             .conn
             .prepare_cached("SELECT id, message_id, data FROM part WHERE session_id = ?1")?;
@@ -430,6 +434,36 @@ impl Db {
             f(Row {
                 id: text_ref(r, 0).unwrap_or_default(),
                 message_id: text_ref(r, 1).unwrap_or_default(),
+                data: text_ref(r, 2).unwrap_or_default(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Db {
+    /// The v2 `session_message` rows of a session, streamed to `f` in the v2 runtime's order
+    /// (`seq`; `time_created, id` where the table has no `seq`). Nothing when there is no such
+    /// table.
+    pub fn for_each_session_message(
+        &self,
+        session: &str,
+        mut f: impl FnMut(V2Row<'_>),
+    ) -> Result<(), DbError> {
+        if !self.schema.v2_store {
+            return Ok(());
+        }
+        let sql = if self.schema.v2_seq {
+            "SELECT id, type, data FROM session_message WHERE session_id = ?1 ORDER BY seq, id"
+        } else {
+            "SELECT id, type, data FROM session_message WHERE session_id = ?1 ORDER BY time_created, id"
+        };
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let mut rows = stmt.query([session])?;
+        while let Some(r) = rows.next()? {
+            f(V2Row {
+                id: text_ref(r, 0).unwrap_or_default(),
+                kind: text_ref(r, 1).unwrap_or_default(),
                 data: text_ref(r, 2).unwrap_or_default(),
             });
         }
@@ -496,10 +530,9 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
         .filter(|t| !has(t))
         .map(str::to_owned)
         .collect();
-    if !missing.is_empty() {
-        if has("session_message") {
-            return Err(DbError::V2Only);
-        }
+    // A store of the v2 runtime alone (a `session` table and `session_message`, no v1 tables).
+    let v2_only = has("session") && has("session_message") && !has("message") && !has("part");
+    if !missing.is_empty() && !v2_only {
         let mut found = tables.clone();
         found.sort();
         found.truncate(12);
@@ -509,6 +542,26 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
             found.join(", ")
         };
         return Err(DbError::MissingTables { missing, found });
+    }
+    let v1_store = !v2_only;
+    let v2_columns = if has("session_message") {
+        table_columns(conn, "session_message")?
+    } else {
+        Vec::new()
+    };
+    let v2_has = |c: &str| v2_columns.iter().any(|x| x == c);
+    let v2_store = ["id", "session_id", "type", "data"]
+        .iter()
+        .all(|c| v2_has(c));
+    if v2_only && !v2_store {
+        let column = ["id", "session_id", "type", "data"]
+            .into_iter()
+            .find(|c| !v2_has(c))
+            .unwrap_or("data");
+        return Err(DbError::MissingColumn {
+            table: "session_message".to_owned(),
+            column: column.to_owned(),
+        });
     }
     for (table, needed) in [
         ("session", &["id"][..]),
@@ -528,6 +581,9 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
             ][..],
         ),
     ] {
+        if !v1_store && table != "session" {
+            continue;
+        }
         let cols = table_columns(conn, table)?;
         if let Some(c) = needed.iter().find(|c| !cols.iter().any(|x| x == *c)) {
             return Err(DbError::MissingColumn {
@@ -558,7 +614,9 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
     let mut schema = Schema {
         journal,
         event_log: has("event") && has("event_sequence"),
-        v2_store: has("session_message"),
+        v1_store,
+        v2_store,
+        v2_seq: v2_has("seq"),
         newest_session_version: None,
         session_columns,
         project_directories: has("project_directory")

@@ -112,6 +112,8 @@ pub struct StoredSession {
     pub project_id: Option<String>,
     pub directory: Option<String>,
     pub messages: Vec<StoredMessage>,
+    /// The messages are rows of the v2 `session_message` store (`ingest::opencode_v2`).
+    pub runtime_v2: bool,
 }
 
 impl StoredSession {
@@ -134,6 +136,7 @@ impl StoredSession {
             project_id: s("projectID"),
             directory: s("directory"),
             messages: Vec::new(),
+            runtime_v2: false,
         }
     }
 }
@@ -188,6 +191,24 @@ pub fn load_db_session(
             m.parts.sort_by(|a, b| a.id.cmp(&b.id));
         }
     }
+    // A session of the v2 runtime keeps its conversation in `session_message` instead.
+    let mut runtime_v2 = false;
+    if messages.is_empty() && db.schema.v2_store {
+        let mut rows: Vec<(String, String, String)> = Vec::new();
+        db.for_each_session_message(&row.id, |r| {
+            rows.push((r.id.into_owned(), r.kind.into_owned(), r.data.into_owned()));
+        })?;
+        runtime_v2 = !rows.is_empty();
+        let mut reader = super::opencode_v2::Reader::new(row.directory.as_deref().unwrap_or(""));
+        for (_, kind, data) in &rows {
+            reader.prime(kind, data);
+        }
+        let mut rec = |id: String, text: String, kind: Kind| record(id.into(), text.into(), kind);
+        for (id, kind, data) in &rows {
+            let row = super::opencode_v2::Row { id, kind, data };
+            messages.extend(reader.read(&row, &mut rec));
+        }
+    }
     Ok((
         StoredSession {
             id: row.id,
@@ -199,6 +220,7 @@ pub fn load_db_session(
             project_id: row.project_id,
             directory: row.directory,
             messages,
+            runtime_v2,
         },
         orphans,
     ))

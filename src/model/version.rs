@@ -30,6 +30,17 @@ pub const INTERRUPTED_RESULT_SINCE: (u64, u64, u64) = (1, 14, 0);
 /// reaches Anthropic as `[text, tool_use]`; 1.18.25 and older bundle 3.0.82 and send it as stored.
 pub const ANTHROPIC_TOOL_USE_LAST_SINCE: (u64, u64, u64) = (1, 18, 26);
 
+/// The first release whose `filterCompacted` keeps a compaction's retained tail (the messages
+/// from its `tail_start_id` on). 1.3.2 has no `tail_start_id`, 1.14.34 keeps the tail; no
+/// release between them is published on npm, so the boundary is taken to be 1.14.
+pub const COMPACTION_TAIL_SINCE: (u64, u64, u64) = (1, 14, 0);
+
+/// The first release that sends the summary before the retained tail
+/// (`[compaction, summary, tail…, newer…]`); older ones send the history in stored order
+/// (`[tail…, compaction, summary, newer…]`). 1.14.34 keeps the stored order and 1.14.41 (the
+/// next release published on npm) reorders.
+pub const COMPACTION_SUMMARY_FIRST_SINCE: (u64, u64, u64) = (1, 14, 41);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,13 @@
 //! (stored messages → AI SDK UI messages) followed by the AI SDK's `convertToModelMessages`
 //! (UI messages → model messages), as `opencode-storage.md` §2.5–2.7 describe them.
 //!
-//! * `filterCompacted`: only the history from the last completed compaction on is replayed.
+//! * `filterCompacted`: only the history from the last completed compaction on is replayed; a
+//!   compaction with a `tail_start_id` also keeps the messages from that one on (from 1.14 on,
+//!   [`version::COMPACTION_TAIL_SINCE`]), sent after the summary from 1.14.41 on
+//!   (`[compaction, summary, tail…, newer…]`, [`version::COMPACTION_SUMMARY_FIRST_SINCE`]) and
+//!   where they are stored before (`[tail…, compaction, summary, newer…]`).
+//! * Sessions of the v2 runtime (`Session::runtime_v2`) follow its `toLLMMessages`: history from
+//!   the latest `compaction` row on, failed steps sent, unfinished calls sent without a result.
 //! * Messages with no parts are skipped. An assistant message with an `error` is skipped, unless
 //!   the error is `MessageAbortedError` and the message has a part other than `step-start` or
 //!   `reasoning`.
@@ -36,6 +42,8 @@
 //!
 //! [`version::INTERRUPTED_RESULT_SINCE`]: crate::model::version::INTERRUPTED_RESULT_SINCE
 //! [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]: crate::model::version::ANTHROPIC_TOOL_USE_LAST_SINCE
+//! [`version::COMPACTION_TAIL_SINCE`]: crate::model::version::COMPACTION_TAIL_SINCE
+//! [`version::COMPACTION_SUMMARY_FIRST_SINCE`]: crate::model::version::COMPACTION_SUMMARY_FIRST_SINCE
 
 use std::collections::HashSet;
 
@@ -44,7 +52,7 @@ use serde_json::Value;
 use super::{Block, BlockKind, ModelMessage, ModelRequest, Provider, Role};
 use crate::ingest::opencode_db::Schema;
 use crate::model::{MessageBody, PartBody, ToolState, version};
-use crate::session::{Analysis, Message, Session};
+use crate::session::{Analysis, Compaction, Message, Session};
 
 /// Which provider rules the rebuilt requests are checked against.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -68,6 +76,14 @@ pub struct Options {
     /// blocks (OpenCode ≥ 1.18.26, [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]).
     pub tool_use_last: bool,
     pub provider: ProviderChoice,
+    /// The session is the v2 runtime's (`session_message`): its failed steps are sent, and its
+    /// unfinished tools are calls without a result.
+    pub runtime_v2: bool,
+    /// A compaction's retained tail is kept ([`version::COMPACTION_TAIL_SINCE`]).
+    pub compaction_tail: bool,
+    /// The summary is sent before the retained tail
+    /// ([`version::COMPACTION_SUMMARY_FIRST_SINCE`]).
+    pub summary_first: bool,
 }
 
 impl Options {
@@ -81,19 +97,23 @@ impl Options {
         provider: ProviderChoice,
     ) -> Options {
         let parsed = version.and_then(version::parse);
-        let interrupted_results = match parsed {
-            Some(v) => v >= version::INTERRUPTED_RESULT_SINCE,
-            None => schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations")),
-        };
+        let core = schema.is_none_or(|s| s.journal.table != Some("__drizzle_migrations"));
+        let since = |v: (u64, u64, u64)| parsed.map_or(core, |p| p >= v);
         Options {
-            interrupted_results,
+            interrupted_results: since(version::INTERRUPTED_RESULT_SINCE),
             tool_use_last: parsed.is_some_and(|v| v >= version::ANTHROPIC_TOOL_USE_LAST_SINCE),
             provider,
+            runtime_v2: false,
+            compaction_tail: since(version::COMPACTION_TAIL_SINCE),
+            summary_first: since(version::COMPACTION_SUMMARY_FIRST_SINCE),
         }
     }
 
     /// The releases whose behaviour these options follow, for the request's origin.
     fn releases(&self) -> &'static str {
+        if self.runtime_v2 {
+            return "OpenCode's v2 runtime";
+        }
         match (self.interrupted_results, self.tool_use_last) {
             (_, true) => "OpenCode ≥ 1.18.26",
             (true, false) => "OpenCode 1.14 to 1.18.25",
@@ -108,6 +128,9 @@ impl Default for Options {
             interrupted_results: true,
             tool_use_last: true,
             provider: ProviderChoice::Auto,
+            runtime_v2: false,
+            compaction_tail: true,
+            summary_first: true,
         }
     }
 }
@@ -115,11 +138,23 @@ impl Default for Options {
 /// Adds to `analysis.requests` the request each session would send next.
 pub fn rebuild(analysis: &mut Analysis, options: &Options) {
     let mut requests = Vec::new();
+    let mut compactions = Vec::with_capacity(analysis.sessions.len());
     for session in &analysis.sessions {
-        let history = filter_compacted(&session.messages);
+        let history = history(session, options);
+        compactions.push(compacted_away(session, &history));
+        let runtime = Options {
+            runtime_v2: true,
+            interrupted_results: false,
+            ..*options
+        };
+        let options = if session.runtime_v2 {
+            &runtime
+        } else {
+            options
+        };
         let version = options.releases();
         for provider in providers(session, options.provider) {
-            let messages = to_model_messages_for(history, options, Some(provider));
+            let messages = to_model_messages_for(&history, options, Some(provider));
             if messages.is_empty() {
                 continue;
             }
@@ -142,13 +177,16 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
                     "the request rebuilt from session {} (as {version} sends it)",
                     session.id
                 ),
-                thinking: provider == Provider::Anthropic && thinking(history),
+                thinking: provider == Provider::Anthropic && thinking(&history),
                 response: None,
                 session_id: Some(session.id.clone()),
             });
         }
     }
     analysis.requests.extend(requests);
+    for (session, compaction) in analysis.sessions.iter_mut().zip(compactions) {
+        session.compaction = compaction;
+    }
 }
 
 /// What `@ai-sdk/anthropic` (≥ 3.0.86) does to an assistant message: within each run of blocks
@@ -204,21 +242,51 @@ fn as_chat_completions(mut m: ModelMessage) -> Vec<ModelMessage> {
     }
 }
 
-/// The messages OpenCode replays: from the last completed compaction on (§2.7).
-pub fn filter_compacted(messages: &[Message]) -> &[Message] {
+/// The messages OpenCode replays (§2.7), in the order it sends them. Walking from the newest
+/// message back, it stops at the user message of the last completed compaction (one whose
+/// summary answered it with a `finish` and no `error`). A compaction part with a
+/// `tail_start_id` keeps the uncompacted tail from that message on (`options.compaction_tail`):
+/// the walk goes on back to it, and with `options.summary_first` the summary is then sent before
+/// the tail (`[compaction, summary, tail…, newer…]`). A `tail_start_id` that is not in the
+/// history keeps everything.
+pub fn filter_compacted<'m>(messages: &'m [Message], options: &Options) -> Vec<&'m Message> {
+    fn compaction(m: &Message) -> Option<&crate::model::CompactionPart> {
+        m.parts.iter().find_map(|p| match &p.part.body {
+            PartBody::Compaction(c) => Some(c),
+            _ => None,
+        })
+    }
     let mut summarized: HashSet<&str> = HashSet::new();
+    let mut retain: Option<&str> = None;
+    let mut start = 0;
     for (i, m) in messages.iter().enumerate().rev() {
+        if let Some(r) = retain {
+            if m.id == r {
+                start = i;
+                break;
+            }
+            continue;
+        }
         let Some(info) = &m.info else {
             continue;
         };
         match &info.body {
-            MessageBody::User(_)
-                if summarized.contains(m.id.as_str())
-                    && m.parts
-                        .iter()
-                        .any(|p| matches!(p.part.body, PartBody::Compaction(_))) =>
-            {
-                return &messages[i..];
+            MessageBody::User(_) if summarized.contains(m.id.as_str()) => {
+                let Some(c) = compaction(m) else {
+                    continue;
+                };
+                // An empty id is no tail (OpenCode tests it for truth).
+                let tail = c
+                    .tail_start_id
+                    .as_deref()
+                    .filter(|_| options.compaction_tail);
+                match tail.filter(|t| !t.is_empty()) {
+                    Some(tail) if tail != m.id => retain = Some(tail),
+                    _ => {
+                        start = i;
+                        break;
+                    }
+                }
             }
             MessageBody::Assistant(a)
                 if a.summary == Some(true) && a.finish.is_some() && a.error.is_none() =>
@@ -228,7 +296,87 @@ pub fn filter_compacted(messages: &[Message]) -> &[Message] {
             _ => {}
         }
     }
-    messages
+    let result: Vec<&Message> = messages[start..].iter().collect();
+    if !(options.compaction_tail && options.summary_first) {
+        return result;
+    }
+    // The summary goes before the retained tail.
+    let has_tail = |m: &Message| {
+        matches!(&m.info, Some(i) if matches!(i.body, MessageBody::User(_)))
+            && compaction(m).is_some_and(|c| c.tail_start_id.is_some())
+    };
+    let Some(at) = result.iter().rposition(|m| has_tail(m)) else {
+        return result;
+    };
+    let marker = result[at];
+    let summary = result.iter().enumerate().skip(at + 1).position(|(_, m)| {
+        matches!(&m.info, Some(i) if matches!(&i.body, MessageBody::Assistant(a)
+            if a.summary == Some(true) && a.parent_id == marker.id))
+    });
+    let tail = compaction(marker)
+        .and_then(|c| c.tail_start_id.as_deref())
+        .and_then(|t| result.iter().position(|m| m.id == t));
+    match (tail, summary.map(|k| k + at + 1)) {
+        (Some(tail), Some(summary)) if tail < at => {
+            let mut out = Vec::with_capacity(result.len());
+            out.extend_from_slice(&result[at..=summary]);
+            out.extend_from_slice(&result[tail..at]);
+            out.extend_from_slice(&result[summary + 1..]);
+            out
+        }
+        _ => result,
+    }
+}
+
+/// The messages the v2 runtime replays: from its latest `compaction` row on, in row order.
+fn history_v2(messages: &[Message]) -> Vec<&Message> {
+    let start = messages
+        .iter()
+        .rposition(|m| {
+            m.parts
+                .iter()
+                .any(|p| matches!(p.part.body, PartBody::Compaction(_)))
+        })
+        .unwrap_or(0);
+    messages[start..].iter().collect()
+}
+
+/// The messages of a session the next request sends, as OpenCode replays them.
+pub fn history<'s>(session: &'s Session, options: &Options) -> Vec<&'s Message> {
+    if session.runtime_v2 {
+        history_v2(&session.messages)
+    } else {
+        filter_compacted(&session.messages, options)
+    }
+}
+
+/// What a compaction leaves out of the next request (`history`): the message holding the
+/// compaction and the messages stored before it that are not sent. `None` when nothing is
+/// left out.
+fn compacted_away(session: &Session, history: &[&Message]) -> Option<Compaction> {
+    if history.len() == session.messages.len() {
+        return None;
+    }
+    let sent: HashSet<&str> = history.iter().map(|m| m.id.as_str()).collect();
+    let is_compaction = |m: &Message| {
+        m.parts
+            .iter()
+            .any(|p| matches!(p.part.body, PartBody::Compaction(_)))
+    };
+    // The compaction that cut the history: the last one among the messages sent.
+    let at = session
+        .messages
+        .iter()
+        .rposition(|m| sent.contains(m.id.as_str()) && is_compaction(m))?;
+    let left_out: HashSet<String> = session.messages[..at]
+        .iter()
+        .filter(|m| !sent.contains(m.id.as_str()))
+        .map(|m| m.id.clone())
+        .collect();
+    (!left_out.is_empty()).then(|| Compaction {
+        at: session.messages[at].id.clone(),
+        left_out,
+    })
 }
 
 /// The model the next prompt would use: `(providerID, modelID)`.
@@ -271,7 +419,7 @@ pub fn classify(provider: &str, model: &str) -> Option<Provider> {
 }
 
 /// Extended thinking is on when reasoning parts carry Anthropic signatures.
-fn thinking(history: &[Message]) -> bool {
+fn thinking(history: &[&Message]) -> bool {
     history
         .iter()
         .flat_map(|m| &m.parts)
@@ -305,7 +453,8 @@ enum UiPart {
 /// particular (empty text is dropped only where every provider's path drops it).
 #[cfg(test)]
 pub fn to_model_messages(history: &[Message], options: &Options) -> Vec<ModelMessage> {
-    to_model_messages_for(history, options, None)
+    let history: Vec<&Message> = history.iter().collect();
+    to_model_messages_for(&history, options, None)
 }
 
 /// Whether a text or reasoning part's empty text is dropped before the request is sent:
@@ -328,7 +477,7 @@ fn dropped_empty(
 
 /// [`to_model_messages`] as it reaches `provider`.
 fn to_model_messages_for(
-    history: &[Message],
+    history: &[&Message],
     options: &Options,
     provider: Option<Provider>,
 ) -> Vec<ModelMessage> {
@@ -381,7 +530,8 @@ fn to_model_messages_for(
                 }
             }
             MessageBody::Assistant(a) => {
-                if let Some(err) = &a.error {
+                // The v2 runtime sends a failed step's content too.
+                if let Some(err) = a.error.as_ref().filter(|_| !options.runtime_v2) {
                     let has_content = m.parts.iter().any(|p| {
                         !matches!(p.part.body, PartBody::StepStart(_) | PartBody::Reasoning(_))
                     });
@@ -458,6 +608,8 @@ fn ui_part(
                 ToolState::Pending(_) | ToolState::Running(_) if options.interrupted_results => {
                     result(true)
                 }
+                // The v2 runtime sends an unfinished call, without a result.
+                ToolState::Pending(_) | ToolState::Running(_) if options.runtime_v2 => None,
                 ToolState::Pending(_) | ToolState::Running(_) | ToolState::Invalid { .. } => {
                     return None;
                 }
@@ -510,7 +662,8 @@ fn convert_assistant(
             span,
             message_id: Some(id.to_owned()),
         });
-        if *has_tools {
+        // A block whose calls all went unanswered (the v2 runtime's) has no tool message.
+        if *has_tools && !results.is_empty() {
             out.push(ModelMessage {
                 role: Role::Tool,
                 content: std::mem::take(results),
@@ -819,11 +972,64 @@ mod tests {
             vec![text("prt_s")],
         );
         let history = vec![old, compaction, summary, user("msg_3")];
-        let kept: Vec<&str> = filter_compacted(&history)
+        let kept: Vec<&str> = filter_compacted(&history, &Options::default())
             .iter()
             .map(|m| m.id.as_str())
             .collect();
         assert_eq!(kept, ["msg_1", "msg_2", "msg_3"]);
+    }
+
+    #[test]
+    fn a_retained_tail_is_sent_after_the_summary() {
+        let compaction = |tail: &str| {
+            message(
+                "msg_4",
+                json!({"role": "user"}),
+                vec![part(
+                    "prt_c",
+                    json!({"type": "compaction", "auto": true, "tail_start_id": tail}),
+                )],
+            )
+        };
+        let summary = message(
+            "msg_5",
+            json!({"role": "assistant", "summary": true, "finish": "stop", "parentID": "msg_4"}),
+            vec![text("prt_s")],
+        );
+        let history = vec![
+            user("msg_0"),
+            assistant("msg_1", vec![step(), text("prt_a")]),
+            user("msg_2"),
+            assistant("msg_3", vec![step(), text("prt_b")]),
+            compaction("msg_2"),
+            summary,
+            user("msg_6"),
+        ];
+        let ids_as = |h: &[Message], o: &Options| -> Vec<String> {
+            filter_compacted(h, o)
+                .iter()
+                .map(|m| m.id.clone())
+                .collect()
+        };
+        let ids = |h: &[Message]| ids_as(h, &Options::default());
+        // Before 1.14.41 the tail is sent where it is stored; before 1.14 it is not kept.
+        let as_of = |v: &str| Options::for_store(Some(v), None, ProviderChoice::Auto);
+        assert_eq!(
+            ids_as(&history, &as_of("1.14.34")),
+            ["msg_2", "msg_3", "msg_4", "msg_5", "msg_6"]
+        );
+        assert_eq!(
+            ids_as(&history, &as_of("1.3.2")),
+            ["msg_4", "msg_5", "msg_6"]
+        );
+        assert_eq!(ids(&history), ["msg_4", "msg_5", "msg_2", "msg_3", "msg_6"]);
+        // A tail that is not in the history keeps everything.
+        let mut lost = history;
+        lost[4] = compaction("msg_gone");
+        assert_eq!(ids(&lost).len(), 7);
+        // An empty tail id is no tail.
+        lost[4] = compaction("");
+        assert_eq!(ids(&lost), ["msg_4", "msg_5", "msg_6"]);
     }
 
     #[test]

@@ -165,6 +165,28 @@ fn check_project(db: &Db, options: &Options) -> Result<(), RepairError> {
 fn plan_all(db: &Db, options: &Options) -> Result<Vec<Planned>, DbError> {
     let mut plans = Vec::new();
     for_each_diagnosed(db, options, &options.sessions, |stored, a, findings| {
+        // Repairs edit `message`/`part` rows: a session of the v2 store (read from
+        // `session_message` rows) has only its session row repaired (`session-hidden`); its
+        // other findings are diagnosed, never edited.
+        if stored.runtime_v2 {
+            let (row, rest): (Vec<_>, Vec<_>) = findings
+                .iter()
+                .cloned()
+                .partition(|f| f.rule == checks::Rule::SessionHidden);
+            let mut p = plan(stored, a, &row, &options.relink);
+            if !rest.is_empty() {
+                p.unfixable.push(format!(
+                    "session {}: its {} finding{} stay: the session is kept in the v2 `session_message` store, which rewind does not edit",
+                    stored.id,
+                    rest.len(),
+                    if rest.len() == 1 { "" } else { "s" }
+                ));
+            }
+            if !p.changes.is_empty() || !p.unfixable.is_empty() {
+                plans.push((p, findings));
+            }
+            return;
+        }
         let p = plan(stored, a, &findings, &options.relink);
         if !p.changes.is_empty() || !p.unfixable.is_empty() {
             plans.push((p, findings));

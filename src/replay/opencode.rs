@@ -136,6 +136,7 @@ pub fn replay(
         project_id,
         directory,
         messages,
+        runtime_v2,
     } = stored;
     let mut session = Session {
         id: session_id.clone(),
@@ -146,6 +147,7 @@ pub fn replay(
         time_updated,
         project_id,
         directory,
+        runtime_v2,
         ..Session::default()
     };
     let rendering = matches!(render, Render::Virtual { .. });
@@ -177,11 +179,16 @@ pub fn replay(
             info_read.as_ref(),
             part_reads.as_ref().map_or(&[], |r| r.as_slice()),
             render,
+            runtime_v2,
         );
         let virtual_file = match (&rendered, render) {
             (Some(r), Render::Virtual { origin }) => Some(sources.add_virtual(
                 origin,
-                format!("session {session_id} › message {}", m.id),
+                if runtime_v2 {
+                    format!("session {session_id} › session_message {}", m.id)
+                } else {
+                    format!("session {session_id} › message {}", m.id)
+                },
                 r.text.clone(),
             )),
             _ => None,
@@ -497,6 +504,7 @@ fn render_rows(
     info: Option<&Read<Box<MessageInfo>>>,
     parts: &[Read<Box<Part>>],
     render: &Render,
+    runtime_v2: bool,
 ) -> Option<Rendering> {
     if !matches!(render, Render::Virtual { .. }) {
         return None;
@@ -535,12 +543,15 @@ fn render_rows(
         (Some(rec), Some(read)) => {
             let parsed = ok(read.parsed());
             let what = parsed.map(describe_message).unwrap_or_default();
-            push(
-                &mut r,
-                format!("// message {} of session {session_id}{what}", m.id),
-                &rec.text,
-                parsed.is_some(),
-            );
+            let header = if runtime_v2 {
+                format!(
+                    "// session_message row {} of session {session_id}{what}, read as message-v2 records",
+                    m.id
+                )
+            } else {
+                format!("// message {} of session {session_id}{what}", m.id)
+            };
+            push(&mut r, header, &rec.text, parsed.is_some());
         }
         _ => push(
             &mut r,
