@@ -213,10 +213,15 @@ pub struct Session {
     /// The messages come from the v2 runtime's `session_message` store, whose request is built
     /// by its own rules (`reconstruct::opencode`).
     pub runtime_v2: bool,
+    /// Which table of a store OpenCode 2.x has taken over the session's row is in (none for a
+    /// store without `session_v2`).
+    pub generation: Option<Generation>,
     /// What a compaction leaves out of the next request, as the request was rebuilt (set by
     /// `reconstruct::opencode`).
     pub compaction: Option<Compaction>,
 }
+
+pub use crate::ingest::opencode_db::Generation;
 
 /// A compaction that leaves messages out of the next request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -372,3 +372,143 @@ fn repair_refuses_an_unknown_project_or_a_malformed_relink() {
     assert!(err.contains("is not OLD=NEW"), "{err}");
     assert_eq!(column(&db, "SELECT project_id FROM session"), "prj_gone");
 }
+
+/// A database built from `tests/fixtures/opencode-2.0/migrated.sql` (a store OpenCode 2.x took
+/// over from 1.x), then `sql` run on it.
+fn store_2x(sql: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("opencode.db");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        &std::fs::read_to_string(repo("tests/fixtures/opencode-2.0/migrated.sql")).unwrap(),
+    )
+    .unwrap();
+    conn.execute_batch(sql).unwrap();
+    drop(conn);
+    (dir, path)
+}
+
+/// `session id → message` of each `session-hidden` finding.
+fn hidden_by_session(db: &Path) -> Vec<(String, String)> {
+    let (_, doc) = diagnose_json(db, &["--select", "session-hidden"]);
+    of_rule(&findings(&doc), "session-hidden")
+        .iter()
+        .map(|f| {
+            (
+                f["session_id"].as_str().unwrap().to_owned(),
+                f["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn opencode_2_lists_session_v2_rows_by_project() {
+    let (_dir, db) = store_2x("");
+    let found = hidden_by_session(&db);
+    let ids: Vec<&str> = found.iter().map(|(s, _)| s.as_str()).collect();
+    // Written by 2.x, or imported under its git project: listed.
+    assert_eq!(ids, ["ses_notes_global", "ses_v1_late"], "{found:?}");
+    assert!(
+        found[0].1.contains("1.x's catch-all project `global`"),
+        "{found:?}"
+    );
+    assert!(
+        found[1].1.contains("2.x lists only `session_v2`"),
+        "{found:?}"
+    );
+    // The imported session is read from its `session_message` rows, as 2.x reads it.
+    let out = rewind()
+        .args(["sessions", "--format", "json"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "ses_imported",
+            "ses_notes_global",
+            "ses_v2_native",
+            "ses_v1_late"
+        ]
+    );
+}
+
+#[test]
+fn a_1x_session_before_the_import_has_run_is_not_hidden() {
+    // 2.x imports it when it starts.
+    let (_dir, db) = store_2x("DELETE FROM kv");
+    let found = hidden_by_session(&db);
+    assert_eq!(
+        found.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(),
+        ["ses_notes_global"],
+        "{found:?}"
+    );
+}
+
+#[test]
+fn repair_refiles_a_global_session_v2_row_under_its_folders_project() {
+    let (_dir, db) = store_2x("");
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("project_id `global` → `d4f0b7e2a1c3958e6f0a2b4c6d8e0f1a3b5c7d9e`"),
+        "{out}"
+    );
+    // What 2.x cannot see is not converted, and the plan says how to bring it over.
+    assert!(
+        out.contains("not repaired: session ses_v1_late") && out.contains("opencode import"),
+        "{out}"
+    );
+    assert_eq!(
+        column(
+            &db,
+            "SELECT project_id FROM session_v2 WHERE id = 'ses_notes_global'"
+        ),
+        "d4f0b7e2a1c3958e6f0a2b4c6d8e0f1a3b5c7d9e"
+    );
+    // The 1.x copy stays as 1.x wrote it (1.x lists it under `global`).
+    assert_eq!(
+        column(
+            &db,
+            "SELECT project_id FROM session WHERE id = 'ses_notes_global'"
+        ),
+        "global"
+    );
+    assert_eq!(
+        hidden_by_session(&db)
+            .iter()
+            .map(|(s, _)| s.as_str())
+            .collect::<Vec<_>>(),
+        ["ses_v1_late"]
+    );
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("nothing to repair"), "{out}");
+    assert_eq!(backups(&db), 1);
+}
+
+#[test]
+fn repair_leaves_a_global_session_v2_row_alone_until_its_folder_has_a_project() {
+    let (_dir, db) = store_2x(
+        "DELETE FROM project WHERE worktree = '/home/me/notes'; DELETE FROM session WHERE id = 'ses_v1_late'",
+    );
+    let (code, out, _) = repair(&db, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("open OpenCode once in that folder"), "{out}");
+    assert_eq!(
+        column(
+            &db,
+            "SELECT project_id FROM session_v2 WHERE id = 'ses_notes_global'"
+        ),
+        "global"
+    );
+    assert_eq!(backups(&db), 0);
+}

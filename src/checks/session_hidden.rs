@@ -2,7 +2,7 @@ use super::Check;
 use super::fix::{Fix, FixContext};
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::ingest::git_project;
-use crate::session::{Analysis, Project, Session};
+use crate::session::{Analysis, Generation, Project, Session};
 
 declare_check! {
     /// ## What it does
@@ -29,6 +29,18 @@ declare_check! {
     ///
     /// The last two hide the session only from lists by folder (the project's list still
     /// shows it): they are reported as info.
+    ///
+    /// In a database OpenCode 2.x has taken over (it has `session_v2`), 2.x lists `session_v2`
+    /// rows by project, and a session is not listed when:
+    ///
+    /// * it is only in the 1.x `session` table, and 2.x's one-time import of the 1.x sessions
+    ///   (`kv` `migration.v1-v2`) has already run: a 1.x OpenCode wrote it afterwards, and 2.x
+    ///   never imports it (anomalyco/opencode #49641, #50130);
+    /// * it is filed under `global`: 1.x's catch-all project for folders outside git, which the
+    ///   import keeps, while 2.x gives every folder a project of its own (#50800, #50551).
+    ///
+    /// Only a missing project row is checked besides these: 2.x resolves folders by its own
+    /// rules, which rewind does not assume.
     ///
     /// ## Why it matters
     /// "All my sessions are gone": the rows are intact in `opencode.db`, yet `opencode session
@@ -77,6 +89,10 @@ pub enum Hidden {
         worktree: String,
         how: &'static str,
     },
+    /// Only in the 1.x tables of a store whose 1.x sessions OpenCode 2.x already imported.
+    NotImported,
+    /// A `session_v2` row filed under 1.x's catch-all project `global`.
+    GlobalInV2 { directory: String },
     /// Filed under `global`, while its folder is inside the git project `project`.
     GlobalInsideGit {
         directory: String,
@@ -124,6 +140,10 @@ impl Hidden {
             } => format!(
                 "its folder `{directory}` differs from its project's worktree `{worktree}` only by {how}"
             ),
+            Hidden::NotImported => "it is only in OpenCode 1.x's `session` table, written after OpenCode 2.x imported the 1.x sessions (`kv` `migration.v1-v2` is completed), and 2.x lists only `session_v2`".to_owned(),
+            Hidden::GlobalInV2 { directory } => format!(
+                "it is filed under 1.x's catch-all project `global`, but OpenCode 2.x gives its folder `{directory}` a project of its own and lists by project"
+            ),
             Hidden::GlobalInsideGit {
                 directory,
                 project,
@@ -154,6 +174,12 @@ impl Hidden {
             Hidden::GlobalInsideGit { .. } => {
                 "only when OpenCode runs outside any git repository (project `global`)".to_owned()
             }
+            Hidden::NotImported => {
+                "in OpenCode 1.x's lists, but in no list of OpenCode 2.x".to_owned()
+            }
+            Hidden::GlobalInV2 { .. } => {
+                "in OpenCode 2.x's list of every session (\"show all\"), but not in its folder's".to_owned()
+            }
         }
     }
 }
@@ -166,6 +192,15 @@ impl Check for SessionHidden {
         };
         let directory = session.directory.clone().unwrap_or_default();
         let from = session.project_id.clone().unwrap_or_default();
+        if why == Hidden::NotImported {
+            ctx.unfixable(format!(
+                "session {}: {}; rewind does not convert 1.x rows to 2.x's: export it with OpenCode 1.x (`opencode export {}`) and import the file with OpenCode 2.x (`opencode import FILE`)",
+                session.id,
+                why.reason(),
+                session.id
+            ));
+            return Fix::Unfixable;
+        }
         if why.by_folder_only() {
             let Some(new) =
                 relinked(&directory, &ctx.relink.folders).filter(|new| *new != directory)
@@ -200,11 +235,16 @@ impl Check for SessionHidden {
             ) => Some(project.clone()),
             (None, Hidden::SharedWorktree { .. } | Hidden::GlobalInsideGit { .. }) => None,
             (None, Hidden::NoProject { .. }) => resolved_row(&directory, ctx.projects),
+            // The folder's own project: 2.x creates it the first time it runs there.
+            (None, Hidden::GlobalInV2 { .. }) => folder_project(&directory, ctx.projects)
+                .or_else(|| resolved_row(&directory, ctx.projects))
+                .filter(|p| p != "global"),
+            (None, Hidden::NotImported) => None,
             (None, Hidden::Moved { .. } | Hidden::Form { .. }) => None,
         };
         let Some(target) = target.filter(|t| ctx.projects.iter().any(|p| &p.id == t)) else {
             ctx.unfixable(format!(
-                "session {}: {}; rewind cannot tell which project OpenCode resolves for `{directory}` (open OpenCode once in that folder so it records its project, or pass --project ID)",
+                "session {}: {}; rewind cannot tell which project OpenCode resolves for `{directory}` (open OpenCode once in that folder so it records its project, then repair again; or pass --project ID)",
                 session.id,
                 why.reason()
             ));
@@ -259,12 +299,26 @@ pub fn hidden(session: &Session, projects: &[Project]) -> Option<Hidden> {
     if session.parent_id.is_some() {
         return None;
     }
+    if session.generation == Some(Generation::V1Only { imported: true }) {
+        return Some(Hidden::NotImported);
+    }
     let project_id = session.project_id.as_deref()?;
     let Some(project) = projects.iter().find(|p| p.id == project_id) else {
         return Some(Hidden::NoProject {
             project_id: project_id.to_owned(),
         });
     };
+    match session.generation {
+        Some(Generation::V2) if project.id == "global" => {
+            return Some(Hidden::GlobalInV2 {
+                directory: session.directory.clone().unwrap_or_default(),
+            });
+        }
+        // 2.x resolves folders by its own rules: nothing more is assumed.
+        Some(Generation::V2) => return None,
+        // A 1.x session 2.x has not imported yet: it will be, with its 1.x project.
+        Some(Generation::V1Only { .. }) | None => {}
+    }
     let directory = session.directory.as_deref().unwrap_or_default();
     if project.id == "global" {
         let dir = canonical(directory);
@@ -370,6 +424,17 @@ fn shown_for(worktree: &str, projects: &[Project]) -> Option<(String, bool)> {
                 .then_with(|| b.id.cmp(&a.id))
         })
         .map(|p| (p.id.clone(), claiming.len() == 1))
+}
+
+/// The project whose worktree is exactly `directory` (not `global`): the one OpenCode 2.x makes
+/// for a folder outside git.
+fn folder_project(directory: &str, projects: &[Project]) -> Option<String> {
+    let dir = canonical(directory);
+    let mut claiming = projects.iter().filter(|p| {
+        p.id != "global" && p.worktree.as_deref().map(canonical).as_deref() == Some(&*dir)
+    });
+    let first = claiming.next()?;
+    claiming.next().is_none().then(|| first.id.clone())
 }
 
 /// The project row a session of `directory` belongs to: the id OpenCode resolves for the

@@ -98,6 +98,12 @@ pub struct Schema {
     /// `session_message` has its `seq` column (the v2 store orders its rows by it; the first
     /// version of the table had none, and is ordered by `time_created, id`).
     pub v2_seq: bool,
+    /// OpenCode 2.x's `session_v2` table exists (with the columns rewind reads): its rows are
+    /// the sessions 2.x lists; `session` rows without one are 1.x sessions it never imported.
+    pub session_v2: bool,
+    /// OpenCode 2.x's one-time import of the 1.x sessions has run (`kv` `migration.v1-v2` is
+    /// `completed`).
+    pub v1_v2_imported: bool,
     /// The newest `session.version` (the newest OpenCode that created a session here).
     pub newest_session_version: Option<String>,
 }
@@ -132,6 +138,18 @@ pub struct SessionRow {
     pub directory: Option<String>,
     pub time_created: Option<i64>,
     pub time_updated: Option<i64>,
+    /// Which table holds the row, in a store OpenCode 2.x has taken over.
+    pub generation: Option<Generation>,
+}
+
+/// Where a session's row is in a database OpenCode 2.x has taken over (it has `session_v2`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Generation {
+    /// A `session_v2` row: what OpenCode 2.x lists.
+    V2,
+    /// Only a 1.x `session` row; `imported` when 2.x's one-time import of the 1.x sessions has
+    /// run (`kv` `migration.v1-v2` completed), so 2.x will not import it by itself.
+    V1Only { imported: bool },
 }
 
 /// A `project` row: what OpenCode resolved a folder to (the git root commit id since 1.2.21, or
@@ -308,8 +326,8 @@ impl Db {
                 "NULL".to_owned()
             }
         };
-        let sql = format!(
-            "SELECT id, {}, {}, {}, {}, {}, {}, {} FROM session ORDER BY time_created, id",
+        let v1 = format!(
+            "SELECT id, {}, {}, {}, {}, {}, {}, {}, 1 FROM session",
             col("title"),
             col("parent_id"),
             col("version"),
@@ -318,6 +336,16 @@ impl Db {
             col("time_updated"),
             col("project_id"),
         );
+        // In a store OpenCode 2.x has taken over, its `session_v2` rows first in its eyes, then
+        // the 1.x rows it never imported.
+        let sql = if self.schema.session_v2 {
+            format!(
+                "SELECT id, title, parent_id, version, directory, time_created, time_updated, project_id, 2 FROM session_v2 \
+                 UNION ALL {v1} WHERE id NOT IN (SELECT id FROM session_v2) ORDER BY 6, 1"
+            )
+        } else {
+            format!("{v1} ORDER BY time_created, id")
+        };
         let e = |x: rusqlite::Error| err(DbError::from(x));
         let mut stmt = self.conn.prepare(&sql).map_err(e)?;
         let mut rows = stmt.query([]).map_err(e)?;
@@ -331,6 +359,15 @@ impl Db {
                 time_created: r.get::<_, Option<i64>>(5).ok().flatten(),
                 time_updated: r.get::<_, Option<i64>>(6).ok().flatten(),
                 project_id: text(r, 7),
+                generation: self.schema.session_v2.then(|| {
+                    if r.get::<_, i64>(8).unwrap_or(1) == 2 {
+                        Generation::V2
+                    } else {
+                        Generation::V1Only {
+                            imported: self.schema.v1_v2_imported,
+                        }
+                    }
+                }),
             };
             if !only.is_empty() && !only.contains(&row.id) {
                 continue;
@@ -611,7 +648,37 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
     } else {
         Journal::default()
     };
+    let session_v2 = has("session_v2") && {
+        let cols = table_columns(conn, "session_v2")?;
+        [
+            "id",
+            "title",
+            "parent_id",
+            "version",
+            "directory",
+            "time_created",
+            "time_updated",
+            "project_id",
+        ]
+        .iter()
+        .all(|c| cols.iter().any(|x| x == c))
+    };
+    let v1_v2_imported = has("kv")
+        && conn
+            .query_row(
+                "SELECT value FROM kv WHERE key = 'migration.v1-v2'",
+                [],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()
+            .ok()
+            .flatten()
+            .flatten()
+            .and_then(|v| serde_json::from_str::<serde_json::Value>(&v).ok())
+            .is_some_and(|v| v["phase"] == "completed");
     let mut schema = Schema {
+        session_v2,
+        v1_v2_imported,
         journal,
         event_log: has("event") && has("event_sequence"),
         v1_store,
@@ -627,8 +694,16 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
                 == 2,
         project_columns,
     };
-    if schema.session_has("version") {
-        let mut stmt = conn.prepare("SELECT DISTINCT version FROM session")?;
+    let versions = match (schema.session_has("version"), schema.session_v2) {
+        (true, true) => {
+            Some("SELECT DISTINCT version FROM session UNION SELECT version FROM session_v2")
+        }
+        (true, false) => Some("SELECT DISTINCT version FROM session"),
+        (false, true) => Some("SELECT DISTINCT version FROM session_v2"),
+        (false, false) => None,
+    };
+    if let Some(sql) = versions {
+        let mut stmt = conn.prepare(sql)?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             if let Some(v) = text(r, 0)

@@ -114,6 +114,8 @@ pub struct StoredSession {
     pub messages: Vec<StoredMessage>,
     /// The messages are rows of the v2 `session_message` store (`ingest::opencode_v2`).
     pub runtime_v2: bool,
+    /// Which table of an OpenCode 2.x store holds the session's row.
+    pub generation: Option<super::opencode_db::Generation>,
 }
 
 impl StoredSession {
@@ -137,6 +139,7 @@ impl StoredSession {
             directory: s("directory"),
             messages: Vec::new(),
             runtime_v2: false,
+            generation: None,
         }
     }
 }
@@ -193,12 +196,18 @@ pub fn load_db_session(
     }
     // A session of the v2 runtime keeps its conversation in `session_message` instead.
     let mut runtime_v2 = false;
-    if messages.is_empty() && db.schema.v2_store {
+    // OpenCode 2.x reads a `session_v2` session from `session_message` (its import rewrites a
+    // 1.x session's rows there; the 1.x copy stays behind, unread).
+    let v2_row = row.generation == Some(super::opencode_db::Generation::V2);
+    if (messages.is_empty() || v2_row) && db.schema.v2_store {
         let mut rows: Vec<(String, String, String)> = Vec::new();
         db.for_each_session_message(&row.id, |r| {
             rows.push((r.id.into_owned(), r.kind.into_owned(), r.data.into_owned()));
         })?;
         runtime_v2 = !rows.is_empty();
+        if runtime_v2 {
+            messages.clear();
+        }
         let mut reader = super::opencode_v2::Reader::new(row.directory.as_deref().unwrap_or(""));
         for (_, kind, data) in &rows {
             reader.prime(kind, data);
@@ -221,6 +230,7 @@ pub fn load_db_session(
             directory: row.directory,
             messages,
             runtime_v2,
+            generation: row.generation,
         },
         orphans,
     ))

@@ -714,15 +714,23 @@ fn write(db: &Db, change: &super::Change, now: i64) -> Result<(), RepairError> {
             project_id,
             directory,
         } => {
+            // The row OpenCode lists: `session_v2`'s in a store OpenCode 2.x has taken over (the
+            // 1.x copy of an imported session is left as 1.x wrote it).
+            let in_v2 = db.schema.session_v2
+                && conn
+                    .query_row("SELECT 1 FROM session_v2 WHERE id = ?1", [sid], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+            let table = if in_v2 { "session_v2" } else { "session" };
             if let Some(p) = project_id {
                 conn.execute(
-                    "UPDATE session SET project_id = ?2 WHERE id = ?1",
+                    &format!("UPDATE {table} SET project_id = ?2 WHERE id = ?1"),
                     params![sid, p],
                 )?;
             }
             if let Some(d) = directory {
                 conn.execute(
-                    "UPDATE session SET directory = ?2 WHERE id = ?1",
+                    &format!("UPDATE {table} SET directory = ?2 WHERE id = ?1"),
                     params![sid, d],
                 )?;
             }

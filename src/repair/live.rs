@@ -76,6 +76,9 @@ pub fn activity(conn: &Connection, session: &str) -> Activity {
         "SELECT time_updated FROM session WHERE id = ?1",
         "SELECT max(time_updated) FROM message WHERE session_id = ?1",
         "SELECT max(time_updated) FROM part WHERE session_id = ?1",
+        // OpenCode 2.x's tables (a query on a table that is not there reads as unknown).
+        "SELECT time_updated FROM session_v2 WHERE id = ?1",
+        "SELECT max(time_updated) FROM session_message WHERE session_id = ?1",
     ]
     .iter()
     .filter_map(|sql| one(sql))

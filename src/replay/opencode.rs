@@ -137,6 +137,7 @@ pub fn replay(
         directory,
         messages,
         runtime_v2,
+        generation,
     } = stored;
     let mut session = Session {
         id: session_id.clone(),
@@ -148,6 +149,7 @@ pub fn replay(
         project_id,
         directory,
         runtime_v2,
+        generation,
         ..Session::default()
     };
     let rendering = matches!(render, Render::Virtual { .. });
