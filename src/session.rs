@@ -66,6 +66,9 @@ pub struct TranscriptFacts {
     /// Tool calls without a result that the active history has moved past (a dead-end branch, a
     /// turn that was resumed): broken on disk, handled by the client when it rebuilds a request.
     pub stranded_calls: Vec<StrandedCall>,
+    /// Tool calls written in the file but not part of the history the client rebuilds (before a
+    /// compaction, on another branch): their id, where the id is, and why they are out, in words.
+    pub off_history_calls: Vec<(String, Span, String)>,
 }
 
 /// A user turn that got no reply.

@@ -75,6 +75,10 @@ const CASES: &[(&str, &str)] = &[
         "reply-truncated",
         "tests/fixtures/checks/reply-truncated.json",
     ),
+    (
+        "tool-result-orphaned",
+        "tests/fixtures/transcripts/claude-compact-orphan-result.jsonl",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -99,11 +99,37 @@ fn an_orphan_result_breaks_the_rebuilt_request() {
     let (code, _, f) = diagnose("claude-orphan-result.jsonl");
     assert_eq!(code, 1);
     assert_eq!(f.len(), 1, "{}", describe(&f));
-    assert_eq!(f[0]["rule"], "tool-use-without-result");
+    assert_eq!(f[0]["rule"], "tool-result-orphaned");
+    assert_eq!(f[0]["severity"], "error");
     assert_eq!(
         span_text(&fixture("claude-orphan-result.jsonl"), &f[0]),
         "\"toolu_gone\""
     );
+}
+
+#[test]
+fn a_compaction_that_keeps_a_result_without_its_call() {
+    // Claude Code: the preserved segment starts with the result; its call is before the boundary.
+    let name = "claude-compact-orphan-result.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 1);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "tool-result-orphaned");
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"toolu_c1\"");
+    assert!(
+        f[0].to_string().contains("before the compaction"),
+        "{}",
+        f[0]
+    );
+
+    // Codex drops an output whose call a compaction removed: a warning about the rollout.
+    let name = "codex-compacted-orphan-output.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 0);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "tool-result-orphaned");
+    assert_eq!(f[0]["severity"], "warning");
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"call_c1\"");
 }
 
 #[test]

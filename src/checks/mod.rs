@@ -188,6 +188,7 @@ rules! {
     retry_wait_excessive::RetryWaitExcessive,
     session_hidden::SessionHidden,
     reply_truncated::ReplyTruncated,
+    tool_result_orphaned::ToolResultOrphaned,
 }
 
 impl Rule {
@@ -226,7 +227,8 @@ impl Rule {
             | Rule::StepUnclosed
             | Rule::MessageIncomplete
             | Rule::StepMerged
-            | Rule::ToolUseWithoutResult => 3,
+            | Rule::ToolUseWithoutResult
+            | Rule::ToolResultOrphaned => 3,
         }
     }
 }

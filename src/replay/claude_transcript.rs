@@ -67,6 +67,19 @@ struct Rec {
     text: Option<(String, Option<Span>)>,
     api_error: Option<(Option<String>, Option<u64>)>,
     blocks: Vec<Block>,
+    /// A `compact_boundary`'s `compactMetadata.preservedSegment`: the records kept verbatim
+    /// (`headUuid` … `tailUuid`), placed after `anchorUuid` (the summary) when the client loads
+    /// the history.
+    preserved: Option<Preserved>,
+    /// A `system`/`compact_boundary` record.
+    boundary: bool,
+}
+
+#[derive(Debug)]
+struct Preserved {
+    head: String,
+    anchor: String,
+    tail: String,
 }
 
 impl Rec {
@@ -260,7 +273,7 @@ impl Reader {
                 obj.get("apiErrorStatus").and_then(Value::as_u64),
             )
         });
-        let rec = Rec {
+        let mut rec = Rec {
             seq,
             uuid: uuid.to_owned(),
             parent: str_of(obj, "parentUuid").map(str::to_owned),
@@ -274,9 +287,23 @@ impl Reader {
             text,
             api_error,
             blocks,
+            preserved: None,
+            boundary: false,
         };
         if rec.ty == "system" && str_of(obj, "subtype") == Some("compact_boundary") {
             self.counts.2 += 1;
+            rec.boundary = true;
+            rec.preserved = obj
+                .get("compactMetadata")
+                .and_then(|m| m.get("preservedSegment"))
+                .and_then(Value::as_object)
+                .and_then(|p| {
+                    Some(Preserved {
+                        head: str_of(p, "headUuid")?.to_owned(),
+                        anchor: str_of(p, "anchorUuid")?.to_owned(),
+                        tail: str_of(p, "tailUuid")?.to_owned(),
+                    })
+                });
         }
         self.index.insert(rec.uuid.clone(), self.records.len());
         self.records.push(rec);
@@ -304,7 +331,51 @@ impl Reader {
                 .copied();
         }
         path.reverse();
-        path
+        self.splice_preserved(path)
+    }
+
+    /// The records a compaction kept (`preservedSegment`: `headUuid` … `tailUuid`, walked back
+    /// from the tail) go right after its anchor (the summary) on the active path, where the
+    /// client puts them when it loads the history.
+    fn splice_preserved(&self, path: Vec<usize>) -> Vec<usize> {
+        let Some(p) = path
+            .iter()
+            .rev()
+            .find_map(|&i| self.records[i].preserved.as_ref())
+        else {
+            return path;
+        };
+        let mut segment = Vec::new();
+        let mut at = self.index.get(&p.tail).copied();
+        while let Some(i) = at {
+            if segment.len() > self.records.len() || path.contains(&i) {
+                return path; // a cycle, or already on the path: leave the path as walked
+            }
+            segment.push(i);
+            if self.records[i].uuid == p.head {
+                break;
+            }
+            at = self.records[i]
+                .parent
+                .as_ref()
+                .and_then(|q| self.index.get(q))
+                .copied();
+        }
+        if segment
+            .last()
+            .is_none_or(|&i| self.records[i].uuid != p.head)
+        {
+            return path; // the head is not above the tail: nothing the client could relink
+        }
+        segment.reverse();
+        let Some(anchor) = path.iter().position(|&i| self.records[i].uuid == p.anchor) else {
+            return path;
+        };
+        let mut out = path;
+        let tail: Vec<usize> = out.split_off(anchor + 1);
+        out.extend(segment);
+        out.extend(tail);
+        out
     }
 
     fn finish(self, file: FileId) -> Analysis {
@@ -449,6 +520,7 @@ impl Reader {
         }
         self.unanswered(&path, &session_id, &client, &mut facts);
         self.stranded(&path, &on_path, &session_id, &client, &mut facts);
+        self.off_history(&path, &on_path, &mut facts);
         session
             .messages
             .retain(|m| !m.parts.is_empty() || m.span.is_some());
@@ -503,6 +575,32 @@ impl Reader {
                     "written by {client}; Claude Code writes a reply's blocks only once each is complete (observed with 2.1.197), so a reply cut off mid-stream leaves nothing"
                 )],
             });
+        }
+    }
+
+    /// Every `tool_use` of the file that is not on the active history, and why.
+    fn off_history(&self, path: &[usize], on_path: &HashSet<usize>, facts: &mut TranscriptFacts) {
+        let first_on_path = path.first().map_or(0, |&i| self.records[i].seq);
+        let compacted = path.first().is_some_and(|&i| self.records[i].boundary);
+        for (i, rec) in self.records.iter().enumerate() {
+            if on_path.contains(&i) {
+                continue;
+            }
+            for block in &rec.blocks {
+                let Block::ToolUse { id, span, .. } = block else {
+                    continue;
+                };
+                let why = if compacted && rec.seq < first_on_path {
+                    "before the compaction the active history starts from"
+                } else if rec.sidechain {
+                    "in a sidechain (a subagent's conversation)"
+                } else {
+                    "on a branch the active history does not take"
+                };
+                facts
+                    .off_history_calls
+                    .push((id.clone(), *span, why.to_owned()));
+            }
         }
     }
 

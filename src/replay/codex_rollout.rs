@@ -49,6 +49,9 @@ struct Reader {
     calls: HashMap<String, (usize, usize)>,
     lines: u64,
     history: Vec<ModelMessage>,
+    /// Calls a compaction took out of the history.
+    compacted_calls: Vec<(String, Span, String)>,
+    compactions: u64,
 }
 
 /// A response item as a message of the stored history: messages by role (`developer` is a
@@ -60,9 +63,17 @@ fn history_item(
     p: &Map<String, Value>,
     id: &str,
     line: &Line,
+    at: &[Seg<'_>],
 ) -> ModelMessage {
     let call_id = str_of(p, "call_id").unwrap_or_default().to_owned();
-    let span = line.locate(&[Seg::Key("payload"), Seg::Key("call_id")]);
+    let mut path = at.to_vec();
+    path.push(Seg::Key("call_id"));
+    let span = line.locate(&path);
+    let whole = if at.len() > 1 {
+        line.locate(at).unwrap_or(line.span)
+    } else {
+        line.span
+    };
     let (role, kind) = match (ty, role) {
         ("message", Some("user")) => (Role::User, BlockKind::Text),
         ("message", Some("assistant")) => (Role::Assistant, BlockKind::Text),
@@ -88,10 +99,10 @@ fn history_item(
         role,
         content: vec![RBlock {
             kind,
-            span: span.or(Some(line.span)),
+            span: span.or(Some(whole)),
             part_id: Some(id.to_owned()),
         }],
-        span: Some(line.span),
+        span: Some(whole),
         message_id: Some(id.to_owned()),
     }
 }
@@ -214,8 +225,78 @@ impl Reader {
                 _ => {}
             },
             "response_item" => self.item(seq, &line, payload),
+            "compacted" => self.compacted(seq, &line, payload),
             _ => {}
         }
+    }
+
+    /// A compaction: the history the client resumes from is replaced by `replacement_history`
+    /// (Codex reads the newest `compacted` record that has one and replays the items after it);
+    /// an older record without one stands for the user's messages and the summary, which is
+    /// what Codex rebuilds from it. Calls that leave the history are remembered.
+    fn compacted(&mut self, seq: Seq, line: &Line, p: &Map<String, Value>) {
+        let before = std::mem::take(&mut self.history);
+        match p.get("replacement_history").and_then(Value::as_array) {
+            Some(items) => {
+                for (k, item) in items.iter().enumerate() {
+                    let Some(o) = item.as_object() else {
+                        continue;
+                    };
+                    let ty = str_of(o, "type").unwrap_or_default();
+                    let id = str_of(o, "id")
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| format!("item-{}.{k}", seq + 1));
+                    let at = [
+                        Seg::Key("payload"),
+                        Seg::Key("replacement_history"),
+                        Seg::Index(k),
+                    ];
+                    self.history
+                        .push(history_item(ty, str_of(o, "role"), o, &id, line, &at));
+                }
+            }
+            None => {
+                self.history = before
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .cloned()
+                    .collect();
+                let summary = line
+                    .locate(&[Seg::Key("payload"), Seg::Key("message")])
+                    .unwrap_or(line.span);
+                self.history.push(ModelMessage {
+                    role: Role::User,
+                    content: vec![RBlock {
+                        kind: BlockKind::Text,
+                        span: Some(summary),
+                        part_id: None,
+                    }],
+                    span: Some(line.span),
+                    message_id: Some(format!("compacted-{}", seq + 1)),
+                });
+            }
+        }
+        let kept: std::collections::HashSet<&str> = self
+            .history
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(RBlock::tool_call_id)
+            .collect();
+        let gone: Vec<(String, Span, String)> = before
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| Some((b.tool_call_id()?, b.span?)))
+            .filter(|(id, _)| !kept.contains(id))
+            .map(|(id, span)| {
+                (
+                    id.to_owned(),
+                    span,
+                    "before a compaction that did not keep it".to_owned(),
+                )
+            })
+            .collect();
+        self.compacted_calls.extend(gone);
+        self.compactions += 1;
     }
 
     fn item(&mut self, seq: Seq, line: &Line, p: &Map<String, Value>) {
@@ -225,7 +306,14 @@ impl Reader {
         let item_id = str_of(p, "id")
             .map(str::to_owned)
             .unwrap_or_else(|| format!("item-{}", seq + 1));
-        self.history.push(history_item(ty, role, p, &item_id, line));
+        self.history.push(history_item(
+            ty,
+            role,
+            p,
+            &item_id,
+            line,
+            &[Seg::Key("payload")],
+        ));
         match (ty, role) {
             ("message", Some("user")) => {
                 self.open_output = None;
@@ -354,9 +442,13 @@ impl Reader {
             Some(v) => format!("Codex {v}"),
             None => "Codex".to_owned(),
         };
+        if self.compactions > 0 {
+            analysis.counts.insert("compactions", self.compactions);
+        }
         let mut facts = TranscriptFacts {
             client: client.clone(),
             history: std::mem::take(&mut self.history),
+            off_history_calls: std::mem::take(&mut self.compacted_calls),
             ..TranscriptFacts::default()
         };
         let last = self.turns.len().saturating_sub(1);
