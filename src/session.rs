@@ -69,6 +69,34 @@ pub struct TranscriptFacts {
     /// Tool calls written in the file but not part of the history the client rebuilds (before a
     /// compaction, on another branch): their id, where the id is, and why they are out, in words.
     pub off_history_calls: Vec<(String, Span, String)>,
+    /// Damage to the tree of records the file is (Claude Code: `parentUuid` links).
+    pub tree: Vec<TreeDamage>,
+}
+
+/// What is wrong with one place of a transcript's record tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeDamageKind {
+    /// A `parentUuid` names no record of the file; `live` when the active history stops there.
+    MissingParent { live: bool },
+    /// Following `parentUuid` comes back to a record already walked.
+    Cycle,
+    /// Two records share a `uuid`.
+    DuplicateUuid,
+    /// A branch the active history leaves, as the client leaves one when a turn is resumed or
+    /// rewound.
+    Abandoned,
+}
+
+/// One place where a transcript's tree is damaged or branches off.
+#[derive(Debug, Clone)]
+pub struct TreeDamage {
+    pub kind: TreeDamageKind,
+    pub session: String,
+    /// The record (or its `parentUuid` value) where it is.
+    pub span: Span,
+    pub message: String,
+    pub related: Vec<(Span, String)>,
+    pub notes: Vec<String>,
 }
 
 /// A user turn that got no reply.

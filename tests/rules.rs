@@ -79,6 +79,10 @@ const CASES: &[(&str, &str)] = &[
         "tool-result-orphaned",
         "tests/fixtures/transcripts/claude-compact-orphan-result.jsonl",
     ),
+    (
+        "transcript-tree-broken",
+        "tests/fixtures/transcripts/claude-tree-gap.jsonl",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -141,3 +141,22 @@ fn a_turn_resumed_with_a_synthetic_reply_is_an_info() {
     assert_eq!(f[0]["severity"], "info");
     assert!(f[0].to_string().contains("<synthetic>"), "{}", f[0]);
 }
+
+#[test]
+fn a_gap_in_the_tree_and_a_rewound_branch() {
+    let name = "claude-tree-gap.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 1);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "transcript-tree-broken");
+    assert_eq!(f[0]["severity"], "error");
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"u2-lost\"");
+
+    // A branch left behind the way the client branches on resume or rewind: information only.
+    let (code, _, f) = diagnose("claude-rewound-branch.jsonl");
+    assert_eq!(code, 0);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "transcript-tree-broken");
+    assert_eq!(f[0]["severity"], "info");
+    assert!(f[0].to_string().contains("after record a1"), "{}", f[0]);
+}

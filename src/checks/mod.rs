@@ -189,6 +189,7 @@ rules! {
     session_hidden::SessionHidden,
     reply_truncated::ReplyTruncated,
     tool_result_orphaned::ToolResultOrphaned,
+    transcript_tree_broken::TranscriptTreeBroken,
 }
 
 impl Rule {
@@ -214,7 +215,8 @@ impl Rule {
             | Rule::StreamOutOfOrder
             | Rule::StreamProviderError
             | Rule::UndecodableRecord
-            | Rule::SessionHidden => 0,
+            | Rule::SessionHidden
+            | Rule::TranscriptTreeBroken => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

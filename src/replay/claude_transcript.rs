@@ -26,7 +26,7 @@ use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
     Analysis, Event, EventKind, Message, Observation, PartRecord, Seq, Session, StrandedCall,
-    TranscriptFacts, UnansweredTurn, Undecodable,
+    TranscriptFacts, TreeDamage, TreeDamageKind, UnansweredTurn, Undecodable,
 };
 use crate::source::{FileId, Span};
 
@@ -73,6 +73,8 @@ struct Rec {
     preserved: Option<Preserved>,
     /// A `system`/`compact_boundary` record.
     boundary: bool,
+    /// Where the `parentUuid` value is, when it named no record read before this one.
+    parent_span: Option<Span>,
 }
 
 #[derive(Debug)]
@@ -129,6 +131,8 @@ struct Reader {
     version: Option<String>,
     undecodable: Vec<Undecodable>,
     counts: (u64, u64, u64),
+    /// Records whose `uuid` an earlier record has: where, and the uuid.
+    duplicates: Vec<(Span, String)>,
 }
 
 /// Reads a Claude Code transcript into one analysis.
@@ -289,7 +293,21 @@ impl Reader {
             blocks,
             preserved: None,
             boundary: false,
+            parent_span: None,
         };
+        if rec
+            .parent
+            .as_ref()
+            .is_some_and(|p| !self.index.contains_key(p))
+        {
+            rec.parent_span = line.locate(&["parentUuid".into()]);
+        }
+        if self.index.contains_key(&rec.uuid) {
+            self.duplicates.push((
+                line.locate(&["uuid".into()]).unwrap_or(line.span),
+                rec.uuid.clone(),
+            ));
+        }
         if rec.ty == "system" && str_of(obj, "subtype") == Some("compact_boundary") {
             self.counts.2 += 1;
             rec.boundary = true;
@@ -309,18 +327,24 @@ impl Reader {
         self.records.push(rec);
     }
 
-    /// Indices of the active path, root first.
-    fn active_path(&self) -> Vec<usize> {
+    /// The record the active history ends at.
+    fn leaf(&self) -> Option<usize> {
         let leaf = self
             .main_leaf
             .as_ref()
             .filter(|l| self.index.contains_key(*l))
             .or(self.side_leaf.as_ref())
             .or_else(|| self.records.last().map(|r| &r.uuid));
+        leaf.and_then(|l| self.index.get(l)).copied()
+    }
+
+    /// Indices of the active path, root first.
+    fn active_path(&self) -> Vec<usize> {
         let mut path = Vec::new();
-        let mut at = leaf.and_then(|l| self.index.get(l)).copied();
+        let mut seen = HashSet::new();
+        let mut at = self.leaf();
         while let Some(i) = at {
-            if path.len() > self.records.len() {
+            if !seen.insert(i) {
                 break; // a cycle: the file is corrupt; keep what was walked
             }
             path.push(i);
@@ -521,6 +545,7 @@ impl Reader {
         self.unanswered(&path, &session_id, &client, &mut facts);
         self.stranded(&path, &on_path, &session_id, &client, &mut facts);
         self.off_history(&path, &on_path, &mut facts);
+        self.tree(&path, &on_path, &session_id, &client, &mut facts);
         session
             .messages
             .retain(|m| !m.parts.is_empty() || m.span.is_some());
@@ -575,6 +600,181 @@ impl Reader {
                     "written by {client}; Claude Code writes a reply's blocks only once each is complete (observed with 2.1.197), so a reply cut off mid-stream leaves nothing"
                 )],
             });
+        }
+    }
+
+    /// Damage to the tree: a `parentUuid` naming no record (on the active history: the client
+    /// loses what is above it), a cycle, a duplicated `uuid`; and branches the active history
+    /// leaves behind (what the client does when a turn is resumed or rewound), unless a
+    /// stranded call already tells of them.
+    fn tree(
+        &self,
+        path: &[usize],
+        on_path: &HashSet<usize>,
+        session: &str,
+        client: &str,
+        facts: &mut TranscriptFacts,
+    ) {
+        let mut push = |kind, span, message: String, related, notes| {
+            facts.tree.push(TreeDamage {
+                kind,
+                session: session.to_owned(),
+                span,
+                message,
+                related,
+                notes,
+            });
+        };
+        let main_sidechain = path.last().is_some_and(|&i| self.records[i].sidechain);
+        let talk = |r: &Rec| r.converses() && !r.synthetic && r.sidechain == main_sidechain;
+        let total = self.records.iter().filter(|r| talk(r)).count();
+        let reachable = path.iter().filter(|&&i| talk(&self.records[i])).count();
+        // A cycle: the walk from the leaf comes back to a record.
+        if let Some(&top) = path.first()
+            && let Some(p) = self.records[top].parent.as_ref()
+            && let Some(&j) = self.index.get(p)
+            && on_path.contains(&j)
+        {
+            let rec = &self.records[top];
+            push(
+                TreeDamageKind::Cycle,
+                rec.span.head(),
+                format!(
+                    "the records' parentUuid links go round in a circle: record {} names {}, which is already on the way down to the leaf",
+                    rec.uuid, self.records[j].uuid
+                ),
+                vec![(
+                    self.records[j].span.head(),
+                    "the record it names".to_owned(),
+                )],
+                vec![format!(
+                    "written by {client}; a client that walks the history back from the leaf never reaches a root here"
+                )],
+            );
+        }
+        for (i, rec) in self.records.iter().enumerate() {
+            let Some(parent) = rec.parent.as_ref() else {
+                continue;
+            };
+            if self.index.contains_key(parent) {
+                continue;
+            }
+            let live = path.first() == Some(&i);
+            let span = rec.parent_span.unwrap_or(rec.span.head());
+            let message = if live {
+                format!(
+                    "the active history stops at record {}: its parentUuid {parent} names no record in the file, so the client resumes with only {reachable} of the file's {total} conversation records (this one and those after it)",
+                    rec.uuid
+                )
+            } else {
+                format!(
+                    "record {} names parent {parent}, which is not in the file: the branch it starts is cut off from the rest",
+                    rec.uuid
+                )
+            };
+            push(
+                TreeDamageKind::MissingParent { live },
+                span,
+                message,
+                Vec::new(),
+                vec![format!(
+                    "written by {client}; Claude Code rebuilds the history by walking parentUuid back from the leaf, and a gap truncates it silently (anthropics/claude-code#22107, #58554)"
+                )],
+            );
+        }
+        for (span, uuid) in &self.duplicates {
+            push(
+                TreeDamageKind::DuplicateUuid,
+                *span,
+                format!(
+                    "two records have uuid {uuid}: a child naming it may be linked to the wrong one"
+                ),
+                Vec::new(),
+                Vec::new(),
+            );
+        }
+        // Branches: each record off the path, mapped to the first record of its branch (the
+        // child of a record on the path). Parents come before children in the file.
+        let stranded: HashSet<&str> = facts
+            .stranded_calls
+            .iter()
+            .map(|c| c.call_id.as_str())
+            .collect();
+        let mut root: Vec<Option<usize>> = vec![None; self.records.len()];
+        let mut branches: Vec<(usize, usize, usize, bool)> = Vec::new(); // root, talk, last, stranded
+        for (i, rec) in self.records.iter().enumerate() {
+            if on_path.contains(&i) || rec.sidechain != main_sidechain {
+                continue;
+            }
+            let Some(&p) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                continue;
+            };
+            let r = if on_path.contains(&p) {
+                Some(i)
+            } else if p < i {
+                root[p]
+            } else {
+                None
+            };
+            root[i] = r;
+            let Some(r) = r else {
+                continue;
+            };
+            let strands = rec
+                .blocks
+                .iter()
+                .any(|b| matches!(b, Block::ToolUse { id, .. } if stranded.contains(id.as_str())));
+            match branches.iter_mut().find(|b| b.0 == r) {
+                Some(b) => {
+                    b.1 += usize::from(talk(rec));
+                    b.2 = i;
+                    b.3 |= strands;
+                }
+                None => branches.push((r, usize::from(talk(rec)), i, strands)),
+            }
+        }
+        for (r, talked, last, strands) in branches {
+            if talked == 0 || strands {
+                continue;
+            }
+            let rec = &self.records[r];
+            let Some(fork) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                continue;
+            };
+            let fork = &self.records[*fork];
+            let live = path
+                .iter()
+                .map(|&k| &self.records[k])
+                .find(|c| c.parent.as_deref() == Some(fork.uuid.as_str()));
+            let related = live
+                .map(|c| {
+                    vec![(
+                        c.span.head(),
+                        "the active history goes on from the same record here".to_owned(),
+                    )]
+                })
+                .unwrap_or_default();
+            let ended = &self.records[last];
+            let how = if ended.api_error.is_some() {
+                "it ends with an API error"
+            } else if ended.ty == "user" {
+                "it ends with a user turn that got no reply"
+            } else {
+                "it ends normally"
+            };
+            push(
+                TreeDamageKind::Abandoned,
+                rec.span.head(),
+                format!(
+                    "a branch of {talked} conversation record{} leaves the active history after record {}; {how}",
+                    if talked == 1 { "" } else { "s" },
+                    fork.uuid
+                ),
+                related,
+                vec![format!(
+                    "written by {client}; Claude Code branches this way when a turn is resumed after an interruption or rewound (/rewind, an edited prompt): the branch stays on disk and is not sent"
+                )],
+            );
         }
     }
 
@@ -822,6 +1022,22 @@ mod tests {
         assert_eq!(f.map(|f| f.open_call_notes.len()), Some(0));
         assert!(a.parts().all(|(_, _, p)| p.part.tool().is_none()));
         assert_eq!(f.map(|f| f.unanswered.len()), Some(0));
+    }
+
+    #[test]
+    fn a_cycle_and_a_duplicate_uuid_are_tree_damage() {
+        let text = r#"{"type":"user","uuid":"u1","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":"hi"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"msg_1","model":"m","content":[{"type":"text","text":"ok"}]}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"msg_1","model":"m","content":[{"type":"text","text":"ok"}]}}
+"#;
+        let a = run(text);
+        let kinds: Vec<TreeDamageKind> = a
+            .transcript
+            .as_deref()
+            .map(|f| f.tree.iter().map(|d| d.kind.clone()).collect())
+            .unwrap_or_default();
+        assert!(kinds.contains(&TreeDamageKind::Cycle), "{kinds:?}");
+        assert!(kinds.contains(&TreeDamageKind::DuplicateUuid), "{kinds:?}");
     }
 
     #[test]
