@@ -71,6 +71,9 @@ pub struct TranscriptFacts {
     pub off_history_calls: Vec<(String, Span, String)>,
     /// Damage to the tree of records the file is (Claude Code: `parentUuid` links).
     pub tree: Vec<TreeDamage>,
+    /// Breaks of a rollout's record order (Codex: the `session_meta` header, `ordinal`s): where,
+    /// what, in words, and the last numbered record before it.
+    pub order: Vec<(Span, String, Option<Span>)>,
 }
 
 /// What is wrong with one place of a transcript's record tree.

@@ -83,6 +83,10 @@ const CASES: &[(&str, &str)] = &[
         "transcript-tree-broken",
         "tests/fixtures/transcripts/claude-tree-gap.jsonl",
     ),
+    (
+        "rollout-order-broken",
+        "tests/fixtures/transcripts/codex-ordinal-reused.jsonl",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

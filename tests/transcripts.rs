@@ -160,3 +160,27 @@ fn a_gap_in_the_tree_and_a_rewound_branch() {
     assert_eq!(f[0]["severity"], "info");
     assert!(f[0].to_string().contains("after record a1"), "{}", f[0]);
 }
+
+#[test]
+fn rollout_ordinals_and_header() {
+    let name = "codex-ordinal-reused.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 1);
+    let rules: Vec<&str> = f.iter().filter_map(|x| x["rule"].as_str()).collect();
+    assert_eq!(rules, ["rollout-order-broken"; 2], "{}", describe(&f));
+    assert_eq!(span_text(&fixture(name), &f[0]), "4");
+    assert!(f[1]["message"].as_str().unwrap().contains("no `ordinal`"));
+
+    // A gap is allowed (a fork's page starts at an inherited ordinal).
+    let (code, _, f) = diagnose("codex-ordinal-gap.jsonl");
+    assert_eq!(code, 0, "{}", describe(&f));
+    assert!(f.is_empty(), "{}", describe(&f));
+
+    let (_, _, f) = diagnose("codex-header-late.jsonl");
+    assert!(
+        f.iter()
+            .any(|x| x["message"].as_str().unwrap().contains("does not start")),
+        "{}",
+        describe(&f)
+    );
+}

@@ -190,6 +190,7 @@ rules! {
     reply_truncated::ReplyTruncated,
     tool_result_orphaned::ToolResultOrphaned,
     transcript_tree_broken::TranscriptTreeBroken,
+    rollout_order_broken::RolloutOrderBroken,
 }
 
 impl Rule {
@@ -216,7 +217,8 @@ impl Rule {
             | Rule::StreamProviderError
             | Rule::UndecodableRecord
             | Rule::SessionHidden
-            | Rule::TranscriptTreeBroken => 0,
+            | Rule::TranscriptTreeBroken
+            | Rule::RolloutOrderBroken => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

@@ -52,6 +52,22 @@ struct Reader {
     /// Calls a compaction took out of the history.
     compacted_calls: Vec<(String, Span, String)>,
     compactions: u64,
+    order: Order,
+}
+
+/// What the record order needs: the header and the `ordinal`s.
+#[derive(Default)]
+struct Order {
+    /// The type of the first decoded record, and where it is.
+    first: Option<(String, Span)>,
+    /// The first line could not be decoded.
+    first_undecodable: bool,
+    header: bool,
+    /// The last ordinal seen and where.
+    last: Option<(u64, Span)>,
+    /// Breaks: (kind, where, what). Kinds: 0 repeated or going back, 1 missing after numbered
+    /// records, 2 not a number.
+    breaks: Vec<(u8, Span, String, Option<Span>)>,
 }
 
 /// A response item as a message of the stored history: messages by role (`developer` is a
@@ -151,6 +167,9 @@ impl Reader {
                 return;
             }
             Err((reason, at)) => {
+                if self.order.first.is_none() {
+                    self.order.first_undecodable = true;
+                }
                 let u = Undecodable {
                     span: line.span,
                     reason: reason.clone(),
@@ -161,6 +180,7 @@ impl Reader {
                 return;
             }
         };
+        self.order(&line, obj);
         let Some(payload) = obj.get("payload").and_then(Value::as_object) else {
             return;
         };
@@ -227,6 +247,69 @@ impl Reader {
             "response_item" => self.item(seq, &line, payload),
             "compacted" => self.compacted(seq, &line, payload),
             _ => {}
+        }
+    }
+
+    /// The header and the ordinals: Codex's recorder wants `session_meta` first ("rollout does
+    /// not start with session metadata"), and, once a record has an `ordinal`, every later one
+    /// with a greater one (a gap is allowed; a repeat makes paginated history drop records,
+    /// openai/codex#35746; a record without one fails the resume, #45150).
+    fn order(&mut self, line: &Line, obj: &Map<String, Value>) {
+        let ty = str_of(obj, "type").unwrap_or_default();
+        let o = &mut self.order;
+        if o.first.is_none() {
+            o.first = Some((ty.to_owned(), line.span.head()));
+        }
+        if ty == "session_meta" {
+            o.header = true;
+        }
+        let at = || line.locate(&["ordinal".into()]).unwrap_or(line.span.head());
+        match obj.get("ordinal") {
+            None | Some(Value::Null) => {
+                if o.last.is_some() {
+                    o.breaks.push((
+                        1,
+                        line.span.head(),
+                        format!(
+                            "line {} has no `ordinal`, after numbered records",
+                            line.index + 1
+                        ),
+                        o.last.map(|l| l.1),
+                    ));
+                }
+            }
+            Some(v) => match v.as_u64() {
+                None => o.breaks.push((
+                    2,
+                    at(),
+                    format!(
+                        "line {} has an `ordinal` that is not a whole number: {v}",
+                        line.index + 1
+                    ),
+                    None,
+                )),
+                Some(n) => {
+                    if let Some((prev, prev_at)) = o.last
+                        && n <= prev
+                    {
+                        let what = if n == prev {
+                            "repeats"
+                        } else {
+                            "goes back from"
+                        };
+                        o.breaks.push((
+                            0,
+                            at(),
+                            format!(
+                                "line {} has ordinal {n}, which {what} the ordinal {prev} before it",
+                                line.index + 1,
+                            ),
+                            Some(prev_at),
+                        ));
+                    }
+                    o.last = Some((n, at()));
+                }
+            },
         }
     }
 
@@ -427,6 +510,41 @@ impl Reader {
         }
     }
 
+    /// The header and ordinal breaks, the first of each kind with how many more there are.
+    fn order_breaks(&mut self) -> Vec<(Span, String, Option<Span>)> {
+        let o = std::mem::take(&mut self.order);
+        let mut out = Vec::new();
+        match &o.first {
+            _ if o.first_undecodable => {} // undecodable-record tells of the first line
+            None => {}
+            Some((ty, span)) if !o.header => out.push((
+                *span,
+                format!("the rollout has no `session_meta` header: its first record is `{ty}`, and no record gives the session's id, folder and version"),
+                None,
+            )),
+            Some((ty, span)) if ty != "session_meta" => out.push((
+                *span,
+                format!("the rollout does not start with its `session_meta` header: the first record is `{ty}`"),
+                None,
+            )),
+            Some(_) => {}
+        }
+        for kind in 0..3u8 {
+            let mut of_kind = o.breaks.iter().filter(|b| b.0 == kind);
+            let Some((_, span, what, before)) = of_kind.next() else {
+                continue;
+            };
+            let more = of_kind.count();
+            let what = if more > 0 {
+                format!("{what} ({more} more like it)")
+            } else {
+                what.clone()
+            };
+            out.push((*span, what, *before));
+        }
+        out
+    }
+
     fn finish(mut self, file: FileId) -> Analysis {
         let mut analysis = self
             .analysis
@@ -445,10 +563,12 @@ impl Reader {
         if self.compactions > 0 {
             analysis.counts.insert("compactions", self.compactions);
         }
+        let order = self.order_breaks();
         let mut facts = TranscriptFacts {
             client: client.clone(),
             history: std::mem::take(&mut self.history),
             off_history_calls: std::mem::take(&mut self.compacted_calls),
+            order,
             ..TranscriptFacts::default()
         };
         let last = self.turns.len().saturating_sub(1);
