@@ -111,6 +111,9 @@ pub struct UnansweredTurn {
     pub span: Span,
     /// The session went on with a later turn (a resume): where, and what the client did about it.
     pub resumed: Option<(Span, String)>,
+    /// What waits for the reply is tool results, not the user's prompt: the model was to answer
+    /// them.
+    pub results: bool,
     pub notes: Vec<String>,
 }
 

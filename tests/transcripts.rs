@@ -184,3 +184,24 @@ fn rollout_ordinals_and_header() {
         describe(&f)
     );
 }
+
+#[test]
+fn a_turn_cut_off_after_tool_output_and_an_interrupted_turn() {
+    let name = "codex-cut-after-output.jsonl";
+    let (_, _, f) = diagnose(name);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "message-incomplete");
+    assert_eq!(f[0]["severity"], "warning");
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("after tool results")
+    );
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"call_t1\"");
+
+    // The user interrupted the turn (`turn_aborted`): it ended on purpose.
+    let (code, _, f) = diagnose("codex-interrupted.jsonl");
+    assert_eq!(code, 0);
+    assert!(f.is_empty(), "{}", describe(&f));
+}

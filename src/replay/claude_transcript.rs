@@ -591,11 +591,18 @@ impl Reader {
                 )),
                 Some(_) => continue,
             };
+            let first_result = rec.blocks.iter().find_map(|b| match b {
+                Block::ToolResult { span, .. } => Some(*span),
+                _ => None,
+            });
             facts.unanswered.push(UnansweredTurn {
                 session: session.to_owned(),
                 message_id: rec.uuid.clone(),
-                span: rec.text.as_ref().and_then(|(_, s)| *s).unwrap_or(rec.span),
+                span: first_result
+                    .or_else(|| rec.text.as_ref().and_then(|(_, s)| *s))
+                    .unwrap_or(rec.span),
                 resumed,
+                results: first_result.is_some(),
                 notes: vec![format!(
                     "written by {client}; Claude Code writes a reply's blocks only once each is complete (observed with 2.1.197), so a reply cut off mid-stream leaves nothing"
                 )],

@@ -36,6 +36,9 @@ struct Turn {
     complete: bool,
     /// Calls made in this turn: (message index, part index).
     calls: Vec<(usize, usize)>,
+    /// The turn's last response item is a tool's output (its item id and call id's place): the
+    /// model was to answer it.
+    last_result: Option<(String, Span)>,
 }
 
 #[derive(Default)]
@@ -204,7 +207,15 @@ impl Reader {
                         output: false,
                         complete: false,
                         calls: Vec::new(),
+                        last_result: None,
                     });
+                    self.open_output = None;
+                }
+                // The user interrupted the turn: it ends on purpose.
+                "turn_aborted" => {
+                    if let Some(t) = self.turns.last_mut() {
+                        t.complete = true;
+                    }
                     self.open_output = None;
                 }
                 "task_complete" => {
@@ -397,6 +408,12 @@ impl Reader {
             line,
             &[Seg::Key("payload")],
         ));
+        if let Some(t) = self.turns.last_mut() {
+            t.last_result = ty.ends_with("_output").then(|| {
+                let span = at("call_id").unwrap_or(line.span);
+                (item_id.clone(), span)
+            });
+        }
         match (ty, role) {
             ("message", Some("user")) => {
                 self.open_output = None;
@@ -407,6 +424,7 @@ impl Reader {
                         output: false,
                         complete: false,
                         calls: Vec::new(),
+                        last_result: None,
                     });
                 }
                 let span = line
@@ -590,6 +608,21 @@ impl Reader {
                 }
                 strand.push((mi, pi, next.map_or(turn.span, |t| t.span)));
             }
+            if n == last
+                && !turn.complete
+                && let Some((id, span)) = &turn.last_result
+            {
+                facts.unanswered.push(UnansweredTurn {
+                    session: self.session.id.clone(),
+                    message_id: id.clone(),
+                    span: *span,
+                    resumed: None,
+                    results: true,
+                    notes: vec![format!(
+                        "written by {client}; the turn has no `task_complete`: the process stopped while the model was answering the tool's output, and Codex writes a reply only once its output item is complete"
+                    )],
+                });
+            }
             if turn.output || turn.complete {
                 continue;
             }
@@ -609,6 +642,7 @@ impl Reader {
                 message_id: id.clone(),
                 span: *span,
                 resumed,
+                results: false,
                 notes: vec![format!(
                     "written by {client}; Codex writes a reply only once its output item is complete (observed with 0.169.0), so a reply cut off mid-stream leaves nothing"
                 )],
