@@ -74,6 +74,22 @@ pub struct TranscriptFacts {
     /// Breaks of a rollout's record order (Codex: the `session_meta` header, `ordinal`s): where,
     /// what, in words, and the last numbered record before it.
     pub order: Vec<(Span, String, Option<Span>)>,
+    /// Every tool call id written in the file, on any branch.
+    pub file_calls: std::collections::HashSet<String>,
+    /// Subagents stored beside the transcript (Claude Code's `subagents/agent-*.meta.json`).
+    pub subagents: Vec<Subagent>,
+}
+
+/// A subagent stored beside its parent's transcript.
+#[derive(Debug, Clone)]
+pub struct Subagent {
+    pub agent_id: String,
+    /// The parent's call it names (`toolUseId`), and where the value is.
+    pub tool_use_id: Option<(String, Span)>,
+    /// The meta file's start, when it names no call.
+    pub span: Span,
+    /// Its own transcript is there.
+    pub transcript: bool,
 }
 
 /// What is wrong with one place of a transcript's record tree.

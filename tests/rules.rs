@@ -87,6 +87,10 @@ const CASES: &[(&str, &str)] = &[
         "rollout-order-broken",
         "tests/fixtures/transcripts/codex-ordinal-reused.jsonl",
     ),
+    (
+        "subagent-orphaned",
+        "tests/fixtures/transcripts/subagent-orphaned/5ub00000-0000-4000-8000-000000000001.jsonl",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -191,6 +191,7 @@ rules! {
     tool_result_orphaned::ToolResultOrphaned,
     transcript_tree_broken::TranscriptTreeBroken,
     rollout_order_broken::RolloutOrderBroken,
+    subagent_orphaned::SubagentOrphaned,
 }
 
 impl Rule {
@@ -218,7 +219,8 @@ impl Rule {
             | Rule::UndecodableRecord
             | Rule::SessionHidden
             | Rule::TranscriptTreeBroken
-            | Rule::RolloutOrderBroken => 0,
+            | Rule::RolloutOrderBroken
+            | Rule::SubagentOrphaned => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

@@ -546,6 +546,15 @@ impl Reader {
         self.stranded(&path, &on_path, &session_id, &client, &mut facts);
         self.off_history(&path, &on_path, &mut facts);
         self.tree(&path, &on_path, &session_id, &client, &mut facts);
+        facts.file_calls = self
+            .records
+            .iter()
+            .flat_map(|r| &r.blocks)
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
         session
             .messages
             .retain(|m| !m.parts.is_empty() || m.span.is_some());
