@@ -78,6 +78,38 @@ pub struct TranscriptFacts {
     pub file_calls: std::collections::HashSet<String>,
     /// Subagents stored beside the transcript (Claude Code's `subagents/agent-*.meta.json`).
     pub subagents: Vec<Subagent>,
+    /// How big the file and its parts are.
+    pub size: TranscriptSize,
+}
+
+/// Anthropic rejects an image whose base64 data is longer than this (5 MiB of base64 text; the
+/// same limit Claude Code resizes images to stay under).
+pub const IMAGE_MAX_BASE64: u64 = 5 * 1024 * 1024;
+
+/// Sizes of a transcript.
+#[derive(Debug, Clone, Default)]
+pub struct TranscriptSize {
+    /// Bytes read (up to the end of the last line).
+    pub bytes: u64,
+    /// The longest line: its length and where it is.
+    pub largest_line: Option<(u64, Span)>,
+    /// Inline base64 images: how many, and their total length in the file.
+    pub images: u64,
+    pub image_bytes: u64,
+    /// Their total length on the history the client sends (Claude Code's active history).
+    pub image_bytes_sent: u64,
+    /// Images longer than [`IMAGE_MAX_BASE64`]: length and where the data is.
+    pub big_images: Vec<(u64, Span)>,
+}
+
+impl TranscriptSize {
+    /// Counts one line.
+    pub fn line(&mut self, span: Span) {
+        self.bytes = self.bytes.max(span.offset + span.len);
+        if self.largest_line.is_none_or(|(n, _)| span.len > n) {
+            self.largest_line = Some((span.len, span));
+        }
+    }
 }
 
 /// A subagent stored beside its parent's transcript.

@@ -91,6 +91,10 @@ const CASES: &[(&str, &str)] = &[
         "subagent-orphaned",
         "tests/fixtures/transcripts/subagent-orphaned/5ub00000-0000-4000-8000-000000000001.jsonl",
     ),
+    (
+        "transcript-oversized",
+        "tests/fixtures/transcripts/claude-long-line.jsonl",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -192,6 +192,7 @@ rules! {
     transcript_tree_broken::TranscriptTreeBroken,
     rollout_order_broken::RolloutOrderBroken,
     subagent_orphaned::SubagentOrphaned,
+    transcript_oversized::TranscriptOversized,
 }
 
 impl Rule {
@@ -220,7 +221,8 @@ impl Rule {
             | Rule::SessionHidden
             | Rule::TranscriptTreeBroken
             | Rule::RolloutOrderBroken
-            | Rule::SubagentOrphaned => 0,
+            | Rule::SubagentOrphaned
+            | Rule::TranscriptOversized => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

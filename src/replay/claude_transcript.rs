@@ -25,8 +25,9 @@ use crate::json_scan::Seg;
 use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
-    Analysis, Event, EventKind, Message, Observation, PartRecord, Seq, Session, StrandedCall,
-    TranscriptFacts, TreeDamage, TreeDamageKind, UnansweredTurn, Undecodable,
+    Analysis, Event, EventKind, IMAGE_MAX_BASE64, Message, Observation, PartRecord, Seq, Session,
+    StrandedCall, TranscriptFacts, TranscriptSize, TreeDamage, TreeDamageKind, UnansweredTurn,
+    Undecodable,
 };
 use crate::source::{FileId, Span};
 
@@ -75,6 +76,9 @@ struct Rec {
     boundary: bool,
     /// Where the `parentUuid` value is, when it named no record read before this one.
     parent_span: Option<Span>,
+    /// Inline base64 images: their total length, and the ones over the API's limit.
+    image_bytes: u64,
+    big_images: Vec<(u64, Span)>,
 }
 
 #[derive(Debug)]
@@ -133,6 +137,7 @@ struct Reader {
     counts: (u64, u64, u64),
     /// Records whose `uuid` an earlier record has: where, and the uuid.
     duplicates: Vec<(Span, String)>,
+    size: TranscriptSize,
 }
 
 /// Reads a Claude Code transcript into one analysis.
@@ -161,6 +166,7 @@ fn capped(s: &str, max: usize) -> String {
 impl Reader {
     fn line(&mut self, line: Line) {
         self.counts.0 += 1;
+        self.size.line(line.span);
         let seq = line.index;
         let obj = match &line.value {
             Err((reason, at)) => {
@@ -294,7 +300,23 @@ impl Reader {
             preserved: None,
             boundary: false,
             parent_span: None,
+            image_bytes: 0,
+            big_images: Vec::new(),
         };
+        if let Some(content) = message.and_then(|m| m.get("content")) {
+            let mut images = Vec::new();
+            let mut at = vec![Seg::Key("message"), Seg::Key("content")];
+            super::inline_images(content, &mut at, &mut images);
+            self.size.images += images.len() as u64;
+            for (n, path) in images {
+                rec.image_bytes += n;
+                if n > IMAGE_MAX_BASE64 {
+                    rec.big_images
+                        .push((n, line.locate(&path).unwrap_or(line.span)));
+                }
+            }
+            self.size.image_bytes += rec.image_bytes;
+        }
         if rec
             .parent
             .as_ref()
@@ -546,6 +568,13 @@ impl Reader {
         self.stranded(&path, &on_path, &session_id, &client, &mut facts);
         self.off_history(&path, &on_path, &mut facts);
         self.tree(&path, &on_path, &session_id, &client, &mut facts);
+        let mut size = self.size.clone();
+        for &i in &path {
+            size.image_bytes_sent += self.records[i].image_bytes;
+            size.big_images
+                .extend(self.records[i].big_images.iter().copied());
+        }
+        facts.size = size;
         facts.file_calls = self
             .records
             .iter()

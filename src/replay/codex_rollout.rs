@@ -20,8 +20,8 @@ use crate::json_scan::Seg;
 use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
-    Analysis, ErrorInfo, Event, EventKind, Message, Observation, PartRecord, Seq, Session,
-    StrandedCall, TranscriptFacts, UnansweredTurn, Undecodable,
+    Analysis, ErrorInfo, Event, EventKind, IMAGE_MAX_BASE64, Message, Observation, PartRecord, Seq,
+    Session, StrandedCall, TranscriptFacts, TranscriptSize, UnansweredTurn, Undecodable,
 };
 use crate::source::{FileId, Span};
 
@@ -56,6 +56,7 @@ struct Reader {
     compacted_calls: Vec<(String, Span, String)>,
     compactions: u64,
     order: Order,
+    size: TranscriptSize,
 }
 
 /// What the record order needs: the header and the `ordinal`s.
@@ -157,6 +158,7 @@ impl Reader {
 
     fn line(&mut self, line: Line) {
         self.lines += 1;
+        self.size.line(line.span);
         let seq = line.index;
         let obj = match &line.value {
             Ok(Value::Object(o)) => o,
@@ -394,6 +396,23 @@ impl Reader {
     }
 
     fn item(&mut self, seq: Seq, line: &Line, p: &Map<String, Value>) {
+        for key in ["content", "output"] {
+            let Some(v) = p.get(key) else {
+                continue;
+            };
+            let mut images = Vec::new();
+            let mut at = vec![Seg::Key("payload"), Seg::Key(key)];
+            super::inline_images(v, &mut at, &mut images);
+            self.size.images += images.len() as u64;
+            for (n, path) in images {
+                self.size.image_bytes += n;
+                self.size.image_bytes_sent += n;
+                if n > IMAGE_MAX_BASE64 {
+                    let span = line.locate(&path).unwrap_or(line.span);
+                    self.size.big_images.push((n, span));
+                }
+            }
+        }
         let at = |key: &str| line.locate(&[Seg::Key("payload"), Seg::Key(key)]);
         let ty = str_of(p, "type").unwrap_or_default();
         let role = str_of(p, "role");
@@ -587,6 +606,7 @@ impl Reader {
             history: std::mem::take(&mut self.history),
             off_history_calls: std::mem::take(&mut self.compacted_calls),
             order,
+            size: std::mem::take(&mut self.size),
             ..TranscriptFacts::default()
         };
         let last = self.turns.len().saturating_sub(1);
