@@ -162,6 +162,9 @@ pub struct UnansweredTurn {
     /// What waits for the reply is tool results, not the user's prompt: the model was to answer
     /// them.
     pub results: bool,
+    /// Records the client inserted itself around it (Claude Code's `isMeta` prompt on resume),
+    /// with words.
+    pub inserted: Vec<(Span, String)>,
     pub notes: Vec<String>,
 }
 

@@ -146,6 +146,12 @@ fn claude_code_fatal_stream_error_is_a_session_error() {
     assert_eq!(f[0]["severity"], "error");
     assert!(span_text(&d.path, f[0]).starts_with("\"API Error: 529"));
     assert!(f[0]["message"].as_str().unwrap().contains("529"));
+    // The record is the client's own, and the finding says so.
+    assert!(
+        f[0]["notes"].to_string().contains("<synthetic>"),
+        "{}",
+        f[0]
+    );
     assert_eq!(d.findings.len(), 1, "{}", describe(&d.findings));
 }
 

@@ -140,6 +140,8 @@ fn a_turn_resumed_with_a_synthetic_reply_is_an_info() {
     assert_eq!(f[0]["rule"], "message-incomplete");
     assert_eq!(f[0]["severity"], "info");
     assert!(f[0].to_string().contains("<synthetic>"), "{}", f[0]);
+    // The prompt the client inserted (`isMeta`) is pointed at and explained too.
+    assert!(f[0].to_string().contains("isMeta"), "{}", f[0]);
 }
 
 #[test]

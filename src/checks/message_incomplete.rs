@@ -132,6 +132,12 @@ fn unanswered(facts: &crate::session::TranscriptFacts, out: &mut Vec<Finding>) {
                 .also(Some(*span), words.clone())
                 .help("nothing to do: the resumed request is valid; the reply that was cut off is lost"),
         };
+        for (span, words) in &turn.inserted {
+            f = f.also(Some(*span), words.clone());
+        }
+        if turn.resumed.is_some() && !turn.inserted.is_empty() {
+            f = f.note("records with `isMeta` and replies with model `<synthetic>` are the client's own: they keep the history alternating user/assistant and are no model output");
+        }
         for note in &turn.notes {
             f = f.note(note.clone());
         }

@@ -467,7 +467,7 @@ impl Reader {
                     info.message = text.map(|(t, _)| t.clone()).unwrap_or_default();
                     info.message_span = text.and_then(|(_, s)| *s);
                 }
-                info.data = json!({ "error": code, "apiErrorStatus": status });
+                info.data = json!({ "error": code, "apiErrorStatus": status, "synthetic": true });
                 if info.retryable.is_none() {
                     info.retryable = status.map(|c| c == 429 || c >= 500);
                 }
@@ -629,6 +629,22 @@ impl Reader {
                 )),
                 Some(_) => continue,
             };
+            // The prompt Claude Code adds on resume before its synthetic reply (`isMeta`: hidden
+            // from the user, sent to the model).
+            let inserted: Vec<(Span, String)> = match (next, &resumed) {
+                (Some(next), Some(_)) if next.synthetic => path
+                    .iter()
+                    .map(|&i| &self.records[i])
+                    .filter(|r| r.seq > rec.seq && r.seq < next.seq && r.meta && r.ty == "user")
+                    .map(|r| {
+                        (
+                            r.text.as_ref().and_then(|(_, s)| *s).unwrap_or(r.span.head()),
+                            "on resume the client added this prompt itself (`isMeta`: hidden from the user, sent to the model)".to_owned(),
+                        )
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
             let first_result = rec.blocks.iter().find_map(|b| match b {
                 Block::ToolResult { span, .. } => Some(*span),
                 _ => None,
@@ -641,6 +657,7 @@ impl Reader {
                     .unwrap_or(rec.span),
                 resumed,
                 results: first_result.is_some(),
+                inserted,
                 notes: vec![format!(
                     "written by {client}; Claude Code writes a reply's blocks only once each is complete (observed with 2.1.197), so a reply cut off mid-stream leaves nothing"
                 )],

@@ -638,6 +638,7 @@ impl Reader {
                     span: *span,
                     resumed: None,
                     results: true,
+                    inserted: Vec::new(),
                     notes: vec![format!(
                         "written by {client}; the turn has no `task_complete`: the process stopped while the model was answering the tool's output, and Codex writes a reply only once its output item is complete"
                     )],
@@ -663,6 +664,7 @@ impl Reader {
                 span: *span,
                 resumed,
                 results: false,
+                inserted: Vec::new(),
                 notes: vec![format!(
                     "written by {client}; Codex writes a reply only once its output item is complete (observed with 0.169.0), so a reply cut off mid-stream leaves nothing"
                 )],
