@@ -734,11 +734,18 @@ impl Reader {
                     rec.uuid
                 )
             };
+            let related = match path.last().filter(|_| live) {
+                Some(&leaf) => vec![(
+                    self.records[leaf].span.head(),
+                    "the active history ends here: the leaf the client resumes from".to_owned(),
+                )],
+                None => Vec::new(),
+            };
             push(
                 TreeDamageKind::MissingParent { live },
                 span,
                 message,
-                Vec::new(),
+                related,
                 vec![format!(
                     "written by {client}; Claude Code rebuilds the history by walking parentUuid back from the leaf, and a gap truncates it silently (anthropics/claude-code#22107, #58554)"
                 )],
