@@ -35,6 +35,8 @@ fn healthy_transcripts_report_nothing() {
     for (name, format) in [
         ("claude-healthy-tool.jsonl", "claude-transcript"),
         ("codex-healthy-tool.jsonl", "codex-rollout"),
+        // Parallel calls: each result hangs from its own call's record.
+        ("claude-parallel-tools.jsonl", "claude-transcript"),
     ] {
         let (code, f, findings) = diagnose(name);
         assert_eq!(f, format, "{name}");

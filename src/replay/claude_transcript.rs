@@ -362,6 +362,7 @@ impl Reader {
 
     /// Indices of the active path, root first.
     fn active_path(&self) -> Vec<usize> {
+        let relinks = self.relinks();
         let mut path = Vec::new();
         let mut seen = HashSet::new();
         let mut at = self.leaf();
@@ -370,57 +371,154 @@ impl Reader {
                 break; // a cycle: the file is corrupt; keep what was walked
             }
             path.push(i);
-            at = self.records[i]
-                .parent
-                .as_ref()
-                .and_then(|p| self.index.get(p))
-                .copied();
+            at = relinks.get(&i).copied().or_else(|| {
+                self.records[i]
+                    .parent
+                    .as_ref()
+                    .and_then(|p| self.index.get(p))
+                    .copied()
+            });
         }
         path.reverse();
-        self.splice_preserved(path)
+        self.stitch_parallel(path)
     }
 
-    /// The records a compaction kept (`preservedSegment`: `headUuid` … `tailUuid`, walked back
-    /// from the tail) go right after its anchor (the summary) on the active path, where the
-    /// client puts them when it loads the history.
-    fn splice_preserved(&self, path: Vec<usize>) -> Vec<usize> {
-        let Some(p) = path
+    /// Parallel tool calls: one API message is stored as one record per block, and the records
+    /// of a message's calls and their results may branch from each other (each result's parent
+    /// is its own call's record), so the walk from the leaf passes through one branch only.
+    /// Claude Code stitches the siblings back when it loads the transcript: an off-path
+    /// assistant record of a message that is on the path, and an off-path record of results
+    /// that all answer calls on the path, hanging from the path, are put back — a sibling
+    /// next to its message, results after the results that follow the calls.
+    fn stitch_parallel(&self, mut path: Vec<usize>) -> Vec<usize> {
+        let mut on: HashSet<usize> = path.iter().copied().collect();
+        let mut calls: HashSet<&str> = HashSet::new();
+        let mut messages: HashSet<&str> = HashSet::new();
+        for &i in &path {
+            let rec = &self.records[i];
+            calls.extend(rec.blocks.iter().filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            }));
+            if rec.ty == "assistant"
+                && let Some(m) = &rec.message_id
+            {
+                messages.insert(m);
+            }
+        }
+        let answered: HashSet<&str> = self
+            .records
             .iter()
-            .rev()
-            .find_map(|&i| self.records[i].preserved.as_ref())
-        else {
-            return path;
-        };
-        let mut segment = Vec::new();
-        let mut at = self.index.get(&p.tail).copied();
-        while let Some(i) = at {
-            if segment.len() > self.records.len() || path.contains(&i) {
-                return path; // a cycle, or already on the path: leave the path as walked
+            .flat_map(|r| &r.blocks)
+            .filter_map(|b| match b {
+                Block::ToolResult { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        for (i, rec) in self.records.iter().enumerate() {
+            if on.contains(&i) || rec.meta {
+                continue;
             }
-            segment.push(i);
-            if self.records[i].uuid == p.head {
-                break;
+            let Some(&parent) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                continue;
+            };
+            if !on.contains(&parent) {
+                continue;
             }
-            at = self.records[i]
-                .parent
-                .as_ref()
-                .and_then(|q| self.index.get(q))
-                .copied();
+            // A sibling call nobody answered is what a kill leaves; the client branches past
+            // it on resume rather than stitching it back.
+            let own_calls: Vec<&str> = rec
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let sibling = rec.ty == "assistant"
+                && rec
+                    .message_id
+                    .as_deref()
+                    .is_some_and(|m| messages.contains(m))
+                && !own_calls.is_empty()
+                && own_calls.iter().all(|id| answered.contains(id));
+            let results: Vec<&str> = rec
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolResult { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let answers = rec.ty == "user"
+                && !results.is_empty()
+                && results.iter().all(|id| calls.contains(id));
+            if !(sibling || answers) {
+                continue;
+            }
+            let Some(mut at) = path.iter().position(|&k| k == parent) else {
+                continue;
+            };
+            if sibling {
+                // After the last record of the same message.
+                while path.get(at + 1).is_some_and(|&k| {
+                    self.records[k].ty == "assistant"
+                        && self.records[k].message_id == rec.message_id
+                }) {
+                    at += 1;
+                }
+            } else {
+                // After the calls' message and the results already there.
+                while path.get(at + 1).is_some_and(|&k| {
+                    let r = &self.records[k];
+                    (r.ty == "assistant" && r.message_id == self.records[parent].message_id)
+                        || r.has_results()
+                }) {
+                    at += 1;
+                }
+            }
+            path.insert(at + 1, i);
+            on.insert(i);
+            calls.extend(rec.blocks.iter().filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            }));
         }
-        if segment
-            .last()
-            .is_none_or(|&i| self.records[i].uuid != p.head)
-        {
-            return path; // the head is not above the tail: nothing the client could relink
+        path
+    }
+
+    /// The records a compaction kept (`preservedSegment`: `headUuid` … `tailUuid`) hang from
+    /// its anchor when the client loads the transcript: the head's parent becomes `anchorUuid`,
+    /// provided the walk from the tail reaches the head. Records written after the compaction
+    /// go on from the tail (or from the anchor, when nothing was kept), so the active history
+    /// runs boundary → summary → kept records → what came after.
+    fn relinks(&self) -> HashMap<usize, usize> {
+        let mut out = HashMap::new();
+        for rec in &self.records {
+            let Some(p) = &rec.preserved else {
+                continue;
+            };
+            let (Some(&head), Some(&anchor)) = (self.index.get(&p.head), self.index.get(&p.anchor))
+            else {
+                continue;
+            };
+            let mut at = self.index.get(&p.tail).copied();
+            let mut steps = 0;
+            while let Some(i) = at {
+                if i == head || steps > self.records.len() {
+                    break;
+                }
+                steps += 1;
+                at = self.records[i]
+                    .parent
+                    .as_ref()
+                    .and_then(|q| self.index.get(q))
+                    .copied();
+            }
+            if at == Some(head) && head != anchor {
+                out.insert(head, anchor);
+            }
         }
-        segment.reverse();
-        let Some(anchor) = path.iter().position(|&i| self.records[i].uuid == p.anchor) else {
-            return path;
-        };
-        let mut out = path;
-        let tail: Vec<usize> = out.split_off(anchor + 1);
-        out.extend(segment);
-        out.extend(tail);
         out
     }
 
