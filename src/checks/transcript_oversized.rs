@@ -9,6 +9,10 @@ const FILE_INFO: u64 = 16 << 20;
 /// Half of V8's longest string (2^29 − 24 UTF-16 units): a client that reads the file as one
 /// string fails on it ("RangeError: Invalid string length", a 780 MB transcript).
 const FILE_WARN: u64 = 256 << 20;
+/// Claude Code's code that reads a raw transcript gives up above 50 MiB
+/// (`MAX_TRANSCRIPT_READ_BYTES` in its session storage, as analyses of its source report; it
+/// guards against running out of memory on multi-GB sessions).
+const CLAUDE_READ_MAX: u64 = 50 << 20;
 /// A line this long is unusual (Claude Code caps tool output well below it): information.
 const LINE_INFO: u64 = 2 << 20;
 /// A 12.8-million-character line froze resume (anthropics/claude-code#24118).
@@ -24,11 +28,12 @@ declare_check! {
     /// ## What it does
     /// Measures a Claude Code transcript or Codex rollout: its size, its longest line, and its
     /// inline base64 images. Information from 16 MiB per file or 2 MiB per line (or 16 MiB of
-    /// images in a rollout); a warning from 256 MiB per file or 10 MiB per line, for an image
+    /// images in a rollout); a warning from 256 MiB per file (a Claude Code transcript: over
+    /// 50 MiB, the most its raw-transcript readers take) or 10 MiB per line, for an image
     /// on Claude Code's active history whose base64 data is over 5 MiB (the limit Anthropic
     /// enforces per image), and for images on that history adding up to more than Anthropic's
-    /// 32 MB request limit. No limit is documented for the transcripts themselves: the file
-    /// and line thresholds are conservative, from the sizes users reported trouble with.
+    /// 32 MB request limit. No other limit is documented for the transcripts themselves: the
+    /// other thresholds are conservative, from the sizes users reported trouble with.
     ///
     /// ## Why it matters
     /// The clients read the whole transcript on resume: large ones freeze or run out of memory
@@ -73,7 +78,7 @@ impl Check for TranscriptOversized {
         if size.bytes >= FILE_INFO
             && let Some((_, line)) = size.largest_line
         {
-            let warn = size.bytes >= FILE_WARN;
+            let warn = size.bytes >= FILE_WARN || (claude && size.bytes > CLAUDE_READ_MAX);
             push(
                 Self::META
                     .finding(format!(
@@ -84,6 +89,11 @@ impl Check for TranscriptOversized {
                     ))
                     .severity(if warn { Severity::Warning } else { Severity::Info })
                     .at(line.head(), "its longest line starts here")
+                    .note(if claude && size.bytes > CLAUDE_READ_MAX {
+                        "Claude Code's readers of a raw transcript give up above 50 MiB (`MAX_TRANSCRIPT_READ_BYTES`); on resume it reads past a compaction in parts, but a session never compacted is read whole"
+                    } else {
+                        "the client reads the whole file on resume; users reported freezes from 12 MB sessions and failures from a 780 MB one"
+                    })
                     .help("start a new session (or compact) rather than resuming a transcript this size"),
             );
         }
@@ -179,6 +189,21 @@ mod tests {
             big_images: Vec::new(),
         };
         assert!(run(Format::ClaudeTranscript, size).is_empty());
+    }
+
+    #[test]
+    fn a_claude_transcript_over_50_mib_is_a_warning_a_rollout_is_not() {
+        let size = TranscriptSize {
+            bytes: 60 << 20,
+            largest_line: line(300 << 10),
+            ..TranscriptSize::default()
+        };
+        let f = run(Format::ClaudeTranscript, size.clone());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].0, Severity::Warning);
+        let f = run(Format::CodexRollout, size);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].0, Severity::Info);
     }
 
     #[test]
