@@ -324,7 +324,9 @@ impl Reader {
         {
             rec.parent_span = line.locate(&["parentUuid".into()]);
         }
-        if self.index.contains_key(&rec.uuid) {
+        // Claude Code writes a uuid once to a session's file; a subagent's file may repeat the
+        // records it inherited from its parent.
+        if !rec.sidechain && self.index.contains_key(&rec.uuid) {
             self.duplicates.push((
                 line.locate(&["uuid".into()]).unwrap_or(line.span),
                 rec.uuid.clone(),
@@ -816,7 +818,8 @@ impl Reader {
             let Some(parent) = rec.parent.as_ref() else {
                 continue;
             };
-            if self.index.contains_key(parent) {
+            // A subagent's records may start from a record of its parent's file.
+            if self.index.contains_key(parent) || rec.sidechain {
                 continue;
             }
             let live = path.first() == Some(&i);
