@@ -417,6 +417,15 @@ impl Reader {
                 _ => None,
             })
             .collect();
+        // Results already on the path: a stitched record only fills in a missing one.
+        let mut results_on: HashSet<&str> = path
+            .iter()
+            .flat_map(|&i| &self.records[i].blocks)
+            .filter_map(|b| match b {
+                Block::ToolResult { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
         for (i, rec) in self.records.iter().enumerate() {
             if on.contains(&i) || rec.meta {
                 continue;
@@ -454,7 +463,9 @@ impl Reader {
                 .collect();
             let answers = rec.ty == "user"
                 && !results.is_empty()
-                && results.iter().all(|id| calls.contains(id));
+                && results
+                    .iter()
+                    .all(|id| calls.contains(id) && !results_on.contains(id));
             if !(sibling || answers) {
                 continue;
             }
@@ -481,6 +492,7 @@ impl Reader {
             }
             path.insert(at + 1, i);
             on.insert(i);
+            results_on.extend(results.iter().copied());
             calls.extend(rec.blocks.iter().filter_map(|b| match b {
                 Block::ToolUse { id, .. } => Some(id.as_str()),
                 _ => None,
@@ -1192,6 +1204,29 @@ mod tests {
         assert_eq!(f.map(|f| f.open_call_notes.len()), Some(0));
         assert!(a.parts().all(|(_, _, p)| p.part.tool().is_none()));
         assert_eq!(f.map(|f| f.unanswered.len()), Some(0));
+    }
+
+    #[test]
+    fn a_second_result_on_another_branch_is_not_stitched_back() {
+        let text = format!(
+            "{HEAD}{}\n{}\n{}\n",
+            r#"{"type":"user","uuid":"r_old","parentUuid":"a2","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"old"}]}}"#,
+            r#"{"type":"user","uuid":"r_new","parentUuid":"a2","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"new"}]}}"#,
+            r#"{"type":"assistant","uuid":"a3","parentUuid":"r_new","sessionId":"s","message":{"id":"msg_2","model":"m","content":[{"type":"text","text":"ok"}]}}"#
+        );
+        let a = run(&text);
+        let results = a
+            .transcript
+            .as_deref()
+            .map(|f| {
+                f.history
+                    .iter()
+                    .flat_map(|m| &m.content)
+                    .filter(|b| b.tool_result_id().is_some())
+                    .count()
+            })
+            .unwrap_or_default();
+        assert_eq!(results, 1);
     }
 
     #[test]
