@@ -6,8 +6,9 @@ use crate::session::Analysis;
 declare_check! {
     /// ## What it does
     /// Checks a Codex rollout's record order: the file must start with its `session_meta`
-    /// header, and once records carry an `ordinal` (Codex 0.155 and later number every record
-    /// 0, 1, 2, … per file), each later record must carry a greater one. Reports a missing or
+    /// header, and once records carry an `ordinal` (paginated rollouts number every record 0,
+    /// 1, 2, … per file, as observed with Codex 0.169.0), each later record must carry a
+    /// greater one. Reports a missing or
     /// misplaced header, a repeated or decreasing ordinal, a record without one after numbered
     /// records, and an ordinal that is not a whole number. Rollouts written before ordinals
     /// existed have none at all: that is no finding, and neither is a gap (Codex's recorder
