@@ -264,6 +264,22 @@ pub fn analyze(
                 replay::codex_rollout::replay(reader, file)
             }
             .map_err(ingest_err)?;
+            if format == Format::ClaudeTranscript
+                && let Some(facts) = analysis.transcript.as_deref_mut()
+            {
+                for meta in ingest::claude_transcript::subagent_metas(path) {
+                    let id = sources.add_file(&meta.path);
+                    let span = |(s, e): (usize, usize)| {
+                        crate::source::Span::new(id, s as u64, e.saturating_sub(s) as u64)
+                    };
+                    facts.subagents.push(crate::session::Subagent {
+                        agent_id: meta.agent_id,
+                        tool_use_id: meta.tool_use_id.map(|(t, at)| (t, span(at))),
+                        span: crate::source::Span::new(id, 0, 1),
+                        transcript: meta.transcript,
+                    });
+                }
+            }
             analysis
                 .requests
                 .extend(crate::reconstruct::transcript::next_request(&analysis));

@@ -76,6 +76,88 @@ pub struct TranscriptFacts {
     /// Tool calls without a result that the active history has moved past (a dead-end branch, a
     /// turn that was resumed): broken on disk, handled by the client when it rebuilds a request.
     pub stranded_calls: Vec<StrandedCall>,
+    /// Tool calls written in the file but not part of the history the client rebuilds (before a
+    /// compaction, on another branch): their id, where the id is, and why they are out, in words.
+    pub off_history_calls: Vec<(String, Span, String)>,
+    /// Damage to the tree of records the file is (Claude Code: `parentUuid` links).
+    pub tree: Vec<TreeDamage>,
+    /// Breaks of a rollout's record order (Codex: the `session_meta` header, `ordinal`s): where,
+    /// what, in words, and the last numbered record before it.
+    pub order: Vec<(Span, String, Option<Span>)>,
+    /// Every tool call id written in the file, on any branch.
+    pub file_calls: std::collections::HashSet<String>,
+    /// Subagents stored beside the transcript (Claude Code's `subagents/agent-*.meta.json`).
+    pub subagents: Vec<Subagent>,
+    /// How big the file and its parts are.
+    pub size: TranscriptSize,
+}
+
+/// Anthropic rejects an image whose base64 data is longer than this (5 MiB of base64 text; the
+/// same limit Claude Code resizes images to stay under).
+pub const IMAGE_MAX_BASE64: u64 = 5 * 1024 * 1024;
+
+/// Sizes of a transcript.
+#[derive(Debug, Clone, Default)]
+pub struct TranscriptSize {
+    /// Bytes read (up to the end of the last line).
+    pub bytes: u64,
+    /// The longest line: its length and where it is.
+    pub largest_line: Option<(u64, Span)>,
+    /// Inline base64 images: how many, and their total length in the file.
+    pub images: u64,
+    pub image_bytes: u64,
+    /// Their total length on the history the client sends (Claude Code's active history).
+    pub image_bytes_sent: u64,
+    /// Images longer than [`IMAGE_MAX_BASE64`]: length and where the data is.
+    pub big_images: Vec<(u64, Span)>,
+}
+
+impl TranscriptSize {
+    /// Counts one line.
+    pub fn line(&mut self, span: Span) {
+        self.bytes = self.bytes.max(span.offset + span.len);
+        if self.largest_line.is_none_or(|(n, _)| span.len > n) {
+            self.largest_line = Some((span.len, span));
+        }
+    }
+}
+
+/// A subagent stored beside its parent's transcript.
+#[derive(Debug, Clone)]
+pub struct Subagent {
+    pub agent_id: String,
+    /// The parent's call it names (`toolUseId`), and where the value is.
+    pub tool_use_id: Option<(String, Span)>,
+    /// The meta file's start, when it names no call.
+    pub span: Span,
+    /// Its own transcript is there.
+    pub transcript: bool,
+}
+
+/// What is wrong with one place of a transcript's record tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeDamageKind {
+    /// A `parentUuid` names no record of the file; `live` when the active history stops there.
+    MissingParent { live: bool },
+    /// Following `parentUuid` comes back to a record already walked.
+    Cycle,
+    /// Two records share a `uuid`.
+    DuplicateUuid,
+    /// A branch the active history leaves, as the client leaves one when a turn is resumed or
+    /// rewound.
+    Abandoned,
+}
+
+/// One place where a transcript's tree is damaged or branches off.
+#[derive(Debug, Clone)]
+pub struct TreeDamage {
+    pub kind: TreeDamageKind,
+    pub session: String,
+    /// The record (or its `parentUuid` value) where it is.
+    pub span: Span,
+    pub message: String,
+    pub related: Vec<(Span, String)>,
+    pub notes: Vec<String>,
 }
 
 /// A user turn that got no reply.
@@ -87,6 +169,12 @@ pub struct UnansweredTurn {
     pub span: Span,
     /// The session went on with a later turn (a resume): where, and what the client did about it.
     pub resumed: Option<(Span, String)>,
+    /// What waits for the reply is tool results, not the user's prompt: the model was to answer
+    /// them.
+    pub results: bool,
+    /// Records the client inserted itself around it (Claude Code's `isMeta` prompt on resume),
+    /// with words.
+    pub inserted: Vec<(Span, String)>,
     pub notes: Vec<String>,
 }
 

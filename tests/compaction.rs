@@ -130,7 +130,7 @@ fn a_tail_that_starts_with_an_orphan_result_breaks_the_pairing() {
     assert_eq!(code, 1);
     let f = findings(&doc);
     assert_eq!(f.len(), 1, "{}", describe(&f));
-    assert_eq!(f[0]["rule"], "tool-use-without-result");
+    assert_eq!(f[0]["rule"], "tool-result-orphaned");
     assert!(
         f[0]["message"]
             .as_str()

@@ -96,6 +96,45 @@ fn healthy_and_recovered_sessions_report_no_warning_or_error() {
     }
 }
 
+/// The rules about a transcript's structure report nothing, not even information, on the healthy
+/// and recovered sessions (the compaction's new root, the subagent's meta file, ordinals).
+#[test]
+#[cfg_attr(
+    not(rewind_corpus),
+    ignore = "../shared/corpus not found (set REWIND_CORPUS to its path)"
+)]
+fn structure_rules_are_silent_on_healthy_sessions() {
+    for (client, scenario) in [
+        ("claude-code", "healthy"),
+        ("claude-code", "tool"),
+        ("claude-code", "toolfail"),
+        ("claude-code", "subagent"),
+        ("claude-code", "compact"),
+        ("claude-code", "stream_error"),
+        ("codex", "healthy"),
+        ("codex", "tool"),
+        ("codex", "toolfail"),
+        ("codex", "stream_error"),
+        ("codex", "stream_error_after_block"),
+    ] {
+        let d = diagnose(client, scenario);
+        for rule in [
+            "tool-result-orphaned",
+            "transcript-tree-broken",
+            "rollout-order-broken",
+            "subagent-orphaned",
+            "transcript-oversized",
+        ] {
+            let f = of_rule(&d.findings, rule);
+            assert!(
+                f.is_empty(),
+                "{client}/{scenario}: {}",
+                describe(&d.findings)
+            );
+        }
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(rewind_corpus),
@@ -146,6 +185,12 @@ fn claude_code_fatal_stream_error_is_a_session_error() {
     assert_eq!(f[0]["severity"], "error");
     assert!(span_text(&d.path, f[0]).starts_with("\"API Error: 529"));
     assert!(f[0]["message"].as_str().unwrap().contains("529"));
+    // The record is the client's own, and the finding says so.
+    assert!(
+        f[0]["notes"].to_string().contains("<synthetic>"),
+        "{}",
+        f[0]
+    );
     assert_eq!(d.findings.len(), 1, "{}", describe(&d.findings));
 }
 

@@ -79,6 +79,26 @@ const CASES: &[(&str, &str)] = &[
         "storage-file-damaged",
         "tests/fixtures/checks/storage-file-damaged",
     ),
+    (
+        "tool-result-orphaned",
+        "tests/fixtures/transcripts/claude-compact-orphan-result.jsonl",
+    ),
+    (
+        "transcript-tree-broken",
+        "tests/fixtures/transcripts/claude-tree-gap.jsonl",
+    ),
+    (
+        "rollout-order-broken",
+        "tests/fixtures/transcripts/codex-ordinal-reused.jsonl",
+    ),
+    (
+        "subagent-orphaned",
+        "tests/fixtures/transcripts/subagent-orphaned/5ub00000-0000-4000-8000-000000000001.jsonl",
+    ),
+    (
+        "transcript-oversized",
+        "tests/fixtures/transcripts/claude-long-line.jsonl",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

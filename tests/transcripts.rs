@@ -35,6 +35,8 @@ fn healthy_transcripts_report_nothing() {
     for (name, format) in [
         ("claude-healthy-tool.jsonl", "claude-transcript"),
         ("codex-healthy-tool.jsonl", "codex-rollout"),
+        // Parallel calls: each result hangs from its own call's record.
+        ("claude-parallel-tools.jsonl", "claude-transcript"),
     ] {
         let (code, f, findings) = diagnose(name);
         assert_eq!(f, format, "{name}");
@@ -99,11 +101,37 @@ fn an_orphan_result_breaks_the_rebuilt_request() {
     let (code, _, f) = diagnose("claude-orphan-result.jsonl");
     assert_eq!(code, 1);
     assert_eq!(f.len(), 1, "{}", describe(&f));
-    assert_eq!(f[0]["rule"], "tool-use-without-result");
+    assert_eq!(f[0]["rule"], "tool-result-orphaned");
+    assert_eq!(f[0]["severity"], "error");
     assert_eq!(
         span_text(&fixture("claude-orphan-result.jsonl"), &f[0]),
         "\"toolu_gone\""
     );
+}
+
+#[test]
+fn a_compaction_that_keeps_a_result_without_its_call() {
+    // Claude Code: the preserved segment starts with the result; its call is before the boundary.
+    let name = "claude-compact-orphan-result.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 1);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "tool-result-orphaned");
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"toolu_c1\"");
+    assert!(
+        f[0].to_string().contains("before the compaction"),
+        "{}",
+        f[0]
+    );
+
+    // Codex drops an output whose call a compaction removed: a warning about the rollout.
+    let name = "codex-compacted-orphan-output.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 0);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "tool-result-orphaned");
+    assert_eq!(f[0]["severity"], "warning");
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"call_c1\"");
 }
 
 #[test]
@@ -114,4 +142,70 @@ fn a_turn_resumed_with_a_synthetic_reply_is_an_info() {
     assert_eq!(f[0]["rule"], "message-incomplete");
     assert_eq!(f[0]["severity"], "info");
     assert!(f[0].to_string().contains("<synthetic>"), "{}", f[0]);
+    // The prompt the client inserted (`isMeta`) is pointed at and explained too.
+    assert!(f[0].to_string().contains("isMeta"), "{}", f[0]);
+}
+
+#[test]
+fn a_gap_in_the_tree_and_a_rewound_branch() {
+    let name = "claude-tree-gap.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 1);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "transcript-tree-broken");
+    assert_eq!(f[0]["severity"], "error");
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"u2-lost\"");
+
+    // A branch left behind the way the client branches on resume or rewind: information only.
+    let (code, _, f) = diagnose("claude-rewound-branch.jsonl");
+    assert_eq!(code, 0);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "transcript-tree-broken");
+    assert_eq!(f[0]["severity"], "info");
+    assert!(f[0].to_string().contains("after record a1"), "{}", f[0]);
+}
+
+#[test]
+fn rollout_ordinals_and_header() {
+    let name = "codex-ordinal-reused.jsonl";
+    let (code, _, f) = diagnose(name);
+    assert_eq!(code, 1);
+    let rules: Vec<&str> = f.iter().filter_map(|x| x["rule"].as_str()).collect();
+    assert_eq!(rules, ["rollout-order-broken"; 2], "{}", describe(&f));
+    assert_eq!(span_text(&fixture(name), &f[0]), "4");
+    assert!(f[1]["message"].as_str().unwrap().contains("no `ordinal`"));
+
+    // A gap is allowed (a fork's page starts at an inherited ordinal).
+    let (code, _, f) = diagnose("codex-ordinal-gap.jsonl");
+    assert_eq!(code, 0, "{}", describe(&f));
+    assert!(f.is_empty(), "{}", describe(&f));
+
+    let (_, _, f) = diagnose("codex-header-late.jsonl");
+    assert!(
+        f.iter()
+            .any(|x| x["message"].as_str().unwrap().contains("does not start")),
+        "{}",
+        describe(&f)
+    );
+}
+
+#[test]
+fn a_turn_cut_off_after_tool_output_and_an_interrupted_turn() {
+    let name = "codex-cut-after-output.jsonl";
+    let (_, _, f) = diagnose(name);
+    assert_eq!(f.len(), 1, "{}", describe(&f));
+    assert_eq!(f[0]["rule"], "message-incomplete");
+    assert_eq!(f[0]["severity"], "warning");
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("after tool results")
+    );
+    assert_eq!(span_text(&fixture(name), &f[0]), "\"call_t1\"");
+
+    // The user interrupted the turn (`turn_aborted`): it ended on purpose.
+    let (code, _, f) = diagnose("codex-interrupted.jsonl");
+    assert_eq!(code, 0);
+    assert!(f.is_empty(), "{}", describe(&f));
 }

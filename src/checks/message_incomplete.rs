@@ -12,7 +12,10 @@ declare_check! {
     /// finished. In a Claude Code transcript or a Codex rollout, reports a user turn that got no
     /// reply at all: the client writes a reply only once it is complete, so a reply cut off
     /// mid-stream leaves the user's prompt dangling (a warning; an info when the session was
-    /// resumed after it, with what the client did about it).
+    /// resumed after it, with what the client did about it). Likewise a turn that stops after
+    /// tool results the model was to answer (Codex: no `task_complete` after the last output). A
+    /// turn the user interrupted (Claude Code's `[Request interrupted by user]`, Codex's
+    /// `turn_aborted`) ends on purpose and is no finding.
     ///
     /// ## Why it matters
     /// OpenCode sets `time.completed` when the prompt loop ends, on every exit path. A message
@@ -114,6 +117,10 @@ impl Check for MessageIncomplete {
 fn unanswered(facts: &crate::session::TranscriptFacts, out: &mut Vec<Finding>) {
     for turn in &facts.unanswered {
         let mut f = match &turn.resumed {
+            None if turn.results => MessageIncomplete::META
+                .finding("the turn stops after tool results: the model's answer to them was never written")
+                .at(turn.span, "no reply follows this result")
+                .help("the client was stopped while the model answered, and the partial reply was not written; resume the session to go on"),
             None => MessageIncomplete::META
                 .finding("the last user turn was never answered: the transcript ends with the user's message and no reply")
                 .at(turn.span, "no reply follows this message")
@@ -125,6 +132,12 @@ fn unanswered(facts: &crate::session::TranscriptFacts, out: &mut Vec<Finding>) {
                 .also(Some(*span), words.clone())
                 .help("nothing to do: the resumed request is valid; the reply that was cut off is lost"),
         };
+        for (span, words) in &turn.inserted {
+            f = f.also(Some(*span), words.clone());
+        }
+        if turn.resumed.is_some() && !turn.inserted.is_empty() {
+            f = f.note("records with `isMeta` and replies with model `<synthetic>` are the client's own: they keep the history alternating user/assistant and are no model output");
+        }
         for note in &turn.notes {
             f = f.note(note.clone());
         }

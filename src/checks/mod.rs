@@ -189,6 +189,11 @@ rules! {
     session_hidden::SessionHidden,
     reply_truncated::ReplyTruncated,
     storage_file_damaged::StorageFileDamaged,
+    tool_result_orphaned::ToolResultOrphaned,
+    transcript_tree_broken::TranscriptTreeBroken,
+    rollout_order_broken::RolloutOrderBroken,
+    subagent_orphaned::SubagentOrphaned,
+    transcript_oversized::TranscriptOversized,
 }
 
 impl Rule {
@@ -215,7 +220,11 @@ impl Rule {
             | Rule::StreamProviderError
             | Rule::UndecodableRecord
             | Rule::SessionHidden
-            | Rule::StorageFileDamaged => 0,
+            | Rule::StorageFileDamaged
+            | Rule::TranscriptTreeBroken
+            | Rule::RolloutOrderBroken
+            | Rule::SubagentOrphaned
+            | Rule::TranscriptOversized => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly
@@ -228,7 +237,8 @@ impl Rule {
             | Rule::StepUnclosed
             | Rule::MessageIncomplete
             | Rule::StepMerged
-            | Rule::ToolUseWithoutResult => 3,
+            | Rule::ToolUseWithoutResult
+            | Rule::ToolResultOrphaned => 3,
         }
     }
 }

@@ -294,6 +294,9 @@ fn notes(
             .also(Some(e.span), "the run's final result: is_error")
             .note("the run's final `result` record has `is_error: true`: the run failed, whatever its `subtype` says");
     }
+    if info.data.get("synthetic") == Some(&serde_json::Value::Bool(true)) {
+        f = f.note("the client wrote this record itself to show the error (`isApiErrorMessage`, model `<synthetic>`): it is no model output, and it is left out of the requests the client rebuilds on resume");
+    }
     if incident.fatal && retries_exhausted(info) {
         let died = matches!(event.kind, EventKind::ProcessCrash(_))
             || incident

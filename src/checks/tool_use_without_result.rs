@@ -11,8 +11,9 @@ declare_check! {
     /// Checks every request the model receives — a recorded request body, or the request the
     /// agent rebuilds from a stored session — against the provider's pairing rules, and quotes the
     /// error the provider answers: a `tool_use` not answered by `tool_result` blocks at the start
-    /// of the next message (or followed by text in its own message), a `tool_result` answering no
-    /// call, a function call without output.
+    /// of the next message (or followed by text in its own message), a function call without
+    /// output, an assistant message using tools without the thinking block extended thinking
+    /// requires. A result that answers no call is `tool-result-orphaned`'s.
     ///
     /// ## Why it matters
     /// The request is rebuilt from the store on every turn, so one broken pair answers 400 on
@@ -43,6 +44,9 @@ impl Check for ToolUseWithoutResult {
         let mut reported: HashSet<(Option<String>, String)> = HashSet::new();
         for req in &analysis.requests {
             for v in provider::check(req) {
+                if v.kind == provider::ViolationKind::OrphanResult {
+                    continue;
+                }
                 let Some(span) = v.span.or(req.span) else {
                     continue;
                 };

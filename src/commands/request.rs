@@ -19,7 +19,13 @@ use crate::reconstruct::{Block, BlockKind, ModelRequest, Provider, Role};
 use crate::report::snippet::escape;
 
 /// The rule that reports a broken provider rule in `rewind diagnose`.
-const RULE: &str = "tool-use-without-result";
+/// The rule a violation is reported under by `diagnose`.
+fn rule_of(v: &Violation) -> &'static str {
+    match v.kind {
+        provider::ViolationKind::OrphanResult => "tool-result-orphaned",
+        _ => "tool-use-without-result",
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -353,7 +359,12 @@ fn human(
             .filter(|(_, (mi, _))| *mi == i)
         {
             let at = at.map(|k| format!("block {k}: ")).unwrap_or_default();
-            writeln!(out, "     ✗ {at}{RULE}: {}", escape(&v.explanation, false))?;
+            writeln!(
+                out,
+                "     ✗ {at}{}: {}",
+                rule_of(v),
+                escape(&v.explanation, false)
+            )?;
             writeln!(
                 out,
                 "       {} answers 400: \"{}\"",
@@ -416,7 +427,7 @@ fn document(chosen: &Chosen, violations: &[Violation]) -> Document {
     let problems = violations
         .iter()
         .map(|v| ProblemDoc {
-            rule: RULE,
+            rule: rule_of(v),
             message_index: v.message_index,
             block_index: chosen.request.as_ref().and_then(|r| offending_block(r, v)),
             message_id: v.message_id.clone(),

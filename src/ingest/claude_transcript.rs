@@ -9,6 +9,7 @@
 //! line (see [`super::jsonl`]); what they mean is `replay::claude_transcript`'s business.
 
 use std::io::BufRead;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
@@ -44,6 +45,61 @@ pub fn is_record(obj: &Map<String, Value>) -> bool {
 /// Whether a line that does not parse (cut by the end of the head) looks like a record.
 pub fn looks_like_record(compact: &str) -> bool {
     compact.contains("\"parentUuid\":") && compact.contains("\"sessionId\":")
+}
+
+/// A subagent's `agent-<agentId>.meta.json` beside a session's transcript.
+#[derive(Debug, Clone)]
+pub struct SubagentMeta {
+    pub path: PathBuf,
+    pub agent_id: String,
+    /// The `toolUseId` it names (the parent's Task/Agent call), and where its value is in the
+    /// file (byte range).
+    pub tool_use_id: Option<(String, (usize, usize))>,
+    /// Its transcript `agent-<agentId>.jsonl` is there.
+    pub transcript: bool,
+}
+
+/// Largest meta file read (they hold four short fields).
+const MAX_META: u64 = 64 * 1024;
+
+/// The subagent meta files of the session whose transcript is `path`
+/// (`<dir>/<sessionId>.jsonl` → `<dir>/<sessionId>/subagents/agent-*.meta.json`), in name order.
+/// Files that cannot be read or parsed are left out: they are not the transcript asked for.
+pub fn subagent_metas(path: &Path) -> Vec<SubagentMeta> {
+    let dir = path.with_extension("").join("subagents");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SubagentMeta> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let agent_id = name.strip_prefix("agent-")?.strip_suffix(".meta.json")?;
+            if e.metadata().ok()?.len() > MAX_META {
+                return None;
+            }
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            let value: Value = serde_json::from_str(&text).ok()?;
+            let tool_use_id = value
+                .get("toolUseId")
+                .and_then(Value::as_str)
+                .and_then(|id| {
+                    let at = crate::json_scan::locate(
+                        &text,
+                        &[crate::json_scan::Seg::Key("toolUseId")],
+                    )?;
+                    Some((id.to_owned(), at))
+                });
+            Some(SubagentMeta {
+                transcript: dir.join(format!("agent-{agent_id}.jsonl")).is_file(),
+                path: e.path(),
+                agent_id: agent_id.to_owned(),
+                tool_use_id,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out
 }
 
 /// Reads the transcript line by line.

@@ -16,9 +16,21 @@
 use super::{BlockKind, ModelMessage, ModelRequest, Provider, Role};
 use crate::source::Span;
 
+/// Which rule a violation breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ViolationKind {
+    /// A call not answered (right after it, for Anthropic).
+    MissingResult,
+    /// A result that answers no call (of the previous message, for Anthropic).
+    OrphanResult,
+    /// With extended thinking on, an assistant message using tools does not start with thinking.
+    ThinkingFirst,
+}
+
 /// One broken rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Violation {
+    pub kind: ViolationKind,
     /// The provider's error text, verbatim.
     pub error: String,
     /// What is wrong, in words.
@@ -75,6 +87,7 @@ pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
                         _ => "another block",
                     };
                     out.push(Violation {
+                        kind: ViolationKind::ThinkingFirst,
                         error: format!(
                             "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`"
                         ),
@@ -155,6 +168,7 @@ pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
                     .map_or(first_call, |(c, _)| *c);
                 let pointed = if at.is_some() { block } else { first_missing };
                 out.push(Violation {
+                    kind: ViolationKind::MissingResult,
                     error: format!(
                         "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
                         i + 1,
@@ -183,6 +197,7 @@ pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
                         continue;
                     }
                     out.push(Violation {
+                        kind: ViolationKind::OrphanResult,
                         error: format!(
                             "messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                         ),
@@ -224,6 +239,7 @@ pub fn openai(req: &ModelRequest) -> Vec<Violation> {
         }
         let m = &req.messages[i];
         out.push(Violation {
+            kind: ViolationKind::MissingResult,
             error: format!("No tool output found for function call {id}"),
             explanation: format!("tool call {id} (message {i}) has no output after it"),
             message_index: i,
@@ -239,6 +255,7 @@ pub fn openai(req: &ModelRequest) -> Vec<Violation> {
         }
         let m = &req.messages[i];
         out.push(Violation {
+            kind: ViolationKind::OrphanResult,
             error: format!("No tool call found for function call output with call_id {id}"),
             explanation: format!("output for {id} (message {i}) answers no earlier tool call"),
             message_index: i,

@@ -5,8 +5,11 @@
 //!   wants them alternating), and a `tool_use` that the next message does not answer is left
 //!   out (an assistant message left empty goes with it) — on resume the client branches from
 //!   the record before it, so the call is never sent.
-//! * Codex 0.169.0: the stored items in order; a call with no output gets a synthetic output
-//!   ("aborted") right after it, which is not written to the rollout.
+//! * Codex 0.169.0: the stored items in order (from the newest compaction's replacement history
+//!   on); a call with no output gets a synthetic output ("aborted") right after it, which is not
+//!   written to the rollout, and an output whose call is nowhere in the history is left out
+//!   (`context_manager::normalize`: `ensure_call_outputs_present`, then `remove_orphan_outputs`,
+//!   which logs "Orphan function call output").
 //!
 //! Attachments, system reminders, instructions and tool definitions are not rebuilt: the request
 //! holds the conversation's roles, block order and ids.
@@ -78,12 +81,31 @@ pub fn claude_code(history: &[ModelMessage]) -> Vec<ModelMessage> {
     out
 }
 
-/// Codex: the items in order, a synthetic "aborted" output after each call that has none.
+/// Codex: the items in order, a synthetic "aborted" output after each call that has none, and
+/// no output whose call is not in the history.
 pub fn codex(history: &[ModelMessage]) -> Vec<ModelMessage> {
+    let calls: std::collections::HashSet<&str> = history
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(Block::tool_call_id)
+        .collect();
     let mut out = Vec::with_capacity(history.len());
     for (i, m) in history.iter().enumerate() {
-        out.push(m.clone());
-        for id in m.content.iter().filter_map(Block::tool_call_id) {
+        let mut m = m.clone();
+        m.content
+            .retain(|b| b.tool_result_id().is_none_or(|id| calls.contains(id)));
+        if m.content.is_empty() {
+            continue;
+        }
+        let made: Vec<String> = m
+            .content
+            .iter()
+            .filter_map(Block::tool_call_id)
+            .map(str::to_owned)
+            .collect();
+        out.push(m);
+        for id in &made {
+            let id = id.as_str();
             let answered = history[i + 1..]
                 .iter()
                 .any(|n| n.content.iter().any(|b| b.tool_result_id() == Some(id)));
@@ -157,6 +179,25 @@ mod tests {
         assert_eq!(out.len(), 4);
         assert_eq!(out[2].content[0].tool_result_id(), Some("c1"));
         assert_eq!(out[2].role, Role::Tool);
+    }
+
+    #[test]
+    fn codex_leaves_out_an_output_whose_call_is_gone() {
+        let history = vec![
+            msg(Role::User, vec![BlockKind::Text], "u1"),
+            msg(
+                Role::Tool,
+                vec![BlockKind::ToolResult {
+                    id: "gone".into(),
+                    is_error: false,
+                }],
+                "fco1",
+            ),
+            msg(Role::Assistant, vec![BlockKind::Text], "a1"),
+        ];
+        let out = codex(&history);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|m| m.role != Role::Tool));
     }
 }
 

@@ -25,8 +25,9 @@ use crate::json_scan::Seg;
 use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
-    Analysis, Event, EventKind, Message, Observation, PartRecord, Seq, Session, StrandedCall,
-    TranscriptFacts, UnansweredTurn, Undecodable,
+    Analysis, Event, EventKind, IMAGE_MAX_BASE64, Message, Observation, PartRecord, Seq, Session,
+    StrandedCall, TranscriptFacts, TranscriptSize, TreeDamage, TreeDamageKind, UnansweredTurn,
+    Undecodable,
 };
 use crate::source::{FileId, Span};
 
@@ -67,6 +68,24 @@ struct Rec {
     text: Option<(String, Option<Span>)>,
     api_error: Option<(Option<String>, Option<u64>)>,
     blocks: Vec<Block>,
+    /// A `compact_boundary`'s `compactMetadata.preservedSegment`: the records kept verbatim
+    /// (`headUuid` … `tailUuid`), placed after `anchorUuid` (the summary) when the client loads
+    /// the history.
+    preserved: Option<Preserved>,
+    /// A `system`/`compact_boundary` record.
+    boundary: bool,
+    /// Where the `parentUuid` value is, when it named no record read before this one.
+    parent_span: Option<Span>,
+    /// Inline base64 images: their total length, and the ones over the API's limit.
+    image_bytes: u64,
+    big_images: Vec<(u64, Span)>,
+}
+
+#[derive(Debug)]
+struct Preserved {
+    head: String,
+    anchor: String,
+    tail: String,
 }
 
 impl Rec {
@@ -116,6 +135,9 @@ struct Reader {
     version: Option<String>,
     undecodable: Vec<Undecodable>,
     counts: (u64, u64, u64),
+    /// Records whose `uuid` an earlier record has: where, and the uuid.
+    duplicates: Vec<(Span, String)>,
+    size: TranscriptSize,
 }
 
 /// Reads a Claude Code transcript into one analysis.
@@ -144,6 +166,7 @@ fn capped(s: &str, max: usize) -> String {
 impl Reader {
     fn line(&mut self, line: Line) {
         self.counts.0 += 1;
+        self.size.line(line.span);
         let seq = line.index;
         let obj = match &line.value {
             Err((reason, at)) => {
@@ -260,7 +283,7 @@ impl Reader {
                 obj.get("apiErrorStatus").and_then(Value::as_u64),
             )
         });
-        let rec = Rec {
+        let mut rec = Rec {
             seq,
             uuid: uuid.to_owned(),
             parent: str_of(obj, "parentUuid").map(str::to_owned),
@@ -274,37 +297,243 @@ impl Reader {
             text,
             api_error,
             blocks,
+            preserved: None,
+            boundary: false,
+            parent_span: None,
+            image_bytes: 0,
+            big_images: Vec::new(),
         };
+        if let Some(content) = message.and_then(|m| m.get("content")) {
+            let mut images = Vec::new();
+            let mut at = vec![Seg::Key("message"), Seg::Key("content")];
+            super::inline_images(content, &mut at, &mut images);
+            self.size.images += images.len() as u64;
+            for (n, path) in images {
+                rec.image_bytes += n;
+                if n > IMAGE_MAX_BASE64 {
+                    rec.big_images
+                        .push((n, line.locate(&path).unwrap_or(line.span)));
+                }
+            }
+            self.size.image_bytes += rec.image_bytes;
+        }
+        if rec
+            .parent
+            .as_ref()
+            .is_some_and(|p| !self.index.contains_key(p))
+        {
+            rec.parent_span = line.locate(&["parentUuid".into()]);
+        }
+        // Claude Code writes a uuid once to a session's file; a subagent's file may repeat the
+        // records it inherited from its parent.
+        if !rec.sidechain && self.index.contains_key(&rec.uuid) {
+            self.duplicates.push((
+                line.locate(&["uuid".into()]).unwrap_or(line.span),
+                rec.uuid.clone(),
+            ));
+        }
         if rec.ty == "system" && str_of(obj, "subtype") == Some("compact_boundary") {
             self.counts.2 += 1;
+            rec.boundary = true;
+            rec.preserved = obj
+                .get("compactMetadata")
+                .and_then(|m| m.get("preservedSegment"))
+                .and_then(Value::as_object)
+                .and_then(|p| {
+                    Some(Preserved {
+                        head: str_of(p, "headUuid")?.to_owned(),
+                        anchor: str_of(p, "anchorUuid")?.to_owned(),
+                        tail: str_of(p, "tailUuid")?.to_owned(),
+                    })
+                });
         }
         self.index.insert(rec.uuid.clone(), self.records.len());
         self.records.push(rec);
     }
 
-    /// Indices of the active path, root first.
-    fn active_path(&self) -> Vec<usize> {
+    /// The record the active history ends at.
+    fn leaf(&self) -> Option<usize> {
         let leaf = self
             .main_leaf
             .as_ref()
             .filter(|l| self.index.contains_key(*l))
             .or(self.side_leaf.as_ref())
             .or_else(|| self.records.last().map(|r| &r.uuid));
+        leaf.and_then(|l| self.index.get(l)).copied()
+    }
+
+    /// Indices of the active path, root first.
+    fn active_path(&self) -> Vec<usize> {
+        let relinks = self.relinks();
         let mut path = Vec::new();
-        let mut at = leaf.and_then(|l| self.index.get(l)).copied();
+        let mut seen = HashSet::new();
+        let mut at = self.leaf();
         while let Some(i) = at {
-            if path.len() > self.records.len() {
+            if !seen.insert(i) {
                 break; // a cycle: the file is corrupt; keep what was walked
             }
             path.push(i);
-            at = self.records[i]
-                .parent
-                .as_ref()
-                .and_then(|p| self.index.get(p))
-                .copied();
+            at = relinks.get(&i).copied().or_else(|| {
+                self.records[i]
+                    .parent
+                    .as_ref()
+                    .and_then(|p| self.index.get(p))
+                    .copied()
+            });
         }
         path.reverse();
+        self.stitch_parallel(path)
+    }
+
+    /// Parallel tool calls: one API message is stored as one record per block, and the records
+    /// of a message's calls and their results may branch from each other (each result's parent
+    /// is its own call's record), so the walk from the leaf passes through one branch only.
+    /// Claude Code stitches the siblings back when it loads the transcript: an off-path
+    /// assistant record of a message that is on the path, and an off-path record of results
+    /// that all answer calls on the path, hanging from the path, are put back — a sibling
+    /// next to its message, results after the results that follow the calls.
+    fn stitch_parallel(&self, mut path: Vec<usize>) -> Vec<usize> {
+        let mut on: HashSet<usize> = path.iter().copied().collect();
+        let mut calls: HashSet<&str> = HashSet::new();
+        let mut messages: HashSet<&str> = HashSet::new();
+        for &i in &path {
+            let rec = &self.records[i];
+            calls.extend(rec.blocks.iter().filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            }));
+            if rec.ty == "assistant"
+                && let Some(m) = &rec.message_id
+            {
+                messages.insert(m);
+            }
+        }
+        let answered: HashSet<&str> = self
+            .records
+            .iter()
+            .flat_map(|r| &r.blocks)
+            .filter_map(|b| match b {
+                Block::ToolResult { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        // Results already on the path: a stitched record only fills in a missing one.
+        let mut results_on: HashSet<&str> = path
+            .iter()
+            .flat_map(|&i| &self.records[i].blocks)
+            .filter_map(|b| match b {
+                Block::ToolResult { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        for (i, rec) in self.records.iter().enumerate() {
+            if on.contains(&i) || rec.meta {
+                continue;
+            }
+            let Some(&parent) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                continue;
+            };
+            if !on.contains(&parent) {
+                continue;
+            }
+            // A sibling call nobody answered is what a kill leaves; the client branches past
+            // it on resume rather than stitching it back.
+            let own_calls: Vec<&str> = rec
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolUse { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let sibling = rec.ty == "assistant"
+                && rec
+                    .message_id
+                    .as_deref()
+                    .is_some_and(|m| messages.contains(m))
+                && !own_calls.is_empty()
+                && own_calls.iter().all(|id| answered.contains(id));
+            let results: Vec<&str> = rec
+                .blocks
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolResult { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let answers = rec.ty == "user"
+                && !results.is_empty()
+                && results
+                    .iter()
+                    .all(|id| calls.contains(id) && !results_on.contains(id));
+            if !(sibling || answers) {
+                continue;
+            }
+            let Some(mut at) = path.iter().position(|&k| k == parent) else {
+                continue;
+            };
+            if sibling {
+                // After the last record of the same message.
+                while path.get(at + 1).is_some_and(|&k| {
+                    self.records[k].ty == "assistant"
+                        && self.records[k].message_id == rec.message_id
+                }) {
+                    at += 1;
+                }
+            } else {
+                // After the calls' message and the results already there.
+                while path.get(at + 1).is_some_and(|&k| {
+                    let r = &self.records[k];
+                    (r.ty == "assistant" && r.message_id == self.records[parent].message_id)
+                        || r.has_results()
+                }) {
+                    at += 1;
+                }
+            }
+            path.insert(at + 1, i);
+            on.insert(i);
+            results_on.extend(results.iter().copied());
+            calls.extend(rec.blocks.iter().filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            }));
+        }
         path
+    }
+
+    /// The records a compaction kept (`preservedSegment`: `headUuid` … `tailUuid`) hang from
+    /// its anchor when the client loads the transcript: the head's parent becomes `anchorUuid`,
+    /// provided the walk from the tail reaches the head. Records written after the compaction
+    /// go on from the tail (or from the anchor, when nothing was kept), so the active history
+    /// runs boundary → summary → kept records → what came after.
+    fn relinks(&self) -> HashMap<usize, usize> {
+        let mut out = HashMap::new();
+        for rec in &self.records {
+            let Some(p) = &rec.preserved else {
+                continue;
+            };
+            let (Some(&head), Some(&anchor)) = (self.index.get(&p.head), self.index.get(&p.anchor))
+            else {
+                continue;
+            };
+            let mut at = self.index.get(&p.tail).copied();
+            let mut steps = 0;
+            while let Some(i) = at {
+                if i == head || steps > self.records.len() {
+                    break;
+                }
+                steps += 1;
+                at = self.records[i]
+                    .parent
+                    .as_ref()
+                    .and_then(|q| self.index.get(q))
+                    .copied();
+            }
+            if at == Some(head) && head != anchor {
+                out.insert(head, anchor);
+            }
+        }
+        out
     }
 
     fn finish(self, file: FileId) -> Analysis {
@@ -350,7 +579,7 @@ impl Reader {
                     info.message = text.map(|(t, _)| t.clone()).unwrap_or_default();
                     info.message_span = text.and_then(|(_, s)| *s);
                 }
-                info.data = json!({ "error": code, "apiErrorStatus": status });
+                info.data = json!({ "error": code, "apiErrorStatus": status, "synthetic": true });
                 if info.retryable.is_none() {
                     info.retryable = status.map(|c| c == 429 || c >= 500);
                 }
@@ -449,6 +678,24 @@ impl Reader {
         }
         self.unanswered(&path, &session_id, &client, &mut facts);
         self.stranded(&path, &on_path, &session_id, &client, &mut facts);
+        self.off_history(&path, &on_path, &mut facts);
+        self.tree(&path, &on_path, &session_id, &client, &mut facts);
+        let mut size = self.size.clone();
+        for &i in &path {
+            size.image_bytes_sent += self.records[i].image_bytes;
+            size.big_images
+                .extend(self.records[i].big_images.iter().copied());
+        }
+        facts.size = size;
+        facts.file_calls = self
+            .records
+            .iter()
+            .flat_map(|r| &r.blocks)
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
         session
             .messages
             .retain(|m| !m.parts.is_empty() || m.span.is_some());
@@ -494,15 +741,248 @@ impl Reader {
                 )),
                 Some(_) => continue,
             };
+            // The prompt Claude Code adds on resume before its synthetic reply (`isMeta`: hidden
+            // from the user, sent to the model).
+            let inserted: Vec<(Span, String)> = match (next, &resumed) {
+                (Some(next), Some(_)) if next.synthetic => path
+                    .iter()
+                    .map(|&i| &self.records[i])
+                    .filter(|r| r.seq > rec.seq && r.seq < next.seq && r.meta && r.ty == "user")
+                    .map(|r| {
+                        (
+                            r.text.as_ref().and_then(|(_, s)| *s).unwrap_or(r.span.head()),
+                            "on resume the client added this prompt itself (`isMeta`: hidden from the user, sent to the model)".to_owned(),
+                        )
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let first_result = rec.blocks.iter().find_map(|b| match b {
+                Block::ToolResult { span, .. } => Some(*span),
+                _ => None,
+            });
             facts.unanswered.push(UnansweredTurn {
                 session: session.to_owned(),
                 message_id: rec.uuid.clone(),
-                span: rec.text.as_ref().and_then(|(_, s)| *s).unwrap_or(rec.span),
+                span: first_result
+                    .or_else(|| rec.text.as_ref().and_then(|(_, s)| *s))
+                    .unwrap_or(rec.span),
                 resumed,
+                results: first_result.is_some(),
+                inserted,
                 notes: vec![format!(
                     "written by {client}; Claude Code writes a reply's blocks only once each is complete (observed with 2.1.197), so a reply cut off mid-stream leaves nothing"
                 )],
             });
+        }
+    }
+
+    /// Damage to the tree: a `parentUuid` naming no record (on the active history: the client
+    /// loses what is above it), a cycle, a duplicated `uuid`; and branches the active history
+    /// leaves behind (what the client does when a turn is resumed or rewound), unless a
+    /// stranded call already tells of them.
+    fn tree(
+        &self,
+        path: &[usize],
+        on_path: &HashSet<usize>,
+        session: &str,
+        client: &str,
+        facts: &mut TranscriptFacts,
+    ) {
+        let mut push = |kind, span, message: String, related, notes| {
+            facts.tree.push(TreeDamage {
+                kind,
+                session: session.to_owned(),
+                span,
+                message,
+                related,
+                notes,
+            });
+        };
+        let main_sidechain = path.last().is_some_and(|&i| self.records[i].sidechain);
+        let talk = |r: &Rec| r.converses() && !r.synthetic && r.sidechain == main_sidechain;
+        let total = self.records.iter().filter(|r| talk(r)).count();
+        let reachable = path.iter().filter(|&&i| talk(&self.records[i])).count();
+        // A cycle: the walk from the leaf comes back to a record.
+        if let Some(&top) = path.first()
+            && let Some(p) = self.records[top].parent.as_ref()
+            && let Some(&j) = self.index.get(p)
+            && on_path.contains(&j)
+        {
+            let rec = &self.records[top];
+            push(
+                TreeDamageKind::Cycle,
+                rec.span.head(),
+                format!(
+                    "the records' parentUuid links go round in a circle: record {} names {}, which is already on the way down to the leaf",
+                    rec.uuid, self.records[j].uuid
+                ),
+                vec![(
+                    self.records[j].span.head(),
+                    "the record it names".to_owned(),
+                )],
+                vec![format!(
+                    "written by {client}; a client that walks the history back from the leaf never reaches a root here"
+                )],
+            );
+        }
+        for (i, rec) in self.records.iter().enumerate() {
+            let Some(parent) = rec.parent.as_ref() else {
+                continue;
+            };
+            // A subagent's records may start from a record of its parent's file.
+            if self.index.contains_key(parent) || rec.sidechain {
+                continue;
+            }
+            let live = path.first() == Some(&i);
+            let span = rec.parent_span.unwrap_or(rec.span.head());
+            let message = if live {
+                format!(
+                    "the active history stops at record {}: its parentUuid {parent} names no record in the file, so the client resumes with only {reachable} of the file's {total} conversation records (this one and those after it)",
+                    rec.uuid
+                )
+            } else {
+                format!(
+                    "record {} names parent {parent}, which is not in the file: the branch it starts is cut off from the rest",
+                    rec.uuid
+                )
+            };
+            let related = match path.last().filter(|_| live) {
+                Some(&leaf) => vec![(
+                    self.records[leaf].span.head(),
+                    "the active history ends here: the leaf the client resumes from".to_owned(),
+                )],
+                None => Vec::new(),
+            };
+            push(
+                TreeDamageKind::MissingParent { live },
+                span,
+                message,
+                related,
+                vec![format!(
+                    "written by {client}; Claude Code rebuilds the history by walking parentUuid back from the leaf, and a gap truncates it silently (anthropics/claude-code#22107, #58554)"
+                )],
+            );
+        }
+        for (span, uuid) in &self.duplicates {
+            push(
+                TreeDamageKind::DuplicateUuid,
+                *span,
+                format!(
+                    "two records have uuid {uuid}: a child naming it may be linked to the wrong one"
+                ),
+                Vec::new(),
+                Vec::new(),
+            );
+        }
+        // Branches: each record off the path, mapped to the first record of its branch (the
+        // child of a record on the path). Parents come before children in the file.
+        let stranded: HashSet<&str> = facts
+            .stranded_calls
+            .iter()
+            .map(|c| c.call_id.as_str())
+            .collect();
+        let mut root: Vec<Option<usize>> = vec![None; self.records.len()];
+        let mut branches: Vec<(usize, usize, usize, bool)> = Vec::new(); // root, talk, last, stranded
+        for (i, rec) in self.records.iter().enumerate() {
+            if on_path.contains(&i) || rec.sidechain != main_sidechain {
+                continue;
+            }
+            let Some(&p) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                continue;
+            };
+            let r = if on_path.contains(&p) {
+                Some(i)
+            } else if p < i {
+                root[p]
+            } else {
+                None
+            };
+            root[i] = r;
+            let Some(r) = r else {
+                continue;
+            };
+            let strands = rec
+                .blocks
+                .iter()
+                .any(|b| matches!(b, Block::ToolUse { id, .. } if stranded.contains(id.as_str())));
+            match branches.iter_mut().find(|b| b.0 == r) {
+                Some(b) => {
+                    b.1 += usize::from(talk(rec));
+                    b.2 = i;
+                    b.3 |= strands;
+                }
+                None => branches.push((r, usize::from(talk(rec)), i, strands)),
+            }
+        }
+        for (r, talked, last, strands) in branches {
+            if talked == 0 || strands {
+                continue;
+            }
+            let rec = &self.records[r];
+            let Some(fork) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                continue;
+            };
+            let fork = &self.records[*fork];
+            let live = path
+                .iter()
+                .map(|&k| &self.records[k])
+                .find(|c| c.parent.as_deref() == Some(fork.uuid.as_str()));
+            let related = live
+                .map(|c| {
+                    vec![(
+                        c.span.head(),
+                        "the active history goes on from the same record here".to_owned(),
+                    )]
+                })
+                .unwrap_or_default();
+            let ended = &self.records[last];
+            let how = if ended.api_error.is_some() {
+                "it ends with an API error"
+            } else if ended.ty == "user" {
+                "it ends with a user turn that got no reply"
+            } else {
+                "it ends normally"
+            };
+            push(
+                TreeDamageKind::Abandoned,
+                rec.span.head(),
+                format!(
+                    "a branch of {talked} conversation record{} leaves the active history after record {}; {how}",
+                    if talked == 1 { "" } else { "s" },
+                    fork.uuid
+                ),
+                related,
+                vec![format!(
+                    "written by {client}; Claude Code branches this way when a turn is resumed after an interruption or rewound (/rewind, an edited prompt): the branch stays on disk and is not sent"
+                )],
+            );
+        }
+    }
+
+    /// Every `tool_use` of the file that is not on the active history, and why.
+    fn off_history(&self, path: &[usize], on_path: &HashSet<usize>, facts: &mut TranscriptFacts) {
+        let first_on_path = path.first().map_or(0, |&i| self.records[i].seq);
+        let compacted = path.first().is_some_and(|&i| self.records[i].boundary);
+        for (i, rec) in self.records.iter().enumerate() {
+            if on_path.contains(&i) {
+                continue;
+            }
+            for block in &rec.blocks {
+                let Block::ToolUse { id, span, .. } = block else {
+                    continue;
+                };
+                let why = if compacted && rec.seq < first_on_path {
+                    "before the compaction the active history starts from"
+                } else if rec.sidechain {
+                    "in a sidechain (a subagent's conversation)"
+                } else {
+                    "on a branch the active history does not take"
+                };
+                facts
+                    .off_history_calls
+                    .push((id.clone(), *span, why.to_owned()));
+            }
         }
     }
 
@@ -724,6 +1204,45 @@ mod tests {
         assert_eq!(f.map(|f| f.open_call_notes.len()), Some(0));
         assert!(a.parts().all(|(_, _, p)| p.part.tool().is_none()));
         assert_eq!(f.map(|f| f.unanswered.len()), Some(0));
+    }
+
+    #[test]
+    fn a_second_result_on_another_branch_is_not_stitched_back() {
+        let text = format!(
+            "{HEAD}{}\n{}\n{}\n",
+            r#"{"type":"user","uuid":"r_old","parentUuid":"a2","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"old"}]}}"#,
+            r#"{"type":"user","uuid":"r_new","parentUuid":"a2","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"new"}]}}"#,
+            r#"{"type":"assistant","uuid":"a3","parentUuid":"r_new","sessionId":"s","message":{"id":"msg_2","model":"m","content":[{"type":"text","text":"ok"}]}}"#
+        );
+        let a = run(&text);
+        let results = a
+            .transcript
+            .as_deref()
+            .map(|f| {
+                f.history
+                    .iter()
+                    .flat_map(|m| &m.content)
+                    .filter(|b| b.tool_result_id().is_some())
+                    .count()
+            })
+            .unwrap_or_default();
+        assert_eq!(results, 1);
+    }
+
+    #[test]
+    fn a_cycle_and_a_duplicate_uuid_are_tree_damage() {
+        let text = r#"{"type":"user","uuid":"u1","parentUuid":"a1","sessionId":"s","message":{"role":"user","content":"hi"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"msg_1","model":"m","content":[{"type":"text","text":"ok"}]}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s","message":{"id":"msg_1","model":"m","content":[{"type":"text","text":"ok"}]}}
+"#;
+        let a = run(text);
+        let kinds: Vec<TreeDamageKind> = a
+            .transcript
+            .as_deref()
+            .map(|f| f.tree.iter().map(|d| d.kind.clone()).collect())
+            .unwrap_or_default();
+        assert!(kinds.contains(&TreeDamageKind::Cycle), "{kinds:?}");
+        assert!(kinds.contains(&TreeDamageKind::DuplicateUuid), "{kinds:?}");
     }
 
     #[test]

@@ -20,8 +20,8 @@ use crate::json_scan::Seg;
 use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
-    Analysis, ErrorInfo, Event, EventKind, Message, Observation, PartRecord, Seq, Session,
-    StrandedCall, TranscriptFacts, UnansweredTurn, Undecodable,
+    Analysis, ErrorInfo, Event, EventKind, IMAGE_MAX_BASE64, Message, Observation, PartRecord, Seq,
+    Session, StrandedCall, TranscriptFacts, TranscriptSize, UnansweredTurn, Undecodable,
 };
 use crate::source::{FileId, Span};
 
@@ -36,6 +36,9 @@ struct Turn {
     complete: bool,
     /// Calls made in this turn: (message index, part index).
     calls: Vec<(usize, usize)>,
+    /// The turn's last response item is a tool's output (its item id and call id's place): the
+    /// model was to answer it.
+    last_result: Option<(String, Span)>,
 }
 
 #[derive(Default)]
@@ -49,6 +52,26 @@ struct Reader {
     calls: HashMap<String, (usize, usize)>,
     lines: u64,
     history: Vec<ModelMessage>,
+    /// Calls a compaction took out of the history.
+    compacted_calls: Vec<(String, Span, String)>,
+    compactions: u64,
+    order: Order,
+    size: TranscriptSize,
+}
+
+/// What the record order needs: the header and the `ordinal`s.
+#[derive(Default)]
+struct Order {
+    /// The type of the first decoded record, and where it is.
+    first: Option<(String, Span)>,
+    /// The first line could not be decoded.
+    first_undecodable: bool,
+    header: bool,
+    /// The last ordinal seen and where.
+    last: Option<(u64, Span)>,
+    /// Breaks: (kind, where, what). Kinds: 0 repeated or going back, 1 missing after numbered
+    /// records, 2 not a number.
+    breaks: Vec<(u8, Span, String, Option<Span>)>,
 }
 
 /// A response item as a message of the stored history: messages by role (`developer` is a
@@ -60,9 +83,17 @@ fn history_item(
     p: &Map<String, Value>,
     id: &str,
     line: &Line,
+    at: &[Seg<'_>],
 ) -> ModelMessage {
     let call_id = str_of(p, "call_id").unwrap_or_default().to_owned();
-    let span = line.locate(&[Seg::Key("payload"), Seg::Key("call_id")]);
+    let mut path = at.to_vec();
+    path.push(Seg::Key("call_id"));
+    let span = line.locate(&path);
+    let whole = if at.len() > 1 {
+        line.locate(at).unwrap_or(line.span)
+    } else {
+        line.span
+    };
     let (role, kind) = match (ty, role) {
         ("message", Some("user")) => (Role::User, BlockKind::Text),
         ("message", Some("assistant")) => (Role::Assistant, BlockKind::Text),
@@ -88,10 +119,10 @@ fn history_item(
         role,
         content: vec![RBlock {
             kind,
-            span: span.or(Some(line.span)),
+            span: span.or(Some(whole)),
             part_id: Some(id.to_owned()),
         }],
-        span: Some(line.span),
+        span: Some(whole),
         message_id: Some(id.to_owned()),
     }
 }
@@ -127,6 +158,7 @@ impl Reader {
 
     fn line(&mut self, line: Line) {
         self.lines += 1;
+        self.size.line(line.span);
         let seq = line.index;
         let obj = match &line.value {
             Ok(Value::Object(o)) => o,
@@ -140,6 +172,9 @@ impl Reader {
                 return;
             }
             Err((reason, at)) => {
+                if self.order.first.is_none() {
+                    self.order.first_undecodable = true;
+                }
                 let u = Undecodable {
                     span: line.span,
                     reason: reason.clone(),
@@ -150,6 +185,7 @@ impl Reader {
                 return;
             }
         };
+        self.order(&line, obj);
         let Some(payload) = obj.get("payload").and_then(Value::as_object) else {
             return;
         };
@@ -173,7 +209,15 @@ impl Reader {
                         output: false,
                         complete: false,
                         calls: Vec::new(),
+                        last_result: None,
                     });
+                    self.open_output = None;
+                }
+                // The user interrupted the turn: it ends on purpose.
+                "turn_aborted" => {
+                    if let Some(t) = self.turns.last_mut() {
+                        t.complete = true;
+                    }
                     self.open_output = None;
                 }
                 "task_complete" => {
@@ -214,18 +258,181 @@ impl Reader {
                 _ => {}
             },
             "response_item" => self.item(seq, &line, payload),
+            "compacted" => self.compacted(seq, &line, payload),
             _ => {}
         }
     }
 
+    /// The header and the ordinals: Codex's recorder wants `session_meta` first ("rollout does
+    /// not start with session metadata"), and, once a record has an `ordinal`, every later one
+    /// with a greater one (a gap is allowed; a repeat makes paginated history drop records,
+    /// openai/codex#35746; a record without one fails the resume, #45150).
+    fn order(&mut self, line: &Line, obj: &Map<String, Value>) {
+        let ty = str_of(obj, "type").unwrap_or_default();
+        let o = &mut self.order;
+        if o.first.is_none() {
+            o.first = Some((ty.to_owned(), line.span.head()));
+        }
+        if ty == "session_meta" {
+            o.header = true;
+        }
+        let at = || line.locate(&["ordinal".into()]).unwrap_or(line.span.head());
+        match obj.get("ordinal") {
+            None | Some(Value::Null) => {
+                if o.last.is_some() {
+                    o.breaks.push((
+                        1,
+                        line.span.head(),
+                        format!(
+                            "line {} has no `ordinal`, after numbered records",
+                            line.index + 1
+                        ),
+                        o.last.map(|l| l.1),
+                    ));
+                }
+            }
+            Some(v) => match v.as_u64() {
+                None => o.breaks.push((
+                    2,
+                    at(),
+                    format!(
+                        "line {} has an `ordinal` that is not a whole number: {v}",
+                        line.index + 1
+                    ),
+                    None,
+                )),
+                Some(n) => {
+                    if let Some((prev, prev_at)) = o.last
+                        && n <= prev
+                    {
+                        let what = if n == prev {
+                            "repeats"
+                        } else {
+                            "goes back from"
+                        };
+                        o.breaks.push((
+                            0,
+                            at(),
+                            format!(
+                                "line {} has ordinal {n}, which {what} the ordinal {prev} before it",
+                                line.index + 1,
+                            ),
+                            Some(prev_at),
+                        ));
+                    }
+                    o.last = Some((n, at()));
+                }
+            },
+        }
+    }
+
+    /// A compaction: the history the client resumes from is replaced by `replacement_history`
+    /// (Codex reads the newest `compacted` record that has one and replays the items after it);
+    /// an older record without one stands for the user's messages and the summary, which is
+    /// what Codex rebuilds from it. Calls that leave the history are remembered.
+    fn compacted(&mut self, seq: Seq, line: &Line, p: &Map<String, Value>) {
+        let before = std::mem::take(&mut self.history);
+        match p.get("replacement_history").and_then(Value::as_array) {
+            Some(items) => {
+                for (k, item) in items.iter().enumerate() {
+                    let Some(o) = item.as_object() else {
+                        continue;
+                    };
+                    let ty = str_of(o, "type").unwrap_or_default();
+                    let id = str_of(o, "id")
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| format!("item-{}.{k}", seq + 1));
+                    let at = [
+                        Seg::Key("payload"),
+                        Seg::Key("replacement_history"),
+                        Seg::Index(k),
+                    ];
+                    self.history
+                        .push(history_item(ty, str_of(o, "role"), o, &id, line, &at));
+                }
+            }
+            None => {
+                self.history = before
+                    .iter()
+                    .filter(|m| m.role == Role::User)
+                    .cloned()
+                    .collect();
+                let summary = line
+                    .locate(&[Seg::Key("payload"), Seg::Key("message")])
+                    .unwrap_or(line.span);
+                self.history.push(ModelMessage {
+                    role: Role::User,
+                    content: vec![RBlock {
+                        kind: BlockKind::Text,
+                        span: Some(summary),
+                        part_id: None,
+                    }],
+                    span: Some(line.span),
+                    message_id: Some(format!("compacted-{}", seq + 1)),
+                });
+            }
+        }
+        let kept: std::collections::HashSet<&str> = self
+            .history
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(RBlock::tool_call_id)
+            .collect();
+        let gone: Vec<(String, Span, String)> = before
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| Some((b.tool_call_id()?, b.span?)))
+            .filter(|(id, _)| !kept.contains(id))
+            .map(|(id, span)| {
+                (
+                    id.to_owned(),
+                    span,
+                    "before a compaction that did not keep it".to_owned(),
+                )
+            })
+            .collect();
+        self.compacted_calls.extend(gone);
+        self.compactions += 1;
+    }
+
     fn item(&mut self, seq: Seq, line: &Line, p: &Map<String, Value>) {
+        for key in ["content", "output"] {
+            let Some(v) = p.get(key) else {
+                continue;
+            };
+            let mut images = Vec::new();
+            let mut at = vec![Seg::Key("payload"), Seg::Key(key)];
+            super::inline_images(v, &mut at, &mut images);
+            self.size.images += images.len() as u64;
+            for (n, path) in images {
+                self.size.image_bytes += n;
+                self.size.image_bytes_sent += n;
+                if n > IMAGE_MAX_BASE64 {
+                    let span = line.locate(&path).unwrap_or(line.span);
+                    self.size.big_images.push((n, span));
+                }
+            }
+        }
         let at = |key: &str| line.locate(&[Seg::Key("payload"), Seg::Key(key)]);
         let ty = str_of(p, "type").unwrap_or_default();
         let role = str_of(p, "role");
         let item_id = str_of(p, "id")
             .map(str::to_owned)
             .unwrap_or_else(|| format!("item-{}", seq + 1));
-        self.history.push(history_item(ty, role, p, &item_id, line));
+        self.history.push(history_item(
+            ty,
+            role,
+            p,
+            &item_id,
+            line,
+            &[Seg::Key("payload")],
+        ));
+        if let Some(t) = self.turns.last_mut() {
+            t.last_result = ty.ends_with("_output").then(|| {
+                let span = at("call_id").unwrap_or(line.span);
+                (item_id.clone(), span)
+            });
+        }
         match (ty, role) {
             ("message", Some("user")) => {
                 self.open_output = None;
@@ -236,6 +443,7 @@ impl Reader {
                         output: false,
                         complete: false,
                         calls: Vec::new(),
+                        last_result: None,
                     });
                 }
                 let span = line
@@ -339,6 +547,41 @@ impl Reader {
         }
     }
 
+    /// The header and ordinal breaks, the first of each kind with how many more there are.
+    fn order_breaks(&mut self) -> Vec<(Span, String, Option<Span>)> {
+        let o = std::mem::take(&mut self.order);
+        let mut out = Vec::new();
+        match &o.first {
+            _ if o.first_undecodable => {} // undecodable-record tells of the first line
+            None => {}
+            Some((ty, span)) if !o.header => out.push((
+                *span,
+                format!("the rollout has no `session_meta` header: its first record is `{ty}`, and no record gives the session's id, folder and version"),
+                None,
+            )),
+            Some((ty, span)) if ty != "session_meta" => out.push((
+                *span,
+                format!("the rollout does not start with its `session_meta` header: the first record is `{ty}`"),
+                None,
+            )),
+            Some(_) => {}
+        }
+        for kind in 0..3u8 {
+            let mut of_kind = o.breaks.iter().filter(|b| b.0 == kind);
+            let Some((_, span, what, before)) = of_kind.next() else {
+                continue;
+            };
+            let more = of_kind.count();
+            let what = if more > 0 {
+                format!("{what} ({more} more like it)")
+            } else {
+                what.clone()
+            };
+            out.push((*span, what, *before));
+        }
+        out
+    }
+
     fn finish(mut self, file: FileId) -> Analysis {
         let mut analysis = self
             .analysis
@@ -354,9 +597,16 @@ impl Reader {
             Some(v) => format!("Codex {v}"),
             None => "Codex".to_owned(),
         };
+        if self.compactions > 0 {
+            analysis.counts.insert("compactions", self.compactions);
+        }
+        let order = self.order_breaks();
         let mut facts = TranscriptFacts {
             client: client.clone(),
             history: std::mem::take(&mut self.history),
+            off_history_calls: std::mem::take(&mut self.compacted_calls),
+            order,
+            size: std::mem::take(&mut self.size),
             ..TranscriptFacts::default()
         };
         let last = self.turns.len().saturating_sub(1);
@@ -378,6 +628,22 @@ impl Reader {
                 }
                 strand.push((mi, pi, next.map_or(turn.span, |t| t.span)));
             }
+            if n == last
+                && !turn.complete
+                && let Some((id, span)) = &turn.last_result
+            {
+                facts.unanswered.push(UnansweredTurn {
+                    session: self.session.id.clone(),
+                    message_id: id.clone(),
+                    span: *span,
+                    resumed: None,
+                    results: true,
+                    inserted: Vec::new(),
+                    notes: vec![format!(
+                        "written by {client}; the turn has no `task_complete`: the process stopped while the model was answering the tool's output, and Codex writes a reply only once its output item is complete"
+                    )],
+                });
+            }
             if turn.output || turn.complete {
                 continue;
             }
@@ -397,6 +663,8 @@ impl Reader {
                 message_id: id.clone(),
                 span: *span,
                 resumed,
+                results: false,
+                inserted: Vec::new(),
                 notes: vec![format!(
                     "written by {client}; Codex writes a reply only once its output item is complete (observed with 0.169.0), so a reply cut off mid-stream leaves nothing"
                 )],

@@ -15,6 +15,64 @@ pub mod stream;
 
 use serde_json::Value;
 
+/// Inline base64 images in a content value (Claude Code's `image` blocks with a base64
+/// `source`, also inside `tool_result` content; Codex's `input_image` with a `data:` URL, also
+/// in a tool output): the length of each one's data and the path to it from `at`.
+pub fn inline_images(
+    v: &Value,
+    at: &mut Vec<crate::json_scan::Seg<'static>>,
+    out: &mut Vec<(u64, Vec<crate::json_scan::Seg<'static>>)>,
+) {
+    use crate::json_scan::Seg;
+    let Some(items) = v.as_array() else {
+        return;
+    };
+    if at.len() > 8 {
+        return;
+    }
+    for (k, item) in items.iter().enumerate() {
+        let Some(o) = item.as_object() else {
+            continue;
+        };
+        at.push(Seg::Index(k));
+        match o.get("type").and_then(Value::as_str) {
+            Some("image") => {
+                if let Some(data) = o
+                    .get("source")
+                    .filter(|s| s.get("type").and_then(Value::as_str) == Some("base64"))
+                    .and_then(|s| s.get("data"))
+                    .and_then(Value::as_str)
+                {
+                    let mut path = at.clone();
+                    path.extend([Seg::Key("source"), Seg::Key("data")]);
+                    out.push((data.len() as u64, path));
+                }
+            }
+            Some("input_image") => {
+                if let Some(url) = o
+                    .get("image_url")
+                    .and_then(Value::as_str)
+                    .filter(|u| u.starts_with("data:"))
+                {
+                    let mut path = at.clone();
+                    path.push(Seg::Key("image_url"));
+                    out.push((url.len() as u64, path));
+                }
+            }
+            _ => {
+                for key in ["content", "output"] {
+                    if let Some(inner) = o.get(key) {
+                        at.push(Seg::Key(key));
+                        inline_images(inner, at, out);
+                        at.pop();
+                    }
+                }
+            }
+        }
+        at.pop();
+    }
+}
+
 /// Longest string kept from a payload; longer ones are cut (the source keeps the full text).
 pub const MAX_KEPT_STRING: usize = 512;
 
