@@ -347,3 +347,40 @@ fn a_torn_line_after_an_unanswered_call_is_trimmed_and_the_call_answered_in_one_
         assert!(problems(&repair(&file, &[]).1).is_empty(), "{name}");
     }
 }
+
+/// A session killed while a tool ran, repaired, is a session that stopped on purpose: the call
+/// carries the client's own interruption output, and nothing is reported (the unrepaired file
+/// reports the open call). A turn whose results are real outputs the model never answered is
+/// still reported.
+#[test]
+fn a_repaired_kill_is_a_deliberate_stop() {
+    for name in ["claude-orphan-tool.jsonl", "codex-orphan-call.jsonl"] {
+        let dir = tempfile::tempdir().unwrap();
+        let to = copy(name, dir.path());
+        let (_, before) = diagnose_json(&to, &[]);
+        assert!(
+            !of_rule(&findings(&before), "tool-never-finished").is_empty(),
+            "{name}: {}",
+            describe(&findings(&before))
+        );
+        let (code, _, err) = repair(&to, &["--force"]);
+        assert_eq!(code, 0, "{name}: {err}");
+        let (_, after) = diagnose_json(&to, &[]);
+        let after = findings(&after);
+        assert!(
+            of_rule(&after, "message-incomplete").is_empty()
+                && of_rule(&after, "tool-never-finished").is_empty(),
+            "{name}: {}",
+            describe(&after)
+        );
+    }
+    // The closest healthy-looking case that is not: real output the model never answered.
+    let dir = tempfile::tempdir().unwrap();
+    let cut = copy("codex-cut-after-output.jsonl", dir.path());
+    let (_, doc) = diagnose_json(&cut, &[]);
+    assert!(
+        !of_rule(&findings(&doc), "message-incomplete").is_empty(),
+        "{}",
+        describe(&findings(&doc))
+    );
+}

@@ -15,7 +15,10 @@ declare_check! {
     /// resumed after it, with what the client did about it). Likewise a turn that stops after
     /// tool results the model was to answer (Codex: no `task_complete` after the last output). A
     /// turn the user interrupted (Claude Code's `[Request interrupted by user]`, Codex's
-    /// `turn_aborted`) ends on purpose and is no finding.
+    /// `turn_aborted`) ends on purpose and is no finding; so does a turn whose last tool results
+    /// are all the client's own output for a call it stopped (Claude Code's error result
+    /// `[Request interrupted by user for tool use]`, Codex's `"aborted"`), which is also what
+    /// `rewind repair` writes for a call the client was killed in.
     ///
     /// ## Why it matters
     /// OpenCode sets `time.completed` when the prompt loop ends, on every exit path. A message

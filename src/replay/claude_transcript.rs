@@ -46,6 +46,10 @@ enum Block {
     ToolResult {
         id: String,
         error: bool,
+        /// The result is the client's own interruption marker (`[Request interrupted by user…`):
+        /// what Claude Code writes when the user stops a tool, and what `rewind repair` writes
+        /// for a call the client was killed in.
+        interrupted: bool,
         span: Span,
     },
     Other,
@@ -263,6 +267,19 @@ impl Reader {
                             id: field("tool_use_id"),
                             error: bo.and_then(|o| o.get("is_error")).and_then(Value::as_bool)
                                 == Some(true),
+                            interrupted: bo.and_then(|o| o.get("content")).is_some_and(|c| {
+                                let first = match c {
+                                    Value::String(s) => Some(s.as_str()),
+                                    Value::Array(items) => items
+                                        .first()
+                                        .and_then(|i| i.get("text"))
+                                        .and_then(Value::as_str),
+                                    _ => None,
+                                };
+                                first.is_some_and(|t| {
+                                    t.trim_start().starts_with("[Request interrupted by user")
+                                })
+                            }),
                             span: at("tool_use_id").unwrap_or(line.span),
                         },
                         _ => Block::Other,
@@ -646,7 +663,9 @@ impl Reader {
                             history: vec![observation(rec.seq, *span, Some("running"))],
                         });
                     }
-                    Block::ToolResult { id, error, span } => {
+                    Block::ToolResult {
+                        id, error, span, ..
+                    } => {
                         let Some(&(tmi, tpi)) = tools.get(id) else {
                             continue;
                         };
@@ -757,6 +776,19 @@ impl Reader {
                     .collect(),
                 _ => Vec::new(),
             };
+            // Tool results that are all the client's interruption marker end the turn on
+            // purpose (the user stopped the tool, or `rewind repair` answered a call the
+            // client was killed in): resuming goes on from there.
+            let interrupted = rec.has_results()
+                && rec.blocks.iter().all(|b| match b {
+                    Block::ToolResult {
+                        error, interrupted, ..
+                    } => *error && *interrupted,
+                    _ => true,
+                });
+            if interrupted && resumed.is_none() {
+                continue;
+            }
             let first_result = rec.blocks.iter().find_map(|b| match b {
                 Block::ToolResult { span, .. } => Some(*span),
                 _ => None,
@@ -1088,7 +1120,9 @@ fn push_history(history: &mut Vec<ModelMessage>, rec: &Rec) {
                     },
                     Some(*span),
                 ),
-                Block::ToolResult { id, error, span } => (
+                Block::ToolResult {
+                    id, error, span, ..
+                } => (
                     BlockKind::ToolResult {
                         id: id.clone(),
                         is_error: *error,

@@ -39,6 +39,10 @@ struct Turn {
     /// The turn's last response item is a tool's output (its item id and call id's place): the
     /// model was to answer it.
     last_result: Option<(String, Span)>,
+    /// Every output since the model last spoke is `"aborted"`: Codex's own output for a call
+    /// it will not run (what it sends for an interrupted call, and what `rewind repair`
+    /// writes for a call the client was killed in). The turn ended on purpose.
+    results_aborted: bool,
 }
 
 #[derive(Default)]
@@ -210,6 +214,7 @@ impl Reader {
                         complete: false,
                         calls: Vec::new(),
                         last_result: None,
+                        results_aborted: false,
                     });
                     self.open_output = None;
                 }
@@ -428,6 +433,14 @@ impl Reader {
             &[Seg::Key("payload")],
         ));
         if let Some(t) = self.turns.last_mut() {
+            let aborted = p.get("output").is_some_and(|o| {
+                o.as_str()
+                    .or_else(|| o.get("content").and_then(Value::as_str))
+                    == Some("aborted")
+            });
+            t.results_aborted = ty.ends_with("_output")
+                && aborted
+                && (t.last_result.is_none() || t.results_aborted);
             t.last_result = ty.ends_with("_output").then(|| {
                 let span = at("call_id").unwrap_or(line.span);
                 (item_id.clone(), span)
@@ -444,6 +457,7 @@ impl Reader {
                         complete: false,
                         calls: Vec::new(),
                         last_result: None,
+                        results_aborted: false,
                     });
                 }
                 let span = line
@@ -630,6 +644,7 @@ impl Reader {
             }
             if n == last
                 && !turn.complete
+                && !turn.results_aborted
                 && let Some((id, span)) = &turn.last_result
             {
                 facts.unanswered.push(UnansweredTurn {
