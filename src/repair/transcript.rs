@@ -140,6 +140,23 @@ pub struct Plan {
     unanswered_at_ms: Option<i64>,
 }
 
+impl Plan {
+    /// Plans appending `record`, the answer to the unanswered call `call_id`, as file line
+    /// `line`.
+    fn answer(&mut self, line: u64, call_id: String, record: Map<String, Value>, change: String) {
+        self.edits.push(Edit::Append(
+            serde_json::to_string(&Value::Object(record)).unwrap_or_default(),
+        ));
+        self.changes.push(Change {
+            line,
+            problem: Problem::UnansweredCall,
+            call_id: Some(call_id.clone()),
+            change,
+        });
+        self.calls.insert(call_id);
+    }
+}
+
 /// What a repair did.
 #[derive(Debug, Serialize)]
 pub struct Outcome {
@@ -579,19 +596,11 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
                     r.insert(k.into(), v.clone());
                 }
             }
-            plan.edits.push(Edit::Append(
-                serde_json::to_string(&Value::Object(r)).unwrap_or_default(),
-            ));
-            plan.changes.push(Change {
-                line,
-                problem: Problem::UnansweredCall,
-                call_id: Some(id.clone()),
-                change: format!(
-                    "answer {id} (line {}) with an error tool_result \"{CLAUDE_INTERRUPTED}\"",
-                    i + 1
-                ),
-            });
-            plan.calls.insert(id);
+            let words = format!(
+                "answer {id} (line {}) with an error tool_result \"{CLAUDE_INTERRUPTED}\"",
+                i + 1
+            );
+            plan.answer(line, id, r, words);
             parent = Some(uuid);
             line += 1;
         }
@@ -760,19 +769,11 @@ fn plan_codex(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
             m.insert("client_authored".into(), json!(false));
             r.insert("metadata".into(), Value::Object(m));
         }
-        plan.edits.push(Edit::Append(
-            serde_json::to_string(&Value::Object(r)).unwrap_or_default(),
-        ));
-        plan.changes.push(Change {
-            line,
-            problem: Problem::UnansweredCall,
-            call_id: Some(call_id.clone()),
-            change: format!(
-                "answer {call_id} (line {}) with a {ty} \"{CODEX_ABORTED}\"",
-                i + 1
-            ),
-        });
-        plan.calls.insert(call_id);
+        let words = format!(
+            "answer {call_id} (line {}) with a {ty} \"{CODEX_ABORTED}\"",
+            i + 1
+        );
+        plan.answer(line, call_id, r, words);
         line += 1;
     }
 }
