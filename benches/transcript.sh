@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# A large Claude Code transcript: the corpus's `tool` session chained COPIES times (fresh uuids,
+# message and tool ids per copy, each copy's first record parented to the previous copy's last),
+# about 95 MB for the default 8,229 copies; then `rewind diagnose` on it against `jq empty`
+# (best of 3 each), with rewind's peak memory.
+#
+#   bash benches/transcript.sh [COPIES]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+copies=${1:-8229}
+corpus=${REWIND_CORPUS:-../shared/corpus}
+src=$(ls "$corpus"/transcripts/claude-code/tool/*-*-*-*-*.jsonl | head -1)
+[ -f "$src" ] || { echo "needs the corpus's claude-code/tool transcript (set REWIND_CORPUS)"; exit 2; }
+cargo build --release --quiet
+dir=target/bench-transcript
+mkdir -p "$dir"
+out=$dir/big.jsonl
+python3 - "$src" "$copies" "$out" <<'PY'
+import json, sys, uuid
+src, copies, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+lines = [json.loads(l) for l in open(src, encoding="utf-8") if l.strip()]
+prev = None
+with open(out, "w") as f:
+    for copy in range(copies):
+        m = {}
+        for r in lines:
+            if r.get("type") in ("last-prompt", "queue-operation") and copy > 0:
+                continue
+            if r.get("type") == "last-prompt":
+                continue
+            r = json.loads(json.dumps(r))
+            if "uuid" in r:
+                m[r["uuid"]] = str(uuid.uuid4()); r["uuid"] = m[r["uuid"]]
+            if r.get("parentUuid") is not None:
+                r["parentUuid"] = m.get(r["parentUuid"], r["parentUuid"])
+            elif "parentUuid" in r and prev and copy > 0:
+                r["parentUuid"] = prev
+            if "sourceToolAssistantUUID" in r:
+                r["sourceToolAssistantUUID"] = m.get(r["sourceToolAssistantUUID"], r["sourceToolAssistantUUID"])
+            msg = r.get("message")
+            if isinstance(msg, dict):
+                if "id" in msg:
+                    msg["id"] = f"{msg['id']}_{copy}"
+                for b in msg.get("content") if isinstance(msg.get("content"), list) else []:
+                    if isinstance(b, dict) and b.get("type") == "tool_use":
+                        b["id"] = f"{b['id']}_{copy}"
+                    if isinstance(b, dict) and b.get("type") == "tool_result":
+                        b["tool_use_id"] = f"{b['tool_use_id']}_{copy}"
+            f.write(json.dumps(r) + "\n")
+            if "uuid" in r:
+                prev = r["uuid"]
+PY
+mb=$(awk -v b="$(stat -c %s "$out")" 'BEGIN{printf "%.1f", b/1048576}')
+best() {  # best of 3: "seconds peak-KiB"
+  local b="" m="" t tmp
+  tmp=$(mktemp)
+  for _ in 1 2 3; do
+    /usr/bin/time -f "%e %M" -o "$tmp" "$@" > /dev/null 2>&1 || true
+    t=$(tail -1 "$tmp")
+    if [ -z "$b" ] || awk -v a="${t% *}" -v c="$b" 'BEGIN{exit !(a<c)}'; then b=${t% *}; m=${t#* }; fi
+  done
+  rm -f "$tmp"
+  echo "$b $m"
+}
+read -r rs rm <<< "$(best target/release/rewind diagnose "$out")"
+echo "transcript: $mb MiB, $(wc -l < "$out") records"
+echo "rewind diagnose: $rs s, peak $((rm / 1024)) MiB"
+if command -v jq >/dev/null; then
+  read -r js _ <<< "$(best jq empty "$out")"
+  echo "jq empty: $js s (rewind $(awk -v a="$js" -v b="$rs" 'BEGIN{printf "%.1f", a/b}')x faster)"
+fi
