@@ -410,6 +410,10 @@ fn shown_for(worktree: &str, projects: &[Project]) -> Option<(String, bool)> {
         .iter()
         .filter(|p| p.worktree.as_deref().map(canonical).as_deref() == Some(&*canon))
         .collect();
+    // One row: it is the one listed, whatever the folder resolves to (nothing to read).
+    if let [only] = claiming.as_slice() {
+        return Some((only.id.clone(), true));
+    }
     let here = git_project::resolve(worktree)
         .map(|r| r.id)
         .filter(|id| claiming.iter().any(|p| &p.id == id));
@@ -423,7 +427,7 @@ fn shown_for(worktree: &str, projects: &[Project]) -> Option<(String, bool)> {
                 .cmp(&b.time_updated)
                 .then_with(|| b.id.cmp(&a.id))
         })
-        .map(|p| (p.id.clone(), claiming.len() == 1))
+        .map(|p| (p.id.clone(), false))
 }
 
 /// The project whose worktree is exactly `directory` (not `global`): the one OpenCode 2.x makes
