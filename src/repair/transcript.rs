@@ -248,50 +248,14 @@ fn now_iso() -> String {
     now_utc().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
-/// 16 random bytes (the kernel's), or bytes mixed from the time and pid when there are none.
-fn random16() -> [u8; 16] {
-    let mut b = [0u8; 16];
-    let read = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b));
-    if read.is_err() {
-        let t = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let seed = t ^ (u128::from(std::process::id()) << 64);
-        b = seed.to_le_bytes();
-    }
-    b
-}
-
-fn hyphenated(b: [u8; 16]) -> String {
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
-}
-
 /// A random (version 4) UUID, as Claude Code's record ids.
 pub fn uuid_v4() -> String {
-    let mut b = random16();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    hyphenated(b)
+    uuid::Uuid::new_v4().hyphenated().to_string()
 }
 
 /// A time-ordered (version 7) UUID, as Codex's item ids.
 pub fn uuid_v7() -> String {
-    let mut b = random16();
-    let ms = now_utc().timestamp_millis().max(0) as u64;
-    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    b[6] = (b[6] & 0x0f) | 0x70;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    hyphenated(b)
+    uuid::Uuid::now_v7().hyphenated().to_string()
 }
 
 /// Plans the repair of the file's bytes, written by `client`.
