@@ -45,6 +45,8 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::replay::str_of;
+
 use crate::checks::Rule;
 use crate::diagnostic::Finding;
 use crate::ingest::Format;
@@ -227,10 +229,6 @@ fn split(bytes: &[u8]) -> (Vec<Line<'_>>, bool) {
 
 fn obj(v: &Option<Value>) -> Option<&Map<String, Value>> {
     v.as_ref().and_then(Value::as_object)
-}
-
-fn str_of<'v>(o: &'v Map<String, Value>, k: &str) -> Option<&'v str> {
-    o.get(k).and_then(Value::as_str)
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time.

@@ -16,7 +16,9 @@
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use super::str_of;
 
 use super::MAX_KEPT_STRING;
 use crate::ingest::jsonl::Line;
@@ -149,10 +151,6 @@ pub fn replay<R: BufRead>(input: R, file: FileId) -> Result<Analysis, IngestErro
     let mut r = Reader::default();
     claude_transcript::read(input, file, &mut |line| r.line(line))?;
     Ok(r.finish(file))
-}
-
-fn str_of<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    o.get(key).and_then(Value::as_str)
 }
 
 /// How much text of an ordinary record is kept: enough to classify it (a local command, an

@@ -12,6 +12,8 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value, json};
 
+use super::str_of;
+
 use super::MAX_KEPT_STRING;
 use super::claude_transcript::tool_part;
 use crate::ingest::jsonl::Line;
@@ -139,10 +141,6 @@ pub fn replay<R: BufRead>(input: R, file: FileId) -> Result<Analysis, IngestErro
     };
     codex_rollout::read(input, file, &mut |line| r.line(line))?;
     Ok(r.finish(file))
-}
-
-fn str_of<'a>(o: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    o.get(key).and_then(Value::as_str)
 }
 
 fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {

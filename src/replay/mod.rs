@@ -137,6 +137,14 @@ pub fn cap_strings_in_place(v: &mut Value, max: usize) {
     }
 }
 
+/// The string at `key` of a JSON object, if it is one.
+pub(crate) fn str_of<'a>(
+    o: &'a serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> Option<&'a str> {
+    o.get(key).and_then(serde_json::Value::as_str)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
