@@ -20,6 +20,11 @@ use serde_json::{Value, json};
 
 use super::str_of;
 
+/// How Claude Code's own interruption markers start: the text it writes when the user stops a
+/// reply (`[Request interrupted by user]`) and the error result it writes for a tool the user
+/// stops (`[Request interrupted by user for tool use]`).
+const INTERRUPTED: &str = "[Request interrupted by user";
+
 use super::MAX_KEPT_STRING;
 use crate::ingest::jsonl::Line;
 use crate::ingest::{Format, IngestError, claude_transcript};
@@ -114,7 +119,7 @@ impl Rec {
             let t = t.trim_start();
             t.starts_with("<command-name>")
                 || t.starts_with("<local-command-")
-                || t.starts_with("[Request interrupted by user")
+                || t.starts_with(INTERRUPTED)
         })
     }
 
@@ -274,9 +279,7 @@ impl Reader {
                                         .and_then(Value::as_str),
                                     _ => None,
                                 };
-                                first.is_some_and(|t| {
-                                    t.trim_start().starts_with("[Request interrupted by user")
-                                })
+                                first.is_some_and(|t| t.trim_start().starts_with(INTERRUPTED))
                             }),
                             span: at("tool_use_id").unwrap_or(line.span),
                         },
