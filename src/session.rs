@@ -88,6 +88,10 @@ pub struct TranscriptFacts {
     pub file_calls: std::collections::HashSet<String>,
     /// Subagents stored beside the transcript (Claude Code's `subagents/agent-*.meta.json`).
     pub subagents: Vec<Subagent>,
+    /// The provider responses whose stored blocks include thinking (Claude Code: records of one
+    /// `message.id`), with every block the file holds for them: what the provider's rule on the
+    /// latest assistant message compares the rebuilt request with.
+    pub thinking: Vec<ThinkingResponse>,
     /// How big the file and its parts are.
     pub size: TranscriptSize,
 }
@@ -146,6 +150,43 @@ pub enum TreeDamageKind {
     /// A branch the active history leaves, as the client leaves one when a turn is resumed or
     /// rewound.
     Abandoned,
+}
+
+/// A stored `thinking` or `redacted_thinking` block, as far as the provider's rule on them needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThinkingBlock {
+    pub redacted: bool,
+    /// It carries a non-empty `signature` (a redacted block: non-empty `data`): the provider
+    /// checks it when the block is sent back in the latest assistant message.
+    pub signed: bool,
+    /// A signed `thinking` block whose text is empty: the signature was made over another text.
+    pub blank: bool,
+    /// Identifies the block's content (its signature and text), to tell copies of one block.
+    pub key: u64,
+    pub span: Span,
+}
+
+/// One provider response whose stored blocks include thinking.
+#[derive(Debug, Clone, Default)]
+pub struct ThinkingResponse {
+    /// The response's id (Claude Code: `message.id`).
+    pub message_id: String,
+    /// Every block the file stores for it, on any branch, in file order, each once (a block
+    /// copied into another record counts once).
+    pub blocks: Vec<StoredBlock>,
+}
+
+/// One stored block of a [`ThinkingResponse`].
+#[derive(Debug, Clone)]
+pub struct StoredBlock {
+    /// The record holding it (Claude Code: its `uuid`): the `part_id` of a request block
+    /// rebuilt from it.
+    pub record: String,
+    /// Other records holding a copy of it.
+    pub copies: Vec<String>,
+    pub kind: crate::request::BlockKind,
+    pub thinking: Option<ThinkingBlock>,
+    pub span: Option<Span>,
 }
 
 /// One place where a transcript's tree is damaged or branches off.

@@ -101,11 +101,15 @@ pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
                         part_id: m.content[0].part_id.clone(),
                     });
                 }
-                // Content after a tool_use in the same assistant message.
+                // Content after a tool_use in the same assistant message. Thinking between
+                // calls is how a response with interleaved thinking (Claude Code asks for it)
+                // comes, and it is sent back so.
                 let after = m.content[first_call..]
                     .iter()
                     .enumerate()
-                    .find(|(_, b)| !matches!(b.kind, BlockKind::ToolCall { .. }))
+                    .find(|(_, b)| {
+                        !matches!(b.kind, BlockKind::ToolCall { .. } | BlockKind::Reasoning)
+                    })
                     .map(|(k, _)| k + first_call);
                 let next = msgs.get(i + 1);
                 let answered: Vec<&str> = next
@@ -374,6 +378,28 @@ mod tests {
             errors[0],
             "messages.0.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`"
         );
+    }
+
+    #[test]
+    fn interleaved_thinking_between_calls_is_accepted() {
+        // One response of a session with interleaved thinking, answered in one user message.
+        let r = req(
+            Provider::Anthropic,
+            vec![
+                msg(Role::User, vec![BlockKind::Text]),
+                msg(
+                    Role::Assistant,
+                    vec![
+                        BlockKind::Reasoning,
+                        call("a"),
+                        BlockKind::Reasoning,
+                        call("b"),
+                    ],
+                ),
+                msg(Role::User, vec![result("a"), result("b")]),
+            ],
+        );
+        assert_eq!(check(&r), []);
     }
 
     #[test]

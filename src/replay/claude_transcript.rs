@@ -33,8 +33,8 @@ use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{
     Analysis, Event, EventKind, IMAGE_MAX_BASE64, Message, Observation, PartRecord, Seq, Session,
-    StrandedCall, TranscriptFacts, TranscriptSize, TreeDamage, TreeDamageKind, UnansweredTurn,
-    Undecodable,
+    StoredBlock, StrandedCall, ThinkingBlock, ThinkingResponse, TranscriptFacts, TranscriptSize,
+    TreeDamage, TreeDamageKind, UnansweredTurn, Undecodable,
 };
 use crate::source::{FileId, Span};
 
@@ -59,6 +59,8 @@ enum Block {
         interrupted: bool,
         span: Span,
     },
+    /// A `thinking` or `redacted_thinking` block.
+    Thinking(crate::session::ThinkingBlock),
     Other,
 }
 
@@ -283,6 +285,10 @@ impl Reader {
                             }),
                             span: at("tool_use_id").unwrap_or(line.span),
                         },
+                        Some(ty @ ("thinking" | "redacted_thinking")) => {
+                            let key = if ty == "thinking" { "thinking" } else { "data" };
+                            Block::Thinking(thinking_block(ty, bo, at(key).unwrap_or(line.span)))
+                        }
                         _ => Block::Other,
                     };
                     blocks.push(block);
@@ -554,6 +560,76 @@ impl Reader {
         out
     }
 
+    /// The responses holding thinking, with every block the file stores for them.
+    fn thinking_responses(&self) -> Vec<ThinkingResponse> {
+        let mut order: Vec<&str> = Vec::new();
+        let mut by_id: HashMap<&str, Vec<(&Rec, &Block)>> = HashMap::new();
+        for rec in self.records.iter().filter(|r| r.ty == "assistant") {
+            let Some(id) = rec.message_id.as_deref() else {
+                continue;
+            };
+            let blocks = by_id.entry(id).or_insert_with(|| {
+                order.push(id);
+                Vec::new()
+            });
+            blocks.extend(rec.blocks.iter().map(|b| (rec, b)));
+        }
+        let mut out = Vec::new();
+        for id in order {
+            let Some(blocks) = by_id.get(id) else {
+                continue;
+            };
+            if !blocks.iter().any(|(_, b)| matches!(b, Block::Thinking(_))) {
+                continue;
+            }
+            let mut response = ThinkingResponse {
+                message_id: id.to_owned(),
+                blocks: Vec::new(),
+            };
+            let mut seen: HashMap<u64, usize> = HashMap::new();
+            for (k, (rec, block)) in blocks.iter().enumerate() {
+                let (kind, thinking, span, key) = match block {
+                    Block::Thinking(t) => {
+                        (BlockKind::Reasoning, Some(t.clone()), Some(t.span), t.key)
+                    }
+                    Block::Text { span, text } => {
+                        (BlockKind::Text, None, *span, hash_of(("text", text)))
+                    }
+                    Block::ToolUse { id, name, span } => (
+                        BlockKind::ToolCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                        },
+                        None,
+                        Some(*span),
+                        hash_of(("tool_use", id)),
+                    ),
+                    Block::ToolResult { .. } | Block::Other => (
+                        BlockKind::Other("other".into()),
+                        None,
+                        None,
+                        hash_of(("other", &rec.uuid, k)),
+                    ),
+                };
+                match seen.get(&key) {
+                    Some(&at) => response.blocks[at].copies.push(rec.uuid.clone()),
+                    None => {
+                        seen.insert(key, response.blocks.len());
+                        response.blocks.push(StoredBlock {
+                            record: rec.uuid.clone(),
+                            copies: Vec::new(),
+                            kind,
+                            thinking,
+                            span,
+                        });
+                    }
+                }
+            }
+            out.push(response);
+        }
+        out
+    }
+
     fn finish(self, file: FileId) -> Analysis {
         let mut analysis = Analysis::new(file, Format::ClaudeTranscript);
         analysis.counts.insert("lines", self.counts.0);
@@ -720,6 +796,7 @@ impl Reader {
             .messages
             .retain(|m| !m.parts.is_empty() || m.span.is_some());
         analysis.sessions.push(session);
+        facts.thinking = self.thinking_responses();
         analysis.transcript = Some(Box::new(facts));
         analysis
     }
@@ -1100,6 +1177,34 @@ impl Reader {
     }
 }
 
+/// A hash identifying a block's content.
+fn hash_of(value: impl std::hash::Hash) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(value)
+}
+
+/// A `thinking` (`{thinking, signature}`) or `redacted_thinking` (`{data}`) block.
+fn thinking_block(
+    ty: &str,
+    block: Option<&serde_json::Map<String, Value>>,
+    span: Span,
+) -> ThinkingBlock {
+    let text = |key: &str| block.and_then(|o| str_of(o, key)).unwrap_or_default();
+    let redacted = ty == "redacted_thinking";
+    let (signature, body) = if redacted {
+        (text("data"), "")
+    } else {
+        (text("signature"), text("thinking"))
+    };
+    ThinkingBlock {
+        redacted,
+        signed: !signature.is_empty(),
+        blank: !redacted && !signature.is_empty() && body.is_empty(),
+        key: hash_of((ty, signature, body)),
+        span,
+    }
+}
+
 /// Adds a record to the stored history: blocks of one API message (same `message.id`, in a
 /// row) are one message.
 fn push_history(history: &mut Vec<ModelMessage>, rec: &Rec) {
@@ -1130,6 +1235,7 @@ fn push_history(history: &mut Vec<ModelMessage>, rec: &Rec) {
                     },
                     Some(*span),
                 ),
+                Block::Thinking(t) => (BlockKind::Reasoning, Some(t.span)),
                 Block::Other => (BlockKind::Other("other".into()), None),
             };
             RBlock {
