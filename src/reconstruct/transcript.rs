@@ -32,6 +32,9 @@ pub fn next_request(analysis: &Analysis) -> Option<ModelRequest> {
         messages,
         span: None,
         origin: "the next request (rebuilt from the active history)".to_owned(),
+        // Claude Code 2.1.197 asks for adaptive thinking, under which the model may answer
+        // without thinking, so a message using tools need not start with it; the thinking
+        // there is, `thinking-modified` compares with the stored response.
         thinking: false,
         response: None,
         session_id,
@@ -235,6 +238,13 @@ mod corpus {
     }
 
     fn dir(rel: &str) -> PathBuf {
+        // Recordings of the project's own (`tests/fixtures/transcripts/`), else the corpus's.
+        let own = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/transcripts")
+            .join(rel.replace("claude-code/", "claude-"));
+        if rel.starts_with("claude-code/thinking/") && own.exists() {
+            return own;
+        }
         let root = match std::env::var_os("REWIND_CORPUS") {
             Some(d) => PathBuf::from(d),
             None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
@@ -335,6 +345,7 @@ mod corpus {
                     for b in items {
                         let k = match b["type"].as_str().unwrap_or_default() {
                             "text" => "text".to_owned(),
+                            "thinking" | "redacted_thinking" => "reasoning".to_owned(),
                             "tool_use" => format!("call {}", b["id"].as_str().unwrap_or_default()),
                             "tool_result" => {
                                 format!("result {}", b["tool_use_id"].as_str().unwrap_or_default())
@@ -442,6 +453,31 @@ mod corpus {
                 .any(|b| b.starts_with("call"))
         );
         assert!(rebuilt("codex", "tool").iter().all(|s| s.id.is_some()));
+    }
+
+    /// The project's own recordings with extended thinking
+    /// (`tests/fixtures/transcripts/claude-thinking/`): thinking blocks are rebuilt where the
+    /// client sends them, and the killed session is rebuilt as the client resumed it, its
+    /// unanswered call left out and its thinking kept (the request Anthropic refuses).
+    #[test]
+    fn thinking_sessions_are_rebuilt_as_the_client_sent_them() {
+        let sent_tool = sent("claude-code", "thinking/tool");
+        let ours = without_reply(rebuilt("claude-code", "thinking/tool"));
+        assert_eq!(&ours, sent_tool.last().unwrap());
+        assert!(
+            ours.iter()
+                .any(|s| s.blocks.first().map(String::as_str) == Some("reasoning"))
+        );
+        let mut ours = rebuilt("claude-code", "thinking/kill_tool");
+        ours.push(Shape {
+            role: "user".into(),
+            blocks: vec!["text".into()],
+            id: None,
+        });
+        let first = sent("claude-code", "thinking/resume_after_kill_tool").remove(0);
+        assert_eq!(ours, first);
+        let assistant = &first[first.len() - 2];
+        assert_eq!(assistant.blocks, ["reasoning", "text"]);
     }
 
     #[test]
