@@ -99,6 +99,10 @@ const CASES: &[(&str, &str)] = &[
         "transcript-oversized",
         "tests/fixtures/transcripts/claude-long-line.jsonl",
     ),
+    (
+        "thinking-modified",
+        "tests/fixtures/transcripts/claude-thinking/kill_tool/886e3896-7ebe-4e64-a23a-94324a296304.jsonl",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

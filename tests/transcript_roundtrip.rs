@@ -43,6 +43,11 @@ enum Scenario {
     /// The corpus's `tool` session without its call: the result is an orphan (what a
     /// compaction that drops the call but keeps the result leaves).
     Orphan,
+    /// The project's own recording of a Claude Code session with extended thinking killed while
+    /// the tool ran (`tests/fixtures/transcripts/claude-thinking/kill_tool`), resumed against
+    /// `scripts/thinking-mock.py`, which refuses a latest assistant message whose signed thinking
+    /// no longer matches the response, as Anthropic does.
+    ThinkingKillTool,
 }
 
 fn tool_ok(tool: &str, arg: &str) -> bool {
@@ -124,18 +129,29 @@ struct Mock {
 }
 
 impl Mock {
-    fn start(tools: &Path, out: &Path) -> Mock {
+    /// `mock.py` from `tools` answering `resume`; with `thinking`, `scripts/thinking-mock.py`
+    /// around it, answering `thinking_resume`.
+    fn start(tools: &Path, out: &Path, thinking: bool) -> Mock {
         let port = PORTS
             .clone()
             .find(|p| TcpListener::bind(("127.0.0.1", *p)).is_ok())
             .expect("a free port in 18095-18099");
+        let (script, scenario) = if thinking {
+            (
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/thinking-mock.py"),
+                "thinking_resume",
+            )
+        } else {
+            (tools.join("mock.py"), "resume")
+        };
         let child = Command::new("python3")
-            .arg(tools.join("mock.py"))
+            .arg(script)
+            .env("MOCK", tools.join("mock.py"))
             .args([
                 "--port",
                 &port.to_string(),
                 "--scenario",
-                "resume",
+                scenario,
                 "--outdir",
             ])
             .arg(out)
@@ -350,6 +366,7 @@ impl Case {
                 Scenario::KillTool => "kill_tool",
                 Scenario::Torn => "torn",
                 Scenario::Orphan => "orphan",
+                Scenario::ThinkingKillTool => "thinking_kill_tool",
             },
             if self.repaired { "repaired" } else { "as-is" }
         )
@@ -368,11 +385,13 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         Client::Claude => "claude-code",
         Client::Codex => "codex",
     });
-    let source = transcript_of(&client_dir.join(match case.scenario {
-        Scenario::KillTool => "kill_tool",
-        Scenario::Torn => "healthy",
-        Scenario::Orphan => "tool",
-    }));
+    let source = transcript_of(&match case.scenario {
+        Scenario::KillTool => client_dir.join("kill_tool"),
+        Scenario::Torn => client_dir.join("healthy"),
+        Scenario::Orphan => client_dir.join("tool"),
+        Scenario::ThinkingKillTool => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/transcripts/claude-thinking/kill_tool"),
+    });
     let name = source.file_name().unwrap().to_owned();
     let folder = match case.client {
         Client::Claude => {
@@ -428,6 +447,8 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         }
         let first = Command::new(rewind)
             .arg("repair")
+            // The recording's last call is minutes old, not hours: no client runs it.
+            .args((case.scenario == Scenario::ThinkingKillTool).then_some("--force"))
             .arg(&file)
             .output()
             .unwrap();
@@ -460,9 +481,11 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         );
     }
     let before_resume = std::fs::read(&file).unwrap();
+    let (_, doc) = common::diagnose_json(&file, &[]);
+    let predicted = !common::of_rule(&common::findings(&doc), "thinking-modified").is_empty();
 
     let tools = corpus.join("tools");
-    let mock = Mock::start(&tools, &out);
+    let mock = Mock::start(&tools, &out, case.scenario == Scenario::ThinkingKillTool);
     let code = match case.client {
         Client::Claude => {
             let mut cmd = Command::new(bin.join("claude"));
@@ -524,6 +547,9 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
     }
     let requests = main_requests(&out);
     let last = requests.last().ok_or("the client sent no request")?;
+    let refused = std::fs::read_to_string(out.join("mock.stderr"))
+        .unwrap_or_default()
+        .contains("\" 400 ");
     match case.client {
         Client::Claude => check_anthropic(last)?,
         Client::Codex => check_responses(last)?,
@@ -616,6 +642,43 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
                 "Claude Code left the orphan tool_result out of its request, with a user turn \"(no content)\" in its place".into()
             });
         }
+        (Client::Claude, Scenario::ThinkingKillTool, repaired) => {
+            // The response the client was killed in: its signed thinking, in the first request.
+            let first = requests.first().ok_or("the client sent no request")?;
+            let messages = first["messages"].as_array().cloned().unwrap_or_default();
+            let at = messages
+                .iter()
+                .position(|m| {
+                    m["role"] == "assistant" && blocks(m).iter().any(|b| b["type"] == "thinking")
+                })
+                .ok_or("the first request has no thinking")?;
+            let called = !ids_of(&messages[at], "tool_use", "id").is_empty();
+            let answered = messages
+                .get(at + 1)
+                .and_then(|m| blocks(m).first().cloned())
+                .is_some_and(|b| b["type"] == "tool_result");
+            if predicted == repaired || refused == repaired || called != repaired {
+                return Err(format!(
+                    "rewind predicted a refusal: {predicted}; the provider refused: {refused}; the response's call was sent: {called}"
+                ));
+            }
+            if repaired && !answered {
+                return Err("the repaired call is not answered right after it".into());
+            }
+            if !repaired
+                && blocks(&last["messages"][at])
+                    .iter()
+                    .any(|b| b["type"] == "thinking")
+            {
+                return Err("after the refusal the client sent the thinking again".into());
+            }
+            notes.push(if repaired {
+                "the response was sent whole, its thinking signed, its call answered by rewind's result; no request refused".into()
+            } else {
+                "as rewind predicted, Claude Code sent the thinking without the unanswered call, was refused (400 \"thinking … cannot be modified\"), and retried without the thinking blocks".into()
+            });
+        }
+        (Client::Codex, Scenario::ThinkingKillTool, _) => unreachable!("a Claude Code case"),
         (Client::Codex, Scenario::Orphan, repaired) => {
             let complained = stderr.contains("Orphan function call output");
             if repaired == complained || sent.contains("function_call_output") {
@@ -662,9 +725,19 @@ fn real_clients_resume_repaired_transcripts() {
     );
     let root = target.join("transcript-roundtrip");
     let mut failed = Vec::new();
+    let mut cases = 0;
     for client in [Client::Claude, Client::Codex] {
-        for scenario in [Scenario::KillTool, Scenario::Torn, Scenario::Orphan] {
+        for scenario in [
+            Scenario::KillTool,
+            Scenario::Torn,
+            Scenario::Orphan,
+            Scenario::ThinkingKillTool,
+        ] {
+            if client == Client::Codex && scenario == Scenario::ThinkingKillTool {
+                continue;
+            }
             for repaired in [false, true] {
+                cases += 1;
                 let case = Case {
                     client,
                     scenario,
@@ -690,7 +763,7 @@ fn real_clients_resume_repaired_transcripts() {
         }
     }
     println!(
-        "transcript round trip: {} of 12 cases failed, {:.0} s (cases kept in {})",
+        "transcript round trip: {} of {cases} cases failed, {:.0} s (cases kept in {})",
         failed.len(),
         start.elapsed().as_secs_f64(),
         root.display()

@@ -194,6 +194,7 @@ rules! {
     rollout_order_broken::RolloutOrderBroken,
     subagent_orphaned::SubagentOrphaned,
     transcript_oversized::TranscriptOversized,
+    thinking_modified::ThinkingModified,
 }
 
 impl Rule {
@@ -238,7 +239,8 @@ impl Rule {
             | Rule::MessageIncomplete
             | Rule::StepMerged
             | Rule::ToolUseWithoutResult
-            | Rule::ToolResultOrphaned => 3,
+            | Rule::ToolResultOrphaned
+            | Rule::ThinkingModified => 3,
         }
     }
 }
