@@ -101,6 +101,21 @@ fn repair_plans_nothing_for_a_v2_session() {
         text.contains("not repaired: session ses_v2_unanswered: its 3 findings stay"),
         "{text}"
     );
+    // …and the diagnosis does not promise the repair it will not make.
+    let (_, f) = session("ses_v2_unanswered");
+    let helps: Vec<&str> = f.iter().filter_map(|f| f["help"].as_str()).collect();
+    assert!(
+        helps
+            .iter()
+            .any(|h| h.starts_with("`rewind repair` leaves this")),
+        "{helps:?}"
+    );
+    for h in helps {
+        assert!(
+            !h.contains("rewind repair") || h.starts_with("`rewind repair` leaves this"),
+            "{h}"
+        );
+    }
 }
 
 #[test]

@@ -290,6 +290,7 @@ pub fn run(analysis: &Analysis, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> 
         }
     }
     compacted_away(analysis, &mut out);
+    not_repaired_in_v2(analysis, &mut out);
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out
 }
@@ -337,6 +338,29 @@ fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
                 Severity::Error => Severity::Warning,
                 Severity::Warning | Severity::Info => Severity::Info,
             };
+        }
+    }
+}
+
+/// `rewind repair` edits a v2-runtime session's row only (`session-hidden`), never its
+/// `session_message` rows: a hint on any other finding of such a session that points to the
+/// repair says instead that the repair leaves it.
+fn not_repaired_in_v2(analysis: &Analysis, out: &mut [Finding]) {
+    for session in analysis.sessions.iter().filter(|s| s.runtime_v2) {
+        for f in out.iter_mut() {
+            if f.rule == Rule::SessionHidden
+                || f.ids.session_id.as_deref() != Some(session.id.as_str())
+                || !f
+                    .help
+                    .as_deref()
+                    .is_some_and(|h| h.contains("rewind repair"))
+            {
+                continue;
+            }
+            f.help = Some(format!(
+                "`rewind repair` leaves this: the session is kept in OpenCode's v2 `session_message` store, which it does not edit (`rewind explain {}` says what a fix changes)",
+                f.rule
+            ));
         }
     }
 }
