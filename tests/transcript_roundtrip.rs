@@ -48,6 +48,10 @@ enum Scenario {
     /// `scripts/thinking-mock.py`, which refuses a latest assistant message whose signed thinking
     /// no longer matches the response, as Anthropic does.
     ThinkingKillTool,
+    /// The project's healthy thinking session (`claude-thinking/tool`) with the text of its
+    /// last thinking block emptied, its signature kept (what anthropics/claude-code#63269
+    /// reports Claude Code 2.1.150 writing).
+    ThinkingBlank,
 }
 
 fn tool_ok(tool: &str, arg: &str) -> bool {
@@ -226,6 +230,27 @@ fn bad_lines(path: &Path) -> Vec<usize> {
 
 /// The transcript without its first call: Claude Code's `tool_use` record (its children are
 /// linked to its parent), Codex's `function_call` line.
+fn with_last_thinking_blank(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last = lines
+        .iter()
+        .rposition(|l| l.contains("\"type\":\"thinking\""))
+        .unwrap();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        if i == last {
+            let mut r: Value = serde_json::from_str(line).unwrap();
+            r["message"]["content"][0]["thinking"] = "".into();
+            out.push_str(&serde_json::to_string(&r).unwrap());
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out.into_bytes()
+}
+
 fn without_the_call(bytes: &[u8]) -> Vec<u8> {
     let text = String::from_utf8(bytes.to_vec()).unwrap();
     let records: Vec<Value> = text
@@ -367,6 +392,7 @@ impl Case {
                 Scenario::Torn => "torn",
                 Scenario::Orphan => "orphan",
                 Scenario::ThinkingKillTool => "thinking_kill_tool",
+                Scenario::ThinkingBlank => "thinking_blank",
             },
             if self.repaired { "repaired" } else { "as-is" }
         )
@@ -391,6 +417,8 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         Scenario::Orphan => client_dir.join("tool"),
         Scenario::ThinkingKillTool => Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/transcripts/claude-thinking/kill_tool"),
+        Scenario::ThinkingBlank => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/transcripts/claude-thinking/tool"),
     });
     let name = source.file_name().unwrap().to_owned();
     let folder = match case.client {
@@ -417,6 +445,9 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
     if case.scenario == Scenario::Orphan {
         bytes = without_the_call(&bytes);
     }
+    if case.scenario == Scenario::ThinkingBlank {
+        bytes = with_last_thinking_blank(&bytes);
+    }
     std::fs::write(&file, &bytes).unwrap();
     // As a session left by a client some time ago (rewind refuses a file written seconds ago).
     std::fs::File::options()
@@ -434,6 +465,10 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         }
     };
 
+    let thinking = matches!(
+        case.scenario,
+        Scenario::ThinkingKillTool | Scenario::ThinkingBlank
+    );
     let mut notes = Vec::new();
     if case.repaired {
         let rewind = env!("CARGO_BIN_EXE_rewind");
@@ -448,7 +483,7 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
         let first = Command::new(rewind)
             .arg("repair")
             // The recording's last call is minutes old, not hours: no client runs it.
-            .args((case.scenario == Scenario::ThinkingKillTool).then_some("--force"))
+            .args(thinking.then_some("--force"))
             .arg(&file)
             .output()
             .unwrap();
@@ -485,7 +520,7 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
     let predicted = !common::of_rule(&common::findings(&doc), "thinking-modified").is_empty();
 
     let tools = corpus.join("tools");
-    let mock = Mock::start(&tools, &out, case.scenario == Scenario::ThinkingKillTool);
+    let mock = Mock::start(&tools, &out, thinking);
     let code = match case.client {
         Client::Claude => {
             let mut cmd = Command::new(bin.join("claude"));
@@ -678,7 +713,38 @@ fn run_case(case: &Case, bin: &Path, corpus: &Path, root: &Path) -> Result<Strin
                 "as rewind predicted, Claude Code sent the thinking without the unanswered call, was refused (400 \"thinking … cannot be modified\"), and retried without the thinking blocks".into()
             });
         }
-        (Client::Codex, Scenario::ThinkingKillTool, _) => unreachable!("a Claude Code case"),
+        (Client::Claude, Scenario::ThinkingBlank, repaired) => {
+            let thinking_sent = |body: &Value| {
+                body["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(blocks)
+                    .filter(|b| b["type"] == "thinking")
+                    .count()
+            };
+            if predicted == repaired || refused == repaired {
+                return Err(format!(
+                    "rewind predicted a refusal: {predicted}; the provider refused: {refused}"
+                ));
+            }
+            // Repaired: the other response's thinking is still sent; as it is, the client's
+            // retry sends none.
+            if (thinking_sent(last) > 0) != repaired {
+                return Err(format!(
+                    "thinking blocks in the last request: {}",
+                    thinking_sent(last)
+                ));
+            }
+            notes.push(if repaired {
+                "rewind removed the emptied thinking block; the request was accepted at once, the session's other thinking still sent".into()
+            } else {
+                "as rewind predicted, the emptied thinking was refused (400); Claude Code retried without any thinking block".into()
+            });
+        }
+        (Client::Codex, Scenario::ThinkingKillTool | Scenario::ThinkingBlank, _) => {
+            unreachable!("a Claude Code case")
+        }
         (Client::Codex, Scenario::Orphan, repaired) => {
             let complained = stderr.contains("Orphan function call output");
             if repaired == complained || sent.contains("function_call_output") {
@@ -732,8 +798,14 @@ fn real_clients_resume_repaired_transcripts() {
             Scenario::Torn,
             Scenario::Orphan,
             Scenario::ThinkingKillTool,
+            Scenario::ThinkingBlank,
         ] {
-            if client == Client::Codex && scenario == Scenario::ThinkingKillTool {
+            if client == Client::Codex
+                && matches!(
+                    scenario,
+                    Scenario::ThinkingKillTool | Scenario::ThinkingBlank
+                )
+            {
                 continue;
             }
             for repaired in [false, true] {

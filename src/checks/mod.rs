@@ -23,6 +23,11 @@ use crate::session::Analysis;
 
 pub use fix::{Fix, FixContext};
 
+/// What `thinking-modified` finds, for the transcript repair that undoes it.
+pub mod thinking {
+    pub use super::thinking_modified::{Change, modified};
+}
+
 /// What a check is, for listings, docs and machine output.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckMeta {

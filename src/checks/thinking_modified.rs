@@ -39,11 +39,12 @@ declare_check! {
     /// ```
     ///
     /// ## How to fix
-    /// For a call left without a result at the end of the transcript, `rewind repair` answers it
-    /// with the client's own interruption result, so the message is sent whole. Otherwise,
-    /// restore the left-out blocks to the active history, or remove that response's thinking
-    /// records (re-linking each child's `parentUuid` to the removed record's parent): a latest
-    /// assistant message without thinking is accepted. Back the transcript up first.
+    /// `rewind repair`. For a call left without a result at the end of the transcript, it answers
+    /// the call with the client's own interruption result, so the message is sent whole.
+    /// Otherwise it removes the response's signed thinking from the active history: a record
+    /// holding only thinking is dropped (its children re-linked to its parent), other records
+    /// lose their thinking blocks. A latest assistant message without thinking is accepted (it is
+    /// what Claude Code 2.1.197 sends when it retries); the thinking text stays in the backup.
     pub struct ThinkingModified {
         name: "thinking-modified",
         severity: Error,
@@ -132,7 +133,64 @@ fn describe(kind: &BlockKind) -> String {
     }
 }
 
-fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
+/// How the latest assistant message changes a signed response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Stored blocks of the response are not sent: the first one (index in the response's
+    /// stored blocks), how many, and whether the first is on the history the client rebuilds
+    /// from (it leaves it out itself) or not (a dead-end branch).
+    LeftOut {
+        first: usize,
+        count: usize,
+        on_history: bool,
+    },
+    /// A signed thinking block whose text is empty is sent (at this index of the message).
+    Blank { at: usize },
+    /// The response's blocks are sent in another order than stored.
+    Reordered,
+    /// The message also holds the signed thinking of an earlier response (index in
+    /// `facts.thinking`).
+    Joined { earlier: usize },
+}
+
+/// One signed response the latest assistant message changes.
+#[derive(Clone, Debug)]
+pub struct Modified {
+    /// Index of the latest assistant message in the request.
+    pub message: usize,
+    /// Index of the response in `TranscriptFacts::thinking`.
+    pub response: usize,
+    /// Index of its first signed thinking block in the message.
+    pub thinking_at: usize,
+    pub change: Change,
+}
+
+impl Modified {
+    /// The call id of the first left-out block, when it is a call.
+    pub fn left_out_call<'a>(&self, facts: &'a TranscriptFacts) -> Option<&'a str> {
+        match self.change {
+            Change::LeftOut { first, .. } => match &facts.thinking[self.response].blocks[first].kind
+            {
+                BlockKind::ToolCall { id, .. } => Some(id),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether the response has a signed thinking block with its text emptied.
+    pub fn has_blank(&self, facts: &TranscriptFacts) -> bool {
+        facts.thinking[self.response]
+            .blocks
+            .iter()
+            .any(|s| s.thinking.as_ref().is_some_and(|t| t.blank))
+    }
+}
+
+/// The signed responses the latest assistant message of `req` changes: per response its first
+/// change (left out, blanked, reordered), then the second response joined to a first.
+pub fn modified(req: &ModelRequest, facts: &TranscriptFacts) -> Vec<Modified> {
+    let mut out = Vec::new();
     let Some((i, latest)) = req
         .messages
         .iter()
@@ -140,7 +198,7 @@ fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
         .rev()
         .find(|(_, m)| m.role == Role::Assistant)
     else {
-        return;
+        return out;
     };
     let by_record = responses_by_record(facts);
     // The responses the latest message sends blocks of, in order, with those blocks' positions.
@@ -154,15 +212,14 @@ fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
             None => sent.push((r, vec![k])),
         }
     }
-    // Only signed thinking is checked by the provider.
-    let signed = |response: &ThinkingResponse, ks: &[usize]| -> Option<usize> {
-        ks.iter().copied().find(|&k| {
-            let b = &latest.content[k];
-            let record = b.part_id.as_deref().unwrap_or_default();
-            response.blocks.iter().any(|s| {
-                same(s, record, &b.kind) && s.thinking.as_ref().is_some_and(|t| t.signed)
-            })
-        })
+    // The stored block a sent one is, if any.
+    let stored_of = |response: &ThinkingResponse, k: usize| {
+        let b = &latest.content[k];
+        let record = b.part_id.as_deref().unwrap_or_default();
+        response
+            .blocks
+            .iter()
+            .position(|s| same(s, record, &b.kind))
     };
     let history_records: HashSet<&str> = facts
         .history
@@ -172,83 +229,134 @@ fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
     let mut signed_responses: Vec<(usize, usize)> = Vec::new();
     for (r, ks) in &sent {
         let response = &facts.thinking[*r];
-        let Some(first) = signed(response, ks) else {
+        // Only signed thinking is checked by the provider.
+        let Some(first) = ks.iter().copied().find(|&k| {
+            stored_of(response, k).is_some_and(|s| {
+                response.blocks[s]
+                    .thinking
+                    .as_ref()
+                    .is_some_and(|t| t.signed)
+            })
+        }) else {
             continue;
         };
         signed_responses.push((*r, first));
-        let error = format!("messages.{i}.content.{first}: {REFUSAL}");
-        let thinking_span = latest.content[first].span;
+        // Each stored block of the response, with where the latest message sends it.
+        let placed: Vec<Option<usize>> = (0..response.blocks.len())
+            .map(|s| ks.iter().copied().find(|&k| stored_of(response, k) == Some(s)))
+            .collect();
+        let missing: Vec<usize> = (0..placed.len()).filter(|&s| placed[s].is_none()).collect();
+        let change = if let Some(&s) = missing.first() {
+            Change::LeftOut {
+                first: s,
+                count: missing.len(),
+                on_history: history_records.contains(response.blocks[s].record.as_str()),
+            }
+        } else if let Some(k) = ks.iter().copied().find(|&k| {
+            stored_of(response, k).is_some_and(|s| {
+                response.blocks[s]
+                    .thinking
+                    .as_ref()
+                    .is_some_and(|t| t.blank)
+            })
+        }) {
+            Change::Blank { at: k }
+        } else if placed.windows(2).any(|w| w[0] > w[1]) {
+            Change::Reordered
+        } else {
+            continue;
+        };
+        out.push(Modified {
+            message: i,
+            response: *r,
+            thinking_at: first,
+            change,
+        });
+    }
+    if let [(a, _), (b, k), ..] = signed_responses[..] {
+        out.push(Modified {
+            message: i,
+            response: b,
+            thinking_at: k,
+            change: Change::Joined { earlier: a },
+        });
+    }
+    out
+}
+
+fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
+    let Some(latest) = req.messages.iter().rev().find(|m| m.role == Role::Assistant) else {
+        return;
+    };
+    for m in modified(req, facts) {
+        let response = &facts.thinking[m.response];
+        let (i, k) = (m.message, m.thinking_at);
+        let error = format!("messages.{i}.content.{k}: {REFUSAL}");
         let mut ids = Ids::default();
         ids.session_id.clone_from(&req.session_id);
         ids.message_id = Some(response.message_id.clone());
-        ids.part_id.clone_from(&latest.content[first].part_id);
-        // Stored blocks of the response, each with where the latest message sends it.
-        let placed: Vec<Option<usize>> = response
-            .blocks
-            .iter()
-            .map(|s| {
-                ks.iter().copied().find(|&k| {
-                    let b = &latest.content[k];
-                    same(s, b.part_id.as_deref().unwrap_or_default(), &b.kind)
-                })
-            })
-            .collect();
-        let missing: Vec<usize> = (0..placed.len()).filter(|&s| placed[s].is_none()).collect();
-        let (what, left_out) = if let Some(&s) = missing.first() {
-            let stored = &response.blocks[s];
-            let why = if history_records.contains(stored.record.as_str()) {
-                match &stored.kind {
-                    BlockKind::ToolCall { .. } => format!(
+        ids.part_id.clone_from(&latest.content[k].part_id);
+        let mut left_out = None;
+        let (what, label) = match &m.change {
+            Change::LeftOut {
+                first,
+                count,
+                on_history,
+            } => {
+                let stored = &response.blocks[*first];
+                let why = match (&stored.kind, on_history) {
+                    (BlockKind::ToolCall { .. }, true) => format!(
                         "{} leaves it out because no result follows it",
                         facts.client
                     ),
-                    _ => format!("{} leaves it out", facts.client),
-                }
-            } else {
-                "it is not on the history the client resumes from (a dead-end branch)".to_owned()
-            };
-            if let BlockKind::ToolCall { id, .. } = &stored.kind {
-                ids.call_id = Some(id.clone());
+                    (_, true) => format!("{} leaves it out", facts.client),
+                    (_, false) => "it is not on the history the client resumes from (a dead-end branch)".to_owned(),
+                };
+                ids.call_id = m.left_out_call(facts).map(str::to_owned);
+                left_out = stored.span;
+                let more = match count {
+                    1 => String::new(),
+                    n => format!(" and {} other block(s)", n - 1),
+                };
+                (
+                    format!(
+                        "sends response {}'s signed thinking without {}{more}: {why}",
+                        response.message_id,
+                        describe(&stored.kind)
+                    ),
+                    "signed thinking of the latest assistant message",
+                )
             }
-            let more = match missing.len() {
-                1 => String::new(),
-                n => format!(" and {} other block(s)", n - 1),
-            };
-            (
-                format!(
-                    "sends response {}'s signed thinking without {}{more}: {why}",
-                    response.message_id,
-                    describe(&stored.kind)
-                ),
-                stored.span,
-            )
-        } else if let Some(k) = ks.iter().copied().find(|&k| {
-            let b = &latest.content[k];
-            let record = b.part_id.as_deref().unwrap_or_default();
-            response.blocks.iter().any(|s| {
-                same(s, record, &b.kind) && s.thinking.as_ref().is_some_and(|t| t.blank)
-            })
-        }) {
-            ids.part_id.clone_from(&latest.content[k].part_id);
-            (
-                format!(
-                    "sends a thinking block of response {} whose text is empty but whose signature is kept: the signature was made over the text it had",
-                    response.message_id
-                ),
-                None,
-            )
-        } else if placed.windows(2).any(|w| w[0] > w[1]) {
-            (
+            Change::Blank { at } => {
+                ids.part_id.clone_from(&latest.content[*at].part_id);
+                (
+                    format!(
+                        "sends a thinking block of response {} whose text is empty but whose signature is kept: the signature was made over the text it had",
+                        response.message_id
+                    ),
+                    "signed thinking of the latest assistant message",
+                )
+            }
+            Change::Reordered => (
                 format!(
                     "sends the blocks of response {} in another order than it was stored",
                     response.message_id
                 ),
-                None,
-            )
-        } else {
-            continue;
+                "signed thinking of the latest assistant message",
+            ),
+            Change::Joined { earlier } => (
+                format!(
+                    "joins the signed thinking of responses {} and {} in one assistant message",
+                    facts.thinking[*earlier].message_id, response.message_id
+                ),
+                "thinking of a second response in the latest assistant message",
+            ),
         };
-        let Some(span) = thinking_span.or(latest.span).or(response.blocks[0].span) else {
+        let Some(span) = latest.content[k]
+            .span
+            .or(latest.span)
+            .or(response.blocks[0].span)
+        else {
             continue;
         };
         let mut f = ThinkingModified::META
@@ -256,47 +364,24 @@ fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
                 "{} {what}; Anthropic answers 400: \"{error}\"",
                 req.origin
             ))
-            .at(span, "signed thinking of the latest assistant message");
+            .at(span, label);
         if left_out.is_some() {
             f = f.also(left_out, "stored in the response, left out of the request");
         }
-        f = f.note("with extended thinking on, Anthropic checks the signed thinking of the latest assistant message against the response it came from: the message must be sent as it was received");
-        let trailing_call = missing.first().is_some_and(|&s| {
-            let stored = &response.blocks[s];
-            matches!(stored.kind, BlockKind::ToolCall { .. })
-                && history_records.contains(stored.record.as_str())
+        f = f.note(if matches!(m.change, Change::Joined { .. }) {
+            "the provider accepts one response's signed thinking per assistant message; two assistant responses with nothing between them are merged into one message"
+        } else {
+            "with extended thinking on, Anthropic checks the signed thinking of the latest assistant message against the response it came from: the message must be sent as it was received"
         });
-        f = f.help(if trailing_call {
+        let answered_by_repair = matches!(m.change, Change::LeftOut { on_history: true, .. })
+            && m.left_out_call(facts).is_some()
+            && !m.has_blank(facts);
+        f = f.help(if answered_by_repair {
             "run `rewind repair`: it answers the call with the client's interruption result, so the message is sent whole"
         } else {
-            "restore the left-out blocks, or remove this response's thinking records from the active history; `rewind explain thinking-modified` says how"
+            "run `rewind repair`: it removes this response's signed thinking from the active history (a latest assistant message without thinking is accepted); `rewind explain thinking-modified` says more"
         });
         out.push(f.ids(ids));
-    }
-    if let [(a, _), (b, k), ..] = signed_responses[..] {
-        let (first, second) = (&facts.thinking[a], &facts.thinking[b]);
-        let mut ids = Ids::default();
-        ids.session_id.clone_from(&req.session_id);
-        ids.message_id = Some(second.message_id.clone());
-        ids.part_id.clone_from(&latest.content[k].part_id);
-        let Some(span) = latest.content[k]
-            .span
-            .or(latest.span)
-            .or(second.blocks[0].span)
-        else {
-            return;
-        };
-        out.push(
-            ThinkingModified::META
-                .finding(format!(
-                    "{} joins the signed thinking of responses {} and {} in one assistant message; Anthropic answers 400: \"messages.{i}.content.{k}: {REFUSAL}\"",
-                    req.origin, first.message_id, second.message_id
-                ))
-                .at(span, "thinking of a second response in the latest assistant message")
-                .note("the provider accepts one response's signed thinking per assistant message; two assistant responses with nothing between them are merged into one message")
-                .help("put the user turn back between the two responses, or remove one response's thinking records; `rewind explain thinking-modified` says how")
-                .ids(ids),
-        );
     }
 }
 

@@ -82,6 +82,8 @@ pub enum Problem {
     UnansweredCall,
     /// A result whose call is not before it on the active history.
     OrphanResult,
+    /// Signed thinking the next request would send changed (`thinking-modified`).
+    ChangedThinking,
 }
 
 impl Problem {
@@ -90,6 +92,7 @@ impl Problem {
             Problem::TornLastLine => "torn-last-line",
             Problem::UnansweredCall => "unanswered-call",
             Problem::OrphanResult => "orphan-result",
+            Problem::ChangedThinking => "changed-thinking",
         }
     }
 }
@@ -296,15 +299,65 @@ fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
     // A whole last line without its newline needs one before anything is appended.
     let next_line = kept as u64 + 1;
     match client {
-        Client::ClaudeCode => plan_claude(&lines[..kept], next_line, &mut plan),
+        Client::ClaudeCode => {
+            let cut = torn.map_or(0, |t| lines[t].raw.len());
+            let thinking = changed_thinking(&bytes[..bytes.len() - cut]);
+            plan_claude(&lines[..kept], next_line, &thinking, &mut plan);
+        }
         Client::Codex => plan_codex(&lines[..kept], next_line, &mut plan),
     }
     plan
 }
 
+/// A response whose signed thinking the next request would send changed: its id, and the call
+/// whose absence is the change when answering that call sends the response whole.
+struct ChangedThinking {
+    message_id: String,
+    answer: Option<String>,
+}
+
+/// What `thinking-modified` reports in a Claude Code transcript (read from `bytes`, the lines
+/// the repair keeps), as responses to act on.
+fn changed_thinking(bytes: &[u8]) -> Vec<ChangedThinking> {
+    use crate::checks::thinking::{Change, modified};
+    let Ok(mut analysis) =
+        crate::replay::claude_transcript::replay(bytes, crate::source::FileId(0))
+    else {
+        return Vec::new();
+    };
+    let next = crate::reconstruct::transcript::next_request(&analysis);
+    analysis.requests.extend(next);
+    let Some(facts) = analysis.transcript.as_deref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for req in &analysis.requests {
+        for m in modified(req, facts) {
+            let id = |r: usize| facts.thinking[r].message_id.clone();
+            let answer = match m.change {
+                Change::LeftOut {
+                    on_history: true, ..
+                } if !m.has_blank(facts) => m.left_out_call(facts).map(str::to_owned),
+                _ => None,
+            };
+            if let Change::Joined { earlier } = m.change {
+                out.push(ChangedThinking {
+                    message_id: id(earlier),
+                    answer: None,
+                });
+            }
+            out.push(ChangedThinking {
+                message_id: id(m.response),
+                answer,
+            });
+        }
+    }
+    out
+}
+
 /// Claude Code: the active history is the path from the leaf (the last `last-prompt`'s
 /// `leafUuid`, or the newest conversation record after it) back through `parentUuid`.
-fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
+fn plan_claude(lines: &[Line<'_>], next_line: u64, thinking: &[ChangedThinking], plan: &mut Plan) {
     let mut index: HashMap<&str, usize> = HashMap::new();
     let (mut main_leaf, mut side_leaf): (Option<&str>, Option<&str>) = (None, None);
     let mut last_uuid = None;
@@ -434,6 +487,71 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
             }
         }
         seen.extend(uses_in(i));
+    }
+    // Changed signed thinking: the calls the tail below answers make a response whole again;
+    // any other change is undone by taking the response's thinking out of the active history.
+    let tail_calls: HashSet<String> = path
+        .iter()
+        .rev()
+        .take_while(|&&i| {
+            obj(&lines[i].value).is_some_and(|o| str_of(o, "type") == Some("assistant"))
+        })
+        .flat_map(|&i| uses_in(i))
+        .collect();
+    let strip: BTreeSet<&str> = thinking
+        .iter()
+        .filter(|t| !t.answer.as_ref().is_some_and(|c| tail_calls.contains(c)))
+        .map(|t| t.message_id.as_str())
+        .collect();
+    let is_thinking = |b: &Value| {
+        matches!(
+            b.get("type").and_then(Value::as_str),
+            Some("thinking" | "redacted_thinking")
+        )
+    };
+    for &i in &path {
+        let Some(o) = obj(&lines[i].value) else {
+            continue;
+        };
+        let Some(id) = o
+            .get("message")
+            .and_then(|m| m.get("id"))
+            .and_then(Value::as_str)
+            .filter(|id| str_of(o, "type") == Some("assistant") && strip.contains(id))
+        else {
+            continue;
+        };
+        let content = blocks(i);
+        let n = content.iter().filter(|b| is_thinking(b)).count();
+        if n == 0 {
+            continue;
+        }
+        if n == content.len() {
+            dropped.insert(i, str_of(o, "parentUuid").map(str::to_owned));
+            plan.changes.push(Change {
+                line: i as u64 + 1,
+                problem: Problem::ChangedThinking,
+                call_id: None,
+                change: format!(
+                    "drop this record: it holds only thinking of response {id}, which the next request would send changed (its children now hang on its parent; the text stays in the backup)"
+                ),
+            });
+        } else {
+            let mut record = o.clone();
+            let kept: Vec<Value> = content.into_iter().filter(|b| !is_thinking(b)).collect();
+            if let Some(m) = record.get_mut("message").and_then(Value::as_object_mut) {
+                m.insert("content".into(), Value::Array(kept));
+            }
+            edited.insert(i, record);
+            plan.changes.push(Change {
+                line: i as u64 + 1,
+                problem: Problem::ChangedThinking,
+                call_id: None,
+                change: format!(
+                    "remove the thinking of response {id} from this record: the next request would send it changed (the text stays in the backup)"
+                ),
+            });
+        }
     }
     if !dropped.is_empty() {
         // The parent a dropped record's children get: the nearest ancestor that stays.
@@ -1099,6 +1217,144 @@ mod tests {
             .filter(|l| !l.is_empty())
             .map(|l| serde_json::from_slice(l).unwrap_or(Value::Null))
             .collect()
+    }
+
+    /// An assistant record of response `id`.
+    fn said(uuid: &str, parent: &str, id: &str, content: Value) -> Value {
+        let mut r = rec(uuid, Some(parent), "assistant", content);
+        r["message"]["id"] = id.into();
+        r
+    }
+
+    fn thought(text: &str) -> Value {
+        json!([{"type": "thinking", "thinking": text, "signature": "Eq-signed"}])
+    }
+
+    #[test]
+    fn a_killed_thinking_response_is_answered_not_stripped() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("plan")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        let problems: Vec<Problem> = plan.changes.iter().map(|c| c.problem).collect();
+        assert_eq!(problems, [Problem::UnansweredCall]);
+    }
+
+    #[test]
+    fn an_emptied_thinking_is_taken_out_and_its_child_relinked() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "hello"}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
+        assert_eq!(plan.changes[0].problem, Problem::ChangedThinking);
+        assert_eq!(plan.changes[0].line, 2);
+        let out = lines_of(&render(&bytes, &plan));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1]["uuid"], "a2");
+        assert_eq!(out[1]["parentUuid"], "u1");
+        assert!(
+            plan_bytes(&render(&bytes, &plan), Client::ClaudeCode)
+                .changes
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn thinking_in_a_mixed_record_is_removed_from_it() {
+        // One record holding the whole response, its call on a dead-end branch elsewhere.
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said(
+                "a1",
+                "u1",
+                "msg_1",
+                json!([{"type": "thinking", "thinking": "", "signature": "Eq-signed"},
+                       {"type": "text", "text": "hello"}]),
+            ),
+            rec("u2", Some("a1"), "user", json!("more")),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
+        let out = lines_of(&render(&bytes, &plan));
+        assert_eq!(
+            out[1]["message"]["content"],
+            json!([{"type": "text", "text": "hello"}])
+        );
+        assert_eq!(out[1]["message"]["id"], "msg_1");
+    }
+
+    #[test]
+    fn two_joined_thinking_responses_both_lose_their_thinking() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("one")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "first"}]),
+            ),
+            said("b1", "a2", "msg_2", thought("two")),
+            said(
+                "b2",
+                "b1",
+                "msg_2",
+                json!([{"type": "text", "text": "second"}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        let lines: Vec<u64> = plan.changes.iter().map(|c| c.line).collect();
+        assert_eq!(lines, [2, 4]);
+        let out = lines_of(&render(&bytes, &plan));
+        let uuids: Vec<&str> = out.iter().filter_map(|r| r["uuid"].as_str()).collect();
+        assert_eq!(uuids, ["u1", "a2", "b2"]);
+        assert_eq!(out[2]["parentUuid"], "a2");
+    }
+
+    #[test]
+    fn unchanged_and_unsigned_thinking_is_left_alone() {
+        let signed = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("plan")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "hello"}]),
+            ),
+        ]);
+        assert!(plan_bytes(&signed, Client::ClaudeCode).changes.is_empty());
+        let unsigned = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said(
+                "a1",
+                "u1",
+                "msg_1",
+                json!([{"type": "thinking", "thinking": "", "signature": ""}]),
+            ),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "hello"}]),
+            ),
+        ]);
+        assert!(plan_bytes(&unsigned, Client::ClaudeCode).changes.is_empty());
     }
 
     #[test]
