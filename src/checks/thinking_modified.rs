@@ -27,8 +27,10 @@ declare_check! {
     /// later turn (anthropics/claude-code#19539, #63269; griffinmartin/opencode-claude-auth#261:
     /// dropping an orphan `tool_use` but keeping the thinking). Claude Code 2.1.197 itself leaves
     /// out a `tool_use` with no result when it resumes a session killed while the tool ran, so a
-    /// killed thinking session is refused on resume. Anthropic-compatible endpoints that send no
-    /// signature are not checked: their blocks are unsigned.
+    /// killed thinking session is refused on resume; that version then sends the request again
+    /// without any thinking block (a warning), earlier ones are not known to (an error).
+    /// Anthropic-compatible endpoints that send no signature are not checked: their blocks are
+    /// unsigned.
     ///
     /// ## Example
     /// ```text
