@@ -501,7 +501,7 @@ impl<R: BufRead> AgentLogReader<R> {
             self.ready.push_back(LogRecord::Pending(pending));
         } else {
             let record = pending.decode(self.light);
-            self.stats.count_decoded(&record);
+            self.stats.count_decoded(record.decoded());
             self.ready.push_back(record);
         }
     }
@@ -617,15 +617,38 @@ impl Pending {
     }
 }
 
+/// What [`Pending::decode`] made of a value, as [`LogStats`] counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded {
+    JsonObject,
+    RawError,
+    Undecodable,
+    TextLine,
+    Other,
+}
+
+impl LogRecord {
+    /// How [`LogStats::count_decoded`] counts this record.
+    pub fn decoded(&self) -> Decoded {
+        match self {
+            LogRecord::Json(_) | LogRecord::Light { .. } => Decoded::JsonObject,
+            LogRecord::RawError { .. } => Decoded::RawError,
+            LogRecord::Undecodable { .. } => Decoded::Undecodable,
+            LogRecord::Text(_) => Decoded::TextLine,
+            _ => Decoded::Other,
+        }
+    }
+}
+
 impl LogStats {
-    /// Counts a record [`Pending::decode`] returned.
-    pub fn count_decoded(&mut self, record: &LogRecord) {
-        match record {
-            LogRecord::Json(_) | LogRecord::Light { .. } => self.json_objects += 1,
-            LogRecord::RawError { .. } => self.raw_errors += 1,
-            LogRecord::Undecodable { .. } => self.undecodable += 1,
-            LogRecord::Text(_) => self.text_lines += 1,
-            _ => {}
+    /// Counts a record [`Pending::decode`] returned (see [`LogRecord::decoded`]).
+    pub fn count_decoded(&mut self, decoded: Decoded) {
+        match decoded {
+            Decoded::JsonObject => self.json_objects += 1,
+            Decoded::RawError => self.raw_errors += 1,
+            Decoded::Undecodable => self.undecodable += 1,
+            Decoded::TextLine => self.text_lines += 1,
+            Decoded::Other => {}
         }
     }
 }

@@ -17,8 +17,8 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::{MAX_KEPT_STRING, cap_strings};
-use crate::ingest::agent_log::{AgentLogReader, BusEvent, JsonRecord, Light, LogRecord};
+use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
+use crate::ingest::agent_log::{AgentLogReader, BusEvent, Decoded, JsonRecord, Light, LogRecord};
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
 use crate::json_scan::Seg;
@@ -41,6 +41,27 @@ const BATCH_BYTES: usize = 1 << 20;
 const BATCHES_IN_FLIGHT: usize = 4;
 
 type Batch = Vec<Result<LogRecord, IngestError>>;
+/// A batch as the replay receives it: decoded, part events read into the model.
+type ReadyBatch = Vec<Result<Ready, IngestError>>;
+
+/// A record ready to be applied. A part event's part is validated and read into the model
+/// (the heavy work) while its batch is decoded in parallel, not on the replay's thread.
+enum Ready {
+    Record(LogRecord),
+    /// A part event; its record keeps the part's value only for a `step_finish` (an empty object
+    /// stands in for the others').
+    Part(JsonRecord, PreparedPart),
+}
+
+/// A part event's part as [`State::apply_part`] records it, with its schema issues located.
+struct PreparedPart {
+    part: Part,
+    /// Schema issues, each with the span of its value (or of its parent object).
+    issues: Vec<(schema::SchemaIssue, Option<Span>)>,
+    /// The part's value in the file (where the issues are reported).
+    part_span: Span,
+    status_span: Option<Span>,
+}
 
 /// Builds the session model of an agent log.
 ///
@@ -52,7 +73,7 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
     // for their batches: decode on the reading thread itself rather than queue work behind them.
     let parallel = rayon::current_thread_index().is_none();
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<ReadyBatch>(BATCHES_IN_FLIGHT);
         let reading = scope.spawn(move || {
             let mut reader = AgentLogReader::new(input, file)
                 .with_light(light)
@@ -91,7 +112,10 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
         let mut seq: Seq = 0;
         for batch in rx.iter() {
             for record in batch {
-                state.apply(seq, record?);
+                match record? {
+                    Ready::Record(record) => state.apply(seq, record),
+                    Ready::Part(rec, part) => state.apply_json(seq, &rec, Some(part)),
+                }
                 seq += 1;
             }
         }
@@ -297,14 +321,22 @@ fn light(text: &str) -> Option<Light> {
 
 /// Decodes the pending JSON values of `batch` (on rayon's pool when `parallel`), in place, and
 /// counts them.
-fn decode_batch<R: BufRead>(batch: Batch, reader: &mut AgentLogReader<R>, parallel: bool) -> Batch {
+fn decode_batch<R: BufRead>(
+    batch: Batch,
+    reader: &mut AgentLogReader<R>,
+    parallel: bool,
+) -> ReadyBatch {
     use rayon::prelude::*;
     let light = reader.light();
     let decode = |record| match record {
-        Ok(LogRecord::Pending(p)) => (Ok(p.decode(light)), true),
-        other => (other, false),
+        Ok(LogRecord::Pending(p)) => {
+            let decoded = p.decode(light);
+            let kind = decoded.decoded();
+            (Ok(ready(decoded)), Some(kind))
+        }
+        other => (other.map(Ready::Record), None),
     };
-    let decoded: Vec<(Result<LogRecord, IngestError>, bool)> = if parallel {
+    let decoded: Vec<(Result<Ready, IngestError>, Option<Decoded>)> = if parallel {
         batch.into_par_iter().with_min_len(16).map(decode).collect()
     } else {
         batch.into_iter().map(decode).collect()
@@ -312,13 +344,75 @@ fn decode_batch<R: BufRead>(batch: Batch, reader: &mut AgentLogReader<R>, parall
     let stats = reader.stats_mut();
     decoded
         .into_iter()
-        .map(|(record, was_pending)| {
-            if was_pending && let Ok(r) = &record {
-                stats.count_decoded(r);
+        .map(|(record, counted)| {
+            if let Some(counted) = counted {
+                stats.count_decoded(counted);
             }
             record
         })
         .collect()
+}
+
+/// A part event's part validated and read into the model (see [`Ready`]); any other record as
+/// it is.
+fn ready(record: LogRecord) -> Ready {
+    let LogRecord::Json(mut rec) = record else {
+        return Ready::Record(record);
+    };
+    let Some(obj) = rec.value.as_object() else {
+        return Ready::Record(LogRecord::Json(rec));
+    };
+    let s = |k: &str| obj.get(k).and_then(Value::as_str);
+    // The records `apply_json` hands to `apply_part`.
+    let ty = s("type").unwrap_or_default();
+    let is_part_event = matches!(
+        ty,
+        "step_start" | "step_finish" | "tool_use" | "text" | "reasoning"
+    ) && obj.get("part").is_some_and(Value::is_object)
+        && !(s("service") == Some("bus") && s("message") == Some("publishing"))
+        && s("message") != Some("unhandled");
+    if !is_part_event {
+        return Ready::Record(LogRecord::Json(rec));
+    }
+    // `step_finished` reads a `step_finish`'s part from the record; the others' part values are
+    // not read again: an empty object is left in their place.
+    let part = match (ty == "step_finish", rec.value.get_mut("part")) {
+        (false, Some(part)) => std::mem::replace(part, Value::Object(serde_json::Map::new())),
+        (_, part) => part.cloned().unwrap_or_default(),
+    };
+    let prepared = prepare_part(&rec, part);
+    Ready::Part(rec, prepared)
+}
+
+/// Validates the part of a part event (`raw`, the value of the record's `part`) and reads it
+/// into the model.
+fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
+    let issues = schema::validate_part(&raw)
+        .into_iter()
+        .map(|issue| {
+            let mut path: Vec<Seg<'_>> = vec![Seg::Key("part")];
+            path.extend(issue.path.keys());
+            // A missing field is pointed at through its parent object.
+            let span = rec
+                .locate(&path)
+                .or_else(|| rec.locate(&path[..path.len().saturating_sub(1)]));
+            (issue.clone(), span)
+        })
+        .collect::<Vec<_>>();
+    let part_span = match issues.is_empty() {
+        true => rec.span,
+        false => rec.locate(&[Seg::Key("part")]).unwrap_or(rec.span),
+    };
+    let part = Part::from_value(&slim(raw));
+    let status_span = part
+        .tool()
+        .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
+    PreparedPart {
+        part,
+        issues,
+        part_span,
+        status_span,
+    }
 }
 
 struct State {
@@ -380,7 +474,7 @@ impl State {
 
     fn apply(&mut self, seq: Seq, record: LogRecord) {
         match record {
-            LogRecord::Json(rec) => self.apply_json(seq, &rec),
+            LogRecord::Json(rec) => self.apply_json(seq, &rec, None),
             // What `apply_json` does with a plain logger entry or a bus event.
             LogRecord::Light { span, light } => {
                 if let Some(id) = light.session {
@@ -441,7 +535,9 @@ impl State {
         }
     }
 
-    fn apply_json(&mut self, seq: Seq, rec: &JsonRecord) {
+    /// Applies a JSON object; `prepared` is its part when it is a part event read ahead (see
+    /// [`Ready`]), else the part is read here.
+    fn apply_json(&mut self, seq: Seq, rec: &JsonRecord, prepared: Option<PreparedPart>) {
         let Some(obj) = rec.value.as_object() else {
             return;
         };
@@ -501,7 +597,9 @@ impl State {
             "step_start" | "step_finish" | "tool_use" | "text" | "reasoning"
                 if obj.get("part").is_some_and(Value::is_object) =>
             {
-                self.apply_part(seq, rec, session_id.clone());
+                let prepared =
+                    prepared.unwrap_or_else(|| prepare_part(rec, rec.value["part"].clone()));
+                self.apply_part(seq, rec, prepared, session_id.clone());
                 if ty == "step_finish" {
                     self.step_finished(seq, rec, session_id);
                 }
@@ -856,10 +954,19 @@ impl State {
         );
     }
 
-    fn apply_part(&mut self, seq: Seq, rec: &JsonRecord, session_id: Option<String>) {
-        let raw = &rec.value["part"];
-        let capped_part = slim(raw);
-        let part = Part::from_value(&capped_part);
+    fn apply_part(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        prepared: PreparedPart,
+        session_id: Option<String>,
+    ) {
+        let PreparedPart {
+            part,
+            issues,
+            part_span,
+            status_span,
+        } = prepared;
         let session_id = match part.session_id.as_str() {
             "" => session_id
                 .or_else(|| self.current_session.clone())
@@ -868,25 +975,12 @@ impl State {
         };
         self.current_session = Some(session_id.clone());
 
-        let issues = schema::validate_part(raw);
         if !issues.is_empty() {
-            let located = issues
-                .into_iter()
-                .map(|issue| {
-                    let mut path: Vec<Seg<'_>> = vec![Seg::Key("part")];
-                    path.extend(issue.path.keys());
-                    // A missing field is pointed at through its parent object.
-                    let span = rec
-                        .locate(&path)
-                        .or_else(|| rec.locate(&path[..path.len().saturating_sub(1)]));
-                    (issue.clone(), span)
-                })
-                .collect();
             self.analysis.schema_issues.push(PayloadIssues {
                 seq,
                 what: format!("{} part {}", part.type_name(), part.id),
-                span: rec.locate(&[Seg::Key("part")]).unwrap_or(rec.span),
-                issues: located,
+                span: part_span,
+                issues,
                 session_id: Some(session_id.clone()),
                 message_id: Some(part.message_id.clone()),
                 part_id: Some(part.id.clone()),
@@ -894,9 +988,6 @@ impl State {
         }
 
         let status = part.tool().map(|t| t.state.status_name());
-        let status_span = status
-            .as_ref()
-            .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
         let observation = Observation {
             seq,
             span: rec.span,
@@ -1175,8 +1266,7 @@ impl State {
 /// error, title, whether the input was empty), without tool inputs and outputs, metadata or file
 /// contents — so the model grows with the number of parts, not with what the tools printed. (The
 /// schema was checked on the full payload before this.)
-fn slim(part: &Value) -> Value {
-    let mut v = part.clone();
+fn slim(mut v: Value) -> Value {
     if let Some(state) = v.get_mut("state").and_then(Value::as_object_mut) {
         for heavy in ["output", "metadata", "attachments", "raw"] {
             state.remove(heavy);
@@ -1191,7 +1281,8 @@ fn slim(part: &Value) -> Value {
     if let Some(obj) = v.as_object_mut() {
         obj.remove("metadata");
     }
-    cap_strings(&v, MAX_KEPT_STRING)
+    cap_strings_in_place(&mut v, MAX_KEPT_STRING);
+    v
 }
 
 fn capped(s: &str, max: usize) -> String {
