@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, Event, EventKind, SDK_FINISH_REASONS, Seq, StepFinish};
@@ -38,17 +40,20 @@ declare_check! {
 
 impl Check for LoopExitedEarly {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        for (i, e) in analysis.events.iter().enumerate() {
+        // The latest step finish of each message so far: one walk, not one walk back per step.
+        let mut last_finish: HashMap<&str, Seq> = HashMap::new();
+        for e in &analysis.events {
             let EventKind::StepFinished(step) = &e.kind else {
                 continue;
             };
+            let previous = last_finish.insert(step.message_id.as_str(), e.seq);
             if !unusable(step) {
                 continue;
             }
             let Some(session) = e.session.as_deref() else {
                 continue;
             };
-            let calls = tool_calls(analysis, session, step, previous_finish(analysis, i, step));
+            let calls = tool_calls(analysis, session, step, previous);
             // The agent itself continues after an `unknown` finish for tools that completed or
             // still run; a step whose only tool failed, with real usage recorded, is a stop the
             // provider's answer supports. With zero usage the answer itself was lost.
@@ -71,7 +76,7 @@ impl Check for LoopExitedEarly {
             };
             let mut f = finding(analysis, e, step, exit, &calls);
             // What the provider itself said, when the log kept its response.
-            let start = previous_finish(analysis, i, step).unwrap_or(0);
+            let start = previous.unwrap_or(0);
             if let Some((x, finish)) = analysis
                 .events
                 .iter()
@@ -101,14 +106,6 @@ pub(super) fn unusable(step: &StepFinish) -> bool {
     step.reason_not_string
         || step.reason == "unknown"
         || !SDK_FINISH_REASONS.contains(&step.reason.as_str())
-}
-
-/// The seq of the previous step-finish of the same message, if any.
-fn previous_finish(a: &Analysis, i: usize, step: &StepFinish) -> Option<Seq> {
-    a.events[..i].iter().rev().find_map(|x| match &x.kind {
-        EventKind::StepFinished(s) if s.message_id == step.message_id => Some(x.seq),
-        _ => None,
-    })
 }
 
 /// A tool call of the step: (tool, call id, part id, status, where its status is).
