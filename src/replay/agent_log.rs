@@ -17,7 +17,7 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
+use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place, log_value};
 use crate::ingest::agent_log::{AgentLogReader, BusEvent, Decoded, JsonRecord, Light, LogRecord};
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
@@ -50,7 +50,7 @@ enum Ready {
     Record(LogRecord),
     /// A part event; its record keeps the part's value only for a `step_finish` (an empty object
     /// stands in for the others').
-    Part(JsonRecord, PreparedPart),
+    Part(JsonRecord, Box<PreparedPart>),
 }
 
 /// A part event's part as [`State::apply_part`] records it, with its schema issues located.
@@ -77,6 +77,7 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
         let reading = scope.spawn(move || {
             let mut reader = AgentLogReader::new(input, file)
                 .with_light(light)
+                .with_object_parser(parse_object)
                 .deferred();
             let mut batch = Vec::with_capacity(BATCH_RECORDS);
             let mut bytes = 0;
@@ -114,7 +115,7 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
             for record in batch {
                 match record? {
                     Ready::Record(record) => state.apply(seq, record),
-                    Ready::Part(rec, part) => state.apply_json(seq, &rec, Some(part)),
+                    Ready::Part(rec, part) => state.apply_json(seq, &rec, Some(*part)),
                 }
                 seq += 1;
             }
@@ -268,6 +269,12 @@ fn skipping_may_differ(text: &str) -> bool {
     }
 }
 
+/// How the replay parses a log's JSON object: without building the heavy fields of a part
+/// event's part (see [`log_value`]).
+fn parse_object(text: &str) -> serde_json::Result<Value> {
+    log_value::parse(text)
+}
+
 /// Longest object [`light`] looks at.
 const LIGHT_MAX: usize = 4096;
 
@@ -327,10 +334,10 @@ fn decode_batch<R: BufRead>(
     parallel: bool,
 ) -> ReadyBatch {
     use rayon::prelude::*;
-    let light = reader.light();
+    let decoding = reader.decoding();
     let decode = |record| match record {
         Ok(LogRecord::Pending(p)) => {
-            let decoded = p.decode(light);
+            let decoded = p.decode(decoding);
             let kind = decoded.decoded();
             (Ok(ready(decoded)), Some(kind))
         }
@@ -372,6 +379,12 @@ fn ready(record: LogRecord) -> Ready {
         && !(s("service") == Some("bus") && s("message") == Some("publishing"))
         && s("message") != Some("unhandled");
     if !is_part_event {
+        // Only a part event's part may have been read with stand-ins (see `parse_object`).
+        if rec.value.get("part").is_some_and(Value::is_object)
+            && let Ok(value) = serde_json::from_str(&rec.text)
+        {
+            rec.value = value;
+        }
         return Ready::Record(LogRecord::Json(rec));
     }
     // `step_finished` reads a `step_finish`'s part from the record; the others' part values are
@@ -381,7 +394,7 @@ fn ready(record: LogRecord) -> Ready {
         (_, part) => part.cloned().unwrap_or_default(),
     };
     let prepared = prepare_part(&rec, part);
-    Ready::Part(rec, prepared)
+    Ready::Part(rec, Box::new(prepared))
 }
 
 /// Validates the part of a part event (`raw`, the value of the record's `part`) and reads it
