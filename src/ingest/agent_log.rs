@@ -294,10 +294,6 @@ impl<R: BufRead> AgentLogReader<R> {
         self
     }
 
-    pub fn stats_mut(&mut self) -> &mut LogStats {
-        &mut self.stats
-    }
-
     /// How JSON values are decoded (set by [`Self::with_light`], [`Self::with_object_parser`]).
     pub fn decoding(&self) -> Decoding {
         self.decoding

@@ -18,7 +18,9 @@ use std::io::BufRead;
 use serde_json::Value;
 
 use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place, log_value};
-use crate::ingest::agent_log::{AgentLogReader, BusEvent, Decoded, JsonRecord, Light, LogRecord};
+use crate::ingest::agent_log::{
+    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats,
+};
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
 use crate::json_scan::Seg;
@@ -41,8 +43,9 @@ const BATCH_BYTES: usize = 1 << 20;
 const BATCHES_IN_FLIGHT: usize = 4;
 
 type Batch = Vec<Result<LogRecord, IngestError>>;
-/// A batch as the replay receives it: decoded, part events read into the model.
-type ReadyBatch = Vec<Result<Ready, IngestError>>;
+/// A batch as the replay receives it: decoded, part events read into the model, each JSON value
+/// with how [`LogStats`] counts it.
+type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
 
 /// A record ready to be applied. A part event's part is validated and read into the model
 /// (the heavy work) while its batch is decoded in parallel, not on the replay's thread.
@@ -65,20 +68,21 @@ struct PreparedPart {
 
 /// Builds the session model of an agent log.
 ///
-/// Reading and re-joining the records runs on its own thread, a bounded number of batches ahead
-/// of the replay, which applies them in file order; each batch's JSON values (most of the work)
-/// are decoded on rayon's pool before it is handed over.
+/// Reading and re-joining the records runs on its own thread, which hands each batch's JSON
+/// values (most of the work) to rayon's pool to be decoded and reads on; the replay applies the
+/// decoded batches in file order. A bounded number of batches is in flight at once.
 pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
     // On a rayon worker (files diagnosed in parallel), the pool may be busy with replays waiting
     // for their batches: decode on the reading thread itself rather than queue work behind them.
     let parallel = rayon::current_thread_index().is_none();
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<ReadyBatch>(BATCHES_IN_FLIGHT);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<InFlight>(BATCHES_IN_FLIGHT);
         let reading = scope.spawn(move || {
             let mut reader = AgentLogReader::new(input, file)
                 .with_light(light)
                 .with_object_parser(parse_object)
                 .deferred();
+            let decoding = reader.decoding();
             let mut batch = Vec::with_capacity(BATCH_RECORDS);
             let mut bytes = 0;
             loop {
@@ -97,8 +101,20 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
                 {
                     bytes = 0;
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
-                    let full = decode_batch(full, &mut reader, parallel);
-                    if tx.send(full).is_err() {
+                    let in_flight = if parallel {
+                        let (done, decoded) = std::sync::mpsc::sync_channel(1);
+                        rayon::spawn(move || {
+                            // A panic is handed to the replay, which resumes it on its thread.
+                            let decode =
+                                std::panic::AssertUnwindSafe(|| decode_batch(full, decoding));
+                            let result = std::panic::catch_unwind(decode);
+                            let _ = done.send(result);
+                        });
+                        InFlight::Decoding(decoded)
+                    } else {
+                        InFlight::Decoded(decode_batch(full, decoding))
+                    };
+                    if tx.send(in_flight).is_err() {
                         // The replay stopped (on an error): nothing more is wanted.
                         break;
                     }
@@ -110,9 +126,22 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
             reader.stats().clone()
         });
         let mut state = State::new(file);
+        let mut decoded_stats = LogStats::default();
         let mut seq: Seq = 0;
-        for batch in rx.iter() {
-            for record in batch {
+        for in_flight in rx.iter() {
+            let batch = match in_flight {
+                InFlight::Decoded(batch) => batch,
+                InFlight::Decoding(decoded) => match decoded.recv() {
+                    Ok(Ok(batch)) => batch,
+                    Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                    // The job ended without an answer: it cannot, short of a panic it handed over.
+                    Err(_) => break,
+                },
+            };
+            for (record, kind) in batch {
+                if let Some(kind) = kind {
+                    decoded_stats.count_decoded(kind);
+                }
                 match record? {
                     Ready::Record(record) => state.apply(seq, record),
                     Ready::Part(rec, part) => state.apply_json(seq, &rec, Some(*part)),
@@ -127,13 +156,29 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
         let mut analysis = state.finish();
         let counts = &mut analysis.counts;
         counts.insert("lines", stats.lines);
-        counts.insert("json objects", stats.json_objects);
-        counts.insert("undecodable objects", stats.undecodable);
-        counts.insert("raw error dumps", stats.raw_errors);
-        counts.insert("text lines", stats.text_lines);
+        counts.insert(
+            "json objects",
+            stats.json_objects + decoded_stats.json_objects,
+        );
+        counts.insert(
+            "undecodable objects",
+            stats.undecodable + decoded_stats.undecodable,
+        );
+        counts.insert(
+            "raw error dumps",
+            stats.raw_errors + decoded_stats.raw_errors,
+        );
+        counts.insert("text lines", stats.text_lines + decoded_stats.text_lines);
         counts.insert("rejoined splits", stats.rejoined_splits);
         Ok(analysis)
     })
+}
+
+/// A batch handed from the reading thread to the replay: being decoded on rayon's pool, or
+/// decoded on the reading thread.
+enum InFlight {
+    Decoding(std::sync::mpsc::Receiver<std::thread::Result<ReadyBatch>>),
+    Decoded(ReadyBatch),
 }
 
 /// A string field as `apply_json` reads it (`get(k).and_then(Value::as_str)`): any other value
@@ -326,36 +371,17 @@ fn light(text: &str) -> Option<Light> {
     plain.then_some(Light { session, bus: None })
 }
 
-/// Decodes the pending JSON values of `batch` (on rayon's pool when `parallel`), in place, and
-/// counts them.
-fn decode_batch<R: BufRead>(
-    batch: Batch,
-    reader: &mut AgentLogReader<R>,
-    parallel: bool,
-) -> ReadyBatch {
-    use rayon::prelude::*;
-    let decoding = reader.decoding();
-    let decode = |record| match record {
-        Ok(LogRecord::Pending(p)) => {
-            let decoded = p.decode(decoding);
-            let kind = decoded.decoded();
-            (Ok(ready(decoded)), Some(kind))
-        }
-        other => (other.map(Ready::Record), None),
-    };
-    let decoded: Vec<(Result<Ready, IngestError>, Option<Decoded>)> = if parallel {
-        batch.into_par_iter().with_min_len(16).map(decode).collect()
-    } else {
-        batch.into_iter().map(decode).collect()
-    };
-    let stats = reader.stats_mut();
-    decoded
+/// Decodes the pending JSON values of `batch`, each with how [`LogStats`] counts it.
+fn decode_batch(batch: Batch, decoding: Decoding) -> ReadyBatch {
+    batch
         .into_iter()
-        .map(|(record, counted)| {
-            if let Some(counted) = counted {
-                stats.count_decoded(counted);
+        .map(|record| match record {
+            Ok(LogRecord::Pending(p)) => {
+                let decoded = p.decode(decoding);
+                let kind = decoded.decoded();
+                (Ok(ready(decoded)), Some(kind))
             }
-            record
+            other => (other.map(Ready::Record), None),
         })
         .collect()
 }
