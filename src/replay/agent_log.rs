@@ -17,7 +17,8 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place, log_value};
+use super::log_value::{self, Discard};
+use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
 use crate::ingest::agent_log::{
     AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats,
 };
@@ -225,17 +226,16 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Lenient<'a> {
                 self,
                 mut a: A,
             ) -> Result<Self::Value, A::Error> {
-                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                while a.next_element_seed(Discard)?.is_some() {}
                 Ok(Lenient(None))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut a: A,
             ) -> Result<Self::Value, A::Error> {
-                while a
-                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                    .is_some()
-                {}
+                while a.next_key_seed(Discard)?.is_some() {
+                    a.next_value_seed(Discard)?;
+                }
                 Ok(Lenient(None))
             }
         }
@@ -249,68 +249,87 @@ struct Seen(bool);
 
 impl<'de> serde::Deserialize<'de> for Seen {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(d).map(|_| Seen(true))
+        Discard::deserialize(d).map(|_| Seen(true))
     }
 }
 
 /// The fields of a JSON object that tell whether `apply_json` needs more of it than [`Light`].
-#[derive(serde::Deserialize)]
+///
+/// Read by hand rather than derived: the other members are walked with [`Discard`], which refuses
+/// what building a `Value` refuses (a derived reader skips them with `IgnoredAny`, which accepts
+/// lone surrogates, numbers out of range and nesting beyond the recursion limit), so an object
+/// that reads as a `Peek` also reads as a `Value`.
+#[derive(Default)]
 struct Peek<'a> {
-    #[serde(rename = "type", default, borrow)]
     ty: Lenient<'a>,
-    #[serde(default, borrow)]
     level: Lenient<'a>,
-    #[serde(default, borrow)]
     service: Lenient<'a>,
-    #[serde(default, borrow)]
     message: Lenient<'a>,
-    #[serde(rename = "sessionID", default, borrow)]
+    /// `sessionID`.
     session_id: Lenient<'a>,
-    #[serde(default)]
     part: Seen,
-    #[serde(default)]
     log: Seen,
-    #[serde(rename = "session_id", default)]
+    /// `session_id` (Claude Code's).
     claude_session: Seen,
-    #[serde(rename = "providerMetadata", default)]
     provider_metadata: Seen,
-    #[serde(rename = "providerID", default)]
     provider_id: Seen,
-    #[serde(rename = "modelID", default)]
     model_id: Seen,
 }
 
-/// Whether serde_json might accept `text` while skipping values it would refuse to build: a
-/// `\u` escape (lone surrogates), a number out of range (a long exponent or digit run), nesting
-/// deeper than its recursion limit. Such objects take the full path.
-fn skipping_may_differ(text: &str) -> bool {
-    let b = text.as_bytes();
-    let escaped_u = memchr::memchr_iter(b'\\', b).any(|i| b.get(i + 1) == Some(&b'u'));
-    if escaped_u || memchr::memchr2_iter(b'{', b'[', b).count() >= 100 {
-        return true;
-    }
-    // An exponent of three digits or more after a digit.
-    let long_exponent = memchr::memchr2_iter(b'e', b'E', b).any(|i| {
-        i > 0
-            && b[i - 1].is_ascii_digit()
-            && b.get(i + 1..).is_some_and(|rest| {
-                let rest = rest
-                    .strip_prefix(b"-")
-                    .or(rest.strip_prefix(b"+"))
-                    .unwrap_or(rest);
-                rest.iter().take_while(|d| d.is_ascii_digit()).count() >= 3
-            })
-    });
-    if long_exponent {
-        return true;
-    }
-    // An integer beyond f64 has at least 309 digits.
-    b.len() >= 300 && {
-        let mut run = 0;
-        b.iter().any(|c| {
-            run = if c.is_ascii_digit() { run + 1 } else { 0 };
-            run >= 300
-        })
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Peek<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Peek<'de>, A::Error> {
+                let mut p = Peek::default();
+                // A key met twice is refused (the object then takes the full path).
+                let mut met = [false; 11];
+                while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
+                    let field = match key.as_deref().unwrap_or_default() {
+                        "type" => 0,
+                        "level" => 1,
+                        "service" => 2,
+                        "message" => 3,
+                        "sessionID" => 4,
+                        "part" => 5,
+                        "log" => 6,
+                        "session_id" => 7,
+                        "providerMetadata" => 8,
+                        "providerID" => 9,
+                        "modelID" => 10,
+                        _ => {
+                            map.next_value_seed(Discard)?;
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut met[field], true) {
+                        return Err(serde::de::Error::custom("a key met twice"));
+                    }
+                    match field {
+                        0 => p.ty = map.next_value()?,
+                        1 => p.level = map.next_value()?,
+                        2 => p.service = map.next_value()?,
+                        3 => p.message = map.next_value()?,
+                        4 => p.session_id = map.next_value()?,
+                        5 => p.part = map.next_value()?,
+                        6 => p.log = map.next_value()?,
+                        7 => p.claude_session = map.next_value()?,
+                        8 => p.provider_metadata = map.next_value()?,
+                        9 => p.provider_id = map.next_value()?,
+                        _ => p.model_id = map.next_value()?,
+                    }
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 
@@ -329,7 +348,7 @@ const LIGHT_MAX: usize = 4096;
 fn light(text: &str) -> Option<Light> {
     // Logger entries and bus events are short; long objects (parts, HTTP bodies) are not worth
     // a look before their full decoding.
-    if text.len() > LIGHT_MAX || skipping_may_differ(text) {
+    if text.len() > LIGHT_MAX {
         return None;
     }
     let p: Peek<'_> = serde_json::from_str(text).ok()?;
@@ -1638,10 +1657,28 @@ mod tests {
             r#"{"type":"log","level":"info","message":"m","x":"\ud800"}"#,
             r#"{"type":"log","level":"info","message":"m","x":1e400}"#,
             r#"{"type":"log","level":"info","message":"m","message":"twice"}"#,
+            r#"{"type":"log","level":"info","message":"m","x":"\udc00 \ud800"}"#,
+            r#"{"type":"log","level":"info","message":"m","x":[1e400]}"#,
+            r#"{"type":"log","level":"info","message":"m","x":{"y":-1e999}}"#,
+            r#"{"type":"log","level":"info","message":"m","\ud800":1}"#,
             r#"{"type":"log","level":"info","message":"m""#,
         ] {
             assert_eq!(light(full), None, "{full}");
         }
+        // Nesting beyond serde_json's recursion limit.
+        let deep = format!(
+            r#"{{"type":"log","level":"info","message":"m","x":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(serde_json::from_str::<Value>(&deep).is_err());
+        assert_eq!(light(&deep), None);
+        let shallow = format!(
+            r#"{{"type":"log","level":"info","message":"m","x":{}1{}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert!(light(&shallow).is_some());
     }
 
     const P: &str = "[2026-02-01T12:30:28.417Z] [INFO] ";
