@@ -2,7 +2,7 @@ use std::collections::HashMap;
 
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
-use crate::session::{Analysis, Event, EventKind, SDK_FINISH_REASONS, Seq, StepFinish};
+use crate::session::{Analysis, Event, EventKind, SDK_FINISH_REASONS, Seq, Session, StepFinish};
 
 declare_check! {
     /// ## What it does
@@ -42,6 +42,7 @@ impl Check for LoopExitedEarly {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         // The latest step finish of each message so far: one walk, not one walk back per step.
         let mut last_finish: HashMap<&str, Seq> = HashMap::new();
+        let sessions = analysis.sessions_by_id();
         for e in &analysis.events {
             let EventKind::StepFinished(step) = &e.kind else {
                 continue;
@@ -53,7 +54,8 @@ impl Check for LoopExitedEarly {
             let Some(session) = e.session.as_deref() else {
                 continue;
             };
-            let calls = tool_calls(analysis, session, step, previous);
+            let in_session = sessions.get(session).copied();
+            let calls = tool_calls(in_session, step, previous);
             // The agent itself continues after an `unknown` finish for tools that completed or
             // still run; a step whose only tool failed, with real usage recorded, is a stop the
             // provider's answer supports. With zero usage the answer itself was lost.
@@ -63,7 +65,7 @@ impl Check for LoopExitedEarly {
             if calls.is_empty() || !(owed || step.zero_usage) {
                 continue;
             }
-            let next_write = next_part_write(analysis, session, e.seq);
+            let next_write = next_part_write(in_session, e.seq);
             let Some(exit) = analysis
                 .events_after(e.seq)
                 .take_while(|x| next_write.is_none_or(|n| x.seq < n))
@@ -112,8 +114,8 @@ pub(super) fn unusable(step: &StepFinish) -> bool {
 type Call = (String, String, String, String, Option<crate::source::Span>);
 
 /// The tool parts of the step's message written during the step.
-fn tool_calls(a: &Analysis, session: &str, step: &StepFinish, after: Option<Seq>) -> Vec<Call> {
-    let Some(message) = a.session(session).and_then(|s| s.message(&step.message_id)) else {
+fn tool_calls(session: Option<&Session>, step: &StepFinish, after: Option<Seq>) -> Vec<Call> {
+    let Some(message) = session.and_then(|s| s.message(&step.message_id)) else {
         return Vec::new();
     };
     message
@@ -137,8 +139,8 @@ fn tool_calls(a: &Analysis, session: &str, step: &StepFinish, after: Option<Seq>
 }
 
 /// The first part write of `session` after `seq`.
-pub(super) fn next_part_write(a: &Analysis, session: &str, seq: Seq) -> Option<Seq> {
-    a.session(session)?
+pub(super) fn next_part_write(session: Option<&Session>, seq: Seq) -> Option<Seq> {
+    session?
         .messages
         .iter()
         .flat_map(|m| m.parts.iter())
