@@ -245,6 +245,31 @@ mod tests {
         assert!(parse(r#"{"a":"#).is_err());
     }
 
+    /// Every one-byte mutation of a part event is accepted by [`parse`] exactly when serde_json
+    /// accepts it as a `Value`, and refused with the same error.
+    #[test]
+    fn mutations_fail_where_a_value_fails() {
+        let seed = r#"{"type":"tool_use","timestamp":1,"sessionID":"ses_1","part":{"id":"prt_1","metadata":{"a":[1,{"b":null}]},"type":"tool","callID":"c","tool":"bash","state":{"status":"completed","input":{"command":"ls \"a\"","n":-1.5e3},"output":"x\ny\u00e9","metadata":{"exit":0,"v":[true,false]},"title":"t","attachments":[{"k":"v"}],"time":{"start":1,"end":2}}}}"#;
+        let bytes = seed.as_bytes();
+        let mut checked = 0;
+        for i in 0..bytes.len() {
+            for &b in b"\"{}[],:\\1eE-.x u" {
+                let mut m = bytes.to_vec();
+                m[i] = b;
+                let Ok(text) = std::str::from_utf8(&m) else {
+                    continue;
+                };
+                let ours = parse(text).map(|_| ()).map_err(|e| e.to_string());
+                let theirs = serde_json::from_str::<Value>(text)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+                assert_eq!(ours, theirs, "{text}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000);
+    }
+
     #[test]
     fn stand_ins_refuse_what_a_value_refuses() {
         let nine = "9".repeat(400);
