@@ -295,6 +295,16 @@ impl Analysis {
         self.sessions.iter().find(|s| s.id == id)
     }
 
+    /// The sessions by id, for checks that look many up (the first of sessions sharing an id,
+    /// as [`Analysis::session`] finds it).
+    pub fn sessions_by_id(&self) -> std::collections::HashMap<&str, &Session> {
+        let mut by_id = std::collections::HashMap::with_capacity(self.sessions.len());
+        for s in &self.sessions {
+            by_id.entry(s.id.as_str()).or_insert(s);
+        }
+        by_id
+    }
+
     /// Events after `seq`, in order.
     pub fn events_after(&self, seq: Seq) -> impl Iterator<Item = &Event> {
         let start = self.events.partition_point(|e| e.seq <= seq);

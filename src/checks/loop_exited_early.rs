@@ -1,6 +1,8 @@
+use std::collections::HashMap;
+
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
-use crate::session::{Analysis, Event, EventKind, SDK_FINISH_REASONS, Seq, StepFinish};
+use crate::session::{Analysis, Event, EventKind, SDK_FINISH_REASONS, Seq, Session, StepFinish};
 
 declare_check! {
     /// ## What it does
@@ -38,17 +40,22 @@ declare_check! {
 
 impl Check for LoopExitedEarly {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        for (i, e) in analysis.events.iter().enumerate() {
+        // The latest step finish of each message so far: one walk, not one walk back per step.
+        let mut last_finish: HashMap<&str, Seq> = HashMap::new();
+        let sessions = analysis.sessions_by_id();
+        for e in &analysis.events {
             let EventKind::StepFinished(step) = &e.kind else {
                 continue;
             };
+            let previous = last_finish.insert(step.message_id.as_str(), e.seq);
             if !unusable(step) {
                 continue;
             }
             let Some(session) = e.session.as_deref() else {
                 continue;
             };
-            let calls = tool_calls(analysis, session, step, previous_finish(analysis, i, step));
+            let in_session = sessions.get(session).copied();
+            let calls = tool_calls(in_session, step, previous);
             // The agent itself continues after an `unknown` finish for tools that completed or
             // still run; a step whose only tool failed, with real usage recorded, is a stop the
             // provider's answer supports. With zero usage the answer itself was lost.
@@ -58,7 +65,7 @@ impl Check for LoopExitedEarly {
             if calls.is_empty() || !(owed || step.zero_usage) {
                 continue;
             }
-            let next_write = next_part_write(analysis, session, e.seq);
+            let next_write = next_part_write(in_session, e.seq);
             let Some(exit) = analysis
                 .events_after(e.seq)
                 .take_while(|x| next_write.is_none_or(|n| x.seq < n))
@@ -71,7 +78,7 @@ impl Check for LoopExitedEarly {
             };
             let mut f = finding(analysis, e, step, exit, &calls);
             // What the provider itself said, when the log kept its response.
-            let start = previous_finish(analysis, i, step).unwrap_or(0);
+            let start = previous.unwrap_or(0);
             if let Some((x, finish)) = analysis
                 .events
                 .iter()
@@ -103,20 +110,12 @@ pub(super) fn unusable(step: &StepFinish) -> bool {
         || !SDK_FINISH_REASONS.contains(&step.reason.as_str())
 }
 
-/// The seq of the previous step-finish of the same message, if any.
-fn previous_finish(a: &Analysis, i: usize, step: &StepFinish) -> Option<Seq> {
-    a.events[..i].iter().rev().find_map(|x| match &x.kind {
-        EventKind::StepFinished(s) if s.message_id == step.message_id => Some(x.seq),
-        _ => None,
-    })
-}
-
 /// A tool call of the step: (tool, call id, part id, status, where its status is).
 type Call = (String, String, String, String, Option<crate::source::Span>);
 
 /// The tool parts of the step's message written during the step.
-fn tool_calls(a: &Analysis, session: &str, step: &StepFinish, after: Option<Seq>) -> Vec<Call> {
-    let Some(message) = a.session(session).and_then(|s| s.message(&step.message_id)) else {
+fn tool_calls(session: Option<&Session>, step: &StepFinish, after: Option<Seq>) -> Vec<Call> {
+    let Some(message) = session.and_then(|s| s.message(&step.message_id)) else {
         return Vec::new();
     };
     message
@@ -140,8 +139,8 @@ fn tool_calls(a: &Analysis, session: &str, step: &StepFinish, after: Option<Seq>
 }
 
 /// The first part write of `session` after `seq`.
-pub(super) fn next_part_write(a: &Analysis, session: &str, seq: Seq) -> Option<Seq> {
-    a.session(session)?
+pub(super) fn next_part_write(session: Option<&Session>, seq: Seq) -> Option<Seq> {
+    session?
         .messages
         .iter()
         .flat_map(|m| m.parts.iter())

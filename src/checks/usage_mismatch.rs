@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::session::{Analysis, EventKind, Seq};
@@ -35,7 +37,9 @@ declare_check! {
 
 impl Check for UsageMismatch {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        let mut previous: Vec<(String, Seq)> = Vec::new();
+        // The latest step finish of each session so far.
+        let mut previous: HashMap<&str, Seq> = HashMap::new();
+        let sessions = analysis.sessions_by_id();
         for e in &analysis.events {
             let EventKind::StepFinished(step) = &e.kind else {
                 continue;
@@ -43,16 +47,12 @@ impl Check for UsageMismatch {
             let Some(session) = e.session.as_deref() else {
                 continue;
             };
-            let after = previous
-                .iter()
-                .rev()
-                .find(|(s, _)| s == session)
-                .map_or(0, |(_, q)| *q);
-            previous.push((session.to_owned(), e.seq));
+            let after = previous.insert(session, e.seq).unwrap_or(0);
             if !step.zero_usage {
                 continue;
             }
-            let until = super::loop_exited_early::next_part_write(analysis, session, e.seq);
+            let in_session = sessions.get(session).copied();
+            let until = super::loop_exited_early::next_part_write(in_session, e.seq);
             let usage = analysis
                 .events
                 .iter()

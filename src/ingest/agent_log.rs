@@ -153,6 +153,31 @@ pub struct Light {
 /// Decides from a JSON object's text whether it is a [`Light`] one.
 pub type LightFilter = fn(&str) -> Option<Light>;
 
+/// Parses a JSON object's text into its value.
+pub type ObjectParser = fn(&str) -> serde_json::Result<Value>;
+
+/// How [`Pending::decode`] decodes a JSON value.
+#[derive(Clone, Copy)]
+pub struct Decoding {
+    /// Objects it takes become [`LogRecord::Light`].
+    pub light: Option<LightFilter>,
+    /// Parses the other objects (raw error dumps are always read as plain `Value`s).
+    pub object: ObjectParser,
+}
+
+impl Default for Decoding {
+    fn default() -> Self {
+        Self {
+            light: None,
+            object: plain_value,
+        }
+    }
+}
+
+fn plain_value(text: &str) -> serde_json::Result<Value> {
+    serde_json::from_str(text)
+}
+
 /// One record of an agent log.
 #[derive(Debug, Clone)]
 pub enum LogRecord {
@@ -240,7 +265,7 @@ pub struct AgentLogReader<R> {
     stats: LogStats,
     /// Start of the code frame the previous text lines formed, if they did.
     frame: Option<u64>,
-    light: Option<LightFilter>,
+    decoding: Decoding,
     deferred: bool,
 }
 
@@ -257,7 +282,7 @@ impl<R: BufRead> AgentLogReader<R> {
             finished: false,
             stats: LogStats::default(),
             frame: None,
-            light: None,
+            decoding: Decoding::default(),
             deferred: false,
         }
     }
@@ -269,19 +294,21 @@ impl<R: BufRead> AgentLogReader<R> {
         self
     }
 
-    pub fn stats_mut(&mut self) -> &mut LogStats {
-        &mut self.stats
-    }
-
-    /// The filter set by [`Self::with_light`].
-    pub fn light(&self) -> Option<LightFilter> {
-        self.light
+    /// How JSON values are decoded (set by [`Self::with_light`], [`Self::with_object_parser`]).
+    pub fn decoding(&self) -> Decoding {
+        self.decoding
     }
 
     /// Objects `filter` takes are yielded as [`LogRecord::Light`], without building their value
     /// (which is most of the cost of reading a log).
     pub fn with_light(mut self, filter: LightFilter) -> Self {
-        self.light = Some(filter);
+        self.decoding.light = Some(filter);
+        self
+    }
+
+    /// Other objects are parsed by `parse` instead of `serde_json::from_str`.
+    pub fn with_object_parser(mut self, parse: ObjectParser) -> Self {
+        self.decoding.object = parse;
         self
     }
 
@@ -500,8 +527,8 @@ impl<R: BufRead> AgentLogReader<R> {
         if self.deferred {
             self.ready.push_back(LogRecord::Pending(pending));
         } else {
-            let record = pending.decode(self.light);
-            self.stats.count_decoded(&record);
+            let record = pending.decode(self.decoding);
+            self.stats.count_decoded(record.decoded());
             self.ready.push_back(record);
         }
     }
@@ -573,14 +600,18 @@ impl Pending {
     /// Decodes the value: a [`LogRecord::Json`], [`LogRecord::Light`] (objects `light` takes),
     /// [`LogRecord::RawError`], or, when it is not JSON, [`LogRecord::Undecodable`] (an object)
     /// or [`LogRecord::Text`] (a raw error dump).
-    pub fn decode(self, light: Option<LightFilter>) -> LogRecord {
+    pub fn decode(self, decoding: Decoding) -> LogRecord {
         let span = self.span;
-        if let (OpenKind::Object, Some(filter)) = (&self.kind, light)
+        if let (OpenKind::Object, Some(filter)) = (&self.kind, decoding.light)
             && let Some(light) = filter(&self.text)
         {
             return LogRecord::Light { span, light };
         }
-        match serde_json::from_str::<Value>(&self.text) {
+        let parse = match &self.kind {
+            OpenKind::Object => decoding.object,
+            OpenKind::RawError(_) => Decoding::default().object,
+        };
+        match parse(&self.text) {
             Ok(value) => {
                 let record = JsonRecord {
                     span,
@@ -617,15 +648,38 @@ impl Pending {
     }
 }
 
+/// What [`Pending::decode`] made of a value, as [`LogStats`] counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded {
+    JsonObject,
+    RawError,
+    Undecodable,
+    TextLine,
+    Other,
+}
+
+impl LogRecord {
+    /// How [`LogStats::count_decoded`] counts this record.
+    pub fn decoded(&self) -> Decoded {
+        match self {
+            LogRecord::Json(_) | LogRecord::Light { .. } => Decoded::JsonObject,
+            LogRecord::RawError { .. } => Decoded::RawError,
+            LogRecord::Undecodable { .. } => Decoded::Undecodable,
+            LogRecord::Text(_) => Decoded::TextLine,
+            _ => Decoded::Other,
+        }
+    }
+}
+
 impl LogStats {
-    /// Counts a record [`Pending::decode`] returned.
-    pub fn count_decoded(&mut self, record: &LogRecord) {
-        match record {
-            LogRecord::Json(_) | LogRecord::Light { .. } => self.json_objects += 1,
-            LogRecord::RawError { .. } => self.raw_errors += 1,
-            LogRecord::Undecodable { .. } => self.undecodable += 1,
-            LogRecord::Text(_) => self.text_lines += 1,
-            _ => {}
+    /// Counts a record [`Pending::decode`] returned (see [`LogRecord::decoded`]).
+    pub fn count_decoded(&mut self, decoded: Decoded) {
+        match decoded {
+            Decoded::JsonObject => self.json_objects += 1,
+            Decoded::RawError => self.raw_errors += 1,
+            Decoded::Undecodable => self.undecodable += 1,
+            Decoded::TextLine => self.text_lines += 1,
+            Decoded::Other => {}
         }
     }
 }

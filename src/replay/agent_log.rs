@@ -17,8 +17,11 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::{MAX_KEPT_STRING, cap_strings};
-use crate::ingest::agent_log::{AgentLogReader, BusEvent, JsonRecord, Light, LogRecord};
+use super::log_value::{self, Discard};
+use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
+use crate::ingest::agent_log::{
+    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats,
+};
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
 use crate::json_scan::Seg;
@@ -41,22 +44,46 @@ const BATCH_BYTES: usize = 1 << 20;
 const BATCHES_IN_FLIGHT: usize = 4;
 
 type Batch = Vec<Result<LogRecord, IngestError>>;
+/// A batch as the replay receives it: decoded, part events read into the model, each JSON value
+/// with how [`LogStats`] counts it.
+type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
+
+/// A record ready to be applied. A part event's part is validated and read into the model
+/// (the heavy work) while its batch is decoded in parallel, not on the replay's thread.
+enum Ready {
+    Record(LogRecord),
+    /// A part event; its record keeps the part's value only for a `step_finish` (an empty object
+    /// stands in for the others').
+    Part(JsonRecord, Box<PreparedPart>),
+}
+
+/// A part event's part as [`State::apply_part`] records it, with its schema issues located.
+struct PreparedPart {
+    part: Part,
+    /// Schema issues, each with the span of its value (or of its parent object).
+    issues: Vec<(schema::SchemaIssue, Option<Span>)>,
+    /// The part's value in the file (where the issues are reported).
+    part_span: Span,
+    status_span: Option<Span>,
+}
 
 /// Builds the session model of an agent log.
 ///
-/// Reading and re-joining the records runs on its own thread, a bounded number of batches ahead
-/// of the replay, which applies them in file order; each batch's JSON values (most of the work)
-/// are decoded on rayon's pool before it is handed over.
+/// Reading and re-joining the records runs on its own thread, which hands each batch's JSON
+/// values (most of the work) to rayon's pool to be decoded and reads on; the replay applies the
+/// decoded batches in file order. A bounded number of batches is in flight at once.
 pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
     // On a rayon worker (files diagnosed in parallel), the pool may be busy with replays waiting
     // for their batches: decode on the reading thread itself rather than queue work behind them.
     let parallel = rayon::current_thread_index().is_none();
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<InFlight>(BATCHES_IN_FLIGHT);
         let reading = scope.spawn(move || {
             let mut reader = AgentLogReader::new(input, file)
                 .with_light(light)
+                .with_object_parser(parse_object)
                 .deferred();
+            let decoding = reader.decoding();
             let mut batch = Vec::with_capacity(BATCH_RECORDS);
             let mut bytes = 0;
             loop {
@@ -75,8 +102,20 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
                 {
                     bytes = 0;
                     let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
-                    let full = decode_batch(full, &mut reader, parallel);
-                    if tx.send(full).is_err() {
+                    let in_flight = if parallel {
+                        let (done, decoded) = std::sync::mpsc::sync_channel(1);
+                        rayon::spawn(move || {
+                            // A panic is handed to the replay, which resumes it on its thread.
+                            let decode =
+                                std::panic::AssertUnwindSafe(|| decode_batch(full, decoding));
+                            let result = std::panic::catch_unwind(decode);
+                            let _ = done.send(result);
+                        });
+                        InFlight::Decoding(decoded)
+                    } else {
+                        InFlight::Decoded(decode_batch(full, decoding))
+                    };
+                    if tx.send(in_flight).is_err() {
                         // The replay stopped (on an error): nothing more is wanted.
                         break;
                     }
@@ -88,10 +127,26 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
             reader.stats().clone()
         });
         let mut state = State::new(file);
+        let mut decoded_stats = LogStats::default();
         let mut seq: Seq = 0;
-        for batch in rx.iter() {
-            for record in batch {
-                state.apply(seq, record?);
+        for in_flight in rx.iter() {
+            let batch = match in_flight {
+                InFlight::Decoded(batch) => batch,
+                InFlight::Decoding(decoded) => match decoded.recv() {
+                    Ok(Ok(batch)) => batch,
+                    Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                    // The job ended without an answer: it cannot, short of a panic it handed over.
+                    Err(_) => break,
+                },
+            };
+            for (record, kind) in batch {
+                if let Some(kind) = kind {
+                    decoded_stats.count_decoded(kind);
+                }
+                match record? {
+                    Ready::Record(record) => state.apply(seq, record),
+                    Ready::Part(rec, part) => state.apply_json(seq, &rec, Some(*part)),
+                }
                 seq += 1;
             }
         }
@@ -102,13 +157,29 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
         let mut analysis = state.finish();
         let counts = &mut analysis.counts;
         counts.insert("lines", stats.lines);
-        counts.insert("json objects", stats.json_objects);
-        counts.insert("undecodable objects", stats.undecodable);
-        counts.insert("raw error dumps", stats.raw_errors);
-        counts.insert("text lines", stats.text_lines);
+        counts.insert(
+            "json objects",
+            stats.json_objects + decoded_stats.json_objects,
+        );
+        counts.insert(
+            "undecodable objects",
+            stats.undecodable + decoded_stats.undecodable,
+        );
+        counts.insert(
+            "raw error dumps",
+            stats.raw_errors + decoded_stats.raw_errors,
+        );
+        counts.insert("text lines", stats.text_lines + decoded_stats.text_lines);
         counts.insert("rejoined splits", stats.rejoined_splits);
         Ok(analysis)
     })
+}
+
+/// A batch handed from the reading thread to the replay: being decoded on rayon's pool, or
+/// decoded on the reading thread.
+enum InFlight {
+    Decoding(std::sync::mpsc::Receiver<std::thread::Result<ReadyBatch>>),
+    Decoded(ReadyBatch),
 }
 
 /// A string field as `apply_json` reads it (`get(k).and_then(Value::as_str)`): any other value
@@ -155,17 +226,16 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Lenient<'a> {
                 self,
                 mut a: A,
             ) -> Result<Self::Value, A::Error> {
-                while a.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                while a.next_element_seed(Discard)?.is_some() {}
                 Ok(Lenient(None))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut a: A,
             ) -> Result<Self::Value, A::Error> {
-                while a
-                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                    .is_some()
-                {}
+                while a.next_key_seed(Discard)?.is_some() {
+                    a.next_value_seed(Discard)?;
+                }
                 Ok(Lenient(None))
             }
         }
@@ -179,69 +249,94 @@ struct Seen(bool);
 
 impl<'de> serde::Deserialize<'de> for Seen {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(d).map(|_| Seen(true))
+        Discard::deserialize(d).map(|_| Seen(true))
     }
 }
 
 /// The fields of a JSON object that tell whether `apply_json` needs more of it than [`Light`].
-#[derive(serde::Deserialize)]
+///
+/// Read by hand rather than derived: the other members are walked with [`Discard`], which refuses
+/// what building a `Value` refuses (a derived reader skips them with `IgnoredAny`, which accepts
+/// lone surrogates, numbers out of range and nesting beyond the recursion limit), so an object
+/// that reads as a `Peek` also reads as a `Value`.
+#[derive(Default)]
 struct Peek<'a> {
-    #[serde(rename = "type", default, borrow)]
     ty: Lenient<'a>,
-    #[serde(default, borrow)]
     level: Lenient<'a>,
-    #[serde(default, borrow)]
     service: Lenient<'a>,
-    #[serde(default, borrow)]
     message: Lenient<'a>,
-    #[serde(rename = "sessionID", default, borrow)]
+    /// `sessionID`.
     session_id: Lenient<'a>,
-    #[serde(default)]
     part: Seen,
-    #[serde(default)]
     log: Seen,
-    #[serde(rename = "session_id", default)]
+    /// `session_id` (Claude Code's).
     claude_session: Seen,
-    #[serde(rename = "providerMetadata", default)]
     provider_metadata: Seen,
-    #[serde(rename = "providerID", default)]
     provider_id: Seen,
-    #[serde(rename = "modelID", default)]
     model_id: Seen,
 }
 
-/// Whether serde_json might accept `text` while skipping values it would refuse to build: a
-/// `\u` escape (lone surrogates), a number out of range (a long exponent or digit run), nesting
-/// deeper than its recursion limit. Such objects take the full path.
-fn skipping_may_differ(text: &str) -> bool {
-    let b = text.as_bytes();
-    let escaped_u = memchr::memchr_iter(b'\\', b).any(|i| b.get(i + 1) == Some(&b'u'));
-    if escaped_u || memchr::memchr2_iter(b'{', b'[', b).count() >= 100 {
-        return true;
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Peek<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Peek<'de>, A::Error> {
+                let mut p = Peek::default();
+                // A key met twice is refused (the object then takes the full path).
+                let mut met = [false; 11];
+                while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
+                    let field = match key.as_deref().unwrap_or_default() {
+                        "type" => 0,
+                        "level" => 1,
+                        "service" => 2,
+                        "message" => 3,
+                        "sessionID" => 4,
+                        "part" => 5,
+                        "log" => 6,
+                        "session_id" => 7,
+                        "providerMetadata" => 8,
+                        "providerID" => 9,
+                        "modelID" => 10,
+                        _ => {
+                            map.next_value_seed(Discard)?;
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut met[field], true) {
+                        return Err(serde::de::Error::custom("a key met twice"));
+                    }
+                    match field {
+                        0 => p.ty = map.next_value()?,
+                        1 => p.level = map.next_value()?,
+                        2 => p.service = map.next_value()?,
+                        3 => p.message = map.next_value()?,
+                        4 => p.session_id = map.next_value()?,
+                        5 => p.part = map.next_value()?,
+                        6 => p.log = map.next_value()?,
+                        7 => p.claude_session = map.next_value()?,
+                        8 => p.provider_metadata = map.next_value()?,
+                        9 => p.provider_id = map.next_value()?,
+                        _ => p.model_id = map.next_value()?,
+                    }
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(V)
     }
-    // An exponent of three digits or more after a digit.
-    let long_exponent = memchr::memchr2_iter(b'e', b'E', b).any(|i| {
-        i > 0
-            && b[i - 1].is_ascii_digit()
-            && b.get(i + 1..).is_some_and(|rest| {
-                let rest = rest
-                    .strip_prefix(b"-")
-                    .or(rest.strip_prefix(b"+"))
-                    .unwrap_or(rest);
-                rest.iter().take_while(|d| d.is_ascii_digit()).count() >= 3
-            })
-    });
-    if long_exponent {
-        return true;
-    }
-    // An integer beyond f64 has at least 309 digits.
-    b.len() >= 300 && {
-        let mut run = 0;
-        b.iter().any(|c| {
-            run = if c.is_ascii_digit() { run + 1 } else { 0 };
-            run >= 300
-        })
-    }
+}
+
+/// How the replay parses a log's JSON object: without building the heavy fields of a part
+/// event's part (see [`log_value`]).
+fn parse_object(text: &str) -> serde_json::Result<Value> {
+    log_value::parse(text)
 }
 
 /// Longest object [`light`] looks at.
@@ -253,7 +348,7 @@ const LIGHT_MAX: usize = 4096;
 fn light(text: &str) -> Option<Light> {
     // Logger entries and bus events are short; long objects (parts, HTTP bodies) are not worth
     // a look before their full decoding.
-    if text.len() > LIGHT_MAX || skipping_may_differ(text) {
+    if text.len() > LIGHT_MAX {
         return None;
     }
     let p: Peek<'_> = serde_json::from_str(text).ok()?;
@@ -295,30 +390,87 @@ fn light(text: &str) -> Option<Light> {
     plain.then_some(Light { session, bus: None })
 }
 
-/// Decodes the pending JSON values of `batch` (on rayon's pool when `parallel`), in place, and
-/// counts them.
-fn decode_batch<R: BufRead>(batch: Batch, reader: &mut AgentLogReader<R>, parallel: bool) -> Batch {
-    use rayon::prelude::*;
-    let light = reader.light();
-    let decode = |record| match record {
-        Ok(LogRecord::Pending(p)) => (Ok(p.decode(light)), true),
-        other => (other, false),
-    };
-    let decoded: Vec<(Result<LogRecord, IngestError>, bool)> = if parallel {
-        batch.into_par_iter().with_min_len(16).map(decode).collect()
-    } else {
-        batch.into_iter().map(decode).collect()
-    };
-    let stats = reader.stats_mut();
-    decoded
+/// Decodes the pending JSON values of `batch`, each with how [`LogStats`] counts it.
+fn decode_batch(batch: Batch, decoding: Decoding) -> ReadyBatch {
+    batch
         .into_iter()
-        .map(|(record, was_pending)| {
-            if was_pending && let Ok(r) = &record {
-                stats.count_decoded(r);
+        .map(|record| match record {
+            Ok(LogRecord::Pending(p)) => {
+                let decoded = p.decode(decoding);
+                let kind = decoded.decoded();
+                (Ok(ready(decoded)), Some(kind))
             }
-            record
+            other => (other.map(Ready::Record), None),
         })
         .collect()
+}
+
+/// A part event's part validated and read into the model (see [`Ready`]); any other record as
+/// it is.
+fn ready(record: LogRecord) -> Ready {
+    let LogRecord::Json(mut rec) = record else {
+        return Ready::Record(record);
+    };
+    let Some(obj) = rec.value.as_object() else {
+        return Ready::Record(LogRecord::Json(rec));
+    };
+    let s = |k: &str| obj.get(k).and_then(Value::as_str);
+    // The records `apply_json` hands to `apply_part`.
+    let ty = s("type").unwrap_or_default();
+    let is_part_event = matches!(
+        ty,
+        "step_start" | "step_finish" | "tool_use" | "text" | "reasoning"
+    ) && obj.get("part").is_some_and(Value::is_object)
+        && !(s("service") == Some("bus") && s("message") == Some("publishing"))
+        && s("message") != Some("unhandled");
+    if !is_part_event {
+        // Only a part event's part may have been read with stand-ins (see `parse_object`).
+        if rec.value.get("part").is_some_and(Value::is_object)
+            && let Ok(value) = serde_json::from_str(&rec.text)
+        {
+            rec.value = value;
+        }
+        return Ready::Record(LogRecord::Json(rec));
+    }
+    // `step_finished` reads a `step_finish`'s part from the record; the others' part values are
+    // not read again: an empty object is left in their place.
+    let part = match (ty == "step_finish", rec.value.get_mut("part")) {
+        (false, Some(part)) => std::mem::replace(part, Value::Object(serde_json::Map::new())),
+        (_, part) => part.cloned().unwrap_or_default(),
+    };
+    let prepared = prepare_part(&rec, part);
+    Ready::Part(rec, Box::new(prepared))
+}
+
+/// Validates the part of a part event (`raw`, the value of the record's `part`) and reads it
+/// into the model.
+fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
+    let issues = schema::validate_part(&raw)
+        .into_iter()
+        .map(|issue| {
+            let mut path: Vec<Seg<'_>> = vec![Seg::Key("part")];
+            path.extend(issue.path.keys());
+            // A missing field is pointed at through its parent object.
+            let span = rec
+                .locate(&path)
+                .or_else(|| rec.locate(&path[..path.len().saturating_sub(1)]));
+            (issue.clone(), span)
+        })
+        .collect::<Vec<_>>();
+    let part_span = match issues.is_empty() {
+        true => rec.span,
+        false => rec.locate(&[Seg::Key("part")]).unwrap_or(rec.span),
+    };
+    let part = Part::from_value(&slim(raw));
+    let status_span = part
+        .tool()
+        .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
+    PreparedPart {
+        part,
+        issues,
+        part_span,
+        status_span,
+    }
 }
 
 struct State {
@@ -380,7 +532,7 @@ impl State {
 
     fn apply(&mut self, seq: Seq, record: LogRecord) {
         match record {
-            LogRecord::Json(rec) => self.apply_json(seq, &rec),
+            LogRecord::Json(rec) => self.apply_json(seq, &rec, None),
             // What `apply_json` does with a plain logger entry or a bus event.
             LogRecord::Light { span, light } => {
                 if let Some(id) = light.session {
@@ -441,7 +593,9 @@ impl State {
         }
     }
 
-    fn apply_json(&mut self, seq: Seq, rec: &JsonRecord) {
+    /// Applies a JSON object; `prepared` is its part when it is a part event read ahead (see
+    /// [`Ready`]), else the part is read here.
+    fn apply_json(&mut self, seq: Seq, rec: &JsonRecord, prepared: Option<PreparedPart>) {
         let Some(obj) = rec.value.as_object() else {
             return;
         };
@@ -501,7 +655,9 @@ impl State {
             "step_start" | "step_finish" | "tool_use" | "text" | "reasoning"
                 if obj.get("part").is_some_and(Value::is_object) =>
             {
-                self.apply_part(seq, rec, session_id.clone());
+                let prepared =
+                    prepared.unwrap_or_else(|| prepare_part(rec, rec.value["part"].clone()));
+                self.apply_part(seq, rec, prepared, session_id.clone());
                 if ty == "step_finish" {
                     self.step_finished(seq, rec, session_id);
                 }
@@ -856,10 +1012,19 @@ impl State {
         );
     }
 
-    fn apply_part(&mut self, seq: Seq, rec: &JsonRecord, session_id: Option<String>) {
-        let raw = &rec.value["part"];
-        let capped_part = slim(raw);
-        let part = Part::from_value(&capped_part);
+    fn apply_part(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        prepared: PreparedPart,
+        session_id: Option<String>,
+    ) {
+        let PreparedPart {
+            part,
+            issues,
+            part_span,
+            status_span,
+        } = prepared;
         let session_id = match part.session_id.as_str() {
             "" => session_id
                 .or_else(|| self.current_session.clone())
@@ -868,25 +1033,12 @@ impl State {
         };
         self.current_session = Some(session_id.clone());
 
-        let issues = schema::validate_part(raw);
         if !issues.is_empty() {
-            let located = issues
-                .into_iter()
-                .map(|issue| {
-                    let mut path: Vec<Seg<'_>> = vec![Seg::Key("part")];
-                    path.extend(issue.path.keys());
-                    // A missing field is pointed at through its parent object.
-                    let span = rec
-                        .locate(&path)
-                        .or_else(|| rec.locate(&path[..path.len().saturating_sub(1)]));
-                    (issue.clone(), span)
-                })
-                .collect();
             self.analysis.schema_issues.push(PayloadIssues {
                 seq,
                 what: format!("{} part {}", part.type_name(), part.id),
-                span: rec.locate(&[Seg::Key("part")]).unwrap_or(rec.span),
-                issues: located,
+                span: part_span,
+                issues,
                 session_id: Some(session_id.clone()),
                 message_id: Some(part.message_id.clone()),
                 part_id: Some(part.id.clone()),
@@ -894,9 +1046,6 @@ impl State {
         }
 
         let status = part.tool().map(|t| t.state.status_name());
-        let status_span = status
-            .as_ref()
-            .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
         let observation = Observation {
             seq,
             span: rec.span,
@@ -1175,8 +1324,7 @@ impl State {
 /// error, title, whether the input was empty), without tool inputs and outputs, metadata or file
 /// contents — so the model grows with the number of parts, not with what the tools printed. (The
 /// schema was checked on the full payload before this.)
-fn slim(part: &Value) -> Value {
-    let mut v = part.clone();
+fn slim(mut v: Value) -> Value {
     if let Some(state) = v.get_mut("state").and_then(Value::as_object_mut) {
         for heavy in ["output", "metadata", "attachments", "raw"] {
             state.remove(heavy);
@@ -1191,7 +1339,8 @@ fn slim(part: &Value) -> Value {
     if let Some(obj) = v.as_object_mut() {
         obj.remove("metadata");
     }
-    cap_strings(&v, MAX_KEPT_STRING)
+    cap_strings_in_place(&mut v, MAX_KEPT_STRING);
+    v
 }
 
 fn capped(s: &str, max: usize) -> String {
@@ -1508,10 +1657,51 @@ mod tests {
             r#"{"type":"log","level":"info","message":"m","x":"\ud800"}"#,
             r#"{"type":"log","level":"info","message":"m","x":1e400}"#,
             r#"{"type":"log","level":"info","message":"m","message":"twice"}"#,
+            r#"{"type":"log","level":"info","message":"m","x":"\udc00 \ud800"}"#,
+            r#"{"type":"log","level":"info","message":"m","x":[1e400]}"#,
+            r#"{"type":"log","level":"info","message":"m","x":{"y":-1e999}}"#,
+            r#"{"type":"log","level":"info","message":"m","\ud800":1}"#,
             r#"{"type":"log","level":"info","message":"m""#,
         ] {
             assert_eq!(light(full), None, "{full}");
         }
+        // Nesting beyond serde_json's recursion limit.
+        let deep = format!(
+            r#"{{"type":"log","level":"info","message":"m","x":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(serde_json::from_str::<Value>(&deep).is_err());
+        assert_eq!(light(&deep), None);
+        let shallow = format!(
+            r#"{{"type":"log","level":"info","message":"m","x":{}1{}}}"#,
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        assert!(light(&shallow).is_some());
+    }
+
+    /// An object the light filter takes always reads as a `Value` too: every one-byte mutation
+    /// of a plain logger entry.
+    #[test]
+    fn light_objects_are_values() {
+        let seed = r#"{"type":"log","level":"info","timestamp":"2026-03-30T12:02:32.919Z","service":"lsp","sessionID":"ses_1","message":"touching \"file\" \u00e9","n":[1,-2.5e3,{"x":null}],"ok":true}"#;
+        let bytes = seed.as_bytes();
+        let mut taken = 0;
+        for i in 0..bytes.len() {
+            for &b in b"\"{}[],:\\1eE-.x u" {
+                let mut m = bytes.to_vec();
+                m[i] = b;
+                let Ok(text) = std::str::from_utf8(&m) else {
+                    continue;
+                };
+                if light(text).is_some() {
+                    assert!(serde_json::from_str::<Value>(text).is_ok(), "{text}");
+                    taken += 1;
+                }
+            }
+        }
+        assert!(taken > 100);
     }
 
     const P: &str = "[2026-02-01T12:30:28.417Z] [INFO] ";
