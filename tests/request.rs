@@ -292,3 +292,69 @@ fn a_store_without_sessions_is_a_usage_error() {
     assert_eq!(stdout, "");
     assert!(stderr.contains("has no sessions"), "{stderr}");
 }
+
+/// The thinking session killed mid-tool, recorded with the real Claude Code.
+const THINKING_KILLED: &str = "tests/fixtures/transcripts/claude-thinking/kill_tool/886e3896-7ebe-4e64-a23a-94324a296304.jsonl";
+
+#[test]
+fn a_claude_transcript_shows_the_request_the_client_resumes_with() {
+    let doc = request_json(&repo(THINKING_KILLED), &[]);
+    assert_eq!(doc["provider"], "anthropic");
+    // The unanswered call is left out, its signed thinking kept: what Claude Code 2.1.197 sent.
+    assert_eq!(
+        shape(&doc),
+        [
+            ("user".to_owned(), vec!["text".to_owned()]),
+            (
+                "assistant".to_owned(),
+                vec!["reasoning".to_owned(), "text".to_owned()]
+            ),
+        ]
+    );
+    let problems = doc["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["rule"], "thinking-modified");
+    assert_eq!(problems[0]["message_index"], 1);
+    assert_eq!(problems[0]["block_index"], 0);
+    assert!(
+        problems[0]["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("messages.1.content.0: `thinking` or `redacted_thinking` blocks")
+    );
+    let (code, human, _) = request(&repo(THINKING_KILLED), &[]);
+    assert_eq!(code, 0);
+    assert!(human.contains("✗ reasoning"), "{human}");
+    assert!(!human.contains("--session"), "{human}");
+}
+
+#[test]
+fn a_healthy_thinking_transcript_keeps_the_rules() {
+    let dir = repo("tests/fixtures/transcripts/claude-thinking/tool");
+    let doc = request_json(&dir.join("5713be46-0f55-4f2c-821c-2586a09e9f57.jsonl"), &[]);
+    assert!(doc["problems"].as_array().unwrap().is_empty(), "{doc}");
+    assert!(
+        shape(&doc)
+            .iter()
+            .any(|(_, b)| b.first().map(String::as_str) == Some("reasoning"))
+    );
+}
+
+#[test]
+fn a_codex_rollout_shows_the_synthetic_output_for_an_unanswered_call() {
+    let doc = request_json(
+        &repo("tests/fixtures/transcripts/codex-orphan-call.jsonl"),
+        &[],
+    );
+    assert_eq!(doc["provider"], "openai");
+    let last = doc["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "tool", "{doc}");
+    assert!(doc["problems"].as_array().unwrap().is_empty(), "{doc}");
+}
+
+#[test]
+fn opencode_options_are_refused_for_a_transcript() {
+    let (code, _, stderr) = request(&repo(THINKING_KILLED), &["--opencode-version", "1.14.0"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("are for OpenCode stores"), "{stderr}");
+}

@@ -25,7 +25,7 @@ pub use fix::{Fix, FixContext};
 
 /// What `thinking-modified` finds, for the transcript repair that undoes it.
 pub mod thinking {
-    pub use super::thinking_modified::{Change, modified};
+    pub use super::thinking_modified::{Change, modified, violations};
 }
 
 /// What a check is, for listings, docs and machine output.

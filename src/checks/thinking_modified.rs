@@ -2,6 +2,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
+use crate::reconstruct::provider::{Violation, ViolationKind};
 use crate::request::{BlockKind, ModelRequest, Provider, Role};
 use crate::session::{Analysis, ThinkingResponse, TranscriptFacts};
 
@@ -180,6 +181,52 @@ impl Modified {
         }
     }
 
+    /// What the message does to the response, in words.
+    pub fn what(&self, facts: &TranscriptFacts) -> String {
+        let response = &facts.thinking[self.response];
+        match &self.change {
+            Change::LeftOut {
+                first,
+                count,
+                on_history,
+            } => {
+                let stored = &response.blocks[*first];
+                let why = match (&stored.kind, on_history) {
+                    (BlockKind::ToolCall { .. }, true) => format!(
+                        "{} leaves it out because no result follows it",
+                        facts.client
+                    ),
+                    (_, true) => format!("{} leaves it out", facts.client),
+                    (_, false) => {
+                        "it is not on the history the client resumes from (a dead-end branch)"
+                            .to_owned()
+                    }
+                };
+                let more = match count {
+                    1 => String::new(),
+                    n => format!(" and {} other block(s)", n - 1),
+                };
+                format!(
+                    "sends response {}'s signed thinking without {}{more}: {why}",
+                    response.message_id,
+                    describe(&stored.kind)
+                )
+            }
+            Change::Blank { .. } => format!(
+                "sends a thinking block of response {} whose text is empty but whose signature is kept: the signature was made over the text it had",
+                response.message_id
+            ),
+            Change::Reordered => format!(
+                "sends the blocks of response {} in another order than it was stored",
+                response.message_id
+            ),
+            Change::Joined { earlier } => format!(
+                "joins the signed thinking of responses {} and {} in one assistant message",
+                facts.thinking[*earlier].message_id, response.message_id
+            ),
+        }
+    }
+
     /// Whether the response has a signed thinking block with its text emptied.
     pub fn has_blank(&self, facts: &TranscriptFacts) -> bool {
         facts.thinking[self.response]
@@ -286,6 +333,26 @@ pub fn modified(req: &ModelRequest, facts: &TranscriptFacts) -> Vec<Modified> {
     out
 }
 
+/// The changes as broken provider rules, for the request view.
+pub fn violations(req: &ModelRequest, facts: &TranscriptFacts) -> Vec<Violation> {
+    modified(req, facts)
+        .into_iter()
+        .map(|m| {
+            let block = req.messages.get(m.message).and_then(|msg| msg.content.get(m.thinking_at));
+            Violation {
+                kind: ViolationKind::ThinkingModified,
+                error: format!("messages.{}.content.{}: {REFUSAL}", m.message, m.thinking_at),
+                explanation: format!("the latest assistant message {}", m.what(facts)),
+                message_index: m.message,
+                ids: m.left_out_call(facts).map(str::to_owned).into_iter().collect(),
+                span: block.and_then(|b| b.span),
+                message_id: Some(facts.thinking[m.response].message_id.clone()),
+                part_id: block.and_then(|b| b.part_id.clone()),
+            }
+        })
+        .collect()
+}
+
 fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
     let Some(latest) = req.messages.iter().rev().find(|m| m.role == Role::Assistant) else {
         return;
@@ -298,62 +365,21 @@ fn check(req: &ModelRequest, facts: &TranscriptFacts, out: &mut Vec<Finding>) {
         ids.session_id.clone_from(&req.session_id);
         ids.message_id = Some(response.message_id.clone());
         ids.part_id.clone_from(&latest.content[k].part_id);
-        let mut left_out = None;
-        let (what, label) = match &m.change {
-            Change::LeftOut {
-                first,
-                count,
-                on_history,
-            } => {
-                let stored = &response.blocks[*first];
-                let why = match (&stored.kind, on_history) {
-                    (BlockKind::ToolCall { .. }, true) => format!(
-                        "{} leaves it out because no result follows it",
-                        facts.client
-                    ),
-                    (_, true) => format!("{} leaves it out", facts.client),
-                    (_, false) => "it is not on the history the client resumes from (a dead-end branch)".to_owned(),
-                };
-                ids.call_id = m.left_out_call(facts).map(str::to_owned);
-                left_out = stored.span;
-                let more = match count {
-                    1 => String::new(),
-                    n => format!(" and {} other block(s)", n - 1),
-                };
-                (
-                    format!(
-                        "sends response {}'s signed thinking without {}{more}: {why}",
-                        response.message_id,
-                        describe(&stored.kind)
-                    ),
-                    "signed thinking of the latest assistant message",
-                )
-            }
-            Change::Blank { at } => {
-                ids.part_id.clone_from(&latest.content[*at].part_id);
-                (
-                    format!(
-                        "sends a thinking block of response {} whose text is empty but whose signature is kept: the signature was made over the text it had",
-                        response.message_id
-                    ),
-                    "signed thinking of the latest assistant message",
-                )
-            }
-            Change::Reordered => (
-                format!(
-                    "sends the blocks of response {} in another order than it was stored",
-                    response.message_id
-                ),
-                "signed thinking of the latest assistant message",
-            ),
-            Change::Joined { earlier } => (
-                format!(
-                    "joins the signed thinking of responses {} and {} in one assistant message",
-                    facts.thinking[*earlier].message_id, response.message_id
-                ),
-                "thinking of a second response in the latest assistant message",
-            ),
+        let what = m.what(facts);
+        let label = if matches!(m.change, Change::Joined { .. }) {
+            "thinking of a second response in the latest assistant message"
+        } else {
+            "signed thinking of the latest assistant message"
         };
+        let mut left_out = None;
+        match &m.change {
+            Change::LeftOut { first, .. } => {
+                ids.call_id = m.left_out_call(facts).map(str::to_owned);
+                left_out = response.blocks[*first].span;
+            }
+            Change::Blank { at } => ids.part_id.clone_from(&latest.content[*at].part_id),
+            Change::Reordered | Change::Joined { .. } => {}
+        }
         let Some(span) = latest.content[k]
             .span
             .or(latest.span)

@@ -1,7 +1,10 @@
 //! `rewind request STORE --session ID`: the request OpenCode sends for a stored session's next
 //! turn, as rewind rebuilds it (`reconstruct::opencode`), one line per message with the stored
 //! message and part ids each block comes from, and the provider rules it breaks
-//! (`reconstruct::provider`), each with the provider's error, verbatim.
+//! (`reconstruct::provider`), each with the provider's error, verbatim. Given a Claude Code
+//! transcript or a Codex rollout, the request that client sends on resume
+//! (`reconstruct::transcript`), with the blocks' record ids, and, for Claude Code, the signed
+//! thinking it would send changed (`thinking-modified`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -23,13 +26,15 @@ use crate::report::snippet::escape;
 fn rule_of(v: &Violation) -> &'static str {
     match v.kind {
         provider::ViolationKind::OrphanResult => "tool-result-orphaned",
+        provider::ViolationKind::ThinkingModified => "thinking-modified",
         _ => "tool-use-without-result",
     }
 }
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// An OpenCode database, SQL dump, export or legacy storage folder.
+    /// An OpenCode database, SQL dump, export or legacy storage folder; or a Claude Code
+    /// transcript or a Codex rollout.
     #[arg(value_name = "STORE")]
     pub store: PathBuf,
 
@@ -76,6 +81,10 @@ struct Chosen {
     request: Option<ModelRequest>,
     /// Auto found no provider in the session's model: Anthropic's request is shown.
     undecided: bool,
+    /// The rules the request breaks.
+    violations: Vec<Violation>,
+    /// It is a client's transcript (one session, no `--session`).
+    transcript: bool,
 }
 
 /// The JSON document.
@@ -126,9 +135,17 @@ struct ProblemDoc {
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     let format = ingest::detect(&args.store)?;
-    if !is_store(format) {
+    let transcript = matches!(format, Format::ClaudeTranscript | Format::CodexRollout);
+    if !is_store(format) && !transcript {
         return Err(RewindError::Usage(format!(
-            "`{}` is {}, not an OpenCode session store (a database, SQL dump, export or storage folder)",
+            "`{}` is {}, not an OpenCode session store (a database, SQL dump, export or storage folder) or a Claude Code or Codex transcript",
+            args.store.display(),
+            format.describe()
+        )));
+    }
+    if transcript && (args.opencode_version.is_some() || args.provider != ProviderArg::Auto) {
+        return Err(RewindError::Usage(format!(
+            "`{}` is {}: its request is rebuilt as the client that wrote it does; --opencode-version and --provider are for OpenCode stores",
             args.store.display(),
             format.describe()
         )));
@@ -174,6 +191,11 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             if undecided {
                 requests.retain(|r| r.provider == Provider::Anthropic);
             }
+            let request = requests.first().map(|r| (*r).clone());
+            let mut violations = request.as_ref().map(provider::check).unwrap_or_default();
+            if let (Some(req), Some(facts)) = (&request, analysis.transcript.as_deref()) {
+                violations.extend(crate::checks::thinking::violations(req, facts));
+            }
             chosen = Some(Chosen {
                 id: session.id.clone(),
                 title: session.title.clone(),
@@ -181,20 +203,18 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                     .opencode_version
                     .clone()
                     .or_else(|| session.version.clone()),
-                request: requests.first().map(|r| (*r).clone()),
+                request,
                 undecided,
+                violations,
+                transcript,
             });
         }
         Ok(())
     })?;
-    let Some(chosen) = chosen else {
+    let Some(mut chosen) = chosen else {
         return choose(&args, &listed);
     };
-    let violations = chosen
-        .request
-        .as_ref()
-        .map(provider::check)
-        .unwrap_or_default();
+    let violations = std::mem::take(&mut chosen.violations);
     let mut out = std::io::stdout().lock();
     match args.format {
         HumanOrJson::Human => human(&mut out, &args, &chosen, &violations)?,
@@ -383,10 +403,14 @@ fn human(
         )?,
         n => writeln!(
             out,
-            "{} messages; {n} broken rule{}: `rewind diagnose {store} --session {}` reports them, `rewind repair` plans the fixes",
+            "{} messages; {n} broken rule{}: `rewind diagnose {store}{}` reports them, `rewind repair` plans the fixes",
             req.messages.len(),
             if n == 1 { "" } else { "s" },
-            escape(&chosen.id, false),
+            if chosen.transcript {
+                String::new()
+            } else {
+                format!(" --session {}", escape(&chosen.id, false))
+            },
         )?,
     }
     Ok(())
@@ -476,6 +500,8 @@ mod tests {
                 session_id: Some("ses_1".into()),
             }),
             undecided: false,
+            violations: Vec::new(),
+            transcript: false,
         }
     }
 

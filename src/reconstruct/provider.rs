@@ -25,6 +25,9 @@ pub enum ViolationKind {
     OrphanResult,
     /// With extended thinking on, an assistant message using tools does not start with thinking.
     ThinkingFirst,
+    /// The latest assistant message changes a signed thinking response (found by
+    /// `thinking-modified`, which compares it with the transcript; never by [`check`]).
+    ThinkingModified,
 }
 
 /// One broken rule.
