@@ -355,6 +355,30 @@ fn changed_thinking(bytes: &[u8]) -> Vec<ChangedThinking> {
     out
 }
 
+/// Takes the blocks `remove` picks out of record `i` (`o`, whose blocks are `content`): the
+/// record is dropped when nothing would be left of it (its children are re-linked to its parent
+/// afterwards), else rewritten without them. Whether it was dropped.
+fn take_blocks(
+    i: usize,
+    o: &Map<String, Value>,
+    content: Vec<Value>,
+    remove: &dyn Fn(&Value) -> bool,
+    dropped: &mut HashMap<usize, Option<String>>,
+    edited: &mut HashMap<usize, Map<String, Value>>,
+) -> bool {
+    let kept: Vec<Value> = content.into_iter().filter(|b| !remove(b)).collect();
+    if kept.is_empty() {
+        dropped.insert(i, str_of(o, "parentUuid").map(str::to_owned));
+        return true;
+    }
+    let mut record = o.clone();
+    if let Some(m) = record.get_mut("message").and_then(Value::as_object_mut) {
+        m.insert("content".into(), Value::Array(kept));
+    }
+    edited.insert(i, record);
+    false
+}
+
 /// Claude Code: the active history is the path from the leaf (the last `last-prompt`'s
 /// `leafUuid`, or the newest conversation record after it) back through `parentUuid`.
 fn plan_claude(lines: &[Line<'_>], next_line: u64, thinking: &[ChangedThinking], plan: &mut Plan) {
@@ -458,8 +482,7 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, thinking: &[ChangedThinking],
             if !orphans.is_empty() {
                 let ids = orphans.join(", ");
                 plan.calls.extend(orphans.iter().cloned());
-                if orphans.len() == content.len() {
-                    dropped.insert(i, str_of(o, "parentUuid").map(str::to_owned));
+                if take_blocks(i, o, content, &orphan, &mut dropped, &mut edited) {
                     plan.changes.push(Change {
                         line: i as u64 + 1,
                         problem: Problem::OrphanResult,
@@ -469,12 +492,6 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, thinking: &[ChangedThinking],
                         ),
                     });
                 } else {
-                    let mut record = o.clone();
-                    let kept: Vec<Value> = content.into_iter().filter(|b| !orphan(b)).collect();
-                    if let Some(m) = record.get_mut("message").and_then(Value::as_object_mut) {
-                        m.insert("content".into(), Value::Array(kept));
-                    }
-                    edited.insert(i, record);
                     plan.changes.push(Change {
                         line: i as u64 + 1,
                         problem: Problem::OrphanResult,
@@ -522,12 +539,10 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, thinking: &[ChangedThinking],
             continue;
         };
         let content = blocks(i);
-        let n = content.iter().filter(|b| is_thinking(b)).count();
-        if n == 0 {
+        if !content.iter().any(is_thinking) {
             continue;
         }
-        if n == content.len() {
-            dropped.insert(i, str_of(o, "parentUuid").map(str::to_owned));
+        if take_blocks(i, o, content, &is_thinking, &mut dropped, &mut edited) {
             plan.changes.push(Change {
                 line: i as u64 + 1,
                 problem: Problem::ChangedThinking,
@@ -537,12 +552,6 @@ fn plan_claude(lines: &[Line<'_>], next_line: u64, thinking: &[ChangedThinking],
                 ),
             });
         } else {
-            let mut record = o.clone();
-            let kept: Vec<Value> = content.into_iter().filter(|b| !is_thinking(b)).collect();
-            if let Some(m) = record.get_mut("message").and_then(Value::as_object_mut) {
-                m.insert("content".into(), Value::Array(kept));
-            }
-            edited.insert(i, record);
             plan.changes.push(Change {
                 line: i as u64 + 1,
                 problem: Problem::ChangedThinking,
