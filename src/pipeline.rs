@@ -826,16 +826,21 @@ fn analyze_export(
     each(sources, Unit::ready(analysis))
 }
 
+/// An I/O error reading `path`.
+fn io_error(path: &Path, e: std::io::Error) -> RewindError {
+    RewindError::Ingest {
+        path: path.to_path_buf(),
+        source: ingest::IngestError::Io(e),
+    }
+}
+
 fn analyze_storage(
     path: &Path,
     options: &Options,
     sources: &mut SourceMap,
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
-    let io = |e| RewindError::Ingest {
-        path: path.to_path_buf(),
-        source: ingest::IngestError::Io(e),
-    };
+    let io = |e| io_error(path, e);
     let Some(root) = ingest::opencode_storage::root(path) else {
         return Err(ingest::DetectError::Directory {
             path: path.to_path_buf(),
@@ -878,10 +883,7 @@ fn storage_damage(
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
     use ingest::opencode_storage::{self as storage, FileKind};
-    let io = |e| RewindError::Ingest {
-        path: path.to_path_buf(),
-        source: ingest::IngestError::Io(e),
-    };
+    let io = |e| io_error(path, e);
     let mut damaged = storage::damaged(root).map_err(io)?;
     if !options.sessions.is_empty() {
         let messages: HashSet<String> = options

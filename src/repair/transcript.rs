@@ -1220,6 +1220,26 @@ mod tests {
                "cwd": "/p", "version": "2.1.197", "userType": "external", "entrypoint": "sdk-cli", "gitBranch": "HEAD"})
     }
 
+    /// An assistant record calling Bash as `id`.
+    fn call(uuid: &str, parent: &str, id: &str) -> Value {
+        rec(
+            uuid,
+            Some(parent),
+            "assistant",
+            json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {}}]),
+        )
+    }
+
+    /// A user record answering `id`.
+    fn result(uuid: &str, parent: &str, id: &str) -> Value {
+        rec(
+            uuid,
+            Some(parent),
+            "user",
+            json!([{"type": "tool_result", "tool_use_id": id, "content": "x"}]),
+        )
+    }
+
     fn lines_of(bytes: &[u8]) -> Vec<Value> {
         bytes
             .split(|b| *b == b'\n')
@@ -1376,12 +1396,7 @@ mod tests {
                 "assistant",
                 json!([{"type": "text", "text": "ok"}]),
             ),
-            rec(
-                "a2",
-                Some("a1"),
-                "assistant",
-                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
-            ),
+            call("a2", "a1", "t1"),
         ]);
         let plan = plan_bytes(&bytes, Client::ClaudeCode);
         assert_eq!(plan.changes.len(), 1);
@@ -1419,12 +1434,7 @@ mod tests {
     fn drops_an_orphan_result_and_relinks_its_child() {
         let bytes = claude(&[
             rec("u1", None, "user", json!("hi")),
-            rec(
-                "r1",
-                Some("u1"),
-                "user",
-                json!([{"type": "tool_result", "tool_use_id": "gone", "content": "x"}]),
-            ),
+            result("r1", "u1", "gone"),
             rec(
                 "a1",
                 Some("r1"),
@@ -1443,18 +1453,8 @@ mod tests {
         // A result answering a call before it is kept.
         let ok = claude(&[
             rec("u1", None, "user", json!("hi")),
-            rec(
-                "a1",
-                Some("u1"),
-                "assistant",
-                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
-            ),
-            rec(
-                "r1",
-                Some("a1"),
-                "user",
-                json!([{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]),
-            ),
+            call("a1", "u1", "t1"),
+            result("r1", "a1", "t1"),
         ]);
         assert!(plan_bytes(&ok, Client::ClaudeCode).changes.is_empty());
     }
@@ -1463,12 +1463,7 @@ mod tests {
     fn removes_only_the_orphan_block_of_a_mixed_record() {
         let bytes = claude(&[
             rec("u1", None, "user", json!("hi")),
-            rec(
-                "a1",
-                Some("u1"),
-                "assistant",
-                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
-            ),
+            call("a1", "u1", "t1"),
             rec(
                 "r1",
                 Some("a1"),
@@ -1491,18 +1486,8 @@ mod tests {
     fn a_record_relinked_and_cleaned_keeps_both_changes() {
         let bytes = claude(&[
             rec("u1", None, "user", json!("hi")),
-            rec(
-                "a1",
-                Some("u1"),
-                "assistant",
-                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
-            ),
-            rec(
-                "r0",
-                Some("a1"),
-                "user",
-                json!([{"type": "tool_result", "tool_use_id": "gone", "content": "x"}]),
-            ),
+            call("a1", "u1", "t1"),
+            result("r0", "a1", "gone"),
             rec(
                 "r1",
                 Some("r0"),

@@ -131,6 +131,22 @@ impl Rec {
             .any(|b| matches!(b, Block::ToolResult { .. }))
     }
 
+    /// The ids of its `tool_use` blocks.
+    fn call_ids(&self) -> impl Iterator<Item = &str> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The call ids its `tool_result` blocks answer.
+    fn result_ids(&self) -> impl Iterator<Item = &str> {
+        self.blocks.iter().filter_map(|b| match b {
+            Block::ToolResult { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+    }
+
     /// A user or assistant record that takes part in the conversation.
     fn converses(&self) -> bool {
         matches!(self.ty.as_str(), "user" | "assistant") && !self.meta
@@ -422,33 +438,18 @@ impl Reader {
         let mut messages: HashSet<&str> = HashSet::new();
         for &i in &path {
             let rec = &self.records[i];
-            calls.extend(rec.blocks.iter().filter_map(|b| match b {
-                Block::ToolUse { id, .. } => Some(id.as_str()),
-                _ => None,
-            }));
+            calls.extend(rec.call_ids());
             if rec.ty == "assistant"
                 && let Some(m) = &rec.message_id
             {
                 messages.insert(m);
             }
         }
-        let answered: HashSet<&str> = self
-            .records
-            .iter()
-            .flat_map(|r| &r.blocks)
-            .filter_map(|b| match b {
-                Block::ToolResult { id, .. } => Some(id.as_str()),
-                _ => None,
-            })
-            .collect();
+        let answered = self.answered();
         // Results already on the path: a stitched record only fills in a missing one.
         let mut results_on: HashSet<&str> = path
             .iter()
-            .flat_map(|&i| &self.records[i].blocks)
-            .filter_map(|b| match b {
-                Block::ToolResult { id, .. } => Some(id.as_str()),
-                _ => None,
-            })
+            .flat_map(|&i| self.records[i].result_ids())
             .collect();
         for (i, rec) in self.records.iter().enumerate() {
             if on.contains(&i) || rec.meta {
@@ -462,14 +463,7 @@ impl Reader {
             }
             // A sibling call nobody answered is what a kill leaves; the client branches past
             // it on resume rather than stitching it back.
-            let own_calls: Vec<&str> = rec
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolUse { id, .. } => Some(id.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let own_calls: Vec<&str> = rec.call_ids().collect();
             let sibling = rec.ty == "assistant"
                 && rec
                     .message_id
@@ -477,14 +471,7 @@ impl Reader {
                     .is_some_and(|m| messages.contains(m))
                 && !own_calls.is_empty()
                 && own_calls.iter().all(|id| answered.contains(id));
-            let results: Vec<&str> = rec
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::ToolResult { id, .. } => Some(id.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let results: Vec<&str> = rec.result_ids().collect();
             let answers = rec.ty == "user"
                 && !results.is_empty()
                 && results
@@ -517,10 +504,7 @@ impl Reader {
             path.insert(at + 1, i);
             on.insert(i);
             results_on.extend(results.iter().copied());
-            calls.extend(rec.blocks.iter().filter_map(|b| match b {
-                Block::ToolUse { id, .. } => Some(id.as_str()),
-                _ => None,
-            }));
+            calls.extend(rec.call_ids());
         }
         path
     }
@@ -1097,6 +1081,11 @@ impl Reader {
     }
 
     /// `tool_use` blocks off the active history that no `tool_result` in the file answers.
+    /// Every call id a `tool_result` of the file answers, on any branch.
+    fn answered(&self) -> HashSet<&str> {
+        self.records.iter().flat_map(Rec::result_ids).collect()
+    }
+
     fn stranded(
         &self,
         path: &[usize],
@@ -1105,15 +1094,7 @@ impl Reader {
         client: &str,
         facts: &mut TranscriptFacts,
     ) {
-        let answered: HashSet<&str> = self
-            .records
-            .iter()
-            .flat_map(|r| &r.blocks)
-            .filter_map(|b| match b {
-                Block::ToolResult { id, .. } => Some(id.as_str()),
-                _ => None,
-            })
-            .collect();
+        let answered = self.answered();
         let main_sidechain = path.last().is_some_and(|&i| self.records[i].sidechain);
         for (i, rec) in self.records.iter().enumerate() {
             if on_path.contains(&i) || rec.sidechain != main_sidechain {

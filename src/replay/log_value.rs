@@ -200,6 +200,20 @@ impl<'de> Visitor<'de> for Discard {
     }
 }
 
+/// Every text `seed` becomes with one byte replaced by a JSON-significant one (quotes, brackets,
+/// separators, escapes, digits, exponents, letters, spaces), that is still UTF-8.
+#[cfg(test)]
+pub(super) fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
+    let bytes = seed.as_bytes();
+    (0..bytes.len()).flat_map(move |i| {
+        b"\"{}[],:\\1eE-.x u".iter().filter_map(move |&b| {
+            let mut m = bytes.to_vec();
+            m[i] = b;
+            String::from_utf8(m).ok()
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,22 +264,14 @@ mod tests {
     #[test]
     fn mutations_fail_where_a_value_fails() {
         let seed = r#"{"type":"tool_use","timestamp":1,"sessionID":"ses_1","part":{"id":"prt_1","metadata":{"a":[1,{"b":null}]},"type":"tool","callID":"c","tool":"bash","state":{"status":"completed","input":{"command":"ls \"a\"","n":-1.5e3},"output":"x\ny\u00e9","metadata":{"exit":0,"v":[true,false]},"title":"t","attachments":[{"k":"v"}],"time":{"start":1,"end":2}}}}"#;
-        let bytes = seed.as_bytes();
         let mut checked = 0;
-        for i in 0..bytes.len() {
-            for &b in b"\"{}[],:\\1eE-.x u" {
-                let mut m = bytes.to_vec();
-                m[i] = b;
-                let Ok(text) = std::str::from_utf8(&m) else {
-                    continue;
-                };
-                let ours = parse(text).map(|_| ()).map_err(|e| e.to_string());
-                let theirs = serde_json::from_str::<Value>(text)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string());
-                assert_eq!(ours, theirs, "{text}");
-                checked += 1;
-            }
+        for text in one_byte_mutations(seed) {
+            let ours = parse(&text).map(|_| ()).map_err(|e| e.to_string());
+            let theirs = serde_json::from_str::<Value>(&text)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            assert_eq!(ours, theirs, "{text}");
+            checked += 1;
         }
         assert!(checked > 1000);
     }
