@@ -348,17 +348,14 @@ fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
 }
 
 /// `rewind repair` edits a v2-runtime session's row only (`session-hidden`), never its
-/// `session_message` rows: a hint on any other finding of such a session that points to the
-/// repair says instead that the repair leaves it.
+/// `session_message` rows: the hint of any other finding of such a session whose rule has a
+/// fix says instead that the repair leaves it.
 fn not_repaired_in_v2(analysis: &Analysis, out: &mut [Finding]) {
     for session in analysis.sessions.iter().filter(|s| s.runtime_v2) {
         for f in out.iter_mut() {
             if f.rule == Rule::SessionHidden
+                || f.rule.meta().fix.is_none()
                 || f.ids.session_id.as_deref() != Some(session.id.as_str())
-                || !f
-                    .help
-                    .as_deref()
-                    .is_some_and(|h| h.contains("rewind repair"))
             {
                 continue;
             }
