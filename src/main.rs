@@ -16,5 +16,6 @@ fn main() -> ExitCode {
     }
 }
 
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
