@@ -391,7 +391,7 @@ impl Session {
 pub struct Message {
     pub id: String,
     /// Message info, when the input has it (logs do not).
-    pub info: Option<MessageInfo>,
+    pub info: Option<Box<MessageInfo>>,
     /// Where the message info is.
     pub span: Option<Span>,
     pub parts: Vec<PartRecord>,
@@ -498,14 +498,14 @@ pub enum EventKind {
         level: LogLevel,
         service: String,
         message: String,
-        error: Option<ErrorInfo>,
+        error: Option<Box<ErrorInfo>>,
     },
     /// The session's error (`session.error` payload) or a failed prompt request.
-    SessionError(ErrorInfo),
+    SessionError(Box<ErrorInfo>),
     /// The process died (`UnhandledRejection`, uncaught exception).
-    ProcessCrash(ErrorInfo),
+    ProcessCrash(Box<ErrorInfo>),
     /// A runtime error printed raw to stderr (e.g. a `ZodError: [` dump).
-    RawError(ErrorInfo),
+    RawError(Box<ErrorInfo>),
     /// A stream event the processor did not handle (the AI SDK `abort`, …).
     StreamUnhandled {
         event_type: String,
@@ -523,7 +523,7 @@ pub enum EventKind {
     StreamPayload(Box<PayloadProblem>),
     /// The provider reported an error inside the stream (`overloaded_error`, `response.failed`,
     /// `{"error":…}`, a UI `error` chunk, AG-UI `RUN_ERROR`).
-    StreamProviderError(ErrorInfo),
+    StreamProviderError(Box<ErrorInfo>),
     /// An event that breaks the protocol's order (a second `message_start`, a delta after its end,
     /// an event after the terminal one, a tool error before its call).
     StreamOutOfOrder {

@@ -50,7 +50,7 @@ impl Check for SseConcatenatedEvents {
             .filter_map(|e| match &e.kind {
                 EventKind::Log { error: Some(i), .. }
                 | EventKind::SessionError(i)
-                | EventKind::ProcessCrash(i) => Some((e, i)),
+                | EventKind::ProcessCrash(i) => Some((e, &**i)),
                 _ => None,
             })
             .filter(|(_, i)| i.embedded_event.is_some() && i.payload.is_some())

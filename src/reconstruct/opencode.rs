@@ -751,7 +751,7 @@ mod tests {
     fn message(id: &str, info: Value, parts: Vec<PartRecord>) -> Message {
         Message {
             id: id.into(),
-            info: Some(MessageInfo::from_value(&info)),
+            info: Some(Box::new(MessageInfo::from_value(&info))),
             parts,
             ..Message::default()
         }
@@ -950,8 +950,10 @@ mod tests {
         let mut failed = assistant("msg_2", vec![step(), text("prt_a")]);
         let mut aborted = assistant("msg_3", vec![step(), text("prt_b")]);
         let err = |name: &str| json!({"role": "assistant", "error": {"name": name, "data": {}}, "providerID": "anthropic"});
-        failed.info = Some(MessageInfo::from_value(&err("APIError")));
-        aborted.info = Some(MessageInfo::from_value(&err("MessageAbortedError")));
+        failed.info = Some(Box::new(MessageInfo::from_value(&err("APIError"))));
+        aborted.info = Some(Box::new(MessageInfo::from_value(&err(
+            "MessageAbortedError",
+        ))));
         let history = vec![user("msg_1"), failed, aborted];
         let msgs = to_model_messages(&history, &Options::default());
         assert_eq!(shape(&msgs), ["User: text", "Assistant: text"]);

@@ -557,7 +557,7 @@ impl State {
                     ..ErrorInfo::default()
                 };
                 info.data = cap_strings(&record.value, MAX_KEPT_STRING);
-                self.event(seq, record.span, None, EventKind::RawError(info));
+                self.event(seq, record.span, None, EventKind::RawError(Box::new(info)));
             }
             // Only a deferred reader yields these, and they are decoded before they get here.
             LogRecord::Text(_) | LogRecord::Pending(_) => {}
@@ -572,7 +572,7 @@ impl State {
                     message_span: Some(span),
                     ..ErrorInfo::default()
                 };
-                self.event(seq, span, None, EventKind::RawError(info));
+                self.event(seq, span, None, EventKind::RawError(Box::new(info)));
             }
             LogRecord::Status {
                 span,
@@ -690,10 +690,20 @@ impl State {
                             .map(|(n, _)| n.trim().to_owned())
                             .filter(|n| !n.contains(' '));
                     }
-                    self.event(seq, rec.span, session_id, EventKind::ProcessCrash(info));
+                    self.event(
+                        seq,
+                        rec.span,
+                        session_id,
+                        EventKind::ProcessCrash(Box::new(info)),
+                    );
                 } else if let Some(err) = obj.get("error") {
                     let info = error_info(rec, &["error"], err);
-                    self.event(seq, rec.span, session_id, EventKind::SessionError(info));
+                    self.event(
+                        seq,
+                        rec.span,
+                        session_id,
+                        EventKind::SessionError(Box::new(info)),
+                    );
                 }
             }
             "status" if obj.contains_key("mode") => {
@@ -909,7 +919,7 @@ impl State {
             level,
             service: service.to_owned(),
             message: message.to_owned(),
-            error,
+            error: error.map(Box::new),
         };
         self.event(seq, rec.span, None, kind);
     }
@@ -1138,7 +1148,7 @@ impl State {
                                     seq,
                                     span,
                                     Some(session.to_owned()),
-                                    EventKind::SessionError(info),
+                                    EventKind::SessionError(Box::new(info)),
                                 );
                             }
                         }
@@ -1233,7 +1243,7 @@ impl State {
                     seq,
                     span.unwrap_or(rec.span),
                     Some(session.to_owned()),
-                    EventKind::SessionError(info),
+                    EventKind::SessionError(Box::new(info)),
                 );
             }
             _ => {}

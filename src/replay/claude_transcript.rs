@@ -665,7 +665,7 @@ impl Reader {
                     seq: rec.seq,
                     span: info.message_span.unwrap_or(rec.span),
                     session: Some(session_id.clone()),
-                    kind: EventKind::SessionError(info),
+                    kind: EventKind::SessionError(Box::new(info)),
                 });
                 last_message_key = None;
                 continue;

@@ -254,7 +254,7 @@ impl Reader {
                             seq,
                             span,
                             session,
-                            kind: EventKind::SessionError(info),
+                            kind: EventKind::SessionError(Box::new(info)),
                         });
                     }
                 }

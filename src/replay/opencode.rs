@@ -250,7 +250,7 @@ pub fn replay(
                 message.time_span = placed.locate(&[Seg::Key("time")]);
                 info.id.clone_from(&m.id);
                 info.session_id.clone_from(&session_id);
-                message.info = Some(info);
+                message.info = Some(Box::new(info));
             }
         }
         message.parts.reserve_exact(m.parts.len());
@@ -307,7 +307,11 @@ pub fn replay(
                 }],
             });
         }
-        if let Some(err) = message.info.as_ref().and_then(MessageInfo::original_error) {
+        if let Some(err) = message
+            .info
+            .as_deref()
+            .and_then(MessageInfo::original_error)
+        {
             // The error was recorded when the message ended: after its parts.
             seq += 1;
             let info = stored_error(err, &error_at);
@@ -319,7 +323,7 @@ pub fn replay(
                 seq,
                 span,
                 session: Some(session_id.clone()),
-                kind: EventKind::SessionError(info),
+                kind: EventKind::SessionError(Box::new(info)),
             });
         }
         session.messages.push(message);

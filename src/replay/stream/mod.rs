@@ -363,7 +363,11 @@ impl StreamReplay {
                 message_span: at,
                 ..ErrorInfo::default()
             };
-            self.broadcast(seq, span, EventKind::StreamProviderError(info.clone()));
+            self.broadcast(
+                seq,
+                span,
+                EventKind::StreamProviderError(Box::new(info.clone())),
+            );
             provider_infos.push(info);
         }
         if out.reopened {

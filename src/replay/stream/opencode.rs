@@ -193,7 +193,7 @@ impl Opencode {
                 level: LogLevel::Error,
                 service: "session.processor".into(),
                 message: "process".into(),
-                error: Some(info.clone()),
+                error: Some(Box::new(info.clone())),
             },
         );
         self.threw = Some((a.seq, a.span));
@@ -227,8 +227,11 @@ impl Opencode {
             embedded_event: info.embedded_event,
             ..ErrorInfo::default()
         };
-        self.store
-            .event(a.seq, a.span, EventKind::SessionError(session_error));
+        self.store.event(
+            a.seq,
+            a.span,
+            EventKind::SessionError(Box::new(session_error)),
+        );
         self.outcome = StreamOutcome::Failed {
             seq: a.seq,
             span: a.span,
@@ -564,7 +567,7 @@ impl Processor for Opencode {
                 ..ErrorInfo::default()
             };
             self.store
-                .event(last_seq, at_span, EventKind::RawError(info));
+                .event(last_seq, at_span, EventKind::RawError(Box::new(info)));
         }
         if !closed.is_empty() {
             self.store.event(

@@ -268,8 +268,11 @@ impl Tanstack {
             if !info.message.starts_with("JSON parsing failed") {
                 info.message = format!("JSON parsing failed: {}", info.message);
             }
-            self.store
-                .event(a.seq, a.span, EventKind::SessionError(info.clone()));
+            self.store.event(
+                a.seq,
+                a.span,
+                EventKind::SessionError(Box::new(info.clone())),
+            );
             self.outcome = StreamOutcome::Failed {
                 seq: a.seq,
                 span: a.span,
@@ -290,7 +293,7 @@ impl Tanstack {
             ..ErrorInfo::default()
         });
         self.store
-            .event(a.seq, a.span, EventKind::SessionError(info));
+            .event(a.seq, a.span, EventKind::SessionError(Box::new(info)));
     }
 }
 
