@@ -8,7 +8,8 @@
 #
 #   bash benches/agent_log.sh [COPIES] [BIG_COPIES]
 #
-# COPIES defaults to 100 (a 90 MB wrapped log, 44 MB compact). With BIG_COPIES (e.g. 1000, about
+# COPIES defaults to 100 (a 90 MB wrapped log, 44 MB compact). The compact log is also measured
+# written on a single line, which is read piece by piece. With BIG_COPIES (e.g. 1000, about
 # 1 GB), peak memory is also measured on a wrapped log that big, which is deleted afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,6 +93,11 @@ echo "rewind vs floor:    $(ratio "$floor_s" "$rewind_s") of the floor's speed (
 echo "-- the wrapped log (prefixes, pretty-printed objects, 64 KiB splits)"
 report "rewind diagnose (wrapped)" "$w" "$bin" diagnose --format json "$w"
 report "wc -l (wrapped)" "$w" wc -l "$w"
+echo "-- the compact log written without newlines (every object on one line)"
+o=$dir/one-line.log
+tr -d '\n' < "$c" > "$o"
+report "rewind diagnose (one line)" "$o" "$bin" diagnose --format json "$o"
+rm -f "$o"
 if [ -n "$big" ]; then
   echo "-- peak memory as the wrapped log grows"
   g=$dir/wrapped-big.log

@@ -267,6 +267,36 @@ pub struct AgentLogReader<R> {
     frame: Option<u64>,
     decoding: Decoding,
     deferred: bool,
+    /// The last piece read was cut before the end of its physical line (see [`PIECE`]).
+    mid_line: bool,
+    /// Where the physical line the reader is in starts.
+    line_start: u64,
+    /// The rest of the physical line is text already recorded (a text line longer than a piece).
+    text_continues: bool,
+}
+
+/// Longest piece of a physical line handled at once. A longer line (a log written without
+/// newlines, thousands of objects on one line) is read piece by piece, so the reader holds one
+/// piece and the objects it closes, not the whole line: memory stays bounded by the largest
+/// object, whatever the line's length.
+const PIECE: usize = 1 << 20;
+
+/// How many bytes at the end of `bytes` are an incomplete UTF-8 character (0 to 3).
+fn incomplete_char_len(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(4) {
+        let b = bytes[bytes.len() - back];
+        if b & 0xC0 != 0x80 {
+            // A lead byte (or ASCII): the character it starts needs this many bytes.
+            let needs = match b {
+                0xF0..=0xFF => 4,
+                0xE0..=0xEF => 3,
+                0xC0..=0xDF => 2,
+                _ => 1,
+            };
+            return if needs > back { back } else { 0 };
+        }
+    }
+    0
 }
 
 impl<R: BufRead> AgentLogReader<R> {
@@ -284,6 +314,37 @@ impl<R: BufRead> AgentLogReader<R> {
             frame: None,
             decoding: Decoding::default(),
             deferred: false,
+            mid_line: false,
+            line_start: 0,
+            text_continues: false,
+        }
+    }
+
+    /// Appends the rest of the physical line to `self.buf`, or as much of it as fits in a
+    /// [`PIECE`]; whether a newline ended it.
+    fn read_piece(&mut self) -> std::io::Result<bool> {
+        loop {
+            let available = match self.input.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                return Ok(false);
+            }
+            let room = PIECE.saturating_sub(self.buf.len()).max(1);
+            let window = &available[..available.len().min(room)];
+            if let Some(i) = memchr::memchr(b'\n', window) {
+                self.buf.extend_from_slice(&window[..=i]);
+                self.input.consume(i + 1);
+                return Ok(true);
+            }
+            let n = window.len();
+            self.buf.extend_from_slice(window);
+            self.input.consume(n);
+            if self.buf.len() >= PIECE {
+                return Ok(false);
+            }
         }
     }
 
@@ -316,28 +377,41 @@ impl<R: BufRead> AgentLogReader<R> {
         &self.stats
     }
 
-    /// Reads the next physical line and turns it into zero or more ready records.
+    /// Reads the next physical line (or piece of one, see [`PIECE`]) and turns it into zero or
+    /// more ready records.
     fn step(&mut self) -> Result<bool, IngestError> {
-        self.buf.clear();
-        let n = self
-            .input
-            .read_until(b'\n', &mut self.buf)
-            .map_err(IngestError::Io)?;
+        // `self.buf` may start with the incomplete character the last piece ended in.
+        let carried = self.buf.len();
+        let has_newline = self.read_piece().map_err(IngestError::Io)?;
+        let n = self.buf.len();
         if n == 0 {
             self.finish_at_eof();
             return Ok(false);
         }
+        // Cut before the end of its line: more of the line follows.
+        let partial = !has_newline && n > carried && n >= PIECE;
         let start = self.offset;
-        self.offset += n as u64;
-        self.line_no += 1;
-        self.stats.lines += 1;
-        let has_newline = self.buf.last() == Some(&b'\n');
+        let continues = self.mid_line;
+        if !continues {
+            self.line_no += 1;
+            self.stats.lines += 1;
+            self.line_start = start;
+        }
         let mut line = std::mem::take(&mut self.buf);
         let mut content_len = line.len() - usize::from(has_newline);
+        let keep = if partial {
+            incomplete_char_len(&line[..content_len])
+        } else {
+            0
+        };
+        content_len -= keep;
+        self.offset += (n - keep) as u64;
+        self.mid_line = partial;
         // The log was cut inside a multi-byte character (`head -c N`): read it up to the cut,
         // and report the cut (inside an object, the object the log ends inside is reported).
         let mut cut_char = None;
         if !has_newline
+            && !partial
             && let Err(e) = std::str::from_utf8(&line[..content_len])
             && e.error_len().is_none()
         {
@@ -363,17 +437,27 @@ impl<R: BufRead> AgentLogReader<R> {
             }
         };
         // The prefix is ASCII, so it ends on a character boundary.
-        let prefix = prefix_len(text.as_bytes()).unwrap_or(0);
+        let prefix = match continues {
+            true => 0,
+            false => prefix_len(text.as_bytes()).unwrap_or(0),
+        };
         if prefix > 0 {
             self.stats.prefixed_lines += 1;
         }
         let newline_at = has_newline.then_some(start + content_len as u64);
-        self.process(
-            text.get(prefix..).unwrap_or(text),
-            start + prefix as u64,
-            start,
-            newline_at,
-        );
+        if continues && self.text_continues {
+            // The rest of a text line longer than a piece: recorded with its first piece.
+            self.text_continues = partial;
+        } else {
+            self.text_continues = false;
+            self.process(
+                text.get(prefix..).unwrap_or(text),
+                start + prefix as u64,
+                continues,
+                partial,
+                newline_at,
+            );
+        }
         if let Some((offset, len)) = cut_char
             && self.open.is_none()
         {
@@ -386,19 +470,30 @@ impl<R: BufRead> AgentLogReader<R> {
                 truncated: true,
             });
         }
-        line.clear();
+        // The incomplete character the piece ended in starts the next piece.
+        line.drain(..line.len() - keep);
         self.buf = line;
         Ok(true)
     }
 
-    /// Handles the content of one physical line (prefix already stripped).
+    /// Handles the content of one physical line (prefix already stripped), or of a piece of
+    /// one: `continues` when it is not the line's first piece, `partial` when it is not its last.
     ///
     /// Every cut below falls right after an ASCII byte (a bracket, a `\r`, whitespace), so the
     /// pieces stay `&str` and are copied into the record once, without re-validation.
-    fn process(&mut self, content: &str, at: u64, line_start: u64, newline_at: Option<u64>) {
+    fn process(
+        &mut self,
+        content: &str,
+        at: u64,
+        continues: bool,
+        partial: bool,
+        newline_at: Option<u64>,
+    ) {
+        let line_start = self.line_start;
         let mut content = content;
         let mut at = at;
         if let Some(open) = &self.open
+            && !continues
             && !open.lexer.in_string()
             && breaks_value(content, &open.text)
         {
@@ -410,7 +505,7 @@ impl<R: BufRead> AgentLogReader<R> {
             if let Some(open) = &mut self.open {
                 let mut piece = content;
                 // A raw `\r` inside a string can only be a line-ending artifact.
-                if open.lexer.in_string() {
+                if open.lexer.in_string() && !partial {
                     piece = piece.strip_suffix('\r').unwrap_or(piece);
                 }
                 match open.lexer.feed(piece.as_bytes()) {
@@ -454,7 +549,9 @@ impl<R: BufRead> AgentLogReader<R> {
                 self.open = Some(Open {
                     kind: OpenKind::Object,
                     start: at,
-                    text: String::with_capacity(content.len()),
+                    // Not the line's length: a line may hold thousands of objects (a log written
+                    // without newlines), and each would reserve what is left of the line.
+                    text: String::new(),
                     segments: Vec::new(),
                     lexer: Depth::default(),
                     end: at,
@@ -479,6 +576,8 @@ impl<R: BufRead> AgentLogReader<R> {
                 continue;
             }
             let end = newline_at.unwrap_or(at + content.len() as u64);
+            // A text line longer than a piece is one text record, spanning its first piece.
+            self.text_continues = partial;
             self.stats.text_lines += 1;
             let span = Span::new(self.file, line_start, end - line_start);
             let text = content;
@@ -803,6 +902,98 @@ mod tests {
             .map(|j| j.value["type"].as_str().unwrap_or_default().to_owned())
             .collect();
         assert_eq!(types, ["error", "step_start", "a", "b"]);
+    }
+
+    #[test]
+    fn objects_of_one_long_line_keep_only_their_own_text() {
+        // A log written without newlines: every object on one line.
+        let object = r#"{"type":"log","level":"info","message":"x"}"#;
+        let line = object.repeat(2000);
+        let mut reader = AgentLogReader::new(line.as_bytes(), FileId(0)).deferred();
+        let mut pending = 0;
+        for record in reader.by_ref() {
+            if let Ok(LogRecord::Pending(p)) = record {
+                assert!(
+                    p.text.capacity() <= 2 * object.len(),
+                    "{}",
+                    p.text.capacity()
+                );
+                pending += 1;
+            }
+        }
+        assert_eq!(pending, 2000);
+    }
+
+    #[test]
+    fn a_line_longer_than_a_piece_is_read_piece_by_piece() {
+        // Objects on one line, over several pieces, one with a multi-byte character that some
+        // piece boundary cuts, one larger than a piece; then a text line longer than a piece.
+        let mut line = String::new();
+        let mut objects = Vec::new();
+        let mut padded = false;
+        for i in 0..40_000 {
+            let object = format!(r#"{{"type":"log","n":{i},"text":"é€𝄞"}}"#);
+            let clef = object.find('𝄞').unwrap_or_default();
+            if !padded && line.len() + object.len() > PIECE - 100 {
+                // Spaces between two objects, so that the first piece ends inside the `𝄞`.
+                line.push_str(&" ".repeat(PIECE - 2 - (line.len() + clef)));
+                padded = true;
+            }
+            objects.push((line.len(), object.clone()));
+            line.push_str(&object);
+        }
+        assert!(padded && !line.is_char_boundary(PIECE));
+        let big = format!(r#"{{"type":"big","text":"{}"}}"#, "é".repeat(PIECE));
+        objects.push((line.len(), big.clone()));
+        line.push_str(&big);
+        let log = format!(
+            "{line}\n{}\n{{\"type\":\"last\"}}\n",
+            "word ".repeat(PIECE / 2)
+        );
+        let mut reader = AgentLogReader::new(log.as_bytes(), FileId(0));
+        let mut recs = Vec::new();
+        while let Some(Ok(record)) = reader.next() {
+            recs.push(record);
+            // One piece at a time, not the whole line.
+            assert!(
+                reader.buf.capacity() <= 2 * PIECE,
+                "{}",
+                reader.buf.capacity()
+            );
+        }
+        let stats = reader.stats().clone();
+        let js = jsons(&recs);
+        assert_eq!(js.len(), objects.len() + 1);
+        for (record, (offset, text)) in js.iter().zip(&objects) {
+            assert_eq!(record.span.offset, *offset as u64);
+            assert_eq!(record.text, *text);
+        }
+        assert_eq!(
+            js[40_000].value["text"].as_str().map(str::len),
+            Some(2 * PIECE)
+        );
+        assert_eq!(js[40_001].value["type"], "last");
+        assert_eq!(stats.lines, 3);
+        assert_eq!(stats.text_lines, 1);
+        assert_eq!(stats.undecodable, 0);
+    }
+
+    #[test]
+    fn a_long_line_cut_inside_a_character_is_truncated_there() {
+        let object = r#"{"type":"log","text":"€€"}"#;
+        let mut log = object.repeat(PIECE / object.len() + 10);
+        log.push_str(r#"{"type":"log","text":"€"#);
+        let bytes = &log.as_bytes()[..log.len() - 1];
+        let mut reader = AgentLogReader::new(bytes, FileId(0));
+        let recs: Vec<_> = reader.by_ref().filter_map(Result::ok).collect();
+        assert!(matches!(
+            recs.last(),
+            Some(LogRecord::Undecodable {
+                truncated: true,
+                ..
+            })
+        ));
+        assert_eq!(jsons(&recs).len(), PIECE / object.len() + 10);
     }
 
     #[test]
