@@ -273,6 +273,8 @@ pub struct AgentLogReader<R> {
     line_start: u64,
     /// The rest of the physical line is text already recorded (a text line longer than a piece).
     text_continues: bool,
+    /// [`PIECE`], or less in tests.
+    piece: usize,
 }
 
 /// Longest piece of a physical line handled at once. A longer line (a log written without
@@ -317,6 +319,7 @@ impl<R: BufRead> AgentLogReader<R> {
             mid_line: false,
             line_start: 0,
             text_continues: false,
+            piece: PIECE,
         }
     }
 
@@ -332,7 +335,7 @@ impl<R: BufRead> AgentLogReader<R> {
             if available.is_empty() {
                 return Ok(false);
             }
-            let room = PIECE.saturating_sub(self.buf.len()).max(1);
+            let room = self.piece.saturating_sub(self.buf.len()).max(1);
             let window = &available[..available.len().min(room)];
             if let Some(i) = memchr::memchr(b'\n', window) {
                 self.buf.extend_from_slice(&window[..=i]);
@@ -342,7 +345,7 @@ impl<R: BufRead> AgentLogReader<R> {
             let n = window.len();
             self.buf.extend_from_slice(window);
             self.input.consume(n);
-            if self.buf.len() >= PIECE {
+            if self.buf.len() >= self.piece {
                 return Ok(false);
             }
         }
@@ -389,7 +392,7 @@ impl<R: BufRead> AgentLogReader<R> {
             return Ok(false);
         }
         // Cut before the end of its line: more of the line follows.
-        let partial = !has_newline && n > carried && n >= PIECE;
+        let partial = !has_newline && n > carried && n >= self.piece;
         let start = self.offset;
         let continues = self.mid_line;
         if !continues {
@@ -976,6 +979,57 @@ mod tests {
         assert_eq!(stats.lines, 3);
         assert_eq!(stats.text_lines, 1);
         assert_eq!(stats.undecodable, 0);
+    }
+
+    /// What a reader makes of `log` read in pieces of `piece` bytes: the JSON records (span and
+    /// text), where the undecodable ones are, and the counts.
+    fn read_in_pieces(log: &[u8], piece: usize) -> (Vec<(Span, String)>, Vec<Span>, LogStats) {
+        let mut reader = AgentLogReader::new(log, FileId(0));
+        reader.piece = piece;
+        let (mut json, mut undecodable) = (Vec::new(), Vec::new());
+        for record in reader.by_ref() {
+            match record {
+                Ok(LogRecord::Json(j)) => json.push((j.span, j.text)),
+                Ok(LogRecord::Undecodable { span, .. }) => undecodable.push(span),
+                _ => {}
+            }
+        }
+        (json, undecodable, reader.stats().clone())
+    }
+
+    #[test]
+    fn small_pieces_read_the_real_logs_as_whole_lines_do() {
+        // Every agent log of the corpus and the samples, read whole-line and in pieces of a few
+        // KiB (the wrapper's lines are up to 64 KiB): the same records, at the same bytes.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut logs: Vec<std::path::PathBuf> = Vec::new();
+        for dir in [
+            root.join("samples"),
+            root.join("../shared/corpus/agent-logs"),
+        ] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            logs.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "log" || x == "txt")),
+            );
+        }
+        assert!(!logs.is_empty());
+        for path in logs {
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let whole = read_in_pieces(&bytes, PIECE);
+            for piece in [4096, 5000, 65_536] {
+                let pieces = read_in_pieces(&bytes, piece);
+                assert_eq!(pieces.0, whole.0, "{} in pieces of {piece}", path.display());
+                assert_eq!(pieces.1, whole.1, "{} in pieces of {piece}", path.display());
+                assert_eq!(pieces.2, whole.2, "{} in pieces of {piece}", path.display());
+            }
+        }
     }
 
     #[test]
