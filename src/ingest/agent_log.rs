@@ -1033,6 +1033,28 @@ mod tests {
     }
 
     #[test]
+    fn small_pieces_read_every_one_byte_mutation_of_a_log_as_whole_lines_do() {
+        // Prefixed pretty-printed and compact objects, several on a line, multi-byte characters,
+        // a string split over two lines, text: every line longer than a 48-byte piece.
+        let seed = format!(
+            "{P}{{\n{P}  \"type\": \"tool_use\", \"part\": {{\"id\": \"prt_é€𝄞\"}}\n{P}}}\n\
+             {{\"type\":\"log\",\"level\":\"error\",\"message\":\"é€𝄞 é€𝄞\"}}{{\"type\":\"b\"}} {{\"c\":1}}\n\
+             {P}{{\"type\":\"text\",\"text\":\"split here\n{P}and on\"}}\n\
+             plain text longer than one piece of forty-eight bytes, é€𝄞\n"
+        );
+        let mut compared = 0;
+        for log in crate::replay::log_value::one_byte_mutations(&seed) {
+            assert_eq!(
+                read_in_pieces(log.as_bytes(), 48),
+                read_in_pieces(log.as_bytes(), PIECE),
+                "{log}"
+            );
+            compared += 1;
+        }
+        assert!(compared > 5000, "{compared}");
+    }
+
+    #[test]
     fn a_long_line_cut_inside_a_character_is_truncated_there() {
         let object = r#"{"type":"log","text":"€€"}"#;
         let mut log = object.repeat(PIECE / object.len() + 10);

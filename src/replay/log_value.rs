@@ -203,7 +203,7 @@ impl<'de> Visitor<'de> for Discard {
 /// Every text `seed` becomes with one byte replaced by a JSON-significant one (quotes, brackets,
 /// separators, escapes, digits, exponents, letters, spaces), that is still UTF-8.
 #[cfg(test)]
-pub(super) fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
     let bytes = seed.as_bytes();
     (0..bytes.len()).flat_map(move |i| {
         b"\"{}[],:\\1eE-.x u".iter().filter_map(move |&b| {
