@@ -258,7 +258,10 @@ impl<'de> serde::Deserialize<'de> for Seen {
 /// Read by hand rather than derived: the other members are walked with [`Discard`], which refuses
 /// what building a `Value` refuses (a derived reader skips them with `IgnoredAny`, which accepts
 /// lone surrogates, numbers out of range and nesting beyond the recursion limit), so an object
-/// that reads as a `Peek` also reads as a `Value`.
+/// that reads as a `Peek` also reads as a `Value`. A key that alone rules the object out (`part`,
+/// `log`, Claude Code's `session_id`, `providerMetadata`) ends the reading at once: the object
+/// takes the full path, and its value (a part event's part, most of its bytes) is not walked
+/// twice.
 #[derive(Default)]
 struct Peek<'a> {
     ty: Lenient<'a>,
@@ -267,11 +270,6 @@ struct Peek<'a> {
     message: Lenient<'a>,
     /// `sessionID`.
     session_id: Lenient<'a>,
-    part: Seen,
-    log: Seen,
-    /// `session_id` (Claude Code's).
-    claude_session: Seen,
-    provider_metadata: Seen,
     provider_id: Seen,
     model_id: Seen,
 }
@@ -290,7 +288,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
             ) -> Result<Peek<'de>, A::Error> {
                 let mut p = Peek::default();
                 // A key met twice is refused (the object then takes the full path).
-                let mut met = [false; 11];
+                let mut met = [false; 7];
                 while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
                     let field = match key.as_deref().unwrap_or_default() {
                         "type" => 0,
@@ -298,12 +296,11 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
                         "service" => 2,
                         "message" => 3,
                         "sessionID" => 4,
-                        "part" => 5,
-                        "log" => 6,
-                        "session_id" => 7,
-                        "providerMetadata" => 8,
-                        "providerID" => 9,
-                        "modelID" => 10,
+                        "providerID" => 5,
+                        "modelID" => 6,
+                        "part" | "log" | "session_id" | "providerMetadata" => {
+                            return Err(serde::de::Error::custom("not a light object"));
+                        }
                         _ => {
                             map.next_value_seed(Discard)?;
                             continue;
@@ -318,11 +315,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
                         2 => p.service = map.next_value()?,
                         3 => p.message = map.next_value()?,
                         4 => p.session_id = map.next_value()?,
-                        5 => p.part = map.next_value()?,
-                        6 => p.log = map.next_value()?,
-                        7 => p.claude_session = map.next_value()?,
-                        8 => p.provider_metadata = map.next_value()?,
-                        9 => p.provider_id = map.next_value()?,
+                        5 => p.provider_id = map.next_value()?,
                         _ => p.model_id = map.next_value()?,
                     }
                 }
@@ -352,9 +345,6 @@ fn light(text: &str) -> Option<Light> {
         return None;
     }
     let p: Peek<'_> = serde_json::from_str(text).ok()?;
-    if p.part.0 || p.log.0 || p.claude_session.0 {
-        return None;
-    }
     let ty = p.ty.get()?;
     let service = p.service.get().unwrap_or_default();
     let message = p.message.get().unwrap_or_default();
@@ -374,7 +364,6 @@ fn light(text: &str) -> Option<Light> {
             bus: Some(bus),
         });
     }
-    let lower = message.to_ascii_lowercase();
     let plain = ty == "log"
         && !matches!(p.level.get(), Some("error" | "warn"))
         && service != "http"
@@ -382,12 +371,22 @@ fn light(text: &str) -> Option<Light> {
         && message != "unhandled"
         && message != "exiting loop"
         && !message.starts_with("Agent started")
-        && !["retry-after", "will retry", "retrying", "sleep"]
-            .iter()
-            .any(|k| lower.contains(k))
-        && !p.provider_metadata.0
+        && !mentions_retry(message)
         && !(p.provider_id.0 && p.model_id.0);
     plain.then_some(Light { session, bus: None })
+}
+
+/// Whether a logger message speaks of a retry or a sleep (in any case), what `apply_log` looks
+/// for. The lower-case copy is only made for a message with upper-case letters.
+fn mentions_retry(message: &str) -> bool {
+    let lower: std::borrow::Cow<'_, str> = if message.bytes().any(|b| b.is_ascii_uppercase()) {
+        message.to_ascii_lowercase().into()
+    } else {
+        message.into()
+    };
+    ["retry-after", "will retry", "retrying", "sleep"]
+        .iter()
+        .any(|k| lower.contains(k))
 }
 
 /// Decodes the pending JSON values of `batch`, each with how [`LogStats`] counts it.
