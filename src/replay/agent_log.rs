@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::log_value::{self, Discard};
 use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
 use crate::ingest::agent_log::{
-    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats,
+    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats, Texts,
 };
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
@@ -43,7 +43,8 @@ const BATCH_BYTES: usize = 1 << 20;
 /// Batches in flight between the two threads: bounds the memory the reader can run ahead by.
 const BATCHES_IN_FLIGHT: usize = 4;
 
-type Batch = Vec<Result<LogRecord, IngestError>>;
+/// Records read together, with the texts of their pending JSON values.
+type Batch = (Vec<Result<LogRecord, IngestError>>, std::sync::Arc<Texts>);
 /// A batch as the replay receives it: decoded, part events read into the model, each JSON value
 /// with how [`LogStats`] counts it.
 type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
@@ -101,7 +102,8 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
                     || (last && !batch.is_empty())
                 {
                     bytes = 0;
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+                    let records = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+                    let full = (records, reader.take_texts());
                     let in_flight = if parallel {
                         let (done, decoded) = std::sync::mpsc::sync_channel(1);
                         rayon::spawn(move || {
@@ -390,12 +392,12 @@ fn mentions_retry(message: &str) -> bool {
 }
 
 /// Decodes the pending JSON values of `batch`, each with how [`LogStats`] counts it.
-fn decode_batch(batch: Batch, decoding: Decoding) -> ReadyBatch {
-    batch
+fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
+    records
         .into_iter()
         .map(|record| match record {
             Ok(LogRecord::Pending(p)) => {
-                let decoded = p.decode(decoding);
+                let decoded = p.decode(&texts, decoding);
                 let kind = decoded.decoded();
                 (Ok(ready(decoded)), Some(kind))
             }
