@@ -12,7 +12,9 @@
 //!   (`errorType`), or the wrapper's own classification (`exitCode`);
 //! * `status` / `input`: a new agent run and its prompt.
 
-use std::collections::HashMap;
+/// The replay's indexes: looked up once or more per record, keyed by ids the log names, where
+/// std's SipHash costs more than the lookups need (foldhash, already hashbrown's default).
+type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::io::BufRead;
 
 use serde_json::Value;
@@ -476,11 +478,11 @@ fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
 
 struct State {
     analysis: Analysis,
-    session_index: HashMap<String, usize>,
-    /// (session index, message id) → message index.
-    message_index: HashMap<(usize, String), usize>,
+    session_index: FastMap<String, usize>,
+    /// Per session index: message id → message index.
+    message_index: Vec<FastMap<String, usize>>,
     /// (session index, message index, part id) → part index.
-    part_index: HashMap<(usize, usize, String), usize>,
+    part_index: FastMap<(usize, usize, String), usize>,
     current_session: Option<String>,
     bus_events: u64,
     /// The last `retry-after` the agent parsed, until the sleep it leads to.
@@ -498,9 +500,9 @@ impl State {
     fn new(file: FileId) -> Self {
         Self {
             analysis: Analysis::new(file, Format::AgentLog),
-            session_index: HashMap::new(),
-            message_index: HashMap::new(),
-            part_index: HashMap::new(),
+            session_index: FastMap::default(),
+            message_index: Vec::new(),
+            part_index: FastMap::default(),
             current_session: None,
             bus_events: 0,
             retry_after: None,
@@ -1306,8 +1308,11 @@ impl State {
     }
 
     fn message_slot(&mut self, si: usize, id: &str) -> usize {
-        let key = (si, id.to_owned());
-        if let Some(&i) = self.message_index.get(&key) {
+        if self.message_index.len() <= si {
+            self.message_index.resize_with(si + 1, FastMap::default);
+        }
+        let index = &mut self.message_index[si];
+        if let Some(&i) = index.get(id) {
             return i;
         }
         let messages = &mut self.analysis.sessions[si].messages;
@@ -1316,7 +1321,7 @@ impl State {
             id: id.to_owned(),
             ..Message::default()
         });
-        self.message_index.insert(key, i);
+        index.insert(id.to_owned(), i);
         i
     }
 }
