@@ -276,6 +276,7 @@ struct Peek<'a> {
     session_id: Lenient<'a>,
     provider_id: Seen,
     model_id: Seen,
+    raw_model: Seen,
 }
 
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
@@ -292,7 +293,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
             ) -> Result<Peek<'de>, A::Error> {
                 let mut p = Peek::default();
                 // A key met twice is refused (the object then takes the full path).
-                let mut met = [false; 7];
+                let mut met = [false; 8];
                 while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
                     let field = match key.as_deref().unwrap_or_default() {
                         "type" => 0,
@@ -302,6 +303,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
                         "sessionID" => 4,
                         "providerID" => 5,
                         "modelID" => 6,
+                        "rawModel" => 7,
                         "part" | "log" | "session_id" | "providerMetadata" => {
                             return Err(serde::de::Error::custom("not a light object"));
                         }
@@ -320,7 +322,8 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
                         3 => p.message = map.next_value()?,
                         4 => p.session_id = map.next_value()?,
                         5 => p.provider_id = map.next_value()?,
-                        _ => p.model_id = map.next_value()?,
+                        6 => p.model_id = map.next_value()?,
+                        _ => p.raw_model = map.next_value()?,
                     }
                 }
                 Ok(p)
@@ -376,7 +379,8 @@ fn light(text: &str) -> Option<Light> {
         && message != "exiting loop"
         && !message.starts_with("Agent started")
         && !mentions_retry(message)
-        && !(p.provider_id.0 && p.model_id.0);
+        // `apply_log` reads a model resolution from these (and only then).
+        && !(p.provider_id.0 && p.model_id.0 && (p.raw_model.0 || service == "default"));
     plain.then_some(Light { session, bus: None })
 }
 
@@ -1649,6 +1653,15 @@ mod tests {
                 bus: None
             })
         );
+        // A model named outside the CLI's own resolution (no `rawModel`, not `default`).
+        let resolving = r#"{"type":"log","level":"info","service":"session.prompt","providerID":"a","modelID":"b","sessionID":"ses_2","message":"resolving model"}"#;
+        assert_eq!(
+            light(resolving),
+            Some(Light {
+                session: Some("ses_2".into()),
+                bus: None
+            })
+        );
         let idle =
             r#"{"type":"session.idle","level":"info","service":"bus","message":"publishing"}"#;
         assert_eq!(light(idle).and_then(|l| l.bus), Some(BusEvent::Idle));
@@ -1656,7 +1669,8 @@ mod tests {
             r#"{"type":"log","level":"warn","service":"lsp","message":"touching file"}"#,
             r#"{"type":"log","level":"info","service":"http","message":"response"}"#,
             r#"{"type":"log","level":"info","service":"x","message":"Will retry in 2s"}"#,
-            r#"{"type":"log","level":"info","service":"x","message":"m","providerID":"a","modelID":"b"}"#,
+            r#"{"type":"log","level":"info","service":"default","message":"m","providerID":"a","modelID":"b"}"#,
+            r#"{"type":"log","level":"info","service":"x","message":"m","providerID":"a","modelID":"b","rawModel":"a/b"}"#,
             r#"{"type":"log","level":"info","service":"x","message":"m","providerMetadata":null}"#,
             r#"{"type":"tool_use","sessionID":"ses_1","part":{"id":"prt_1"}}"#,
             // What serde_json skips but does not build: a lone surrogate, a number out of range.
