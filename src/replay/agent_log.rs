@@ -188,7 +188,7 @@ enum InFlight {
 
 /// A string field as `apply_json` reads it (`get(k).and_then(Value::as_str)`): any other value
 /// counts as absent.
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Lenient<'a>(Option<std::borrow::Cow<'a, str>>);
 
 impl Lenient<'_> {
@@ -248,7 +248,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Lenient<'a> {
 }
 
 /// Whether a key is present, whatever its value (`null` included).
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Seen(bool);
 
 impl<'de> serde::Deserialize<'de> for Seen {
@@ -266,7 +266,7 @@ impl<'de> serde::Deserialize<'de> for Seen {
 /// `log`, Claude Code's `session_id`, `providerMetadata`) ends the reading at once: the object
 /// takes the full path, and its value (a part event's part, most of its bytes) is not walked
 /// twice.
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Peek<'a> {
     ty: Lenient<'a>,
     level: Lenient<'a>,
@@ -339,6 +339,148 @@ fn parse_object(text: &str) -> serde_json::Result<Value> {
     log_value::parse(text)
 }
 
+/// What [`flat_peek`] made of an object.
+#[derive(Debug, PartialEq)]
+enum Flat<'a> {
+    /// What reading it as a [`Peek`] gives.
+    Peek(Peek<'a>),
+    /// A key that rules it out (reading it as a [`Peek`] fails too).
+    RuledOut,
+    /// Not a flat object of plain values: read it as a [`Peek`].
+    Unsure,
+}
+
+/// Most logger entries and bus events are flat objects of plain values: keys and strings
+/// without escapes, short decimal numbers, `true`, `false`, `null`. Such an object is read here
+/// byte by byte, much faster than through serde; anything else (an escape, a control character,
+/// a nested value, an exponent, a long number, a key met twice) is [`Flat::Unsure`], and what is
+/// read is what reading it as a [`Peek`] would read, so an object this takes also reads as a
+/// `Value`.
+fn flat_peek(text: &str) -> Flat<'_> {
+    let b = text.as_bytes();
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            i += 1;
+        }
+        i
+    };
+    // A string without escapes or control characters starting at `i` (a `"`): its contents and
+    // the index after it.
+    let string = |i: usize| -> Option<(&str, usize)> {
+        let k = crate::model::conform::special(b, i + 1)?;
+        if b.get(k) != Some(&b'"') {
+            return None;
+        }
+        // The cut falls on ASCII `"`: a character boundary.
+        Some((text.get(i + 1..k)?, k + 1))
+    };
+    // The index after a plain value (number, literal or string) starting at `i`.
+    let plain = |i: usize| -> Option<usize> {
+        match *b.get(i)? {
+            b'"' => string(i).map(|(_, end)| end),
+            b't' => b.get(i..i + 4).filter(|w| *w == b"true").map(|_| i + 4),
+            b'f' => b.get(i..i + 5).filter(|w| *w == b"false").map(|_| i + 5),
+            b'n' => b.get(i..i + 4).filter(|w| *w == b"null").map(|_| i + 4),
+            _ => {
+                // -?(0|[1-9][0-9]*)(\.[0-9]+)?, at most 15 digits on each side.
+                let mut j = i + usize::from(b.get(i) == Some(&b'-'));
+                let digits = |j: usize| b.get(j..).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
+                let int = digits(j);
+                if int == 0 || int > 15 || (int > 1 && b.get(j) == Some(&b'0')) {
+                    return None;
+                }
+                j += int;
+                if b.get(j) == Some(&b'.') {
+                    let frac = digits(j + 1);
+                    if frac == 0 || frac > 15 {
+                        return None;
+                    }
+                    j += 1 + frac;
+                }
+                match b.get(j) {
+                    Some(b'e' | b'E') => None,
+                    _ => Some(j),
+                }
+            }
+        }
+    };
+    let mut p = Peek::default();
+    let mut met = [false; 8];
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'{') {
+        return Flat::Unsure;
+    }
+    i = ws(i + 1);
+    if b.get(i) == Some(&b'}') {
+        return match b.get(ws(i + 1)) {
+            None => Flat::Peek(p),
+            Some(_) => Flat::Unsure,
+        };
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return Flat::Unsure;
+        }
+        let Some((key, after)) = string(i) else {
+            return Flat::Unsure;
+        };
+        i = ws(after);
+        if b.get(i) != Some(&b':') {
+            return Flat::Unsure;
+        }
+        i = ws(i + 1);
+        let field = match key {
+            "type" => 0,
+            "level" => 1,
+            "service" => 2,
+            "message" => 3,
+            "sessionID" => 4,
+            "providerID" => 5,
+            "modelID" => 6,
+            "rawModel" => 7,
+            "part" | "log" | "session_id" | "providerMetadata" => return Flat::RuledOut,
+            _ => 8,
+        };
+        let value_start = i;
+        let Some(end) = plain(i) else {
+            return Flat::Unsure;
+        };
+        if field < 8 {
+            if std::mem::replace(&mut met[field], true) {
+                return Flat::Unsure;
+            }
+            let lenient = match b.get(value_start) {
+                Some(b'"') => Lenient(
+                    text.get(value_start + 1..end - 1)
+                        .map(std::borrow::Cow::Borrowed),
+                ),
+                _ => Lenient(None),
+            };
+            match field {
+                0 => p.ty = lenient,
+                1 => p.level = lenient,
+                2 => p.service = lenient,
+                3 => p.message = lenient,
+                4 => p.session_id = lenient,
+                5 => p.provider_id = Seen(true),
+                6 => p.model_id = Seen(true),
+                _ => p.raw_model = Seen(true),
+            }
+        }
+        i = ws(end);
+        match b.get(i) {
+            Some(b',') => i = ws(i + 1),
+            Some(b'}') => {
+                return match b.get(ws(i + 1)) {
+                    None => Flat::Peek(p),
+                    Some(_) => Flat::Unsure,
+                };
+            }
+            _ => return Flat::Unsure,
+        }
+    }
+}
+
 /// Longest object [`light`] looks at.
 const LIGHT_MAX: usize = 4096;
 
@@ -351,7 +493,11 @@ fn light(text: &str) -> Option<Light> {
     if text.len() > LIGHT_MAX {
         return None;
     }
-    let p: Peek<'_> = serde_json::from_str(text).ok()?;
+    let p: Peek<'_> = match flat_peek(text) {
+        Flat::Peek(p) => p,
+        Flat::RuledOut => return None,
+        Flat::Unsure => serde_json::from_str(text).ok()?,
+    };
     let ty = p.ty.get()?;
     let service = p.service.get().unwrap_or_default();
     let message = p.message.get().unwrap_or_default();
@@ -1699,6 +1845,39 @@ mod tests {
             "]".repeat(100)
         );
         assert!(light(&shallow).is_some());
+    }
+
+    /// The flat reading reads what serde's does, or leaves the object to it: every one-byte
+    /// mutation of flat logger entries and bus events.
+    #[test]
+    fn flat_reading_agrees_with_serde() {
+        let seeds = [
+            r#"{"type":"log","level":"info","timestamp":"2026-03-30T12:02:32.919Z","service":"session.prompt","step":10,"sessionID":"ses_1","x":-0.25,"ok":true,"no":false,"z":null,"providerID":"a","modelID":"b","rawModel":"c","message":"loop é"}"#,
+            "{ \"type\" : \"session.idle\" ,\n \"service\":\"bus\",\t\"message\":\"publishing\" }\r\n",
+            r#"{"type":"log","part":{"id":"p"},"message":"m"}"#,
+            r#"{"type":"log","level":"info","message":"m","n":0}"#,
+            "{}",
+        ];
+        let (mut flat, mut ruled_out) = (0, 0);
+        for seed in seeds {
+            for text in std::iter::once(seed.to_owned())
+                .chain(super::super::log_value::one_byte_mutations(seed))
+            {
+                let serde = serde_json::from_str::<Peek<'_>>(&text);
+                match flat_peek(&text) {
+                    Flat::Peek(p) => {
+                        assert_eq!(serde.as_ref().ok(), Some(&p), "{text}");
+                        flat += 1;
+                    }
+                    Flat::RuledOut => {
+                        assert!(serde.is_err(), "{text}");
+                        ruled_out += 1;
+                    }
+                    Flat::Unsure => {}
+                }
+            }
+        }
+        assert!(flat > 500 && ruled_out > 50, "{flat} {ruled_out}");
     }
 
     /// An object the light filter takes always reads as a `Value` too: every one-byte mutation
