@@ -467,7 +467,7 @@ impl<R: BufRead> AgentLogReader<R> {
         // and report the cut (inside an object, the object the log ends inside is reported).
         let mut cut_char = None;
         if !has_newline
-            && let Err(e) = std::str::from_utf8(&line[..content_len])
+            && let Err(e) = simdutf8::compat::from_utf8(&line[..content_len])
             && e.error_len().is_none()
         {
             cut_char = Some((
@@ -482,7 +482,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 line: self.line_no,
             });
         }
-        let text = match std::str::from_utf8(&line[..content_len]) {
+        let text = match simdutf8::compat::from_utf8(&line[..content_len]) {
             Ok(text) => text,
             Err(e) => {
                 return Err(IngestError::InvalidUtf8 {
