@@ -117,8 +117,8 @@ impl<'de> Visitor<'de> for At {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
         if self == At::StandIn {
+            let mut out = Map::new();
             if let Some(key) = map.next_key::<String>()? {
                 map.next_value_seed(Discard)?;
                 out.insert(key, Value::Null);
@@ -128,6 +128,12 @@ impl<'de> Visitor<'de> for At {
             }
             return Ok(Value::Object(out));
         }
+        // A part event's object, part and state have a handful of members each: room for them
+        // at once rather than growing the map twice.
+        let mut out = Map::with_capacity(match self {
+            At::Top | At::Part | At::State => 8,
+            _ => 0,
+        });
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value_seed(self.child(&key))?;
             out.insert(key, value);
