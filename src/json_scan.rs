@@ -351,7 +351,11 @@ mod tests {
                             .iter()
                             .position(|&b| b == b'"' || b == b'\\')
                             .map(|k| start + k);
-                        assert_eq!(quote_or_backslash(&text, start), naive, "{len} {at} {start}");
+                        assert_eq!(
+                            quote_or_backslash(&text, start),
+                            naive,
+                            "{len} {at} {start}"
+                        );
                     }
                 }
             }

@@ -322,7 +322,8 @@ impl Buffer {
             cut -= 1;
         }
         self.text.truncate(cut);
-        self.segments.truncate(segment.saturating_sub(self.segment_base));
+        self.segments
+            .truncate(segment.saturating_sub(self.segment_base));
     }
 
     fn text_end(&self) -> usize {

@@ -384,7 +384,10 @@ fn flat_peek(text: &str) -> Flat<'_> {
             _ => {
                 // -?(0|[1-9][0-9]*)(\.[0-9]+)?, at most 15 digits on each side.
                 let mut j = i + usize::from(b.get(i) == Some(&b'-'));
-                let digits = |j: usize| b.get(j..).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
+                let digits = |j: usize| {
+                    b.get(j..)
+                        .map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count())
+                };
                 let int = digits(j);
                 if int == 0 || int > 15 || (int > 1 && b.get(j) == Some(&b'0')) {
                     return None;
@@ -587,17 +590,28 @@ fn ready(record: LogRecord) -> Ready {
     }
     // `step_finished` reads a `step_finish`'s part from the record; the others' part values are
     // not read again: an empty object is left in their place.
-    let part = match (ty == "step_finish", rec.value.get_mut("part")) {
-        (false, Some(part)) => std::mem::replace(part, Value::Object(serde_json::Map::new())),
-        (_, part) => part.cloned().unwrap_or_default(),
+    let prepared = if ty == "step_finish" {
+        // Read where it is, unless slimming it would change it.
+        let part = rec.value.get("part").unwrap_or(&Value::Null);
+        prepare(&rec, std::borrow::Cow::Borrowed(part))
+    } else {
+        let part = match rec.value.get_mut("part") {
+            Some(part) => std::mem::replace(part, Value::Object(serde_json::Map::new())),
+            None => Value::Null,
+        };
+        prepare(&rec, std::borrow::Cow::Owned(part))
     };
-    let prepared = prepare_part(&rec, part);
     Ready::Part(rec, Box::new(prepared))
 }
 
 /// Validates the part of a part event (`raw`, the value of the record's `part`) and reads it
 /// into the model.
 fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
+    prepare(rec, std::borrow::Cow::Owned(raw))
+}
+
+/// [`prepare_part`], on a part that may be borrowed: it is copied only when [`slim`] changes it.
+fn prepare(rec: &JsonRecord, raw: std::borrow::Cow<'_, Value>) -> PreparedPart {
     let issues = schema::validate_part(&raw)
         .into_iter()
         .map(|issue| {
@@ -614,7 +628,10 @@ fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
         true => rec.span,
         false => rec.locate(&[Seg::Key("part")]).unwrap_or(rec.span),
     };
-    let part = Part::from_value(&slim(raw));
+    let part = match raw {
+        std::borrow::Cow::Borrowed(raw) if slim_keeps(raw) => Part::from_value(raw),
+        raw => Part::from_value(&slim(raw.into_owned())),
+    };
     let status_span = part
         .tool()
         .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
@@ -1499,6 +1516,20 @@ fn slim(mut v: Value) -> Value {
     v
 }
 
+/// Whether [`slim`] leaves `v` as it is: no `state` object, no `metadata`, no string longer
+/// than it keeps (a `step_finish`'s part, as a rule).
+fn slim_keeps(v: &Value) -> bool {
+    fn short(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.len() <= MAX_KEPT_STRING,
+            Value::Array(items) => items.iter().all(short),
+            Value::Object(map) => map.values().all(short),
+            _ => true,
+        }
+    }
+    !v.get("state").is_some_and(Value::is_object) && v.get("metadata").is_none() && short(v)
+}
+
 fn capped(s: &str, max: usize) -> String {
     match cap_strings(&Value::String(s.to_owned()), max) {
         Value::String(s) => s,
@@ -1845,6 +1876,39 @@ mod tests {
             "]".repeat(100)
         );
         assert!(light(&shallow).is_some());
+    }
+
+    /// A part `slim_keeps` is one `slim` leaves as it is.
+    #[test]
+    fn slim_keeps_only_what_slim_leaves() {
+        let long = "x".repeat(MAX_KEPT_STRING + 1);
+        for (part, kept) in [
+            (
+                serde_json::json!({"id": "p", "type": "step-finish", "reason": "stop", "tokens": {"input": 1}}),
+                true,
+            ),
+            (
+                serde_json::json!({"id": "p", "state": "odd", "reason": {"unified": "stop"}}),
+                true,
+            ),
+            (
+                serde_json::json!({"id": "p", "state": {"status": "completed", "output": "o"}}),
+                false,
+            ),
+            (
+                serde_json::json!({"id": "p", "metadata": null, "reason": "stop"}),
+                false,
+            ),
+            (serde_json::json!({"id": "p", "reason": [long]}), false),
+            (serde_json::json!("a string"), true),
+        ] {
+            assert_eq!(slim_keeps(&part), kept, "{part}");
+            if kept {
+                assert_eq!(slim(part.clone()), part);
+            } else {
+                assert_ne!(slim(part.clone()), part, "{part}");
+            }
+        }
     }
 
     /// The flat reading reads what serde's does, or leaves the object to it: every one-byte
