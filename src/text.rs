@@ -60,6 +60,20 @@ pub fn excerpt(s: &str, at: usize) -> String {
     )
 }
 
+/// Every text `seed` becomes with one byte replaced by a JSON-significant one (quotes, brackets,
+/// separators, escapes, digits, exponents, letters, spaces), that is still UTF-8.
+#[cfg(test)]
+pub fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
+    let bytes = seed.as_bytes();
+    (0..bytes.len()).flat_map(move |i| {
+        b"\"{}[],:\\1eE-.x u".iter().filter_map(move |&b| {
+            let mut m = bytes.to_vec();
+            m[i] = b;
+            String::from_utf8(m).ok()
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

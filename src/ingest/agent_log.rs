@@ -15,7 +15,8 @@
 //! dropped, any other newline is kept. Memory is bounded by the largest single record.
 
 use std::io::BufRead;
-use std::sync::LazyLock;
+use std::ops::Range;
+use std::sync::{Arc, LazyLock};
 
 use regex::bytes::Regex;
 use serde_json::Value;
@@ -88,22 +89,68 @@ pub fn prefix_len(line: &[u8]) -> Option<usize> {
         .map(|level| STAMP.len() + level.len() + 2)
 }
 
+/// The re-joined texts of the JSON values read together (a batch of records), with where each
+/// piece of them came from. The reader appends every value's text to one buffer rather than
+/// giving each its own allocation; [`AgentLogReader::take_texts`] hands the buffer over.
+#[derive(Debug, Default)]
+pub struct Texts {
+    /// Position of `text[0]` in everything the reader re-joined.
+    text_base: usize,
+    text: String,
+    /// Position of `segments[0]` among all the reader's segments.
+    segment_base: usize,
+    /// `(offset in its value's text, offset in file)`, ascending within each value.
+    segments: Vec<(usize, u64)>,
+}
+
+/// A JSON value's re-joined text (prefixes and split artifacts removed): a piece of the
+/// [`Texts`] of its batch. Dereferences to the text.
+#[derive(Clone)]
+pub struct RecordText {
+    texts: Arc<Texts>,
+    /// In `texts.text`.
+    text: Range<usize>,
+    /// In `texts.segments`.
+    segments: Range<usize>,
+}
+
+impl RecordText {
+    fn segments(&self) -> &[(usize, u64)] {
+        self.texts
+            .segments
+            .get(self.segments.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for RecordText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.texts.text.get(self.text.clone()).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for RecordText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// A JSON value re-joined from one or more physical lines.
 #[derive(Debug, Clone)]
 pub struct JsonRecord {
     /// From the opening bracket to the closing one, in the file.
     pub span: Span,
     /// The re-joined JSON text (prefixes and split artifacts removed).
-    pub text: String,
+    pub text: RecordText,
     pub value: Value,
-    /// Where each piece of `text` came from: `(offset in text, offset in file)`, ascending.
-    segments: Vec<(usize, u64)>,
 }
 
 impl JsonRecord {
     /// Where each piece of `text` came from: `(offset in text, offset in file)`, ascending.
     pub fn segments(&self) -> &[(usize, u64)] {
-        &self.segments
+        self.text.segments()
     }
 
     /// The file span of `text[start..end]`.
@@ -114,9 +161,12 @@ impl JsonRecord {
     }
 
     fn file_offset(&self, pos: usize) -> u64 {
-        let i = self.segments.partition_point(|(t, _)| *t <= pos);
-        let (t, f) = self.segments[i.saturating_sub(1)];
-        f + (pos - t) as u64
+        let segments = self.segments();
+        let i = segments.partition_point(|(t, _)| *t <= pos);
+        match segments.get(i.saturating_sub(1)) {
+            Some(&(t, f)) => f + pos.saturating_sub(t) as u64,
+            None => self.span.offset + pos as u64,
+        }
     }
 
     /// The file span of the value at `path` (e.g. `["part", "state", "status"]`).
@@ -244,11 +294,82 @@ enum OpenKind {
 struct Open {
     kind: OpenKind,
     start: u64,
-    text: String,
-    segments: Vec<(usize, u64)>,
+    /// Where its text starts in everything the reader re-joined (see [`Buffer`]).
+    text: usize,
+    /// Where its segments start among all the reader's segments.
+    segments: usize,
     lexer: Depth,
     /// One past the last byte consumed, in the file.
     end: u64,
+}
+
+/// The texts and segments of the values re-joined since the last [`AgentLogReader::take_texts`]
+/// (and of the open one), addressed by their position in everything the reader re-joined.
+#[derive(Default)]
+struct Buffer {
+    text_base: usize,
+    text: String,
+    segment_base: usize,
+    segments: Vec<(usize, u64)>,
+}
+
+impl Buffer {
+    /// Drops the text and segments from the positions `text` and `segment` on (an abandoned
+    /// value's, which is always the last one).
+    fn truncate(&mut self, text: usize, segment: usize) {
+        let mut cut = text.saturating_sub(self.text_base).min(self.text.len());
+        while !self.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.text.truncate(cut);
+        self.segments
+            .truncate(segment.saturating_sub(self.segment_base));
+    }
+
+    fn text_end(&self) -> usize {
+        self.text_base + self.text.len()
+    }
+
+    fn segment_end(&self) -> usize {
+        self.segment_base + self.segments.len()
+    }
+
+    /// The text from position `from` on.
+    fn text_from(&self, from: usize) -> &str {
+        self.text
+            .get(from.saturating_sub(self.text_base)..)
+            .unwrap_or_default()
+    }
+
+    /// Hands over the texts and segments before the positions `text` and `segment`; what comes
+    /// after them stays.
+    fn take(&mut self, text: usize, segment: usize) -> Texts {
+        let mut cut = text.saturating_sub(self.text_base).min(self.text.len());
+        while !self.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let seg_cut = segment
+            .saturating_sub(self.segment_base)
+            .min(self.segments.len());
+        // The next batch's texts are about as long as this one's.
+        let mut rest = String::with_capacity(self.text.len().clamp(4096, 4 << 20));
+        rest.push_str(self.text.get(cut..).unwrap_or_default());
+        let mut rest_segments = Vec::with_capacity(self.segments.len().clamp(64, 1 << 16));
+        rest_segments.extend_from_slice(self.segments.get(seg_cut..).unwrap_or_default());
+        let mut text_taken = std::mem::replace(&mut self.text, rest);
+        text_taken.truncate(cut);
+        let mut segments_taken = std::mem::replace(&mut self.segments, rest_segments);
+        segments_taken.truncate(seg_cut);
+        let taken = Texts {
+            text_base: self.text_base,
+            text: text_taken,
+            segment_base: self.segment_base,
+            segments: segments_taken,
+        };
+        self.text_base += cut;
+        self.segment_base += seg_cut;
+        taken
+    }
 }
 
 /// Streams [`LogRecord`]s out of an agent log.
@@ -267,6 +388,9 @@ pub struct AgentLogReader<R> {
     frame: Option<u64>,
     decoding: Decoding,
     deferred: bool,
+    buffer: Buffer,
+    /// The ends (in `buffer`'s positions) of the text and segments of the values yielded so far.
+    yielded: (usize, usize),
     /// The last piece read was cut before the end of its physical line (see [`PIECE`]).
     mid_line: bool,
     /// Where the physical line the reader is in starts.
@@ -316,6 +440,8 @@ impl<R: BufRead> AgentLogReader<R> {
             frame: None,
             decoding: Decoding::default(),
             deferred: false,
+            buffer: Buffer::default(),
+            yielded: (0, 0),
             mid_line: false,
             line_start: 0,
             text_continues: false,
@@ -349,6 +475,13 @@ impl<R: BufRead> AgentLogReader<R> {
                 return Ok(false);
             }
         }
+    }
+
+    /// The texts of the [`LogRecord::Pending`] values yielded since the last call, which
+    /// [`Pending::decode`] reads them from.
+    pub fn take_texts(&mut self) -> Arc<Texts> {
+        let (text, segments) = self.yielded;
+        Arc::new(self.buffer.take(text, segments))
     }
 
     /// JSON values are yielded as [`LogRecord::Pending`], to be decoded by the caller (on other
@@ -415,7 +548,7 @@ impl<R: BufRead> AgentLogReader<R> {
         let mut cut_char = None;
         if !has_newline
             && !partial
-            && let Err(e) = std::str::from_utf8(&line[..content_len])
+            && let Err(e) = simdutf8::compat::from_utf8(&line[..content_len])
             && e.error_len().is_none()
         {
             cut_char = Some((
@@ -430,7 +563,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 line: self.line_no,
             });
         }
-        let text = match std::str::from_utf8(&line[..content_len]) {
+        let text = match simdutf8::compat::from_utf8(&line[..content_len]) {
             Ok(text) => text,
             Err(e) => {
                 return Err(IngestError::InvalidUtf8 {
@@ -498,7 +631,7 @@ impl<R: BufRead> AgentLogReader<R> {
         if let Some(open) = &self.open
             && !continues
             && !open.lexer.in_string()
-            && breaks_value(content, &open.text)
+            && breaks_value(content, self.buffer.text_from(open.text))
         {
             self.abort_open(format!(
                 "this JSON object is cut off: a line that cannot continue it starts at byte {at}"
@@ -513,17 +646,18 @@ impl<R: BufRead> AgentLogReader<R> {
                 }
                 match open.lexer.feed(piece.as_bytes()) {
                     Fed::Open => {
-                        push_piece(open, piece, at);
+                        let buffer = &mut self.buffer;
+                        push_piece(open, buffer, piece, at);
                         if open.lexer.in_string() {
                             if newline_at.is_some() {
                                 self.stats.rejoined_splits += 1;
                             }
                         } else if let Some(nl) = newline_at {
-                            open.segments.push((open.text.len(), nl));
-                            open.text.push('\n');
+                            buffer.segments.push((buffer.text_end() - open.text, nl));
+                            buffer.text.push('\n');
                             open.end = nl + 1;
                         }
-                        if open.text.len() > MAX_RECORD {
+                        if buffer.text_end() - open.text > MAX_RECORD {
                             self.abort_open(format!(
                                 "a single JSON value larger than {} MiB",
                                 MAX_RECORD >> 20
@@ -533,7 +667,7 @@ impl<R: BufRead> AgentLogReader<R> {
                     }
                     Fed::Closed(k) => {
                         let (value, rest) = piece.split_at_checked(k).unwrap_or((piece, ""));
-                        push_piece(open, value, at);
+                        push_piece(open, &mut self.buffer, value, at);
                         self.close_open();
                         at += k as u64;
                         let trimmed = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
@@ -552,10 +686,8 @@ impl<R: BufRead> AgentLogReader<R> {
                 self.open = Some(Open {
                     kind: OpenKind::Object,
                     start: at,
-                    // Not the line's length: a line may hold thousands of objects (a log written
-                    // without newlines), and each would reserve what is left of the line.
-                    text: String::new(),
-                    segments: Vec::new(),
+                    text: self.buffer.text_end(),
+                    segments: self.buffer.segment_end(),
                     lexer: Depth::default(),
                     end: at,
                 });
@@ -569,8 +701,8 @@ impl<R: BufRead> AgentLogReader<R> {
                 self.open = Some(Open {
                     kind: OpenKind::RawError(String::from_utf8_lossy(name.as_bytes()).into()),
                     start: at + bracket as u64,
-                    text: String::new(),
-                    segments: Vec::new(),
+                    text: self.buffer.text_end(),
+                    segments: self.buffer.segment_end(),
                     lexer: Depth::default(),
                     end: at,
                 });
@@ -623,13 +755,16 @@ impl<R: BufRead> AgentLogReader<R> {
         let pending = Pending {
             span: Span::new(self.file, open.start, open.end.saturating_sub(open.start)),
             kind: open.kind,
-            text: open.text,
-            segments: open.segments,
+            text: open.text..self.buffer.text_end(),
+            segments: open.segments..self.buffer.segment_end(),
         };
         if self.deferred {
             self.ready.push_back(LogRecord::Pending(pending));
         } else {
-            let record = pending.decode(self.decoding);
+            // Values before this one were decoded when they closed: its text is all there is.
+            self.yielded = (pending.text.end, pending.segments.end);
+            let texts = self.take_texts();
+            let record = pending.decode(&texts, self.decoding);
             self.stats.count_decoded(record.decoded());
             self.ready.push_back(record);
         }
@@ -639,6 +774,7 @@ impl<R: BufRead> AgentLogReader<R> {
         let Some(open) = self.open.take() else {
             return;
         };
+        self.buffer.truncate(open.text, open.segments);
         let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
         match open.kind {
             OpenKind::Object => {
@@ -663,6 +799,7 @@ impl<R: BufRead> AgentLogReader<R> {
         }
         self.finished = true;
         if let Some(open) = self.open.take() {
+            self.buffer.truncate(open.text, open.segments);
             let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
             match open.kind {
                 OpenKind::Object => {
@@ -684,13 +821,14 @@ impl<R: BufRead> AgentLogReader<R> {
     }
 }
 
-/// A JSON value re-joined but not decoded yet (see [`AgentLogReader::deferred`]).
+/// A JSON value re-joined but not decoded yet (see [`AgentLogReader::deferred`]): where its
+/// text and segments are in the [`Texts`] the reader hands over with it.
 #[derive(Debug, Clone)]
 pub struct Pending {
     span: Span,
     kind: OpenKind,
-    text: String,
-    segments: Vec<(usize, u64)>,
+    text: Range<usize>,
+    segments: Range<usize>,
 }
 
 impl Pending {
@@ -699,13 +837,33 @@ impl Pending {
         self.text.len()
     }
 
+    /// The value's text in `texts` (those [`AgentLogReader::take_texts`] handed over after the
+    /// reader yielded this value).
+    fn text_in(&self, texts: &Arc<Texts>) -> RecordText {
+        let local = |r: &Range<usize>, base: usize| {
+            r.start.saturating_sub(base)..r.end.saturating_sub(base)
+        };
+        RecordText {
+            texts: Arc::clone(texts),
+            text: local(&self.text, texts.text_base),
+            segments: local(&self.segments, texts.segment_base),
+        }
+    }
+
     /// Decodes the value: a [`LogRecord::Json`], [`LogRecord::Light`] (objects `light` takes),
     /// [`LogRecord::RawError`], or, when it is not JSON, [`LogRecord::Undecodable`] (an object)
     /// or [`LogRecord::Text`] (a raw error dump).
-    pub fn decode(self, decoding: Decoding) -> LogRecord {
+    ///
+    /// `texts` are those [`AgentLogReader::take_texts`] handed over after the reader yielded it.
+    pub fn decode(self, texts: &Arc<Texts>, decoding: Decoding) -> LogRecord {
         let span = self.span;
+        let text = texts
+            .text
+            .get(self.text.start.saturating_sub(texts.text_base)..)
+            .and_then(|t| t.get(..self.text.len()))
+            .unwrap_or_default();
         if let (OpenKind::Object, Some(filter)) = (&self.kind, decoding.light)
-            && let Some(light) = filter(&self.text)
+            && let Some(light) = filter(text)
         {
             return LogRecord::Light { span, light };
         }
@@ -713,13 +871,12 @@ impl Pending {
             OpenKind::Object => decoding.object,
             OpenKind::RawError(_) => Decoding::default().object,
         };
-        match parse(&self.text) {
+        match parse(text) {
             Ok(value) => {
                 let record = JsonRecord {
                     span,
-                    text: self.text,
+                    text: self.text_in(texts),
                     value,
-                    segments: self.segments,
                 };
                 match self.kind {
                     OpenKind::Object => LogRecord::Json(record),
@@ -730,9 +887,8 @@ impl Pending {
                 OpenKind::Object => {
                     let record = JsonRecord {
                         span,
-                        text: self.text,
+                        text: self.text_in(texts),
                         value: Value::Null,
-                        segments: self.segments,
                     };
                     let at = text_offset(&record.text, err.line(), err.column())
                         .map(|pos| record.span_of(pos, pos + 1));
@@ -786,12 +942,12 @@ impl LogStats {
     }
 }
 
-fn push_piece(open: &mut Open, piece: &str, at: u64) {
+fn push_piece(open: &mut Open, buffer: &mut Buffer, piece: &str, at: u64) {
     if piece.is_empty() {
         return;
     }
-    open.segments.push((open.text.len(), at));
-    open.text.push_str(piece);
+    buffer.segments.push((buffer.text_end() - open.text, at));
+    buffer.text.push_str(piece);
     open.end = at + piece.len() as u64;
 }
 
@@ -822,6 +978,9 @@ impl<R: BufRead> Iterator for AgentLogReader<R> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(rec) = self.ready.pop_front() {
+                if let LogRecord::Pending(p) = &rec {
+                    self.yielded = (p.text.end, p.segments.end);
+                }
                 return Some(Ok(rec));
             }
             if self.finished {
@@ -908,19 +1067,17 @@ mod tests {
     }
 
     #[test]
-    fn objects_of_one_long_line_keep_only_their_own_text() {
-        // A log written without newlines: every object on one line.
+    fn objects_of_one_long_line_hand_over_only_their_own_text() {
+        // A log written without newlines: every object on one line. Each record's texts, taken
+        // as it is yielded, are that object's, not the rest of the line.
         let object = r#"{"type":"log","level":"info","message":"x"}"#;
         let line = object.repeat(2000);
         let mut reader = AgentLogReader::new(line.as_bytes(), FileId(0)).deferred();
         let mut pending = 0;
-        for record in reader.by_ref() {
-            if let Ok(LogRecord::Pending(p)) = record {
-                assert!(
-                    p.text.capacity() <= 2 * object.len(),
-                    "{}",
-                    p.text.capacity()
-                );
+        while let Some(record) = reader.next() {
+            if let Ok(LogRecord::Pending(_)) = record {
+                let texts = reader.take_texts();
+                assert_eq!(texts.text, object);
                 pending += 1;
             }
         }
@@ -969,7 +1126,7 @@ mod tests {
         assert_eq!(js.len(), objects.len() + 1);
         for (record, (offset, text)) in js.iter().zip(&objects) {
             assert_eq!(record.span.offset, *offset as u64);
-            assert_eq!(record.text, *text);
+            assert_eq!(&*record.text, text.as_str());
         }
         assert_eq!(
             js[40_000].value["text"].as_str().map(str::len),
@@ -989,7 +1146,7 @@ mod tests {
         let (mut json, mut undecodable) = (Vec::new(), Vec::new());
         for record in reader.by_ref() {
             match record {
-                Ok(LogRecord::Json(j)) => json.push((j.span, j.text)),
+                Ok(LogRecord::Json(j)) => json.push((j.span, j.text.to_string())),
                 Ok(LogRecord::Undecodable { span, .. }) => undecodable.push(span),
                 _ => {}
             }
@@ -1043,7 +1200,7 @@ mod tests {
              plain text longer than one piece of forty-eight bytes, é€𝄞\n"
         );
         let mut compared = 0;
-        for log in crate::replay::log_value::one_byte_mutations(&seed) {
+        for log in crate::text::one_byte_mutations(&seed) {
             assert_eq!(
                 read_in_pieces(log.as_bytes(), 48),
                 read_in_pieces(log.as_bytes(), PIECE),
@@ -1191,6 +1348,41 @@ mod tests {
                 .map(|m| m.end());
             assert_eq!(prefix_len(line), regex, "{}", String::from_utf8_lossy(line));
         }
+    }
+
+    /// Texts are handed over after the values yielded so far; a value queued behind them (a
+    /// second object on the same line) or still open goes with the next texts.
+    #[test]
+    fn texts_taken_between_values_of_one_line() {
+        let log = format!("{{\"a\":1}}{{\"b\":2}}\n{P}{{\"c\":\n{P}3}}\n");
+        let mut r = AgentLogReader::new(log.as_bytes(), FileId(0)).deferred();
+        let mut decoded = Vec::new();
+        let mut pending = Vec::new();
+        while let Some(Ok(rec)) = r.next() {
+            if let LogRecord::Pending(p) = rec {
+                pending.push(p);
+            }
+            // Hand the texts over after every value, as a batch of one.
+            let texts = r.take_texts();
+            for p in pending.drain(..) {
+                decoded.push(p.decode(&texts, Decoding::default()));
+            }
+        }
+        let values: Vec<String> = jsons(&decoded)
+            .iter()
+            .map(|j| format!("{} {}", &*j.text, j.value))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                r#"{"a":1} {"a":1}"#,
+                r#"{"b":2} {"b":2}"#,
+                "{\"c\":\n3} {\"c\":3}"
+            ]
+        );
+        let c = jsons(&decoded)[2];
+        let three = c.span_of(c.text.len() - 2, c.text.len() - 1);
+        assert_eq!(&log[three.offset as usize..three.end() as usize], "3");
     }
 
     #[test]

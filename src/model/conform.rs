@@ -71,7 +71,7 @@ pub const MAX_PATH: usize = 8;
 /// The index of the first `"`, `\\` or control byte (< 0x20) at or after `i`. Eight bytes at a
 /// time: in each word, a byte that matches sets its high bit in `hits`, and the lowest one set is
 /// always a true match (borrows only run upward, past it).
-fn special(b: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn special(b: &[u8], mut i: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |w: u64| w.wrapping_sub(ONES) & !w;

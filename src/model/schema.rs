@@ -389,10 +389,28 @@ pub fn validate_message(v: &Value) -> Vec<SchemaIssue> {
     validate(v, &Ty::Union(&MESSAGE))
 }
 
-fn check(v: &Value, ty: &Ty, path: &mut Vec<PathSeg>, out: &mut Vec<SchemaIssue>) {
-    let wrong = |path: &Vec<PathSeg>, out: &mut Vec<SchemaIssue>| {
+/// A step of the path being walked, borrowed: it is only copied into a [`Path`] for an issue.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+fn owned(path: &[Step<'_>]) -> Path {
+    Path(
+        path.iter()
+            .map(|s| match s {
+                Step::Key(k) => PathSeg::Key((*k).to_owned()),
+                Step::Index(i) => PathSeg::Index(*i),
+            })
+            .collect(),
+    )
+}
+
+fn check<'v>(v: &'v Value, ty: &Ty, path: &mut Vec<Step<'v>>, out: &mut Vec<SchemaIssue>) {
+    let wrong = |path: &Vec<Step<'v>>, out: &mut Vec<SchemaIssue>| {
         out.push(SchemaIssue {
-            path: Path(path.clone()),
+            path: owned(path),
             kind: IssueKind::WrongType {
                 expected: expected_name(ty),
                 received: describe(v),
@@ -430,7 +448,7 @@ fn check(v: &Value, ty: &Ty, path: &mut Vec<PathSeg>, out: &mut Vec<SchemaIssue>
             None => wrong(path, out),
             Some(map) => {
                 for (k, item) in map {
-                    path.push(PathSeg::Key(k.clone()));
+                    path.push(Step::Key(k));
                     check(item, inner, path, out);
                     path.pop();
                 }
@@ -440,7 +458,7 @@ fn check(v: &Value, ty: &Ty, path: &mut Vec<PathSeg>, out: &mut Vec<SchemaIssue>
             None => wrong(path, out),
             Some(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    path.push(PathSeg::Index(i));
+                    path.push(Step::Index(i));
                     check(item, inner, path, out);
                     path.pop();
                 }
@@ -455,10 +473,10 @@ fn check(v: &Value, ty: &Ty, path: &mut Vec<PathSeg>, out: &mut Vec<SchemaIssue>
                 wrong(path, out);
                 return;
             }
-            path.push(PathSeg::Key(u.tag.to_owned()));
+            path.push(Step::Key(u.tag));
             match v.get(u.tag) {
                 None => out.push(SchemaIssue {
-                    path: Path(path.clone()),
+                    path: owned(path),
                     kind: IssueKind::Missing {
                         expected: "one of the variant names",
                     },
@@ -469,7 +487,7 @@ fn check(v: &Value, ty: &Ty, path: &mut Vec<PathSeg>, out: &mut Vec<SchemaIssue>
                         .and_then(|t| u.variants.iter().find(|(name, _)| *name == t));
                     match found {
                         None => out.push(SchemaIssue {
-                            path: Path(path.clone()),
+                            path: owned(path),
                             kind: IssueKind::UnknownVariant {
                                 what: u.what,
                                 tag: u.tag,
@@ -490,12 +508,17 @@ fn check(v: &Value, ty: &Ty, path: &mut Vec<PathSeg>, out: &mut Vec<SchemaIssue>
     }
 }
 
-fn check_fields(v: &Value, fields: &[Field], path: &mut Vec<PathSeg>, out: &mut Vec<SchemaIssue>) {
+fn check_fields<'v>(
+    v: &'v Value,
+    fields: &[Field],
+    path: &mut Vec<Step<'v>>,
+    out: &mut Vec<SchemaIssue>,
+) {
     for field in fields {
-        path.push(PathSeg::Key(field.name.to_owned()));
+        path.push(Step::Key(field.name));
         match v.get(field.name) {
             None if field.required => out.push(SchemaIssue {
-                path: Path(path.clone()),
+                path: owned(path),
                 kind: IssueKind::Missing {
                     expected: expected_name(&field.ty),
                 },

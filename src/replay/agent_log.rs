@@ -12,7 +12,9 @@
 //!   (`errorType`), or the wrapper's own classification (`exitCode`);
 //! * `status` / `input`: a new agent run and its prompt.
 
-use std::collections::HashMap;
+/// The replay's indexes: looked up once or more per record, keyed by ids the log names, where
+/// std's SipHash costs more than the lookups need (foldhash, already hashbrown's default).
+type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::io::BufRead;
 
 use serde_json::Value;
@@ -20,7 +22,7 @@ use serde_json::Value;
 use super::log_value::{self, Discard};
 use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
 use crate::ingest::agent_log::{
-    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats,
+    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats, Texts,
 };
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
@@ -43,7 +45,8 @@ const BATCH_BYTES: usize = 1 << 20;
 /// Batches in flight between the two threads: bounds the memory the reader can run ahead by.
 const BATCHES_IN_FLIGHT: usize = 4;
 
-type Batch = Vec<Result<LogRecord, IngestError>>;
+/// Records read together, with the texts of their pending JSON values.
+type Batch = (Vec<Result<LogRecord, IngestError>>, std::sync::Arc<Texts>);
 /// A batch as the replay receives it: decoded, part events read into the model, each JSON value
 /// with how [`LogStats`] counts it.
 type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
@@ -101,7 +104,8 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
                     || (last && !batch.is_empty())
                 {
                     bytes = 0;
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+                    let records = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+                    let full = (records, reader.take_texts());
                     let in_flight = if parallel {
                         let (done, decoded) = std::sync::mpsc::sync_channel(1);
                         rayon::spawn(move || {
@@ -184,7 +188,7 @@ enum InFlight {
 
 /// A string field as `apply_json` reads it (`get(k).and_then(Value::as_str)`): any other value
 /// counts as absent.
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Lenient<'a>(Option<std::borrow::Cow<'a, str>>);
 
 impl Lenient<'_> {
@@ -244,7 +248,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Lenient<'a> {
 }
 
 /// Whether a key is present, whatever its value (`null` included).
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 struct Seen(bool);
 
 impl<'de> serde::Deserialize<'de> for Seen {
@@ -258,8 +262,11 @@ impl<'de> serde::Deserialize<'de> for Seen {
 /// Read by hand rather than derived: the other members are walked with [`Discard`], which refuses
 /// what building a `Value` refuses (a derived reader skips them with `IgnoredAny`, which accepts
 /// lone surrogates, numbers out of range and nesting beyond the recursion limit), so an object
-/// that reads as a `Peek` also reads as a `Value`.
-#[derive(Default)]
+/// that reads as a `Peek` also reads as a `Value`. A key that alone rules the object out (`part`,
+/// `log`, Claude Code's `session_id`, `providerMetadata`) ends the reading at once: the object
+/// takes the full path, and its value (a part event's part, most of its bytes) is not walked
+/// twice.
+#[derive(Default, Debug, PartialEq)]
 struct Peek<'a> {
     ty: Lenient<'a>,
     level: Lenient<'a>,
@@ -267,13 +274,9 @@ struct Peek<'a> {
     message: Lenient<'a>,
     /// `sessionID`.
     session_id: Lenient<'a>,
-    part: Seen,
-    log: Seen,
-    /// `session_id` (Claude Code's).
-    claude_session: Seen,
-    provider_metadata: Seen,
     provider_id: Seen,
     model_id: Seen,
+    raw_model: Seen,
 }
 
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
@@ -290,7 +293,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
             ) -> Result<Peek<'de>, A::Error> {
                 let mut p = Peek::default();
                 // A key met twice is refused (the object then takes the full path).
-                let mut met = [false; 11];
+                let mut met = [false; 8];
                 while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
                     let field = match key.as_deref().unwrap_or_default() {
                         "type" => 0,
@@ -298,12 +301,12 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
                         "service" => 2,
                         "message" => 3,
                         "sessionID" => 4,
-                        "part" => 5,
-                        "log" => 6,
-                        "session_id" => 7,
-                        "providerMetadata" => 8,
-                        "providerID" => 9,
-                        "modelID" => 10,
+                        "providerID" => 5,
+                        "modelID" => 6,
+                        "rawModel" => 7,
+                        "part" | "log" | "session_id" | "providerMetadata" => {
+                            return Err(serde::de::Error::custom("not a light object"));
+                        }
                         _ => {
                             map.next_value_seed(Discard)?;
                             continue;
@@ -318,12 +321,9 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
                         2 => p.service = map.next_value()?,
                         3 => p.message = map.next_value()?,
                         4 => p.session_id = map.next_value()?,
-                        5 => p.part = map.next_value()?,
-                        6 => p.log = map.next_value()?,
-                        7 => p.claude_session = map.next_value()?,
-                        8 => p.provider_metadata = map.next_value()?,
-                        9 => p.provider_id = map.next_value()?,
-                        _ => p.model_id = map.next_value()?,
+                        5 => p.provider_id = map.next_value()?,
+                        6 => p.model_id = map.next_value()?,
+                        _ => p.raw_model = map.next_value()?,
                     }
                 }
                 Ok(p)
@@ -339,6 +339,151 @@ fn parse_object(text: &str) -> serde_json::Result<Value> {
     log_value::parse(text)
 }
 
+/// What [`flat_peek`] made of an object.
+#[derive(Debug, PartialEq)]
+enum Flat<'a> {
+    /// What reading it as a [`Peek`] gives.
+    Peek(Peek<'a>),
+    /// A key that rules it out (reading it as a [`Peek`] fails too).
+    RuledOut,
+    /// Not a flat object of plain values: read it as a [`Peek`].
+    Unsure,
+}
+
+/// Most logger entries and bus events are flat objects of plain values: keys and strings
+/// without escapes, short decimal numbers, `true`, `false`, `null`. Such an object is read here
+/// byte by byte, much faster than through serde; anything else (an escape, a control character,
+/// a nested value, an exponent, a long number, a key met twice) is [`Flat::Unsure`], and what is
+/// read is what reading it as a [`Peek`] would read, so an object this takes also reads as a
+/// `Value`.
+fn flat_peek(text: &str) -> Flat<'_> {
+    let b = text.as_bytes();
+    let ws = |mut i: usize| {
+        while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            i += 1;
+        }
+        i
+    };
+    // A string without escapes or control characters starting at `i` (a `"`): its contents and
+    // the index after it.
+    let string = |i: usize| -> Option<(&str, usize)> {
+        let k = crate::model::conform::special(b, i + 1)?;
+        if b.get(k) != Some(&b'"') {
+            return None;
+        }
+        // The cut falls on ASCII `"`: a character boundary.
+        Some((text.get(i + 1..k)?, k + 1))
+    };
+    // The index after a plain value (number, literal or string) starting at `i`.
+    let plain = |i: usize| -> Option<usize> {
+        match *b.get(i)? {
+            b'"' => string(i).map(|(_, end)| end),
+            b't' => b.get(i..i + 4).filter(|w| *w == b"true").map(|_| i + 4),
+            b'f' => b.get(i..i + 5).filter(|w| *w == b"false").map(|_| i + 5),
+            b'n' => b.get(i..i + 4).filter(|w| *w == b"null").map(|_| i + 4),
+            _ => {
+                // -?(0|[1-9][0-9]*)(\.[0-9]+)?, at most 15 digits on each side.
+                let mut j = i + usize::from(b.get(i) == Some(&b'-'));
+                let digits = |j: usize| {
+                    b.get(j..)
+                        .map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count())
+                };
+                let int = digits(j);
+                if int == 0 || int > 15 || (int > 1 && b.get(j) == Some(&b'0')) {
+                    return None;
+                }
+                j += int;
+                if b.get(j) == Some(&b'.') {
+                    let frac = digits(j + 1);
+                    if frac == 0 || frac > 15 {
+                        return None;
+                    }
+                    j += 1 + frac;
+                }
+                match b.get(j) {
+                    Some(b'e' | b'E') => None,
+                    _ => Some(j),
+                }
+            }
+        }
+    };
+    let mut p = Peek::default();
+    let mut met = [false; 8];
+    let mut i = ws(0);
+    if b.get(i) != Some(&b'{') {
+        return Flat::Unsure;
+    }
+    i = ws(i + 1);
+    if b.get(i) == Some(&b'}') {
+        return match b.get(ws(i + 1)) {
+            None => Flat::Peek(p),
+            Some(_) => Flat::Unsure,
+        };
+    }
+    loop {
+        if b.get(i) != Some(&b'"') {
+            return Flat::Unsure;
+        }
+        let Some((key, after)) = string(i) else {
+            return Flat::Unsure;
+        };
+        i = ws(after);
+        if b.get(i) != Some(&b':') {
+            return Flat::Unsure;
+        }
+        i = ws(i + 1);
+        let field = match key {
+            "type" => 0,
+            "level" => 1,
+            "service" => 2,
+            "message" => 3,
+            "sessionID" => 4,
+            "providerID" => 5,
+            "modelID" => 6,
+            "rawModel" => 7,
+            "part" | "log" | "session_id" | "providerMetadata" => return Flat::RuledOut,
+            _ => 8,
+        };
+        let value_start = i;
+        let Some(end) = plain(i) else {
+            return Flat::Unsure;
+        };
+        if field < 8 {
+            if std::mem::replace(&mut met[field], true) {
+                return Flat::Unsure;
+            }
+            let lenient = match b.get(value_start) {
+                Some(b'"') => Lenient(
+                    text.get(value_start + 1..end - 1)
+                        .map(std::borrow::Cow::Borrowed),
+                ),
+                _ => Lenient(None),
+            };
+            match field {
+                0 => p.ty = lenient,
+                1 => p.level = lenient,
+                2 => p.service = lenient,
+                3 => p.message = lenient,
+                4 => p.session_id = lenient,
+                5 => p.provider_id = Seen(true),
+                6 => p.model_id = Seen(true),
+                _ => p.raw_model = Seen(true),
+            }
+        }
+        i = ws(end);
+        match b.get(i) {
+            Some(b',') => i = ws(i + 1),
+            Some(b'}') => {
+                return match b.get(ws(i + 1)) {
+                    None => Flat::Peek(p),
+                    Some(_) => Flat::Unsure,
+                };
+            }
+            _ => return Flat::Unsure,
+        }
+    }
+}
+
 /// Longest object [`light`] looks at.
 const LIGHT_MAX: usize = 4096;
 
@@ -351,10 +496,11 @@ fn light(text: &str) -> Option<Light> {
     if text.len() > LIGHT_MAX {
         return None;
     }
-    let p: Peek<'_> = serde_json::from_str(text).ok()?;
-    if p.part.0 || p.log.0 || p.claude_session.0 {
-        return None;
-    }
+    let p: Peek<'_> = match flat_peek(text) {
+        Flat::Peek(p) => p,
+        Flat::RuledOut => return None,
+        Flat::Unsure => serde_json::from_str(text).ok()?,
+    };
     let ty = p.ty.get()?;
     let service = p.service.get().unwrap_or_default();
     let message = p.message.get().unwrap_or_default();
@@ -374,7 +520,6 @@ fn light(text: &str) -> Option<Light> {
             bus: Some(bus),
         });
     }
-    let lower = message.to_ascii_lowercase();
     let plain = ty == "log"
         && !matches!(p.level.get(), Some("error" | "warn"))
         && service != "http"
@@ -382,21 +527,32 @@ fn light(text: &str) -> Option<Light> {
         && message != "unhandled"
         && message != "exiting loop"
         && !message.starts_with("Agent started")
-        && !["retry-after", "will retry", "retrying", "sleep"]
-            .iter()
-            .any(|k| lower.contains(k))
-        && !p.provider_metadata.0
-        && !(p.provider_id.0 && p.model_id.0);
+        && !mentions_retry(message)
+        // `apply_log` reads a model resolution from these (and only then).
+        && !(p.provider_id.0 && p.model_id.0 && (p.raw_model.0 || service == "default"));
     plain.then_some(Light { session, bus: None })
 }
 
+/// Whether a logger message speaks of a retry or a sleep (in any case), what `apply_log` looks
+/// for. The lower-case copy is only made for a message with upper-case letters.
+fn mentions_retry(message: &str) -> bool {
+    let lower: std::borrow::Cow<'_, str> = if message.bytes().any(|b| b.is_ascii_uppercase()) {
+        message.to_ascii_lowercase().into()
+    } else {
+        message.into()
+    };
+    ["retry-after", "will retry", "retrying", "sleep"]
+        .iter()
+        .any(|k| lower.contains(k))
+}
+
 /// Decodes the pending JSON values of `batch`, each with how [`LogStats`] counts it.
-fn decode_batch(batch: Batch, decoding: Decoding) -> ReadyBatch {
-    batch
+fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
+    records
         .into_iter()
         .map(|record| match record {
             Ok(LogRecord::Pending(p)) => {
-                let decoded = p.decode(decoding);
+                let decoded = p.decode(&texts, decoding);
                 let kind = decoded.decoded();
                 (Ok(ready(decoded)), Some(kind))
             }
@@ -434,17 +590,28 @@ fn ready(record: LogRecord) -> Ready {
     }
     // `step_finished` reads a `step_finish`'s part from the record; the others' part values are
     // not read again: an empty object is left in their place.
-    let part = match (ty == "step_finish", rec.value.get_mut("part")) {
-        (false, Some(part)) => std::mem::replace(part, Value::Object(serde_json::Map::new())),
-        (_, part) => part.cloned().unwrap_or_default(),
+    let prepared = if ty == "step_finish" {
+        // Read where it is, unless slimming it would change it.
+        let part = rec.value.get("part").unwrap_or(&Value::Null);
+        prepare(&rec, std::borrow::Cow::Borrowed(part))
+    } else {
+        let part = match rec.value.get_mut("part") {
+            Some(part) => std::mem::replace(part, Value::Object(serde_json::Map::new())),
+            None => Value::Null,
+        };
+        prepare(&rec, std::borrow::Cow::Owned(part))
     };
-    let prepared = prepare_part(&rec, part);
     Ready::Part(rec, Box::new(prepared))
 }
 
 /// Validates the part of a part event (`raw`, the value of the record's `part`) and reads it
 /// into the model.
 fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
+    prepare(rec, std::borrow::Cow::Owned(raw))
+}
+
+/// [`prepare_part`], on a part that may be borrowed: it is copied only when [`slim`] changes it.
+fn prepare(rec: &JsonRecord, raw: std::borrow::Cow<'_, Value>) -> PreparedPart {
     let issues = schema::validate_part(&raw)
         .into_iter()
         .map(|issue| {
@@ -461,7 +628,10 @@ fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
         true => rec.span,
         false => rec.locate(&[Seg::Key("part")]).unwrap_or(rec.span),
     };
-    let part = Part::from_value(&slim(raw));
+    let part = match raw {
+        std::borrow::Cow::Borrowed(raw) if slim_keeps(raw) => Part::from_value(raw),
+        raw => Part::from_value(&slim(raw.into_owned())),
+    };
     let status_span = part
         .tool()
         .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
@@ -475,11 +645,11 @@ fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
 
 struct State {
     analysis: Analysis,
-    session_index: HashMap<String, usize>,
-    /// (session index, message id) → message index.
-    message_index: HashMap<(usize, String), usize>,
+    session_index: FastMap<String, usize>,
+    /// Per session index: message id → message index.
+    message_index: Vec<FastMap<String, usize>>,
     /// (session index, message index, part id) → part index.
-    part_index: HashMap<(usize, usize, String), usize>,
+    part_index: FastMap<(usize, usize, String), usize>,
     current_session: Option<String>,
     bus_events: u64,
     /// The last `retry-after` the agent parsed, until the sleep it leads to.
@@ -497,9 +667,9 @@ impl State {
     fn new(file: FileId) -> Self {
         Self {
             analysis: Analysis::new(file, Format::AgentLog),
-            session_index: HashMap::new(),
-            message_index: HashMap::new(),
-            part_index: HashMap::new(),
+            session_index: FastMap::default(),
+            message_index: Vec::new(),
+            part_index: FastMap::default(),
             current_session: None,
             bus_events: 0,
             retry_after: None,
@@ -1315,8 +1485,11 @@ impl State {
     }
 
     fn message_slot(&mut self, si: usize, id: &str) -> usize {
-        let key = (si, id.to_owned());
-        if let Some(&i) = self.message_index.get(&key) {
+        if self.message_index.len() <= si {
+            self.message_index.resize_with(si + 1, FastMap::default);
+        }
+        let index = &mut self.message_index[si];
+        if let Some(&i) = index.get(id) {
             return i;
         }
         let messages = &mut self.analysis.sessions[si].messages;
@@ -1325,7 +1498,7 @@ impl State {
             id: id.to_owned(),
             ..Message::default()
         });
-        self.message_index.insert(key, i);
+        index.insert(id.to_owned(), i);
         i
     }
 }
@@ -1351,6 +1524,20 @@ fn slim(mut v: Value) -> Value {
     }
     cap_strings_in_place(&mut v, MAX_KEPT_STRING);
     v
+}
+
+/// Whether [`slim`] leaves `v` as it is: no `state` object, no `metadata`, no string longer
+/// than it keeps (a `step_finish`'s part, as a rule).
+fn slim_keeps(v: &Value) -> bool {
+    fn short(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.len() <= MAX_KEPT_STRING,
+            Value::Array(items) => items.iter().all(short),
+            Value::Object(map) => map.values().all(short),
+            _ => true,
+        }
+    }
+    !v.get("state").is_some_and(Value::is_object) && v.get("metadata").is_none() && short(v)
 }
 
 fn capped(s: &str, max: usize) -> String {
@@ -1653,6 +1840,15 @@ mod tests {
                 bus: None
             })
         );
+        // A model named outside the CLI's own resolution (no `rawModel`, not `default`).
+        let resolving = r#"{"type":"log","level":"info","service":"session.prompt","providerID":"a","modelID":"b","sessionID":"ses_2","message":"resolving model"}"#;
+        assert_eq!(
+            light(resolving),
+            Some(Light {
+                session: Some("ses_2".into()),
+                bus: None
+            })
+        );
         let idle =
             r#"{"type":"session.idle","level":"info","service":"bus","message":"publishing"}"#;
         assert_eq!(light(idle).and_then(|l| l.bus), Some(BusEvent::Idle));
@@ -1660,7 +1856,8 @@ mod tests {
             r#"{"type":"log","level":"warn","service":"lsp","message":"touching file"}"#,
             r#"{"type":"log","level":"info","service":"http","message":"response"}"#,
             r#"{"type":"log","level":"info","service":"x","message":"Will retry in 2s"}"#,
-            r#"{"type":"log","level":"info","service":"x","message":"m","providerID":"a","modelID":"b"}"#,
+            r#"{"type":"log","level":"info","service":"default","message":"m","providerID":"a","modelID":"b"}"#,
+            r#"{"type":"log","level":"info","service":"x","message":"m","providerID":"a","modelID":"b","rawModel":"a/b"}"#,
             r#"{"type":"log","level":"info","service":"x","message":"m","providerMetadata":null}"#,
             r#"{"type":"tool_use","sessionID":"ses_1","part":{"id":"prt_1"}}"#,
             // What serde_json skips but does not build: a lone surrogate, a number out of range.
@@ -1691,13 +1888,79 @@ mod tests {
         assert!(light(&shallow).is_some());
     }
 
+    /// A part `slim_keeps` is one `slim` leaves as it is.
+    #[test]
+    fn slim_keeps_only_what_slim_leaves() {
+        let long = "x".repeat(MAX_KEPT_STRING + 1);
+        for (part, kept) in [
+            (
+                serde_json::json!({"id": "p", "type": "step-finish", "reason": "stop", "tokens": {"input": 1}}),
+                true,
+            ),
+            (
+                serde_json::json!({"id": "p", "state": "odd", "reason": {"unified": "stop"}}),
+                true,
+            ),
+            (
+                serde_json::json!({"id": "p", "state": {"status": "completed", "output": "o"}}),
+                false,
+            ),
+            (
+                serde_json::json!({"id": "p", "metadata": null, "reason": "stop"}),
+                false,
+            ),
+            (serde_json::json!({"id": "p", "reason": [long]}), false),
+            (serde_json::json!("a string"), true),
+        ] {
+            assert_eq!(slim_keeps(&part), kept, "{part}");
+            if kept {
+                assert_eq!(slim(part.clone()), part);
+            } else {
+                assert_ne!(slim(part.clone()), part, "{part}");
+            }
+        }
+    }
+
+    /// The flat reading reads what serde's does, or leaves the object to it: every one-byte
+    /// mutation of flat logger entries and bus events.
+    #[test]
+    fn flat_reading_agrees_with_serde() {
+        let seeds = [
+            r#"{"type":"log","level":"info","timestamp":"2026-03-30T12:02:32.919Z","service":"session.prompt","step":10,"sessionID":"ses_1","x":-0.25,"ok":true,"no":false,"z":null,"providerID":"a","modelID":"b","rawModel":"c","message":"loop é"}"#,
+            "{ \"type\" : \"session.idle\" ,\n \"service\":\"bus\",\t\"message\":\"publishing\" }\r\n",
+            r#"{"type":"log","part":{"id":"p"},"message":"m"}"#,
+            r#"{"type":"log","level":"info","message":"m","n":0}"#,
+            "{}",
+        ];
+        let (mut flat, mut ruled_out) = (0, 0);
+        for seed in seeds {
+            for text in
+                std::iter::once(seed.to_owned()).chain(crate::text::one_byte_mutations(seed))
+            {
+                let serde = serde_json::from_str::<Peek<'_>>(&text);
+                match flat_peek(&text) {
+                    Flat::Peek(p) => {
+                        assert_eq!(serde.as_ref().ok(), Some(&p), "{text}");
+                        flat += 1;
+                    }
+                    Flat::RuledOut => {
+                        assert!(serde.is_err(), "{text}");
+                        ruled_out += 1;
+                    }
+                    Flat::Unsure => {}
+                }
+            }
+        }
+        assert!(flat > 500 && ruled_out > 50, "{flat} {ruled_out}");
+    }
+
     /// An object the light filter takes always reads as a `Value` too: every one-byte mutation
     /// of a plain logger entry.
     #[test]
     fn light_objects_are_values() {
         let seed = r#"{"type":"log","level":"info","timestamp":"2026-03-30T12:02:32.919Z","service":"lsp","sessionID":"ses_1","message":"touching \"file\" \u00e9","n":[1,-2.5e3,{"x":null}],"ok":true}"#;
         let mut taken = 0;
-        for text in super::super::log_value::one_byte_mutations(seed) {
+        for text in crate::text::one_byte_mutations(seed) {
             if light(&text).is_some() {
                 assert!(serde_json::from_str::<Value>(&text).is_ok(), "{text}");
                 taken += 1;

@@ -117,8 +117,8 @@ impl<'de> Visitor<'de> for At {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::new();
         if self == At::StandIn {
+            let mut out = Map::new();
             if let Some(key) = map.next_key::<String>()? {
                 map.next_value_seed(Discard)?;
                 out.insert(key, Value::Null);
@@ -128,6 +128,12 @@ impl<'de> Visitor<'de> for At {
             }
             return Ok(Value::Object(out));
         }
+        // A part event's object, part and state have a handful of members each: room for them
+        // at once rather than growing the map twice.
+        let mut out = Map::with_capacity(match self {
+            At::Top | At::Part | At::State => 8,
+            _ => 0,
+        });
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value_seed(self.child(&key))?;
             out.insert(key, value);
@@ -200,20 +206,6 @@ impl<'de> Visitor<'de> for Discard {
     }
 }
 
-/// Every text `seed` becomes with one byte replaced by a JSON-significant one (quotes, brackets,
-/// separators, escapes, digits, exponents, letters, spaces), that is still UTF-8.
-#[cfg(test)]
-pub(crate) fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
-    let bytes = seed.as_bytes();
-    (0..bytes.len()).flat_map(move |i| {
-        b"\"{}[],:\\1eE-.x u".iter().filter_map(move |&b| {
-            let mut m = bytes.to_vec();
-            m[i] = b;
-            String::from_utf8(m).ok()
-        })
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,7 +257,7 @@ mod tests {
     fn mutations_fail_where_a_value_fails() {
         let seed = r#"{"type":"tool_use","timestamp":1,"sessionID":"ses_1","part":{"id":"prt_1","metadata":{"a":[1,{"b":null}]},"type":"tool","callID":"c","tool":"bash","state":{"status":"completed","input":{"command":"ls \"a\"","n":-1.5e3},"output":"x\ny\u00e9","metadata":{"exit":0,"v":[true,false]},"title":"t","attachments":[{"k":"v"}],"time":{"start":1,"end":2}}}}"#;
         let mut checked = 0;
-        for text in one_byte_mutations(seed) {
+        for text in crate::text::one_byte_mutations(seed) {
             let ours = parse(&text).map(|_| ()).map_err(|e| e.to_string());
             let theirs = serde_json::from_str::<Value>(&text)
                 .map(|_| ())

@@ -10,7 +10,7 @@
 pub mod agent_log;
 pub mod claude_transcript;
 pub mod codex_rollout;
-pub(crate) mod log_value;
+mod log_value;
 pub mod opencode;
 pub mod stream;
 
