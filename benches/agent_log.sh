@@ -24,14 +24,16 @@ bin=target/release/rewind
 floor=target/release/examples/agent_log_floor
 dir=target/bench-log
 mkdir -p "$dir"
-generate() {  # copies, wrapped file, compact file (or empty for none)
-python3 - "$src" "$1" "$2" "$3" <<'PY'
+generate() {  # copies, wrapped file, compact file (or empty for none), "one" for one session
+python3 - "$src" "$1" "$2" "$3" "${4:-}" <<'PY'
 import json, re, sys
 src, copies, wrapped, compact_out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+# "one": every copy's messages and parts in the same session (ids stay distinct).
+ids = r"(msg|prt|call)_" if sys.argv[5] == "one" else r"(ses|msg|prt)_"
 text = open(src, encoding="utf-8").read()
 with open(wrapped, "w") as f:
     for i in range(copies):
-        f.write(re.sub(r"(ses|msg|prt)_", lambda m: f"{m.group(1)}_{i:04d}", text))
+        f.write(re.sub(ids, lambda m: f"{m.group(1)}_{i:04d}", text))
 if not compact_out:
     sys.exit(0)
 # The compact form: every complete top-level object of the log, one per line.
@@ -98,6 +100,11 @@ o=$dir/one-line.log
 tr -d '\n' < "$c" > "$o"
 report "rewind diagnose (one line)" "$o" "$bin" diagnose --format json "$o"
 rm -f "$o"
+echo "-- the wrapped log's copies all in one session (the model keeps every part of a session)"
+one=$dir/one-session.log
+generate "$copies" "$one" "" one
+report "rewind diagnose (one session)" "$one" "$bin" diagnose --format json "$one"
+rm -f "$one"
 if [ -n "$big" ]; then
   echo "-- peak memory as the wrapped log grows"
   g=$dir/wrapped-big.log

@@ -2,7 +2,9 @@ use std::collections::HashMap;
 
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
-use crate::session::{Analysis, Event, EventKind, SDK_FINISH_REASONS, Seq, Session, StepFinish};
+use crate::session::{
+    Analysis, Event, EventKind, Message, SDK_FINISH_REASONS, Seq, Session, StepFinish,
+};
 
 declare_check! {
     /// ## What it does
@@ -43,6 +45,7 @@ impl Check for LoopExitedEarly {
         // The latest step finish of each message so far: one walk, not one walk back per step.
         let mut last_finish: HashMap<&str, Seq> = HashMap::new();
         let sessions = analysis.sessions_by_id();
+        let mut index = SessionIndex::default();
         for e in &analysis.events {
             let EventKind::StepFinished(step) = &e.kind else {
                 continue;
@@ -55,7 +58,7 @@ impl Check for LoopExitedEarly {
                 continue;
             };
             let in_session = sessions.get(session).copied();
-            let calls = tool_calls(in_session, step, previous);
+            let calls = tool_calls(index.message(in_session, &step.message_id), previous);
             // The agent itself continues after an `unknown` finish for tools that completed or
             // still run; a step whose only tool failed, with real usage recorded, is a stop the
             // provider's answer supports. With zero usage the answer itself was lost.
@@ -65,7 +68,7 @@ impl Check for LoopExitedEarly {
             if calls.is_empty() || !(owed || step.zero_usage) {
                 continue;
             }
-            let next_write = next_part_write(in_session, e.seq);
+            let next_write = index.next_part_write(in_session, e.seq);
             let Some(exit) = analysis
                 .events_after(e.seq)
                 .take_while(|x| next_write.is_none_or(|n| x.seq < n))
@@ -114,8 +117,8 @@ pub(super) fn unusable(step: &StepFinish) -> bool {
 type Call = (String, String, String, String, Option<crate::source::Span>);
 
 /// The tool parts of the step's message written during the step.
-fn tool_calls(session: Option<&Session>, step: &StepFinish, after: Option<Seq>) -> Vec<Call> {
-    let Some(message) = session.and_then(|s| s.message(&step.message_id)) else {
+fn tool_calls(message: Option<&Message>, after: Option<Seq>) -> Vec<Call> {
+    let Some(message) = message else {
         return Vec::new();
     };
     message
@@ -138,15 +141,49 @@ fn tool_calls(session: Option<&Session>, step: &StepFinish, after: Option<Seq>) 
         .collect()
 }
 
-/// The first part write of `session` after `seq`.
-pub(super) fn next_part_write(session: Option<&Session>, seq: Seq) -> Option<Seq> {
-    session?
-        .messages
-        .iter()
-        .flat_map(|m| m.parts.iter())
-        .flat_map(|p| p.history.iter().map(|o| o.seq))
-        .filter(|s| *s > seq)
-        .min()
+/// Per session, built when first asked for: its messages by id, and the sequence numbers of all
+/// its part writes in order. A check that asks for every step does not walk the session each time
+/// (which was quadratic in a long session).
+#[derive(Default)]
+pub(super) struct SessionIndex<'a> {
+    sessions: HashMap<&'a str, Indexed<'a>>,
+}
+
+struct Indexed<'a> {
+    messages: HashMap<&'a str, &'a Message>,
+    writes: Vec<Seq>,
+}
+
+impl<'a> SessionIndex<'a> {
+    fn of(&mut self, session: &'a Session) -> &Indexed<'a> {
+        self.sessions.entry(session.id.as_str()).or_insert_with(|| {
+            let mut messages = HashMap::with_capacity(session.messages.len());
+            for m in &session.messages {
+                // The first of a repeated id, as `Session::message` finds it.
+                messages.entry(m.id.as_str()).or_insert(m);
+            }
+            let mut writes: Vec<Seq> = session
+                .messages
+                .iter()
+                .flat_map(|m| m.parts.iter())
+                .flat_map(|p| p.history.iter().map(|o| o.seq))
+                .collect();
+            writes.sort_unstable();
+            Indexed { messages, writes }
+        })
+    }
+
+    /// The message `id` of `session`.
+    pub(super) fn message(&mut self, session: Option<&'a Session>, id: &str) -> Option<&'a Message> {
+        let session = session?;
+        self.of(session).messages.get(id).copied()
+    }
+
+    /// The first part write of `session` after `seq`.
+    pub(super) fn next_part_write(&mut self, session: Option<&'a Session>, seq: Seq) -> Option<Seq> {
+        let writes = &self.of(session?).writes;
+        writes.get(writes.partition_point(|s| *s <= seq)).copied()
+    }
 }
 
 fn finding(a: &Analysis, e: &Event, step: &StepFinish, exit: &Event, calls: &[Call]) -> Finding {
@@ -215,4 +252,60 @@ fn finding(a: &Analysis, e: &Event, step: &StepFinish, exit: &Event, calls: &[Ca
             .note(format!("the wrapper still reported success (`{}`)", w.1));
     }
     f.help("map the provider's finish reason to `tool-calls` when the step has tool calls, and continue the loop while tool results are unanswered")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Part;
+    use crate::session::{Observation, PartRecord};
+    use crate::source::{FileId, Span};
+
+    #[test]
+    fn the_index_finds_what_a_walk_of_the_session_finds() {
+        // Writes out of order across messages, parts written several times, a repeated message id.
+        let write = |seq| Observation {
+            seq,
+            span: Span::new(FileId(0), 0, 0),
+            status: None,
+            status_span: None,
+        };
+        let part = |id: &str, seqs: &[Seq]| PartRecord {
+            part: Part::from_value(&serde_json::json!({"id": id, "type": "text", "text": "t"})),
+            history: seqs.iter().map(|&s| write(s)).collect(),
+        };
+        let message = |id: &str, parts| Message {
+            id: id.into(),
+            parts,
+            ..Message::default()
+        };
+        let session = Session {
+            id: "ses_1".into(),
+            messages: vec![
+                message("msg_b", vec![part("prt_1", &[9, 14]), part("prt_2", &[3])]),
+                message("msg_a", vec![part("prt_3", &[20, 5, 11])]),
+                message("msg_b", vec![part("prt_4", &[1])]),
+            ],
+            ..Session::default()
+        };
+        let walk = |seq: Seq| {
+            session
+                .messages
+                .iter()
+                .flat_map(|m| m.parts.iter())
+                .flat_map(|p| p.history.iter().map(|o| o.seq))
+                .filter(|s| *s > seq)
+                .min()
+        };
+        let mut index = SessionIndex::default();
+        for seq in 0..25 {
+            assert_eq!(index.next_part_write(Some(&session), seq), walk(seq), "{seq}");
+        }
+        for id in ["msg_a", "msg_b", "msg_c"] {
+            let found = index.message(Some(&session), id).map(|m| m as *const Message);
+            let walked = session.message(id).map(|m| m as *const Message);
+            assert_eq!(found, walked, "{id}");
+        }
+        assert_eq!(index.next_part_write(None, 0), None);
+    }
 }

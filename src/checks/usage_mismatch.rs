@@ -40,6 +40,7 @@ impl Check for UsageMismatch {
         // The latest step finish of each session so far.
         let mut previous: HashMap<&str, Seq> = HashMap::new();
         let sessions = analysis.sessions_by_id();
+        let mut index = super::loop_exited_early::SessionIndex::default();
         for e in &analysis.events {
             let EventKind::StepFinished(step) = &e.kind else {
                 continue;
@@ -52,11 +53,10 @@ impl Check for UsageMismatch {
                 continue;
             }
             let in_session = sessions.get(session).copied();
-            let until = super::loop_exited_early::next_part_write(in_session, e.seq);
+            let until = index.next_part_write(in_session, e.seq);
             let usage = analysis
-                .events
-                .iter()
-                .filter(|x| x.seq > after && until.is_none_or(|u| x.seq < u))
+                .events_after(after)
+                .take_while(|x| until.is_none_or(|u| x.seq < u))
                 .filter(|x| x.session.as_deref().is_none_or(|s| s == session))
                 .find_map(|x| match &x.kind {
                     EventKind::ProviderUsage {
