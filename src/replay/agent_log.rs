@@ -257,6 +257,31 @@ impl<'de> serde::Deserialize<'de> for Seen {
     }
 }
 
+/// What a key of an object tells the light readings ([`Peek`], `flat_peek`).
+enum PeekKey {
+    /// One of the fields they read: its index in [`Peek`]'s order.
+    Field(usize),
+    /// A key only an object the full path must read has (a part event, an early compact log
+    /// entry, a Claude Code record, provider metadata).
+    RuledOut,
+    Other,
+}
+
+fn peek_key(key: &str) -> PeekKey {
+    match key {
+        "type" => PeekKey::Field(0),
+        "level" => PeekKey::Field(1),
+        "service" => PeekKey::Field(2),
+        "message" => PeekKey::Field(3),
+        "sessionID" => PeekKey::Field(4),
+        "providerID" => PeekKey::Field(5),
+        "modelID" => PeekKey::Field(6),
+        "rawModel" => PeekKey::Field(7),
+        "part" | "log" | "session_id" | "providerMetadata" => PeekKey::RuledOut,
+        _ => PeekKey::Other,
+    }
+}
+
 /// The fields of a JSON object that tell whether `apply_json` needs more of it than [`Light`].
 ///
 /// Read by hand rather than derived: the other members are walked with [`Discard`], which refuses
@@ -295,19 +320,12 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
                 // A key met twice is refused (the object then takes the full path).
                 let mut met = [false; 8];
                 while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
-                    let field = match key.as_deref().unwrap_or_default() {
-                        "type" => 0,
-                        "level" => 1,
-                        "service" => 2,
-                        "message" => 3,
-                        "sessionID" => 4,
-                        "providerID" => 5,
-                        "modelID" => 6,
-                        "rawModel" => 7,
-                        "part" | "log" | "session_id" | "providerMetadata" => {
+                    let field = match peek_key(key.as_deref().unwrap_or_default()) {
+                        PeekKey::Field(field) => field,
+                        PeekKey::RuledOut => {
                             return Err(serde::de::Error::custom("not a light object"));
                         }
-                        _ => {
+                        PeekKey::Other => {
                             map.next_value_seed(Discard)?;
                             continue;
                         }
@@ -432,17 +450,10 @@ fn flat_peek(text: &str) -> Flat<'_> {
             return Flat::Unsure;
         }
         i = ws(i + 1);
-        let field = match key {
-            "type" => 0,
-            "level" => 1,
-            "service" => 2,
-            "message" => 3,
-            "sessionID" => 4,
-            "providerID" => 5,
-            "modelID" => 6,
-            "rawModel" => 7,
-            "part" | "log" | "session_id" | "providerMetadata" => return Flat::RuledOut,
-            _ => 8,
+        let field = match peek_key(key) {
+            PeekKey::Field(field) => field,
+            PeekKey::RuledOut => return Flat::RuledOut,
+            PeekKey::Other => 8,
         };
         let value_start = i;
         let Some(end) = plain(i) else {
