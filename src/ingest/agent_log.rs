@@ -404,8 +404,12 @@ pub struct AgentLogReader<R> {
 /// Longest piece of a physical line handled at once. A longer line (a log written without
 /// newlines, thousands of objects on one line) is read piece by piece, so the reader holds one
 /// piece and the objects it closes, not the whole line: memory stays bounded by the largest
-/// object, whatever the line's length.
-const PIECE: usize = 1 << 20;
+/// object, whatever the line's length. 128 KiB is above the longest lines loggers write (the
+/// solve.mjs wrapper splits its output at 64 KiB) and small enough that the texts still waiting
+/// when a batch is handed over, which are copied into the next batch's buffer, stay small: with
+/// 1 MiB pieces a log written on one line peaked at twice the memory of the same log with
+/// newlines.
+const PIECE: usize = 1 << 17;
 
 /// How many bytes at the end of `bytes` are an incomplete UTF-8 character (0 to 3).
 fn incomplete_char_len(bytes: &[u8]) -> usize {
