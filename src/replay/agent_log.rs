@@ -15,6 +15,7 @@
 /// The replay's indexes: looked up once or more per record, keyed by ids the log names, where
 /// std's SipHash costs more than the lookups need (foldhash, already hashbrown's default).
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+use std::hash::BuildHasher;
 use std::io::BufRead;
 
 use serde_json::Value;
@@ -659,8 +660,10 @@ struct State {
     session_index: FastMap<String, usize>,
     /// Per session index: message id → message index.
     message_index: Vec<FastMap<String, usize>>,
-    /// (session index, message index, part id) → part index.
-    part_index: FastMap<(usize, usize, String), usize>,
+    /// (session index, message index, hash of the part id) → part index: a part's id is not
+    /// copied into the index (see [`State::file_part`]).
+    part_index: FastMap<(usize, usize, u64), usize>,
+    id_hasher: foldhash::fast::RandomState,
     current_session: Option<String>,
     bus_events: u64,
     /// The last `retry-after` the agent parsed, until the sleep it leads to.
@@ -681,6 +684,7 @@ impl State {
             session_index: FastMap::default(),
             message_index: Vec::new(),
             part_index: FastMap::default(),
+            id_hasher: foldhash::fast::RandomState::default(),
             current_session: None,
             bus_events: 0,
             retry_after: None,
@@ -1246,16 +1250,29 @@ impl State {
 
         let si = self.session_slot(&session_id);
         let mi = self.message_slot(si, &part.message_id);
-        let key = (si, mi, part.id.clone());
+        self.file_part(si, mi, part, observation);
+    }
+
+    /// Records a write of `part` in message `mi` of session `si`: a new part, or the latest
+    /// write of one the message has.
+    fn file_part(&mut self, si: usize, mi: usize, part: Part, observation: Observation) {
+        let key = (si, mi, self.id_hasher.hash_one(part.id.as_str()));
         let message = &mut self.analysis.sessions[si].messages[mi];
-        match self.part_index.get(&key) {
-            Some(&pi) => {
+        // The index holds the first part with each hash; another part with the same hash (a
+        // collision of 64-bit hashes) is found by its id.
+        let found = match self.part_index.get(&key) {
+            Some(&pi) if message.parts.get(pi).is_some_and(|r| r.part.id == part.id) => Some(pi),
+            Some(_) => message.parts.iter().position(|r| r.part.id == part.id),
+            None => None,
+        };
+        match found {
+            Some(pi) => {
                 let record = &mut message.parts[pi];
                 record.part = part;
                 record.history.push(observation);
             }
             None => {
-                self.part_index.insert(key, message.parts.len());
+                self.part_index.entry(key).or_insert(message.parts.len());
                 message.parts.push(PartRecord {
                     part,
                     history: vec![observation],
@@ -1464,22 +1481,7 @@ impl State {
             status_span: at,
         };
         let mi = self.message_slot(si, &part.message_id);
-        let key = (si, mi, part.id.clone());
-        let message = &mut self.analysis.sessions[si].messages[mi];
-        match self.part_index.get(&key) {
-            Some(&pi) => {
-                let record = &mut message.parts[pi];
-                record.part = part;
-                record.history.push(observation);
-            }
-            None => {
-                self.part_index.insert(key, message.parts.len());
-                message.parts.push(PartRecord {
-                    part,
-                    history: vec![observation],
-                });
-            }
-        }
+        self.file_part(si, mi, part, observation);
     }
 
     fn session_slot(&mut self, id: &str) -> usize {
@@ -1505,6 +1507,14 @@ impl State {
         }
         let messages = &mut self.analysis.sessions[si].messages;
         let i = messages.len();
+        // The session's previous message is, as a rule, complete: its parts and their histories
+        // give back the room they grew into (up to a quarter of what a session keeps).
+        if let Some(previous) = messages.last_mut() {
+            previous.parts.shrink_to_fit();
+            for record in &mut previous.parts {
+                record.history.shrink_to_fit();
+            }
+        }
         messages.push(Message {
             id: id.to_owned(),
             ..Message::default()
@@ -2003,6 +2013,56 @@ mod tests {
         assert_eq!(tool.status_path(), ["pending", "running"]);
         assert!(tool.status_span().is_some());
         assert!(a.schema_issues.is_empty());
+    }
+
+    #[test]
+    fn parts_whose_id_hashes_collide_stay_apart() {
+        let mut state = State::new(FileId(0));
+        let part = |id: &str, status: &str| {
+            Part::from_value(&serde_json::json!({
+                "id": id, "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+                "callID": id, "tool": "read", "state": {"status": status, "input": {}},
+            }))
+        };
+        let write = |seq: Seq, status: &'static str| Observation {
+            seq,
+            span: Span::new(FileId(0), seq, 1),
+            status: Some(status.into()),
+            status_span: None,
+        };
+        let si = state.session_slot("ses_1");
+        let mi = state.message_slot(si, "msg_1");
+        state.file_part(si, mi, part("prt_a", "pending"), write(0, "pending"));
+        // A collision: prt_b's key names prt_a's slot.
+        let b_key = (si, mi, state.id_hasher.hash_one("prt_b"));
+        state.part_index.insert(b_key, 0);
+        state.file_part(si, mi, part("prt_b", "pending"), write(1, "pending"));
+        state.file_part(si, mi, part("prt_b", "completed"), write(2, "completed"));
+        state.file_part(si, mi, part("prt_a", "error"), write(3, "error"));
+        let parts = &state.analysis.sessions[si].messages[mi].parts;
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].part.id, "prt_a");
+        assert_eq!(parts[0].status_path(), ["pending", "error"]);
+        assert_eq!(parts[1].part.id, "prt_b");
+        assert_eq!(parts[1].status_path(), ["pending", "completed"]);
+    }
+
+    #[test]
+    fn a_new_message_gives_back_the_room_of_the_one_before() {
+        let log = (0..3)
+            .map(|n| {
+                format!(
+                    r#"{{"type":"step_start","timestamp":{n},"sessionID":"ses_1","part":{{"id":"prt_{n}","sessionID":"ses_1","messageID":"msg_{}","type":"step-start"}}}}"#,
+                    n / 2
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let a = run(&log);
+        let messages = &a.sessions[0].messages;
+        assert_eq!(messages[0].parts.len(), 2);
+        assert_eq!(messages[0].parts.capacity(), 2);
+        assert_eq!(messages[1].parts.len(), 1);
     }
 
     #[test]
