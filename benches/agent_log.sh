@@ -6,15 +6,21 @@
 # issue-217 log of the shared corpus: COPIES copies with distinct ids, in two shapes — the
 # solve.mjs wrapper's pretty-printed form and the agent's compact NDJSON (what jq can read).
 #
-#   bash benches/agent_log.sh [COPIES] [BIG_COPIES]
+#   bash benches/agent_log.sh [COPIES] [BIG_COPIES…]
 #
-# COPIES defaults to 100 (a 90 MB wrapped log, 44 MB compact). The compact log is also measured
-# written on a single line, which is read piece by piece. With BIG_COPIES (e.g. 1000, about
-# 1 GB), peak memory is also measured on a wrapped log that big, which is deleted afterwards.
+# COPIES defaults to 100 (a 90 MB wrapped log, 44 MB compact). The three programs run in
+# interleaved rounds (ROUNDS, default 7: jq, the floor and rewind back to back in each), so a
+# change in the machine's load hits all three alike; the ratios are the median of the rounds'
+# ratios, with their range. The compact log is also measured written on a single line, which is
+# read piece by piece. Each BIG_COPIES (e.g. 300 1000: about 270 MB and 900 MB) adds a row to the
+# table of peak memory as the log grows, for copies in sessions of their own and for all copies in
+# one session; those logs are deleted afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 copies=${1:-100}
-big=${2:-}
+shift || true
+bigs=("$@")
+rounds=${ROUNDS:-7}
 corpus=${REWIND_CORPUS:-../shared/corpus}
 src=$corpus/agent-logs/issue-217-healthy.log
 [ -f "$src" ] || { echo "needs $src (set REWIND_CORPUS)"; exit 2; }
@@ -59,39 +65,59 @@ PY
 }
 generate "$copies" "$dir/wrapped.log" "$dir/compact.jsonl"
 
-time_of() {  # prints "seconds peak-KiB" of a command (output discarded), best of 5, to the ms
-  local best="" rss=""
-  local tmp t0 t1 s m
+run_once() {  # prints "seconds peak-KiB" of one run of a command (output discarded), to the ms
+  local tmp t0 t1 m
   tmp=$(mktemp)
+  t0=$(date +%s%N)
+  /usr/bin/time -f "%M" -o "$tmp" "$@" > /dev/null 2>&1 || true
+  t1=$(date +%s%N)
+  read -r m < "$tmp"
+  rm -f "$tmp"
+  awk -v a="$t0" -v b="$t1" -v m="$m" 'BEGIN{printf "%.3f %d\n", (b-a)/1e9, m}'
+}
+time_of() {  # prints "seconds peak-KiB" of a command, best of 5
+  local best="" rss="" s m
   for _ in 1 2 3 4 5; do
-    t0=$(date +%s%N)
-    /usr/bin/time -f "%M" -o "$tmp" "$@" > /dev/null 2>&1 || true
-    t1=$(date +%s%N)
-    s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
-    read -r m < "$tmp"
+    read -r s m <<< "$(run_once "$@")"
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=$s; rss=$m; fi
   done
-  rm -f "$tmp"
   echo "$best $rss"
+}
+line() {  # label, file, seconds, peak KiB
+  local mb
+  mb=$(awk -v b="$(stat -c %s "$2")" 'BEGIN{printf "%.1f", b/1048576}')
+  awk -v l="$1" -v s="$3" -v m="$4" -v mb="$mb" 'BEGIN{
+    printf "%-34s %6.3f s  %7.1f MB/s  peak %6.1f MiB\n", l, s, (s>0?mb/s:0), m/1024 }'
 }
 report() {  # label, file, command…; prints a line and sets $secs
   local label=$1 file=$2; shift 2
   local m
   read -r secs m <<< "$(time_of "$@")"
-  local mb
-  mb=$(awk -v b="$(stat -c %s "$file")" 'BEGIN{printf "%.1f", b/1048576}')
-  awk -v l="$label" -v s="$secs" -v m="$m" -v mb="$mb" 'BEGIN{
-    printf "%-34s %6.3f s  %7.1f MB/s  peak %6.1f MiB\n", l, s, (s>0?mb/s:0), m/1024 }'
+  line "$label" "$file" "$secs" "$m"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a/b; else print "n/a" }'; }
 w=$dir/wrapped.log; c=$dir/compact.jsonl
 echo "wrapped log: $(du -h "$w" | cut -f1), compact log: $(du -h "$c" | cut -f1), $(nproc) cores, $(jq --version), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "-- throughput on the compact log (best of 5)"
-report "jq empty" "$c" jq empty "$c"; jq_s=$secs
-report "typed-parse floor (serde_json)" "$c" "$floor" "$c"; floor_s=$secs
-report "rewind diagnose" "$c" "$bin" diagnose --format json "$c"; rewind_s=$secs
-echo "rewind vs jq empty: $(ratio "$jq_s" "$rewind_s")x faster (target 10x)"
-echo "rewind vs floor:    $(ratio "$floor_s" "$rewind_s") of the floor's speed (target 0.60)"
+echo "-- throughput on the compact log ($rounds interleaved rounds: best time, median ratio)"
+rounds_out=$(mktemp)
+for _ in $(seq "$rounds"); do
+  read -r js jm <<< "$(run_once jq empty "$c")"
+  read -r fs fm <<< "$(run_once "$floor" "$c")"
+  read -r rs rm_ <<< "$(run_once "$bin" diagnose --format json "$c")"
+  echo "$js $jm $fs $fm $rs $rm_" >> "$rounds_out"
+done
+best() {  # column of seconds, column of KiB: the best time and its peak
+  sort -n -k"$1" "$rounds_out" | head -1 | awk -v s="$1" -v m="$2" '{print $s, $m}'
+}
+read -r s m <<< "$(best 1 2)"; line "jq empty" "$c" "$s" "$m"
+read -r s m <<< "$(best 3 4)"; line "typed-parse floor (serde_json)" "$c" "$s" "$m"
+read -r s m <<< "$(best 5 6)"; line "rewind diagnose" "$c" "$s" "$m"
+ratios() {  # awk expression of a round's ratio: "median (rounds min-max)"
+  awk "{print $1}" "$rounds_out" | sort -g | awk '{ r[NR] = $1 } END {
+    printf "%.2f (rounds %.2f-%.2f)", (NR % 2 ? r[(NR+1)/2] : (r[NR/2] + r[NR/2+1]) / 2), r[1], r[NR] }'
+}
+echo "rewind vs jq empty: $(ratios '$1/$5') times as fast (target 10)"
+echo "rewind vs floor:    $(ratios '$3/$5') of the floor's speed (target 0.60)"
+rm -f "$rounds_out"
 echo "-- the wrapped log (prefixes, pretty-printed objects, 64 KiB splits)"
 report "rewind diagnose (wrapped)" "$w" "$bin" diagnose --format json "$w"
 report "wc -l (wrapped)" "$w" wc -l "$w"
@@ -105,15 +131,17 @@ one=$dir/one-session.log
 generate "$copies" "$one" "" one
 report "rewind diagnose (one session)" "$one" "$bin" diagnose --format json "$one"
 rm -f "$one"
-if [ -n "$big" ]; then
-  echo "-- peak memory as the wrapped log grows"
+if [ "${#bigs[@]}" -gt 0 ]; then
+  echo "-- peak memory as the wrapped log grows (sessions of their own / one session)"
   g=$dir/wrapped-big.log
-  generate "$big" "$g" ""
-  for f in "$w" "$g"; do
-    /usr/bin/time -f "%e %M" -o "$dir/rss.txt" "$bin" diagnose --format json "$f" > /dev/null 2>&1 || true
-    read -r s m < "$dir/rss.txt"
-    awk -v n="$(du -h "$f" | cut -f1)" -v s="$s" -v m="$m" 'BEGIN{
-      printf "rewind diagnose, %-5s wrapped log: %6.2f s  peak %6.1f MiB\n", n, s, m/1024 }'
+  for n in "$copies" "${bigs[@]}"; do
+    for shape in many one; do
+      if [ "$n" = "$copies" ] && [ "$shape" = many ]; then f=$w; else generate "$n" "$g" "" "$shape"; f=$g; fi
+      read -r s m <<< "$(run_once "$bin" diagnose --format json "$f")"
+      awk -v n="$(du -h "$f" | cut -f1)" -v c="$n" -v k="$shape" -v s="$s" -v m="$m" 'BEGIN{
+        printf "rewind diagnose, %5s copies (%-5s) in %-4s session(s): %6.2f s  peak %6.1f MiB\n",
+          c, n, k, s, m/1024 }'
+    done
   done
-  rm -f "$g" "$dir/rss.txt"
+  rm -f "$g"
 fi
