@@ -193,17 +193,13 @@ fn span_bytes(sources: &SourceMap, span: &Span) -> Vec<u8> {
 /// otherwise the rule, the file and the bytes the finding points at (plus an occurrence number
 /// for identical ones). No line numbers: a fingerprint survives edits elsewhere in the file.
 pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
-    let mut seen: Vec<u64> = Vec::new();
+    // How many findings before have each base: the occurrence number, in one lookup.
+    let mut seen: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
     findings
         .iter()
         .map(|f| {
             let ids = &f.ids;
             let id = |o: &Option<String>| o.clone().unwrap_or_default();
-            let content = f
-                .primary
-                .as_ref()
-                .map(|p| span_bytes(sources, &p.span))
-                .unwrap_or_default();
             let has_ids =
                 ids.part_id.is_some() || ids.message_id.is_some() || ids.call_id.is_some();
             let base = if has_ids {
@@ -215,6 +211,11 @@ pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
                     id(&ids.call_id).as_bytes(),
                 ])
             } else {
+                let content = f
+                    .primary
+                    .as_ref()
+                    .map(|p| span_bytes(sources, &p.span))
+                    .unwrap_or_default();
                 let file = f
                     .primary
                     .as_ref()
@@ -228,8 +229,9 @@ pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
                     &content,
                 ])
             };
-            let n = seen.iter().filter(|h| **h == base).count();
-            seen.push(base);
+            let count = seen.entry(base).or_insert(0);
+            let n = *count as usize;
+            *count += 1;
             format!("{:016x}", fnv(&[&base.to_le_bytes(), &n.to_le_bytes()]))
         })
         .collect()
@@ -244,6 +246,35 @@ mod tests {
         // Pinned: a changed value would invalidate every baseline users have written.
         assert_eq!(fnv(&[b"rule", b"id"]), 0x922f_632b_1fcd_db22);
         assert_ne!(fnv(&[b"ab", b"c"]), fnv(&[b"a", b"bc"]));
+    }
+
+    #[test]
+    fn identical_findings_are_numbered_by_occurrence() {
+        use crate::checks::Rule;
+        use crate::diagnostic::{Finding, Ids, Severity};
+        let finding = |part: &str| {
+            Finding::new(Rule::StepUnclosed, Severity::Error, "m").ids(Ids {
+                session_id: Some("ses_1".into()),
+                part_id: Some(part.into()),
+                ..Ids::default()
+            })
+        };
+        let findings = [
+            finding("prt_a"),
+            finding("prt_b"),
+            finding("prt_a"),
+            finding("prt_a"),
+        ];
+        let prints = fingerprints(&SourceMap::new(), &findings);
+        let base = fnv(&[b"step-unclosed", b"ses_1", b"", b"prt_a", b""]);
+        let nth = |n: usize| format!("{:016x}", fnv(&[&base.to_le_bytes(), &n.to_le_bytes()]));
+        assert_eq!(
+            [&prints[0], &prints[2], &prints[3]],
+            [&nth(0), &nth(1), &nth(2)]
+        );
+        assert_ne!(prints[1], prints[0]);
+        // Pinned: a changed value would invalidate every baseline users have written.
+        assert_eq!(prints[0], "a29b82ec7f92889e");
     }
 
     #[test]
