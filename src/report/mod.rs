@@ -100,17 +100,24 @@ pub fn prepare(
 ) -> UnitOutput {
     let located = locate(sources, findings);
     let all = record::records(sources, &located, findings);
-    let mut kept_findings = Vec::new();
-    let mut records = Vec::new();
-    let mut baselined = 0;
-    for (f, rec) in findings.iter().zip(all) {
-        if baseline.is_some_and(|b| b.contains(&rec.fingerprint)) {
-            baselined += 1;
-            continue;
+    // Without a baseline every finding is kept, and not copied.
+    let (kept_findings, records, baselined) = match baseline {
+        None => (std::borrow::Cow::Borrowed(findings), all, 0),
+        Some(baseline) => {
+            let mut kept = Vec::new();
+            let mut records = Vec::new();
+            let mut baselined = 0;
+            for (f, rec) in findings.iter().zip(all) {
+                if baseline.contains(&rec.fingerprint) {
+                    baselined += 1;
+                    continue;
+                }
+                kept.push(f.clone());
+                records.push(rec);
+            }
+            (std::borrow::Cow::Owned(kept), records, baselined)
         }
-        kept_findings.push(f.clone());
-        records.push(rec);
-    }
+    };
     let html = match human {
         Some(r) if r.html => html::section(sources, analysis, &kept_findings, &records, &located),
         _ => String::new(),
@@ -223,6 +230,18 @@ fn is_zero(n: &usize) -> bool {
 
 /// Figures of each session of `analysis`.
 pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummary> {
+    // Findings by session and severity, counted in one pass (not once per session).
+    let mut by_session: HashMap<&str, [usize; 3]> = HashMap::new();
+    for f in findings {
+        if let Some(id) = f.ids.session_id.as_deref() {
+            let counts = by_session.entry(id).or_default();
+            match f.severity {
+                Severity::Error => counts[0] += 1,
+                Severity::Warning => counts[1] += 1,
+                Severity::Info => counts[2] += 1,
+            }
+        }
+    }
     analysis
         .sessions
         .iter()
@@ -254,15 +273,10 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                     }
                 }
             }
-            for f in findings
-                .iter()
-                .filter(|f| f.ids.session_id.as_deref() == Some(&s.id))
-            {
-                match f.severity {
-                    Severity::Error => sum.errors += 1,
-                    Severity::Warning => sum.warnings += 1,
-                    Severity::Info => sum.infos += 1,
-                }
+            if let Some(&[errors, warnings, infos]) = by_session.get(s.id.as_str()) {
+                sum.errors = errors;
+                sum.warnings = warnings;
+                sum.infos = infos;
             }
             sum
         })
@@ -403,4 +417,45 @@ pub fn by_rule<'a>(
         out.entry(r.rule.as_str()).or_default().count(r.severity);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Rule;
+    use crate::diagnostic::Ids;
+    use crate::session::Session;
+
+    #[test]
+    fn sessions_count_their_own_findings() {
+        let mut analysis = Analysis::new(FileId(0), Format::AgentLog);
+        for id in ["ses_a", "ses_b", "ses_c"] {
+            analysis.sessions.push(Session {
+                id: id.into(),
+                ..Session::default()
+            });
+        }
+        let finding = |session: Option<&str>, severity| {
+            Finding::new(Rule::StepUnclosed, severity, "m").ids(Ids {
+                session_id: session.map(str::to_owned),
+                ..Ids::default()
+            })
+        };
+        let findings = [
+            finding(Some("ses_a"), Severity::Error),
+            finding(Some("ses_b"), Severity::Warning),
+            finding(Some("ses_a"), Severity::Info),
+            finding(None, Severity::Error),
+            finding(Some("ses_a"), Severity::Error),
+        ];
+        let sums = summarize(&analysis, &findings);
+        let counts: Vec<_> = sums
+            .iter()
+            .map(|s| (s.id.as_str(), s.errors, s.warnings, s.infos))
+            .collect();
+        assert_eq!(
+            counts,
+            [("ses_a", 2, 0, 1), ("ses_b", 0, 1, 0), ("ses_c", 0, 0, 0)]
+        );
+    }
 }
