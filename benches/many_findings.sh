@@ -23,7 +23,8 @@ for n in ${@:-10000 100000 1000000}; do
   } }' >"$file"
   for format in json human; do
     /usr/bin/time -f "%e %M" -o "$dir/time.txt" "$bin" diagnose --format "$format" "$file" >/dev/null 2>&1 || true
-    read -r wall rss <"$dir/time.txt"
+    # The last line: /usr/bin/time writes "Command exited with non-zero status 1" before it.
+    read -r wall rss < <(tail -n 1 "$dir/time.txt")
     awk -v n="$n" -v f="$format" -v w="$wall" -v m="$rss" 'BEGIN {
       printf "%9d findings  %-5s  %6.2f s  %8.0f findings/s  peak %7.1f MiB  (%.1f KiB a finding)\n",
         n, f, w, (w > 0 ? n / w : 0), m / 1024, m / n }'
