@@ -231,15 +231,10 @@ fn is_zero(n: &usize) -> bool {
 /// Figures of each session of `analysis`.
 pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummary> {
     // Findings by session and severity, counted in one pass (not once per session).
-    let mut by_session: HashMap<&str, [usize; 3]> = HashMap::new();
+    let mut by_session: HashMap<&str, Totals> = HashMap::new();
     for f in findings {
         if let Some(id) = f.ids.session_id.as_deref() {
-            let counts = by_session.entry(id).or_default();
-            match f.severity {
-                Severity::Error => counts[0] += 1,
-                Severity::Warning => counts[1] += 1,
-                Severity::Info => counts[2] += 1,
-            }
+            by_session.entry(id).or_default().count(f.severity);
         }
     }
     analysis
@@ -273,10 +268,10 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                     }
                 }
             }
-            if let Some(&[errors, warnings, infos]) = by_session.get(s.id.as_str()) {
-                sum.errors = errors;
-                sum.warnings = warnings;
-                sum.infos = infos;
+            if let Some(totals) = by_session.get(s.id.as_str()) {
+                sum.errors = totals.errors;
+                sum.warnings = totals.warnings;
+                sum.infos = totals.infos;
             }
             sum
         })

@@ -194,7 +194,7 @@ fn span_bytes(sources: &SourceMap, span: &Span) -> Vec<u8> {
 /// for identical ones). No line numbers: a fingerprint survives edits elsewhere in the file.
 pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
     // How many findings before have each base: the occurrence number, in one lookup.
-    let mut seen: std::collections::HashMap<u64, u64> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     findings
         .iter()
         .map(|f| {
@@ -230,7 +230,7 @@ pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
                 ])
             };
             let count = seen.entry(base).or_insert(0);
-            let n = *count as usize;
+            let n = *count;
             *count += 1;
             format!("{:016x}", fnv(&[&base.to_le_bytes(), &n.to_le_bytes()]))
         })
