@@ -28,8 +28,8 @@ use crate::ingest::agent_log::{
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
 use crate::json_scan::Seg;
-use crate::model::Part;
 use crate::model::schema;
+use crate::model::{Part, TOOL_ABORTED};
 use crate::session::{
     Analysis, ErrorInfo, Event, EventKind, LogLevel, Message, Observation, PartRecord,
     PayloadIssues, Seq, Session, Undecodable,
@@ -675,6 +675,12 @@ struct State {
     last_results: Vec<(Span, String)>,
     /// Tool results that carried media (images, documents): every later request resends them.
     media_results: Vec<(Span, String)>,
+    /// Per session index: how many events there were at the session's last part write (a
+    /// cleanup's "Tool execution aborted" write aside). See [`State::file_part`].
+    events_at_write: Vec<usize>,
+    /// The positions of part writes that came first in their session after an event, in order:
+    /// the writes [`PartRecord::history`] keeps whatever else it drops.
+    first_after_event: Vec<Seq>,
 }
 
 impl State {
@@ -691,6 +697,8 @@ impl State {
             informational: Vec::new(),
             last_results: Vec::new(),
             media_results: Vec::new(),
+            events_at_write: Vec::new(),
+            first_after_event: Vec::new(),
         }
     }
 
@@ -1255,7 +1263,28 @@ impl State {
 
     /// Records a write of `part` in message `mi` of session `si`: a new part, or the latest
     /// write of one the message has.
+    ///
+    /// A part's history keeps the first and the last write of each run of one status, and every
+    /// write that came first in its session after an event; the writes in between (a text part
+    /// streamed delta by delta, rewritten hundreds of times) are dropped, so a log's model grows
+    /// with its parts, not with its writes. Nothing the checks read changes: the status path, the
+    /// first `pending` and last `running` write, the first and last write, and the first write
+    /// of a session after any event (what `incidents` and `loop-exited-early` ask for: a
+    /// cleanup's write does not count as activity there, so the write after it is kept too).
     fn file_part(&mut self, si: usize, mi: usize, part: Part, observation: Observation) {
+        if self.events_at_write.len() <= si {
+            self.events_at_write.resize(si + 1, 0);
+        }
+        let events = self.analysis.events.len();
+        if self.events_at_write[si] != events
+            && self.first_after_event.last() != Some(&observation.seq)
+        {
+            self.first_after_event.push(observation.seq);
+        }
+        let cleanup = part.tool().and_then(|t| t.state.error_text()) == Some(TOOL_ABORTED);
+        if !cleanup {
+            self.events_at_write[si] = events;
+        }
         let key = (si, mi, self.id_hasher.hash_one(part.id.as_str()));
         let message = &mut self.analysis.sessions[si].messages[mi];
         // The index holds the first part with each hash; another part with the same hash (a
@@ -1269,7 +1298,19 @@ impl State {
             Some(pi) => {
                 let record = &mut message.parts[pi];
                 record.part = part;
-                record.history.push(observation);
+                let history = &mut record.history;
+                let kept = |o: &Observation| self.first_after_event.binary_search(&o.seq).is_ok();
+                match history.as_mut_slice() {
+                    // The last write is neither the first of its status run nor one to keep.
+                    [.., before, last]
+                        if before.status == last.status
+                            && last.status == observation.status
+                            && !kept(last) =>
+                    {
+                        *last = observation;
+                    }
+                    _ => history.push(observation),
+                }
             }
             None => {
                 self.part_index.entry(key).or_insert(message.parts.len());
@@ -2045,6 +2086,125 @@ mod tests {
         assert_eq!(parts[0].status_path(), ["pending", "error"]);
         assert_eq!(parts[1].part.id, "prt_b");
         assert_eq!(parts[1].status_path(), ["pending", "completed"]);
+    }
+
+    /// Histories keep what the checks read of every write, whatever the order of writes and
+    /// events: random runs of writes (three parts, two sessions, cleanups among them) and events,
+    /// each compared with every write kept.
+    #[test]
+    fn histories_drop_only_writes_nothing_reads() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let statuses = ["pending", "running", "completed", "error"];
+        let (mut writes_made, mut writes_kept) = (0, 0);
+        for _ in 0..300 {
+            let mut state = State::new(FileId(0));
+            // (session, part) → every write: (seq, status, cleanup).
+            type Writes<'a> = Vec<(Seq, &'a str, bool)>;
+            let mut all: std::collections::BTreeMap<(usize, usize), Writes<'_>> =
+                std::collections::BTreeMap::new();
+            let mut events: Vec<Seq> = Vec::new();
+            for seq in 0..60 {
+                if next(8) == 0 {
+                    state.event(seq, Span::new(FileId(0), seq, 1), None, EventKind::Idle);
+                    events.push(seq);
+                    continue;
+                }
+                let (s, p) = (next(2) as usize, next(3) as usize);
+                // A part keeps its status for a run of writes, as a streamed one does.
+                let previous = all.get(&(s, p)).and_then(|w| w.last()).map(|w| w.1);
+                let status = match previous {
+                    Some(status) if next(4) != 0 => status,
+                    _ => statuses[next(4) as usize],
+                };
+                let cleanup = status == "error" && next(2) == 0;
+                let error = if cleanup { TOOL_ABORTED } else { "boom" };
+                let part = Part::from_value(&serde_json::json!({
+                    "id": format!("prt_{p}"), "sessionID": format!("ses_{s}"),
+                    "messageID": "msg_1", "type": "tool", "callID": "c", "tool": "read",
+                    "state": {"status": status, "input": {}, "error": error},
+                }));
+                let si = state.session_slot(&format!("ses_{s}"));
+                let mi = state.message_slot(si, "msg_1");
+                let write = Observation {
+                    seq,
+                    span: Span::new(FileId(0), seq, 1),
+                    status: Some(status.into()),
+                    status_span: None,
+                };
+                state.file_part(si, mi, part, write);
+                all.entry((s, p)).or_default().push((seq, status, cleanup));
+            }
+            for ((s, p), writes) in &all {
+                let session = state.analysis.session(&format!("ses_{s}")).into_iter();
+                let record = session
+                    .flat_map(|x| x.messages.iter().flat_map(|m| &m.parts))
+                    .find(|r| r.part.id == format!("prt_{p}"));
+                let Some(record) = record else {
+                    panic!("prt_{p} of ses_{s} is missing");
+                };
+                let kept: Vec<(Seq, &str)> = record
+                    .history
+                    .iter()
+                    .map(|o| (o.seq, o.status.as_deref().unwrap_or_default()))
+                    .collect();
+                writes_made += writes.len();
+                writes_kept += kept.len();
+                let mut path: Vec<&str> = writes.iter().map(|w| w.1).collect();
+                path.dedup();
+                assert_eq!(record.status_path(), path);
+                assert_eq!(kept.first(), writes.first().map(|w| (w.0, w.1)).as_ref());
+                assert_eq!(kept.last(), writes.last().map(|w| (w.0, w.1)).as_ref());
+                for status in statuses {
+                    let first = writes.iter().find(|w| w.1 == status).map(|w| w.0);
+                    let last = writes.iter().rev().find(|w| w.1 == status).map(|w| w.0);
+                    assert_eq!(kept.iter().find(|k| k.1 == status).map(|k| k.0), first);
+                    assert_eq!(kept.iter().rev().find(|k| k.1 == status).map(|k| k.0), last);
+                }
+            }
+            // The first write of each session after each event, with and without the cleanups'
+            // last writes (what `incidents` and `loop-exited-early` ask).
+            for s in 0..2 {
+                for skip_cleanup in [false, true] {
+                    let counted = |writes: &[(Seq, &str, bool)], i: usize| {
+                        !(skip_cleanup && i + 1 == writes.len() && writes[i].2)
+                    };
+                    let full: Vec<Seq> = all
+                        .iter()
+                        .filter(|((x, _), _)| *x == s)
+                        .flat_map(|(_, w)| (0..w.len()).filter(|&i| counted(w, i)).map(|i| w[i].0))
+                        .collect();
+                    let kept: Vec<Seq> = state
+                        .analysis
+                        .session(&format!("ses_{s}"))
+                        .into_iter()
+                        .flat_map(|x| x.messages.iter().flat_map(|m| &m.parts))
+                        .flat_map(|r| {
+                            let writes = &all[&(s, r.part.id[4..].parse::<usize>().unwrap_or(9))];
+                            let cleanup = writes.last().is_some_and(|w| w.2);
+                            let n = r.history.len();
+                            r.history.iter().enumerate().filter_map(move |(i, o)| {
+                                (!(skip_cleanup && cleanup && i + 1 == n)).then_some(o.seq)
+                            })
+                        })
+                        .collect();
+                    for &e in &events {
+                        let after = |v: &[Seq]| v.iter().copied().filter(|&x| x > e).min();
+                        assert_eq!(after(&kept), after(&full), "session {s}, event {e}");
+                    }
+                }
+            }
+        }
+        // Writes were dropped: the runs above are not all kept by chance.
+        assert!(
+            writes_kept * 4 < writes_made * 3,
+            "{writes_kept} of {writes_made}"
+        );
     }
 
     #[test]
