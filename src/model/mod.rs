@@ -88,17 +88,17 @@ pub struct Part {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum PartBody {
-    Text(TextPart),
-    Subtask(SubtaskPart),
-    Reasoning(ReasoningPart),
-    File(FilePart),
+    Text(Box<TextPart>),
+    Subtask(Box<SubtaskPart>),
+    Reasoning(Box<ReasoningPart>),
+    File(Box<FilePart>),
     Tool(Box<ToolPart>),
     StepStart(StepStartPart),
-    StepFinish(StepFinishPart),
+    StepFinish(Box<StepFinishPart>),
     Snapshot(SnapshotPart),
     Patch(PatchPart),
     Agent(AgentPart),
-    Retry(RetryPart),
+    Retry(Box<RetryPart>),
     Compaction(CompactionPart),
     /// A part whose `type` is missing or not one of the 12.
     Unknown {
@@ -449,10 +449,10 @@ impl Part {
         // A known type keeps its kind even when a field has the wrong type (its fields are then
         // defaulted): the schema check reports the field, and the part still counts as what it is.
         let body = match type_name {
-            Some("text") => PartBody::Text(lenient(v)),
-            Some("subtask") => PartBody::Subtask(lenient(v)),
-            Some("reasoning") => PartBody::Reasoning(lenient(v)),
-            Some("file") => PartBody::File(lenient(v)),
+            Some("text") => PartBody::Text(Box::new(lenient(v))),
+            Some("subtask") => PartBody::Subtask(Box::new(lenient(v))),
+            Some("reasoning") => PartBody::Reasoning(Box::new(lenient(v))),
+            Some("file") => PartBody::File(Box::new(lenient(v))),
             Some("tool") => PartBody::Tool(Box::new(ToolPart {
                 call_id: str_field(v, "callID"),
                 tool: str_field(v, "tool"),
@@ -460,11 +460,11 @@ impl Part {
                 metadata: v.get("metadata").and_then(Value::as_object).cloned(),
             })),
             Some("step-start") => PartBody::StepStart(lenient(v)),
-            Some("step-finish") => PartBody::StepFinish(lenient(v)),
+            Some("step-finish") => PartBody::StepFinish(Box::new(lenient(v))),
             Some("snapshot") => PartBody::Snapshot(lenient(v)),
             Some("patch") => PartBody::Patch(lenient(v)),
             Some("agent") => PartBody::Agent(lenient(v)),
-            Some("retry") => PartBody::Retry(lenient(v)),
+            Some("retry") => PartBody::Retry(Box::new(lenient(v))),
             Some("compaction") => PartBody::Compaction(lenient(v)),
             _ => PartBody::Unknown {
                 type_name: type_name.map(str::to_owned),

@@ -32,8 +32,8 @@ pub fn part(text: &str) -> Option<Part> {
         return None;
     }
     let body = match sink.body {
-        Building::Text(t) => PartBody::Text(t),
-        Building::Reasoning(r) => PartBody::Reasoning(r),
+        Building::Text(t) => PartBody::Text(Box::new(t)),
+        Building::Reasoning(r) => PartBody::Reasoning(Box::new(r)),
         Building::Tool(t) => {
             let ToolBuilding {
                 call_id,
@@ -50,7 +50,7 @@ pub fn part(text: &str) -> Option<Part> {
             }))
         }
         Building::StepStart(s) => PartBody::StepStart(s),
-        Building::StepFinish(s) => PartBody::StepFinish(s),
+        Building::StepFinish(s) => PartBody::StepFinish(Box::new(s)),
         // A rare type: validated, read the other way.
         Building::Other | Building::None => return Part::from_json(text),
     };
