@@ -52,13 +52,24 @@ type Batch = (Vec<Result<LogRecord, IngestError>>, std::sync::Arc<Texts>);
 /// with how [`LogStats`] counts it.
 type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
 
-/// A record ready to be applied. A part event's part is validated and read into the model
-/// (the heavy work) while its batch is decoded in parallel, not on the replay's thread.
+/// A record ready to be applied. A part event is read whole (its part validated and read into
+/// the model, a `step_finish`'s step read) while its batch is decoded in parallel, and its value
+/// is freed there: the replay's thread, which applies the records one after the other, only
+/// files what was read.
 enum Ready {
     Record(LogRecord),
-    /// A part event; its record keeps the part's value only for a `step_finish` (an empty object
-    /// stands in for the others').
-    Part(JsonRecord, Box<PreparedPart>),
+    Part(Box<PartEvent>),
+}
+
+/// A part event as [`State::apply_part_event`] applies it.
+struct PartEvent {
+    /// The whole record.
+    span: Span,
+    /// The record's `sessionID`, when it is a string.
+    session_id: Option<String>,
+    prepared: PreparedPart,
+    /// What a `step_finish` recorded.
+    step: Option<crate::session::StepFinish>,
 }
 
 /// A part event's part as [`State::apply_part`] records it, with its schema issues located.
@@ -150,7 +161,7 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
                 }
                 match record? {
                     Ready::Record(record) => state.apply(seq, record),
-                    Ready::Part(rec, part) => state.apply_json(seq, &rec, Some(*part)),
+                    Ready::Part(event) => state.apply_part_event(seq, *event),
                 }
                 seq += 1;
             }
@@ -600,20 +611,64 @@ fn ready(record: LogRecord) -> Ready {
         }
         return Ready::Record(LogRecord::Json(rec));
     }
-    // `step_finished` reads a `step_finish`'s part from the record; the others' part values are
-    // not read again: an empty object is left in their place.
-    let prepared = if ty == "step_finish" {
+    // What `apply_json` reads of a part event, read here.
+    let session_id = s("sessionID").map(str::to_owned);
+    let (prepared, step) = if ty == "step_finish" {
         // Read where it is, unless slimming it would change it.
         let part = rec.value.get("part").unwrap_or(&Value::Null);
-        prepare(&rec, std::borrow::Cow::Borrowed(part))
+        let prepared = prepare(&rec, std::borrow::Cow::Borrowed(part));
+        (prepared, Some(step_finish_of(&rec)))
     } else {
         let part = match rec.value.get_mut("part") {
-            Some(part) => std::mem::replace(part, Value::Object(serde_json::Map::new())),
+            Some(part) => std::mem::replace(part, Value::Null),
             None => Value::Null,
         };
-        prepare(&rec, std::borrow::Cow::Owned(part))
+        (prepare(&rec, std::borrow::Cow::Owned(part)), None)
     };
-    Ready::Part(rec, Box::new(prepared))
+    Ready::Part(Box::new(PartEvent {
+        span: rec.span,
+        session_id,
+        prepared,
+        step,
+    }))
+}
+
+/// What a `step_finish` record says of its step.
+fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
+    let part = &rec.value["part"];
+    let s = |k: &str| {
+        part.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (reason, reason_not_string) = match part.get("reason") {
+        Some(Value::String(r)) => (r.clone(), false),
+        Some(Value::Null) | None => (String::new(), false),
+        Some(other) => (other.to_string(), true),
+    };
+    let tokens = part.get("tokens");
+    let zero_usage = tokens.is_none_or(|t| usage_total(t) == 0);
+    let model = part.get("model");
+    let model_s = |k: &str| {
+        model
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    crate::session::StepFinish {
+        message_id: s("messageID"),
+        part_id: s("id"),
+        reason,
+        reason_not_string,
+        reason_span: rec.locate(&["part".into(), "reason".into()]),
+        zero_usage,
+        tokens_span: rec
+            .locate(&["part".into(), "tokens".into()])
+            .map(|t| t.head()),
+        requested_model: model_s("requestedModelID"),
+        responded_model: model_s("respondedModelID"),
+    }
 }
 
 /// Validates the part of a part event (`raw`, the value of the record's `part`) and reads it
@@ -850,7 +905,7 @@ impl State {
             {
                 let prepared =
                     prepared.unwrap_or_else(|| prepare_part(rec, rec.value["part"].clone()));
-                self.apply_part(seq, rec, prepared, session_id.clone());
+                self.apply_part(seq, rec.span, prepared, session_id.clone());
                 if ty == "step_finish" {
                     self.step_finished(seq, rec, session_id);
                 }
@@ -1173,40 +1228,7 @@ impl State {
     }
 
     fn step_finished(&mut self, seq: Seq, rec: &JsonRecord, session_id: Option<String>) {
-        let part = &rec.value["part"];
-        let s = |k: &str| {
-            part.get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let (reason, reason_not_string) = match part.get("reason") {
-            Some(Value::String(r)) => (r.clone(), false),
-            Some(Value::Null) | None => (String::new(), false),
-            Some(other) => (other.to_string(), true),
-        };
-        let tokens = part.get("tokens");
-        let zero_usage = tokens.is_none_or(|t| usage_total(t) == 0);
-        let model = part.get("model");
-        let model_s = |k: &str| {
-            model
-                .and_then(|m| m.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let finish = crate::session::StepFinish {
-            message_id: s("messageID"),
-            part_id: s("id"),
-            reason,
-            reason_not_string,
-            reason_span: rec.locate(&["part".into(), "reason".into()]),
-            zero_usage,
-            tokens_span: rec
-                .locate(&["part".into(), "tokens".into()])
-                .map(|t| t.head()),
-            requested_model: model_s("requestedModelID"),
-            responded_model: model_s("respondedModelID"),
-        };
+        let finish = step_finish_of(rec);
         self.event(
             seq,
             rec.span,
@@ -1215,10 +1237,27 @@ impl State {
         );
     }
 
+    /// A part event read on the decoding thread: what [`State::apply_json`] does with one.
+    fn apply_part_event(&mut self, seq: Seq, event: PartEvent) {
+        let PartEvent {
+            span,
+            session_id,
+            prepared,
+            step,
+        } = event;
+        if let Some(id) = &session_id {
+            self.current_session = Some(id.clone());
+        }
+        self.apply_part(seq, span, prepared, session_id.clone());
+        if let Some(step) = step {
+            self.event(seq, span, session_id, EventKind::StepFinished(Box::new(step)));
+        }
+    }
+
     fn apply_part(
         &mut self,
         seq: Seq,
-        rec: &JsonRecord,
+        span: Span,
         prepared: PreparedPart,
         session_id: Option<String>,
     ) {
@@ -1251,7 +1290,7 @@ impl State {
         let status = part.tool().map(|t| t.state.status_name());
         let observation = Observation {
             seq,
-            span: rec.span,
+            span,
             status,
             status_span,
         };
