@@ -1,4 +1,4 @@
-use std::collections::HashMap;
+use crate::FastMap as HashMap;
 
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
@@ -43,7 +43,7 @@ declare_check! {
 impl Check for LoopExitedEarly {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         // The latest step finish of each message so far: one walk, not one walk back per step.
-        let mut last_finish: HashMap<&str, Seq> = HashMap::new();
+        let mut last_finish: HashMap<&str, Seq> = HashMap::default();
         let sessions = analysis.sessions_by_id();
         let mut index = SessionIndex::default();
         for e in &analysis.events {
@@ -157,7 +157,8 @@ struct Indexed<'a> {
 impl<'a> SessionIndex<'a> {
     fn of(&mut self, session: &'a Session) -> &Indexed<'a> {
         self.sessions.entry(session.id.as_str()).or_insert_with(|| {
-            let mut messages = HashMap::with_capacity(session.messages.len());
+            let mut messages =
+                HashMap::with_capacity_and_hasher(session.messages.len(), Default::default());
             for m in &session.messages {
                 // The first of a repeated id, as `Session::message` finds it.
                 messages.entry(m.id.as_str()).or_insert(m);

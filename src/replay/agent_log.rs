@@ -14,7 +14,7 @@
 
 /// The replay's indexes: looked up once or more per record, keyed by ids the log names, where
 /// std's SipHash costs more than the lookups need (foldhash, already hashbrown's default).
-type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+use crate::FastMap;
 use std::hash::BuildHasher;
 use std::io::BufRead;
 
@@ -1250,7 +1250,12 @@ impl State {
         }
         self.apply_part(seq, span, prepared, session_id.clone());
         if let Some(step) = step {
-            self.event(seq, span, session_id, EventKind::StepFinished(Box::new(step)));
+            self.event(
+                seq,
+                span,
+                session_id,
+                EventKind::StepFinished(Box::new(step)),
+            );
         }
     }
 
