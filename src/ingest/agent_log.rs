@@ -841,6 +841,16 @@ impl Pending {
         self.text.len()
     }
 
+    /// The object as a record whose value is not read (`null`), for a reader that reads what it
+    /// needs of the text itself; `None` for a raw error dump.
+    pub fn unread(&self, texts: &Arc<Texts>) -> Option<JsonRecord> {
+        matches!(self.kind, OpenKind::Object).then(|| JsonRecord {
+            span: self.span,
+            text: self.text_in(texts),
+            value: Value::Null,
+        })
+    }
+
     /// The value's text in `texts` (those [`AgentLogReader::take_texts`] handed over after the
     /// reader yielded this value).
     fn text_in(&self, texts: &Arc<Texts>) -> RecordText {

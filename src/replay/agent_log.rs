@@ -62,6 +62,7 @@ enum Ready {
 }
 
 /// A part event as [`State::apply_part_event`] applies it.
+#[derive(Debug)]
 struct PartEvent {
     /// The whole record.
     span: Span,
@@ -73,6 +74,7 @@ struct PartEvent {
 }
 
 /// A part event's part as [`State::apply_part`] records it, with its schema issues located.
+#[derive(Debug)]
 struct PreparedPart {
     part: Part,
     /// Schema issues, each with the span of its value (or of its parent object).
@@ -575,6 +577,11 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
         .into_iter()
         .map(|record| match record {
             Ok(LogRecord::Pending(p)) => {
+                if p.text_len() <= STEP_EVENT_MAX
+                    && let Some(event) = p.unread(&texts).and_then(|rec| step_event(&rec))
+                {
+                    return (Ok(Ready::Part(Box::new(event))), Some(Decoded::JsonObject));
+                }
                 let decoded = p.decode(&texts, decoding);
                 let kind = decoded.decoded();
                 (Ok(ready(decoded)), Some(kind))
@@ -582,6 +589,168 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
             other => (other.map(Ready::Record), None),
         })
         .collect()
+}
+
+/// Longest record [`step_event`] reads.
+const STEP_EVENT_MAX: usize = 1024;
+
+/// A `step_start` or `step_finish` event read from its text, without building its value: what
+/// [`ready`] makes of it, for the small ones that are most of a long log's records (a step's two
+/// events, a few hundred bytes each, where building a `Value` of every key costs more than the
+/// rest of the replay). `None` leaves the record to [`ready`], which reads it whole:
+///
+/// * unless the record reads as an object whose `type`, `service`, `message` and `sessionID` are
+///   each written at most once, and [`ready`] would take it for a part event;
+/// * unless the part is at most [`MAX_KEPT_STRING`] bytes (so [`slim`] cuts none of its strings),
+///   satisfies the schema (so it has no issue to locate), and is a `step-start` or `step-finish`
+///   part, which [`slim`] leaves as it is and `model::read::part` reads as `Part::from_value`
+///   does;
+/// * unless the part's `id`, `sessionID`, `messageID`, `reason`, `tokens` and `model` are each
+///   written at most once.
+///
+/// Every value is walked with [`Discard`], so a record this reads is one `log_value::parse`
+/// reads too. The test `step_events_read_as_ready_reads_them` holds the two readings together.
+fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
+    let text: &str = &rec.text;
+    // Most records are not step events: a look for the name costs less than reading the
+    // envelope. A light record (none has a `part`) is read as one.
+    if memchr::memmem::find(text.as_bytes(), b"\"step_").is_none() || light(text).is_some() {
+        return None;
+    }
+    let envelope: StepEnvelope<'_> = serde_json::from_str(text).ok()?;
+    let ty = envelope.ty.get()?;
+    if !matches!(ty, "step_start" | "step_finish")
+        || (envelope.service.get() == Some("bus") && envelope.message.get() == Some("publishing"))
+        || envelope.message.get() == Some("unhandled")
+    {
+        return None;
+    }
+    let (start, end) = crate::json_scan::locate(text, &[Seg::Key("part")])?;
+    let part_text = text.get(start..end)?;
+    if part_text.len() > MAX_KEPT_STRING || !part_text.starts_with('{') {
+        return None;
+    }
+    let fields: StepFields<'_> = serde_json::from_str(part_text).ok()?;
+    let mut part = crate::model::read::part(part_text)?;
+    if !matches!(
+        part.body,
+        crate::model::PartBody::StepStart(_) | crate::model::PartBody::StepFinish(_)
+    ) {
+        return None;
+    }
+    let owned = |l: &Lenient<'_>| l.get().unwrap_or_default().to_owned();
+    part.id = owned(&fields.id);
+    part.session_id = owned(&fields.session_id);
+    part.message_id = owned(&fields.message_id);
+    let step = (ty == "step_finish").then(|| {
+        let (reason, reason_not_string) = match &fields.reason {
+            Some(Value::String(r)) => (r.clone(), false),
+            Some(Value::Null) | None => (String::new(), false),
+            Some(other) => (other.to_string(), true),
+        };
+        let model_s = |k: &str| {
+            (fields.model.as_ref())
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        crate::session::StepFinish {
+            message_id: part.message_id.clone(),
+            part_id: part.id.clone(),
+            reason,
+            reason_not_string,
+            reason_span: rec.locate(&["part".into(), "reason".into()]),
+            zero_usage: fields.tokens.as_ref().is_none_or(|t| usage_total(t) == 0),
+            tokens_span: rec
+                .locate(&["part".into(), "tokens".into()])
+                .map(|t| t.head()),
+            requested_model: model_s("requestedModelID"),
+            responded_model: model_s("respondedModelID"),
+        }
+    });
+    Some(PartEvent {
+        span: rec.span,
+        session_id: envelope.session_id.get().map(str::to_owned),
+        prepared: PreparedPart {
+            part,
+            issues: Vec::new(),
+            part_span: rec.span,
+            status_span: None,
+        },
+        step,
+    })
+}
+
+/// What [`ready`] reads of a record's top level to tell a part event, read as [`Peek`] reads:
+/// the other members walked with [`Discard`], a key met twice refused.
+#[derive(Default)]
+struct StepEnvelope<'a> {
+    ty: Lenient<'a>,
+    service: Lenient<'a>,
+    message: Lenient<'a>,
+    session_id: Lenient<'a>,
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for StepEnvelope<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = StepEnvelope<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<StepEnvelope<'de>, A::Error> {
+                let mut e = StepEnvelope::default();
+                let mut met = [false; 5];
+                while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
+                    let (n, slot) = match key.as_deref().unwrap_or_default() {
+                        "type" => (0, Some(&mut e.ty)),
+                        "service" => (1, Some(&mut e.service)),
+                        "message" => (2, Some(&mut e.message)),
+                        "sessionID" => (3, Some(&mut e.session_id)),
+                        "part" => (4, None),
+                        _ => {
+                            map.next_value_seed(Discard)?;
+                            continue;
+                        }
+                    };
+                    if std::mem::replace(&mut met[n], true) {
+                        return Err(serde::de::Error::custom("a key met twice"));
+                    }
+                    match slot {
+                        Some(slot) => *slot = map.next_value()?,
+                        None => map.next_value_seed(Discard)?,
+                    }
+                }
+                if !met[4] {
+                    return Err(serde::de::Error::custom("no part"));
+                }
+                Ok(e)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// What [`step_finish_of`] and `Part::from_value` read of a step's part beyond its body. The
+/// derived reader refuses a field met twice; the part's text was walked with [`Discard`] before.
+#[derive(serde::Deserialize)]
+struct StepFields<'a> {
+    #[serde(borrow, default)]
+    id: Lenient<'a>,
+    #[serde(rename = "sessionID", borrow, default)]
+    session_id: Lenient<'a>,
+    #[serde(rename = "messageID", borrow, default)]
+    message_id: Lenient<'a>,
+    #[serde(default)]
+    reason: Option<Value>,
+    #[serde(default)]
+    tokens: Option<Value>,
+    #[serde(default)]
+    model: Option<Value>,
 }
 
 /// A part event's part validated and read into the model (see [`Ready`]); any other record as
@@ -2135,6 +2304,55 @@ mod tests {
     /// Histories keep what the checks read of every write, whatever the order of writes and
     /// events: random runs of writes (three parts, two sessions, cleanups among them) and events,
     /// each compared with every write kept.
+    /// Reads a one-record log both ways: [`step_event`] on the record unread, and [`ready`] on
+    /// it decoded.
+    fn both_ways(text: &str) -> Option<(Option<PartEvent>, Ready)> {
+        let mut reader = AgentLogReader::new(text.as_bytes(), FileId(0))
+            .with_light(light)
+            .with_object_parser(parse_object)
+            .deferred();
+        let decoding = reader.decoding();
+        let Some(Ok(LogRecord::Pending(p))) = reader.next() else {
+            return None;
+        };
+        let texts = reader.take_texts();
+        let fast = p.unread(&texts).and_then(|rec| step_event(&rec));
+        Some((fast, ready(p.decode(&texts, decoding))))
+    }
+
+    /// A step event read from its text is what [`ready`] reads of it decoded: real step events
+    /// and every one-byte mutation of them.
+    #[test]
+    fn step_events_read_as_ready_reads_them() {
+        let seeds = [
+            r#"{"type":"step_start","timestamp":1771057754652,"sessionID":"ses_3a4bb6d8dffeiS5FRAjqmkJinT","part":{"id":"prt_c5b44a795001zQe56nCjjJYlaI","sessionID":"ses_3a4bb6d8dffeiS5FRAjqmkJinT","messageID":"msg_c5b449314001c6ZX5L0bedtpJ6","type":"step-start","snapshot":"4b825dc642cb6eb9a060e54bf8d69288fbee4904"}}"#,
+            r#"{"type":"step_finish","timestamp":1771057754652,"sessionID":"ses_1","part":{"id":"prt_2","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"tool-calls","snapshot":"4b82","cost":0.0125,"tokens":{"input":10,"output":5,"reasoning":0,"cache":{"read":3,"write":0}}}}"#,
+            r#"{"type":"step_finish","sessionID":"ses_1","part":{"id":"prt_3","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"requestedModelID":"a","respondedModelID":"b"}},"level":"info"}"#,
+            "{ \"type\" : \"step_finish\",\n \"part\": {\"type\":\"step-finish\",\"id\":\"p\\u00e9\",\"messageID\":\"m\",\"sessionID\":\"s\",\"reason\":\"st\\nop\",\"cost\":0.5,\"tokens\":{\"input\":1,\"output\":2,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0}}}, \"sessionID\": \"ses_é\" }",
+        ];
+        let (mut fast, mut all) = (0, 0);
+        for seed in seeds {
+            assert!(
+                matches!(both_ways(seed), Some((Some(_), _))),
+                "read from its text: {seed}"
+            );
+            for text in
+                std::iter::once(seed.to_owned()).chain(crate::text::one_byte_mutations(seed))
+            {
+                all += 1;
+                let Some((Some(event), slow)) = both_ways(&text) else {
+                    continue;
+                };
+                fast += 1;
+                let Ready::Part(slow) = slow else {
+                    panic!("read as a part event, not by ready: {text}");
+                };
+                assert_eq!(format!("{event:?}"), format!("{slow:?}"), "{text}");
+            }
+        }
+        assert!(fast * 4 > all, "{fast} of {all}");
+    }
+
     #[test]
     fn histories_drop_only_writes_nothing_reads() {
         let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
