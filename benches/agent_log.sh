@@ -12,9 +12,11 @@
 # interleaved rounds (ROUNDS, default 7: jq, the floor and rewind back to back in each), so a
 # change in the machine's load hits all three alike; the ratios are the median of the rounds'
 # ratios, with their range. The compact log is also measured written on a single line, which is
-# read piece by piece. Each BIG_COPIES (e.g. 300 1000: about 270 MB and 900 MB) adds a row to the
-# table of peak memory as the log grows, for copies in sessions of their own and for all copies in
-# one session; those logs are deleted afterwards.
+# read piece by piece. A log of small records (COPIES x 2000 steps, each a step_start and a
+# step_finish event, as a long run writes them) is measured against the same peers, in three
+# rounds. Each BIG_COPIES (e.g. 300 1000: about 270 MB and 900 MB) adds a row to the table of
+# peak memory as the log grows, for copies in sessions of their own and for all copies in one
+# session; those logs are deleted afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 copies=${1:-100}
@@ -118,6 +120,36 @@ ratios() {  # awk expression of a round's ratio: "median (rounds min-max)"
 echo "rewind vs jq empty: $(ratios '$1/$5') times as fast (target 10)"
 echo "rewind vs floor:    $(ratios '$3/$5') of the floor's speed (target 0.60)"
 rm -f "$rounds_out"
+echo "-- small records: COPIES x 2000 steps of one session, each a step_start and a step_finish"
+echo "   event of about 300 bytes (where the cost is per record, not per byte; 3 rounds)"
+sm=$dir/steps.jsonl
+python3 - "$sm" "$((copies * 2000))" <<'PY'
+import json, sys
+out, steps = sys.argv[1], int(sys.argv[2])
+with open(out, "w") as f:
+    for i in range(steps):
+        ids = {"sessionID": "ses_1", "messageID": f"msg_{i:010d}"}
+        start = {"id": f"prt_{i:010d}a", **ids, "type": "step-start", "snapshot": "4b825dc6"}
+        finish = {"id": f"prt_{i:010d}b", **ids, "type": "step-finish", "reason": "tool-calls",
+                  "snapshot": "4b825dc6", "cost": 0.0125,
+                  "tokens": {"input": 1200, "output": 35, "reasoning": 0,
+                             "cache": {"read": 9000, "write": 0}}}
+        for ty, part in (("step_start", start), ("step_finish", finish)):
+            f.write(json.dumps({"type": ty, "timestamp": 1771057754652 + i, "sessionID": "ses_1",
+                                "part": part}, separators=(",", ":")) + "\n")
+PY
+rounds_out=$(mktemp)
+for _ in 1 2 3; do
+  read -r js jm <<< "$(run_once jq empty "$sm")"
+  read -r fs fm <<< "$(run_once "$floor" "$sm")"
+  read -r rs rm_ <<< "$(run_once "$bin" diagnose --format json "$sm")"
+  echo "$js $jm $fs $fm $rs $rm_" >> "$rounds_out"
+done
+read -r s m <<< "$(best 1 2)"; line "jq empty (steps)" "$sm" "$s" "$m"
+read -r s m <<< "$(best 3 4)"; line "typed-parse floor (steps)" "$sm" "$s" "$m"
+read -r s m <<< "$(best 5 6)"; line "rewind diagnose (steps)" "$sm" "$s" "$m"
+echo "rewind vs jq empty: $(ratios '$1/$5') times as fast; vs floor: $(ratios '$3/$5')"
+rm -f "$rounds_out" "$sm"
 echo "-- the wrapped log (prefixes, pretty-printed objects, 64 KiB splits)"
 report "rewind diagnose (wrapped)" "$w" "$bin" diagnose --format json "$w"
 report "wc -l (wrapped)" "$w" wc -l "$w"
