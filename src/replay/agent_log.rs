@@ -12,8 +12,8 @@
 //!   (`errorType`), or the wrapper's own classification (`exitCode`);
 //! * `status` / `input`: a new agent run and its prompt.
 
-/// The replay's indexes: looked up once or more per record, keyed by ids the log names, where
-/// std's SipHash costs more than the lookups need (foldhash, already hashbrown's default).
+// The replay's indexes are looked up once or more per record, keyed by ids the log names, where
+// std's SipHash costs more than the lookups need.
 use crate::FastMap;
 use std::hash::BuildHasher;
 use std::io::BufRead;
@@ -643,30 +643,14 @@ fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
     part.session_id = owned(&fields.session_id);
     part.message_id = owned(&fields.message_id);
     let step = (ty == "step_finish").then(|| {
-        let (reason, reason_not_string) = match &fields.reason {
-            Some(Value::String(r)) => (r.clone(), false),
-            Some(Value::Null) | None => (String::new(), false),
-            Some(other) => (other.to_string(), true),
+        let read = StepRead {
+            message_id: &part.message_id,
+            part_id: &part.id,
+            reason: fields.reason.as_ref(),
+            tokens: fields.tokens.as_ref(),
+            model: fields.model.as_ref(),
         };
-        let model_s = |k: &str| {
-            (fields.model.as_ref())
-                .and_then(|m| m.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        crate::session::StepFinish {
-            message_id: part.message_id.clone(),
-            part_id: part.id.clone(),
-            reason,
-            reason_not_string,
-            reason_span: rec.locate(&["part".into(), "reason".into()]),
-            zero_usage: fields.tokens.as_ref().is_none_or(|t| usage_total(t) == 0),
-            tokens_span: rec
-                .locate(&["part".into(), "tokens".into()])
-                .map(|t| t.head()),
-            requested_model: model_s("requestedModelID"),
-            responded_model: model_s("respondedModelID"),
-        }
+        read.finish(rec)
     });
     Some(PartEvent {
         span: rec.span,
@@ -805,38 +789,53 @@ fn ready(record: LogRecord) -> Ready {
 /// What a `step_finish` record says of its step.
 fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
     let part = &rec.value["part"];
-    let s = |k: &str| {
-        part.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let (reason, reason_not_string) = match part.get("reason") {
-        Some(Value::String(r)) => (r.clone(), false),
-        Some(Value::Null) | None => (String::new(), false),
-        Some(other) => (other.to_string(), true),
-    };
-    let tokens = part.get("tokens");
-    let zero_usage = tokens.is_none_or(|t| usage_total(t) == 0);
-    let model = part.get("model");
-    let model_s = |k: &str| {
-        model
-            .and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    crate::session::StepFinish {
+    let s = |k: &str| part.get(k).and_then(Value::as_str).unwrap_or_default();
+    let read = StepRead {
         message_id: s("messageID"),
         part_id: s("id"),
-        reason,
-        reason_not_string,
-        reason_span: rec.locate(&["part".into(), "reason".into()]),
-        zero_usage,
-        tokens_span: rec
-            .locate(&["part".into(), "tokens".into()])
-            .map(|t| t.head()),
-        requested_model: model_s("requestedModelID"),
-        responded_model: model_s("respondedModelID"),
+        reason: part.get("reason"),
+        tokens: part.get("tokens"),
+        model: part.get("model"),
+    };
+    read.finish(rec)
+}
+
+/// The members of a `step_finish`'s part a [`crate::session::StepFinish`] is made of, however
+/// they were read (from the record's value, or by [`step_event`]).
+struct StepRead<'a> {
+    message_id: &'a str,
+    part_id: &'a str,
+    reason: Option<&'a Value>,
+    tokens: Option<&'a Value>,
+    model: Option<&'a Value>,
+}
+
+impl StepRead<'_> {
+    fn finish(self, rec: &JsonRecord) -> crate::session::StepFinish {
+        let (reason, reason_not_string) = match self.reason {
+            Some(Value::String(r)) => (r.clone(), false),
+            Some(Value::Null) | None => (String::new(), false),
+            Some(other) => (other.to_string(), true),
+        };
+        let model_s = |k: &str| {
+            (self.model)
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        crate::session::StepFinish {
+            message_id: self.message_id.to_owned(),
+            part_id: self.part_id.to_owned(),
+            reason,
+            reason_not_string,
+            reason_span: rec.locate(&["part".into(), "reason".into()]),
+            zero_usage: self.tokens.is_none_or(|t| usage_total(t) == 0),
+            tokens_span: rec
+                .locate(&["part".into(), "tokens".into()])
+                .map(|t| t.head()),
+            requested_model: model_s("requestedModelID"),
+            responded_model: model_s("respondedModelID"),
+        }
     }
 }
 
