@@ -881,8 +881,8 @@ fn prepare(rec: &JsonRecord, raw: std::borrow::Cow<'_, Value>) -> PreparedPart {
 struct State {
     analysis: Analysis,
     session_index: FastMap<String, usize>,
-    /// Per session index: message id → message index.
-    message_index: Vec<FastMap<String, usize>>,
+    /// Per session index: hash of a message id → message index (see [`State::message_slot`]).
+    message_index: Vec<FastMap<u64, usize>>,
     /// (session index, message index, hash of the part id) → part index: a part's id is not
     /// copied into the index (see [`State::file_part`]).
     part_index: FastMap<(usize, usize, u64), usize>,
@@ -1073,7 +1073,7 @@ impl State {
             {
                 let prepared =
                     prepared.unwrap_or_else(|| prepare_part(rec, rec.value["part"].clone()));
-                self.apply_part(seq, rec.span, prepared, session_id.clone());
+                self.apply_part(seq, rec.span, prepared, session_id.as_deref());
                 if ty == "step_finish" {
                     self.step_finished(seq, rec, session_id);
                 }
@@ -1414,9 +1414,9 @@ impl State {
             step,
         } = event;
         if let Some(id) = &session_id {
-            self.current_session = Some(id.clone());
+            self.enter_session(id);
         }
-        self.apply_part(seq, span, prepared, session_id.clone());
+        self.apply_part(seq, span, prepared, session_id.as_deref());
         if let Some(step) = step {
             self.event(
                 seq,
@@ -1432,7 +1432,7 @@ impl State {
         seq: Seq,
         span: Span,
         prepared: PreparedPart,
-        session_id: Option<String>,
+        session_id: Option<&str>,
     ) {
         let PreparedPart {
             part,
@@ -1440,13 +1440,14 @@ impl State {
             part_span,
             status_span,
         } = prepared;
-        let session_id = match part.session_id.as_str() {
-            "" => session_id
+        // The part's own session, else the record's, else the current one.
+        let fallback = part.session_id.is_empty().then(|| {
+            (session_id.map(str::to_owned))
                 .or_else(|| self.current_session.clone())
-                .unwrap_or_default(),
-            id => id.to_owned(),
-        };
-        self.current_session = Some(session_id.clone());
+                .unwrap_or_default()
+        });
+        let session_id = fallback.as_deref().unwrap_or(&part.session_id);
+        self.enter_session(session_id);
 
         if !issues.is_empty() {
             self.analysis.schema_issues.push(PayloadIssues {
@@ -1454,7 +1455,7 @@ impl State {
                 what: format!("{} part {}", part.type_name(), part.id),
                 span: part_span,
                 issues,
-                session_id: Some(session_id.clone()),
+                session_id: Some(session_id.to_owned()),
                 message_id: Some(part.message_id.clone()),
                 part_id: Some(part.id.clone()),
             });
@@ -1468,9 +1469,16 @@ impl State {
             status_span,
         };
 
-        let si = self.session_slot(&session_id);
+        let si = self.session_slot(session_id);
         let mi = self.message_slot(si, &part.message_id);
         self.file_part(si, mi, part, observation);
+    }
+
+    /// Makes `id` the current session (without a copy when it already is).
+    fn enter_session(&mut self, id: &str) {
+        if self.current_session.as_deref() != Some(id) {
+            self.current_session = Some(id.to_owned());
+        }
     }
 
     /// Records a write of `part` in message `mi` of session `si`: a new part, or the latest
@@ -1754,11 +1762,20 @@ impl State {
         if self.message_index.len() <= si {
             self.message_index.resize_with(si + 1, FastMap::default);
         }
+        // As the part index: a 64-bit hash of the id, not a copy of it; a message with the hash
+        // of an earlier one (a collision) is found by its id.
+        let key = self.id_hasher.hash_one(id);
         let index = &mut self.message_index[si];
-        if let Some(&i) = index.get(id) {
-            return i;
-        }
         let messages = &mut self.analysis.sessions[si].messages;
+        match index.get(&key) {
+            Some(&i) if messages.get(i).is_some_and(|m| m.id == id) => return i,
+            Some(_) => {
+                if let Some(i) = messages.iter().position(|m| m.id == id) {
+                    return i;
+                }
+            }
+            None => {}
+        }
         let i = messages.len();
         // The session's previous message is, as a rule, complete: its parts and their histories
         // give back the room they grew into (up to a quarter of what a session keeps).
@@ -1772,7 +1789,7 @@ impl State {
             id: id.to_owned(),
             ..Message::default()
         });
-        index.insert(id.to_owned(), i);
+        index.entry(key).or_insert(i);
         i
     }
 }
@@ -2466,6 +2483,24 @@ mod tests {
             writes_kept * 4 < writes_made * 3,
             "{writes_kept} of {writes_made}"
         );
+    }
+
+    #[test]
+    fn messages_whose_id_hashes_collide_stay_apart() {
+        let mut state = State::new(FileId(0));
+        let si = state.session_slot("ses_1");
+        let a = state.message_slot(si, "msg_a");
+        // A collision: msg_b's hash names msg_a's slot.
+        let b_key = state.id_hasher.hash_one("msg_b");
+        state.message_index[si].insert(b_key, a);
+        let b = state.message_slot(si, "msg_b");
+        assert_ne!(a, b);
+        assert_eq!(state.message_slot(si, "msg_b"), b);
+        assert_eq!(state.message_slot(si, "msg_a"), a);
+        let ids: Vec<&str> = (state.analysis.sessions[si].messages.iter())
+            .map(|m| m.id.as_str())
+            .collect();
+        assert_eq!(ids, ["msg_a", "msg_b"]);
     }
 
     #[test]
