@@ -1,4 +1,4 @@
-use crate::FastMap as HashMap;
+use crate::FastMap;
 
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
@@ -43,7 +43,7 @@ declare_check! {
 impl Check for LoopExitedEarly {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         // The latest step finish of each message so far: one walk, not one walk back per step.
-        let mut last_finish: HashMap<&str, Seq> = HashMap::default();
+        let mut last_finish: FastMap<&str, Seq> = FastMap::default();
         let sessions = analysis.sessions_by_id();
         let mut index = SessionIndex::default();
         for e in &analysis.events {
@@ -146,11 +146,11 @@ fn tool_calls(message: Option<&Message>, after: Option<Seq>) -> Vec<Call> {
 /// (which was quadratic in a long session).
 #[derive(Default)]
 pub(super) struct SessionIndex<'a> {
-    sessions: HashMap<&'a str, Indexed<'a>>,
+    sessions: FastMap<&'a str, Indexed<'a>>,
 }
 
 struct Indexed<'a> {
-    messages: HashMap<&'a str, &'a Message>,
+    messages: FastMap<&'a str, &'a Message>,
     writes: Vec<Seq>,
 }
 
@@ -158,7 +158,7 @@ impl<'a> SessionIndex<'a> {
     fn of(&mut self, session: &'a Session) -> &Indexed<'a> {
         self.sessions.entry(session.id.as_str()).or_insert_with(|| {
             let mut messages =
-                HashMap::with_capacity_and_hasher(session.messages.len(), Default::default());
+                FastMap::with_capacity_and_hasher(session.messages.len(), Default::default());
             for m in &session.messages {
                 // The first of a repeated id, as `Session::message` finds it.
                 messages.entry(m.id.as_str()).or_insert(m);

@@ -1,4 +1,4 @@
-use crate::FastMap as HashMap;
+use crate::FastMap;
 
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
@@ -33,7 +33,7 @@ declare_check! {
 impl Check for ToolCallDuplicate {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for session in &analysis.sessions {
-            let mut first: HashMap<&str, (&Message, &PartRecord)> = HashMap::default();
+            let mut first: FastMap<&str, (&Message, &PartRecord)> = FastMap::default();
             for message in &session.messages {
                 for part in &message.parts {
                     let Some(tool) = part.part.tool() else {

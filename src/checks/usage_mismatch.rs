@@ -1,4 +1,4 @@
-use crate::FastMap as HashMap;
+use crate::FastMap;
 
 use super::Check;
 use crate::diagnostic::{Finding, Ids, Severity};
@@ -38,7 +38,7 @@ declare_check! {
 impl Check for UsageMismatch {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         // The latest step finish of each session so far.
-        let mut previous: HashMap<&str, Seq> = HashMap::default();
+        let mut previous: FastMap<&str, Seq> = FastMap::default();
         let sessions = analysis.sessions_by_id();
         let mut index = super::loop_exited_early::SessionIndex::default();
         for e in &analysis.events {
