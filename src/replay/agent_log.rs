@@ -948,7 +948,7 @@ impl State {
 
     fn apply(&mut self, seq: Seq, record: LogRecord) {
         match record {
-            LogRecord::Json(rec) => self.apply_json(seq, &rec, None),
+            LogRecord::Json(rec) => self.apply_json(seq, &rec),
             // What `apply_json` does with a plain logger entry or a bus event.
             LogRecord::Light { span, light } => {
                 if let Some(id) = light.session {
@@ -1009,9 +1009,9 @@ impl State {
         }
     }
 
-    /// Applies a JSON object; `prepared` is its part when it is a part event read ahead (see
-    /// [`Ready`]), else the part is read here.
-    fn apply_json(&mut self, seq: Seq, rec: &JsonRecord, prepared: Option<PreparedPart>) {
+    /// Applies a JSON object. A part event is, as a rule, read ahead on the decoding pool and
+    /// applied by [`State::apply_part_event`]; one that reaches this is read here.
+    fn apply_json(&mut self, seq: Seq, rec: &JsonRecord) {
         let Some(obj) = rec.value.as_object() else {
             return;
         };
@@ -1071,8 +1071,7 @@ impl State {
             "step_start" | "step_finish" | "tool_use" | "text" | "reasoning"
                 if obj.get("part").is_some_and(Value::is_object) =>
             {
-                let prepared =
-                    prepared.unwrap_or_else(|| prepare_part(rec, rec.value["part"].clone()));
+                let prepared = prepare_part(rec, rec.value["part"].clone());
                 self.apply_part(seq, rec.span, prepared, session_id.as_deref());
                 if ty == "step_finish" {
                     self.step_finished(seq, rec, session_id);
@@ -1507,14 +1506,8 @@ impl State {
         }
         let key = (si, mi, self.id_hasher.hash_one(part.id.as_str()));
         let message = &mut self.analysis.sessions[si].messages[mi];
-        // The index holds the first part with each hash; another part with the same hash (a
-        // collision of 64-bit hashes) is found by its id.
-        let found = match self.part_index.get(&key) {
-            Some(&pi) if message.parts.get(pi).is_some_and(|r| r.part.id == part.id) => Some(pi),
-            Some(_) => message.parts.iter().position(|r| r.part.id == part.id),
-            None => None,
-        };
-        match found {
+        let hit = self.part_index.get(&key).copied();
+        match hashed_position(hit, &message.parts, |r| r.part.id == part.id) {
             Some(pi) => {
                 let record = &mut message.parts[pi];
                 record.part = part;
@@ -1762,19 +1755,12 @@ impl State {
         if self.message_index.len() <= si {
             self.message_index.resize_with(si + 1, FastMap::default);
         }
-        // As the part index: a 64-bit hash of the id, not a copy of it; a message with the hash
-        // of an earlier one (a collision) is found by its id.
+        // As the part index: a 64-bit hash of the id, not a copy of it.
         let key = self.id_hasher.hash_one(id);
         let index = &mut self.message_index[si];
         let messages = &mut self.analysis.sessions[si].messages;
-        match index.get(&key) {
-            Some(&i) if messages.get(i).is_some_and(|m| m.id == id) => return i,
-            Some(_) => {
-                if let Some(i) = messages.iter().position(|m| m.id == id) {
-                    return i;
-                }
-            }
-            None => {}
+        if let Some(i) = hashed_position(index.get(&key).copied(), messages, |m| m.id == id) {
+            return i;
         }
         let i = messages.len();
         // The session's previous message is, as a rule, complete: its parts and their histories
@@ -1791,6 +1777,21 @@ impl State {
         });
         index.entry(key).or_insert(i);
         i
+    }
+}
+
+/// Where an item is, from an index of 64-bit hashes of ids that holds the first item with each
+/// hash (`hit`): checked with `is_it`, and searched for when another item has the same hash (a
+/// collision).
+fn hashed_position<T>(
+    hit: Option<usize>,
+    items: &[T],
+    is_it: impl Fn(&T) -> bool,
+) -> Option<usize> {
+    match hit {
+        Some(i) if items.get(i).is_some_and(&is_it) => Some(i),
+        Some(_) => items.iter().position(is_it),
+        None => None,
     }
 }
 

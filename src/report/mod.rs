@@ -231,7 +231,7 @@ fn is_zero(n: &usize) -> bool {
 /// Figures of each session of `analysis`.
 pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummary> {
     // Findings by session and severity, counted in one pass (not once per session).
-    let mut by_session: HashMap<&str, Totals> = HashMap::new();
+    let mut by_session: crate::FastMap<&str, Totals> = crate::FastMap::default();
     for f in findings {
         if let Some(id) = f.ids.session_id.as_deref() {
             by_session.entry(id).or_default().count(f.severity);

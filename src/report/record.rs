@@ -194,7 +194,7 @@ fn span_bytes(sources: &SourceMap, span: &Span) -> Vec<u8> {
 /// for identical ones). No line numbers: a fingerprint survives edits elsewhere in the file.
 pub fn fingerprints(sources: &SourceMap, findings: &[Finding]) -> Vec<String> {
     // How many findings before have each base: the occurrence number, in one lookup.
-    let mut seen: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut seen: crate::FastMap<u64, usize> = crate::FastMap::default();
     findings
         .iter()
         .map(|f| {
