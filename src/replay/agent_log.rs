@@ -614,7 +614,10 @@ fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
     let text: &str = &rec.text;
     // Most records are not step events: a look for the name costs less than reading the
     // envelope. A light record (none has a `part`) is read as one.
-    if memchr::memmem::find(text.as_bytes(), b"\"step_").is_none() || light(text).is_some() {
+    // The finder is built once: building one per record cost as much as the search.
+    static STEP: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"step_"));
+    if STEP.find(text.as_bytes()).is_none() || light(text).is_some() {
         return None;
     }
     let envelope: StepEnvelope<'_> = serde_json::from_str(text).ok()?;
