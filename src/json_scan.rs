@@ -129,6 +129,13 @@ impl From<usize> for Seg<'_> {
 /// looks up. The text must be valid JSON up to the value; on anything unexpected the answer is
 /// `None`, never a panic.
 pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<(usize, usize)> {
+    let start = locate_start(text, path)?;
+    Some((start, value_end(text.as_bytes(), start)?))
+}
+
+/// Where the value at `path` begins, as [`locate`] finds it, without walking the value itself
+/// to its end.
+pub fn locate_start(text: &str, path: &[Seg<'_>]) -> Option<usize> {
     let b = text.as_bytes();
     let mut pos = skip_ws(b, 0);
     for seg in path {
@@ -177,7 +184,7 @@ pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<(usize, usize)> {
             _ => return None,
         }
     }
-    Some((pos, value_end(b, pos)?))
+    b.get(pos).map(|_| pos)
 }
 
 /// Byte ranges of the items of the array at `path` (one pass over the array), or `None` when

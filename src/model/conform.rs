@@ -38,6 +38,26 @@ pub fn conforms_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> b
     }
 }
 
+/// [`conforms_with`] on the value at the start of `text` (after whitespace), whatever follows
+/// it: where the value ends, when it satisfies `ty`.
+pub fn conforms_prefix_with<'a, S: Sink<'a>>(
+    text: &'a str,
+    ty: &Ty,
+    sink: &mut S,
+) -> Option<usize> {
+    let mut p = Parser {
+        b: text.as_bytes(),
+        text,
+        pos: 0,
+        depth: 0,
+        keys: [""; MAX_PATH],
+        nkeys: 0,
+        sink,
+    };
+    p.ws();
+    p.value(ty).then_some(p.pos)
+}
+
 /// What a walk tells about the fields of the schema objects it meets. A `path` is the keys from
 /// the top-level object down to a field (fields deeper than [`MAX_PATH`] are not told).
 pub trait Sink<'a> {

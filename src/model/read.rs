@@ -62,6 +62,55 @@ pub fn part(text: &str) -> Option<Part> {
     })
 }
 
+/// Where some top-level members of a part are in its text, as [`part_prefix`] met them:
+/// byte ranges of their values as written.
+#[derive(Debug, Default)]
+pub struct PartMembers {
+    pub id: Option<(usize, usize)>,
+    pub session_id: Option<(usize, usize)>,
+    pub message_id: Option<(usize, usize)>,
+    pub reason: Option<(usize, usize)>,
+    pub tokens: Option<(usize, usize)>,
+    pub model: Option<(usize, usize)>,
+    /// One of them was met more than once.
+    pub twice: bool,
+}
+
+/// [`part`] on the part at the start of `text`, whatever follows it: the part, where it ends,
+/// and where some of its members are. The part's ids are read too (a stored part's are not:
+/// they are columns of its row). Rare part types, which [`part`] reads the other way, are
+/// `None` here.
+pub fn part_prefix(text: &str) -> Option<(Part, usize, PartMembers)> {
+    let mut sink = PartSink {
+        base: Some(text.as_ptr().addr()),
+        ..PartSink::default()
+    };
+    let end = conform::conforms_prefix_with(text, &Ty::Union(&schema::PART), &mut sink)?;
+    if sink.failed {
+        return None;
+    }
+    let members = std::mem::take(&mut sink.members);
+    let body = match sink.body {
+        Building::StepStart(s) => PartBody::StepStart(s),
+        Building::StepFinish(s) => PartBody::StepFinish(Box::new(s)),
+        _ => return None,
+    };
+    let id = |r: Option<(usize, usize)>| match r {
+        Some((s, e)) => string(text.get(s..e)?),
+        None => Some(String::new()),
+    };
+    Some((
+        Part {
+            id: id(members.id)?,
+            session_id: id(members.session_id)?,
+            message_id: id(members.message_id)?,
+            body,
+        },
+        end,
+        members,
+    ))
+}
+
 /// Message info whose text satisfies the schema, read into the model (see [`part`]).
 pub fn message(text: &str) -> Option<MessageInfo> {
     let mut sink = MessageSink::default();
@@ -286,6 +335,9 @@ struct PartSink {
     /// The fields of the `time` object being walked.
     time: TimeRange,
     failed: bool,
+    /// Where the walked text starts in memory, when [`PartSink::members`] are wanted.
+    base: Option<usize>,
+    members: PartMembers,
 }
 
 impl PartSink {
@@ -387,6 +439,20 @@ impl<'a> Sink<'a> for PartSink {
     fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool) {
         // The first value that does not read ends the reading (the walk goes on, to validate).
         self.failed = self.failed || self.read(path, raw, known).is_none();
+        if let (Some(base), [key]) = (self.base, path) {
+            let m = &mut self.members;
+            let slot = match *key {
+                "id" => &mut m.id,
+                "sessionID" => &mut m.session_id,
+                "messageID" => &mut m.message_id,
+                "reason" => &mut m.reason,
+                "tokens" => &mut m.tokens,
+                "model" => &mut m.model,
+                _ => return,
+            };
+            let start = raw.as_ptr().addr().wrapping_sub(base);
+            m.twice |= slot.replace((start, start + raw.len())).is_some();
+        }
     }
 }
 

@@ -628,33 +628,45 @@ fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
     {
         return None;
     }
-    let (start, end) = crate::json_scan::locate(text, &[Seg::Key("part")])?;
-    let part_text = text.get(start..end)?;
-    if part_text.len() > MAX_KEPT_STRING || !part_text.starts_with('{') {
+    // The part is walked once: validated, read, its end and its members found in one pass.
+    let start = crate::json_scan::locate_start(text, &[Seg::Key("part")])?;
+    let rest = text.get(start..)?;
+    if !rest.starts_with('{') {
         return None;
     }
-    let fields: StepFields<'_> = serde_json::from_str(part_text).ok()?;
-    let mut part = crate::model::read::part(part_text)?;
-    if !matches!(
-        part.body,
-        crate::model::PartBody::StepStart(_) | crate::model::PartBody::StepFinish(_)
-    ) {
+    let (part, len, members) = crate::model::read::part_prefix(rest)?;
+    if len > MAX_KEPT_STRING || members.twice {
         return None;
     }
-    let owned = |l: &Lenient<'_>| l.get().unwrap_or_default().to_owned();
-    part.id = owned(&fields.id);
-    part.session_id = owned(&fields.session_id);
-    part.message_id = owned(&fields.message_id);
-    let step = (ty == "step_finish").then(|| {
-        let read = StepRead {
-            message_id: &part.message_id,
-            part_id: &part.id,
-            reason: fields.reason.as_ref(),
-            tokens: fields.tokens.as_ref(),
-            model: fields.model.as_ref(),
-        };
-        read.finish(rec)
-    });
+    let part_text = rest.get(..len)?;
+    let step = match ty {
+        "step_finish" => {
+            let raw = |r: Option<(usize, usize)>| r.and_then(|(s, e)| part_text.get(s..e));
+            // Small values (a reason, a token count object), read as `ready` reads them.
+            let value = |r| match raw(r) {
+                Some(raw) => serde_json::from_str::<Value>(raw).ok().map(Some),
+                None => Some(None),
+            };
+            let (reason, tokens, model) = (
+                value(members.reason)?,
+                value(members.tokens)?,
+                value(members.model)?,
+            );
+            let span =
+                |r: Option<(usize, usize)>| r.map(|(s, e)| rec.span_of(start + s, start + e));
+            let read = StepRead {
+                message_id: &part.message_id,
+                part_id: &part.id,
+                reason: reason.as_ref(),
+                reason_span: span(members.reason),
+                tokens: tokens.as_ref(),
+                tokens_span: span(members.tokens),
+                model: model.as_ref(),
+            };
+            Some(read.finish())
+        }
+        _ => None,
+    };
     Some(PartEvent {
         span: rec.span,
         session_id: envelope.session_id.get().map(str::to_owned),
@@ -722,24 +734,6 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for StepEnvelope<'a> {
     }
 }
 
-/// What [`step_finish_of`] and `Part::from_value` read of a step's part beyond its body. The
-/// derived reader refuses a field met twice; the part's text was walked with [`Discard`] before.
-#[derive(serde::Deserialize)]
-struct StepFields<'a> {
-    #[serde(borrow, default)]
-    id: Lenient<'a>,
-    #[serde(rename = "sessionID", borrow, default)]
-    session_id: Lenient<'a>,
-    #[serde(rename = "messageID", borrow, default)]
-    message_id: Lenient<'a>,
-    #[serde(default)]
-    reason: Option<Value>,
-    #[serde(default)]
-    tokens: Option<Value>,
-    #[serde(default)]
-    model: Option<Value>,
-}
-
 /// A part event's part validated and read into the model (see [`Ready`]); any other record as
 /// it is.
 fn ready(record: LogRecord) -> Ready {
@@ -797,10 +791,12 @@ fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
         message_id: s("messageID"),
         part_id: s("id"),
         reason: part.get("reason"),
+        reason_span: rec.locate(&["part".into(), "reason".into()]),
         tokens: part.get("tokens"),
+        tokens_span: rec.locate(&["part".into(), "tokens".into()]),
         model: part.get("model"),
     };
-    read.finish(rec)
+    read.finish()
 }
 
 /// The members of a `step_finish`'s part a [`crate::session::StepFinish`] is made of, however
@@ -809,12 +805,16 @@ struct StepRead<'a> {
     message_id: &'a str,
     part_id: &'a str,
     reason: Option<&'a Value>,
+    /// Where the reason is.
+    reason_span: Option<Span>,
     tokens: Option<&'a Value>,
+    /// Where the token counts are.
+    tokens_span: Option<Span>,
     model: Option<&'a Value>,
 }
 
 impl StepRead<'_> {
-    fn finish(self, rec: &JsonRecord) -> crate::session::StepFinish {
+    fn finish(self) -> crate::session::StepFinish {
         let (reason, reason_not_string) = match self.reason {
             Some(Value::String(r)) => (r.clone(), false),
             Some(Value::Null) | None => (String::new(), false),
@@ -831,11 +831,9 @@ impl StepRead<'_> {
             part_id: self.part_id.to_owned(),
             reason,
             reason_not_string,
-            reason_span: rec.locate(&["part".into(), "reason".into()]),
+            reason_span: self.reason_span,
             zero_usage: self.tokens.is_none_or(|t| usage_total(t) == 0),
-            tokens_span: rec
-                .locate(&["part".into(), "tokens".into()])
-                .map(|t| t.head()),
+            tokens_span: self.tokens_span.map(|t| t.head()),
             requested_model: model_s("requestedModelID"),
             responded_model: model_s("respondedModelID"),
         }
@@ -2349,6 +2347,7 @@ mod tests {
             r#"{"type":"step_finish","timestamp":1771057754652,"sessionID":"ses_1","part":{"id":"prt_2","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"tool-calls","snapshot":"4b82","cost":0.0125,"tokens":{"input":10,"output":5,"reasoning":0,"cache":{"read":3,"write":0}}}}"#,
             r#"{"type":"step_finish","sessionID":"ses_1","part":{"id":"prt_3","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"requestedModelID":"a","respondedModelID":"b"}},"level":"info"}"#,
             "{ \"type\" : \"step_finish\",\n \"part\": {\"type\":\"step-finish\",\"id\":\"p\\u00e9\",\"messageID\":\"m\",\"sessionID\":\"s\",\"reason\":\"st\\nop\",\"cost\":0.5,\"tokens\":{\"input\":1,\"output\":2,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0}}}, \"sessionID\": \"ses_é\" }",
+            "{\"type\":\"step_finish\",\"part\" : { \"reason\" : \"length\" , \"id\" : \"prt_9\", \"type\" : \"step-finish\", \"sessionID\":\"ses_9\",\"messageID\":\"msg_9\", \"model\" : {\"requestedModelID\":\"m1\", \"respondedModelID\" : \"m2\"}, \"cost\" : 1.5 , \"tokens\" : { \"input\" : 3, \"output\":4,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0} } } , \"sessionID\":\"ses_9\"}",
         ];
         let (mut fast, mut all) = (0, 0);
         for seed in seeds {
