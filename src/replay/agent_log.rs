@@ -647,11 +647,11 @@ fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
                 Some(raw) => serde_json::from_str::<Value>(raw).ok().map(Some),
                 None => Some(None),
             };
-            let (reason, tokens, model) = (
-                value(members.reason)?,
-                value(members.tokens)?,
-                value(members.model)?,
-            );
+            let (reason, model) = (value(members.reason)?, value(members.model)?);
+            let zero_usage = match raw(members.tokens) {
+                Some(raw) => usage_total_of(raw)? == 0,
+                None => true,
+            };
             let span =
                 |r: Option<(usize, usize)>| r.map(|(s, e)| rec.span_of(start + s, start + e));
             let read = StepRead {
@@ -659,7 +659,7 @@ fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
                 part_id: &part.id,
                 reason: reason.as_ref(),
                 reason_span: span(members.reason),
-                tokens: tokens.as_ref(),
+                zero_usage,
                 tokens_span: span(members.tokens),
                 model: model.as_ref(),
             };
@@ -792,7 +792,7 @@ fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
         part_id: s("id"),
         reason: part.get("reason"),
         reason_span: rec.locate(&["part".into(), "reason".into()]),
-        tokens: part.get("tokens"),
+        zero_usage: part.get("tokens").is_none_or(|t| usage_total(t) == 0),
         tokens_span: rec.locate(&["part".into(), "tokens".into()]),
         model: part.get("model"),
     };
@@ -807,7 +807,8 @@ struct StepRead<'a> {
     reason: Option<&'a Value>,
     /// Where the reason is.
     reason_span: Option<Span>,
-    tokens: Option<&'a Value>,
+    /// Every token count is zero, or there are none.
+    zero_usage: bool,
     /// Where the token counts are.
     tokens_span: Option<Span>,
     model: Option<&'a Value>,
@@ -832,7 +833,7 @@ impl StepRead<'_> {
             reason,
             reason_not_string,
             reason_span: self.reason_span,
-            zero_usage: self.tokens.is_none_or(|t| usage_total(t) == 0),
+            zero_usage: self.zero_usage,
             tokens_span: self.tokens_span.map(|t| t.head()),
             requested_model: model_s("requestedModelID"),
             responded_model: model_s("respondedModelID"),
@@ -2007,9 +2008,69 @@ fn parse_if_string(v: &Value) -> Value {
 /// The sum of the counts of a token object (`{input, output, reasoning, cache: {read, write}}`).
 fn usage_total(v: &Value) -> u64 {
     match v {
-        Value::Object(m) => m.values().map(usage_total).sum(),
+        Value::Object(m) => m.values().map(usage_total).fold(0, u64::saturating_add),
         other => num_of(other).unwrap_or(0),
     }
+}
+
+/// [`usage_total`] of the JSON text of a token object, read without building its value:
+/// `None` when the text is not one JSON value, or when an object in it repeats a key (its value
+/// would keep only the last).
+fn usage_total_of(text: &str) -> Option<u64> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    struct Total;
+    impl<'de> DeserializeSeed<'de> for Total {
+        type Value = Option<u64>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<u64>, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    // Each leaf is made into the `Value` the parse would make of it, and counted by `num_of`.
+    impl<'de> Visitor<'de> for Total {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Option<u64>, E> {
+            Ok(Some(0))
+        }
+        fn visit_unit<E>(self) -> Result<Option<u64>, E> {
+            Ok(Some(0))
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Option<u64>, E> {
+            Ok(Some(num_of(&Value::from(v)).unwrap_or(0)))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Option<u64>, E> {
+            Ok(Some(num_of(&Value::from(v)).unwrap_or(0)))
+        }
+        fn visit_f64<E>(self, v: f64) -> Result<Option<u64>, E> {
+            Ok(Some(num_of(&Value::from(v)).unwrap_or(0)))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Option<u64>, E> {
+            Ok(Some(v.parse().unwrap_or(0)))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Some(0))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u64>, A::Error> {
+            let mut keys: Vec<Option<std::borrow::Cow<'de, str>>> = Vec::new();
+            let mut total = Some(0u64);
+            while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
+                if keys.contains(&key) {
+                    total = None;
+                }
+                keys.push(key);
+                let v = map.next_value_seed(Total)?;
+                total = total.zip(v).map(|(a, b)| a.saturating_add(b));
+            }
+            Ok(total)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let total = Total.deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    total
 }
 
 /// Input and output token counts found anywhere in a provider's value, in the names providers
@@ -2370,6 +2431,36 @@ mod tests {
             }
         }
         assert!(fast * 4 > all, "{fast} of {all}");
+    }
+
+    /// The total read from a token object's text is the total of its value, or `None` where an
+    /// object repeats a key.
+    #[test]
+    fn usage_total_of_reads_what_usage_total_counts() {
+        let texts = [
+            r#"{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}}"#,
+            r#"{"input":1200,"output":35,"reasoning":0,"cache":{"read":9000,"write":0}}"#,
+            r#"{"input":-5,"output":5.7,"total":"12","x":"a","y":null,"z":true,"w":[1,2]}"#,
+            r#"{"input":1e3,"output":18446744073709551615,"reasoning":18446744073709551615}"#,
+            r#"{"input":123456789012345678901234567890,"cache":{"read":-0.0,"write":0.4}}"#,
+            r#"{"a":{"b":{"c":{"d":7}}},"eA":1}"#,
+            r#"7"#,
+            r#""8""#,
+            r#"[]"#,
+        ];
+        for text in texts {
+            let v: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(usage_total_of(text), Some(usage_total(&v)), "{text}");
+        }
+        for text in [
+            r#"{"input":5,"input":0}"#,
+            r#"{"cache":{"read":1,"read":0}}"#,
+            r#"{"eA":1,"eA":0}"#,
+            r#"{"input":1"#,
+            r#"{"input":1} x"#,
+        ] {
+            assert_eq!(usage_total_of(text), None, "{text}");
+        }
     }
 
     #[test]
