@@ -22,20 +22,12 @@ pub fn conforms(text: &str, ty: &Ty) -> bool {
 
 /// [`conforms`], telling `sink` what it walks. Events are only final when the answer is `true`.
 pub fn conforms_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> bool {
-    let mut p = Parser {
-        b: text.as_bytes(),
-        text,
-        pos: 0,
-        depth: 0,
-        keys: [""; MAX_PATH],
-        nkeys: 0,
-        sink,
-    };
-    p.ws();
-    p.value(ty) && {
-        p.ws();
-        p.pos == p.b.len()
-    }
+    conforms_prefix_with(text, ty, sink).is_some_and(|end| {
+        (text.as_bytes().get(end..)).is_some_and(|rest| {
+            rest.iter()
+                .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        })
+    })
 }
 
 /// [`conforms_with`] on the value at the start of `text` (after whitespace), whatever follows
