@@ -339,6 +339,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn locate_start_is_where_locate_starts() {
+        let text = r#" { "a" : 1, "part" : {"b": [1, {"c": "}"}]}, "z": null } "#;
+        for path in [
+            vec![Seg::Key("part")],
+            vec![Seg::Key("part"), Seg::Key("b"), Seg::Index(1)],
+            vec![Seg::Key("z")],
+            vec![],
+        ] {
+            assert_eq!(
+                locate_start(text, &path),
+                locate(text, &path).map(|(s, _)| s)
+            );
+        }
+        assert_eq!(locate_start(text, &[Seg::Key("nope")]), None);
+        assert_eq!(locate_start("   ", &[]), None);
+        assert_eq!(locate_start(r#"{"a": "#, &[Seg::Key("a")]), None);
+    }
+
+    #[test]
     fn quote_or_backslash_finds_the_first_one() {
         // Every position of a `"` or `\\` (or none) in texts of every length up to 80, from
         // every start.

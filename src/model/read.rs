@@ -655,6 +655,35 @@ mod tests {
         r#"{"role":"assistant","time":{"created":1},"time":{"created":2,"completed":3},"parentID":"p","modelID":"m","providerID":"x","mode":"build","path":{"cwd":"/","root":"/"},"cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}}}"#,
     ];
 
+    /// A step part read from the start of a longer text is the part [`part`] reads, with its
+    /// ids; where it ends and where its members are are exact.
+    #[test]
+    fn part_prefix_reads_a_step_part_and_says_where_it_ends() {
+        let part = r#"{"id":"prt_1","sessionID":"ses_\u00e9","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"a":1}}"#;
+        let text = format!("{part} ,\"after\":[1]}}");
+        let (read, end, members) = part_prefix(&text).expect("a step part");
+        assert_eq!(end, part.len());
+        let mut whole = super::part(part).expect("the same part, read whole");
+        whole.id = "prt_1".into();
+        whole.session_id = "ses_é".into();
+        whole.message_id = "msg_1".into();
+        assert_eq!(format!("{read:?}"), format!("{whole:?}"));
+        let at = |r: Option<(usize, usize)>| r.map(|(s, e)| &part[s..e]);
+        assert_eq!(at(members.id), Some(r#""prt_1""#));
+        assert_eq!(at(members.reason), Some(r#""stop""#));
+        assert_eq!(at(members.model), Some(r#"{"a":1}"#));
+        assert!(at(members.tokens).is_some_and(|t| t.starts_with(r#"{"input":1"#)));
+        assert!(!members.twice);
+        let twice = part.replace(r#""reason":"stop""#, r#""reason":"stop","reason":"length""#);
+        assert!(part_prefix(&twice).is_some_and(|(_, _, m)| m.twice));
+        // Not a step part, or not a part: not read this way.
+        let text_part = r#"{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"hi"}"#;
+        assert!(super::part(text_part).is_some());
+        assert!(part_prefix(text_part).is_none());
+        assert!(part_prefix(&part[..part.len() - 1]).is_none());
+        assert!(part_prefix("").is_none());
+    }
+
     #[test]
     fn reads_what_from_json_reads() {
         for text in PARTS {
