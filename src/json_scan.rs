@@ -135,7 +135,7 @@ pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<(usize, usize)> {
 
 /// Where the value at `path` begins, as [`locate`] finds it, without walking the value itself
 /// to its end.
-pub fn locate_start(text: &str, path: &[Seg<'_>]) -> Option<usize> {
+fn locate_start(text: &str, path: &[Seg<'_>]) -> Option<usize> {
     let b = text.as_bytes();
     let mut pos = skip_ws(b, 0);
     for seg in path {

@@ -74,6 +74,16 @@ pub fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
     })
 }
 
+/// Cuts `s` to at most `max` bytes (at a character boundary) when it is longer, and says how
+/// long it was: `abc…[5000 bytes]`. What a model keeps of a string that can be any size.
+pub fn cap_in_place(s: &mut String, max: usize) {
+    if s.len() > max {
+        let total = s.len();
+        s.truncate(floor_boundary(s, max));
+        s.push_str(&format!("…[{total} bytes]"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +118,15 @@ mod tests {
         let c = clip(&long);
         assert!(c.len() < 260, "{c}");
         assert!(c.contains("… (200 of 600 bytes shown)"), "{c}");
+    }
+
+    #[test]
+    fn cap_in_place_cuts_at_a_character_and_says_how_long() {
+        let mut s = "aé".repeat(3);
+        cap_in_place(&mut s, 2);
+        assert_eq!(s, "a…[9 bytes]");
+        let mut short = "abc".to_owned();
+        cap_in_place(&mut short, 3);
+        assert_eq!(short, "abc");
     }
 }

@@ -32,11 +32,7 @@ pub fn conforms_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> b
 
 /// [`conforms_with`] on the value at the start of `text` (after whitespace), whatever follows
 /// it: where the value ends, when it satisfies `ty`.
-pub fn conforms_prefix_with<'a, S: Sink<'a>>(
-    text: &'a str,
-    ty: &Ty,
-    sink: &mut S,
-) -> Option<usize> {
+fn conforms_prefix_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> Option<usize> {
     let mut p = Parser {
         b: text.as_bytes(),
         text,

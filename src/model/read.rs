@@ -62,8 +62,8 @@ pub fn part(text: &str) -> Option<Part> {
     })
 }
 
-/// Where some top-level members of a part are in its text, as [`part_prefix`] met them:
-/// byte ranges of their values as written.
+/// Where some members of a part are, as [`logged_part`] met them: byte ranges of their values
+/// as written, in the text it read.
 #[derive(Debug, Default)]
 pub struct PartMembers {
     pub id: Option<(usize, usize)>,
@@ -76,39 +76,141 @@ pub struct PartMembers {
     pub twice: bool,
 }
 
-/// [`part`] on the part at the start of `text`, whatever follows it: the part, where it ends,
-/// and where some of its members are. The part's ids are read too (a stored part's are not:
-/// they are columns of its row). Rare part types, which [`part`] reads the other way, are
-/// `None` here.
-pub fn part_prefix(text: &str) -> Option<(Part, usize, PartMembers)> {
-    let mut sink = PartSink {
-        base: Some(text.as_ptr().addr()),
-        ..PartSink::default()
+/// A JSON object with a `part` member (an agent log's part event), read in one walk: the object
+/// must satisfy the schema of an object whose `part` is a part, and the part is read as the
+/// log's replay keeps it — without a tool's input (only whether it is empty), output, raw
+/// input, attachments or metadata, nor a part's metadata, and with every string it keeps cut to
+/// `max_string` bytes (see [`crate::text::cap_in_place`]); its ids are read too (a stored
+/// part's are not: they are columns of its row). Where some members of the object and of the
+/// part are comes with it. `None` when the object does not satisfy that schema (or the walk is
+/// not sure: see [`conform`]), when a member it tells of is written twice, and for part types
+/// other than text, reasoning, tool and step parts.
+pub fn logged_part(text: &str, max_string: usize) -> Option<LoggedPart> {
+    static EVENT: [schema::Field; 1] = [schema::Field {
+        name: "part",
+        ty: Ty::Union(&schema::PART),
+        required: true,
+    }];
+    let mut sink = LoggedSink {
+        part: PartSink {
+            base: Some(text.as_ptr().addr()),
+            slim: Some(max_string),
+            ..PartSink::default()
+        },
+        top: LoggedMembers::default(),
+        part_met: false,
+        twice: false,
     };
-    let end = conform::conforms_prefix_with(text, &Ty::Union(&schema::PART), &mut sink)?;
-    if sink.failed {
+    if !conform::conforms_with(text, &Ty::Obj(&EVENT), &mut sink)
+        || sink.part.failed
+        || sink.twice
+        || sink.part.members.twice
+    {
         return None;
     }
-    let members = std::mem::take(&mut sink.members);
-    let body = match sink.body {
+    let members = std::mem::take(&mut sink.part.members);
+    let body = match sink.part.body {
+        Building::Text(t) => PartBody::Text(Box::new(t)),
+        Building::Reasoning(r) => PartBody::Reasoning(Box::new(r)),
+        Building::Tool(t) => PartBody::Tool(Box::new(ToolPart {
+            call_id: t.call_id,
+            tool: t.tool,
+            state: ToolState::with_status(t.status, t.fields),
+            metadata: None,
+        })),
         Building::StepStart(s) => PartBody::StepStart(s),
         Building::StepFinish(s) => PartBody::StepFinish(Box::new(s)),
-        _ => return None,
+        Building::Other | Building::None => return None,
     };
     let id = |r: Option<(usize, usize)>| match r {
-        Some((s, e)) => string(text.get(s..e)?),
+        Some((s, e)) => {
+            let mut id = string(text.get(s..e)?)?;
+            crate::text::cap_in_place(&mut id, max_string);
+            Some(id)
+        }
         None => Some(String::new()),
     };
-    Some((
-        Part {
+    Some(LoggedPart {
+        part: Part {
             id: id(members.id)?,
             session_id: id(members.session_id)?,
             message_id: id(members.message_id)?,
             body,
         },
-        end,
         members,
-    ))
+        top: sink.top,
+    })
+}
+
+/// What [`logged_part`] reads.
+#[derive(Debug)]
+pub struct LoggedPart {
+    pub part: Part,
+    /// Where the part's members are in the object's text.
+    pub members: PartMembers,
+    /// Where the object's own members are.
+    pub top: LoggedMembers,
+}
+
+/// Where the members of a part event's object that tell what it is are, as written.
+#[derive(Debug, Default)]
+pub struct LoggedMembers {
+    pub ty: Option<(usize, usize)>,
+    pub service: Option<(usize, usize)>,
+    pub message: Option<(usize, usize)>,
+    pub session_id: Option<(usize, usize)>,
+}
+
+/// The sink of [`logged_part`]: the part's fields go to a [`PartSink`], the object's own are
+/// noted.
+struct LoggedSink {
+    part: PartSink,
+    top: LoggedMembers,
+    part_met: bool,
+    twice: bool,
+}
+
+impl<'a> Sink<'a> for LoggedSink {
+    fn variant(&mut self, path: &[&'a str], variant: &'static str) {
+        if let ["part", rest @ ..] = path {
+            self.part.variant(rest, variant);
+        }
+    }
+
+    fn open(&mut self, path: &[&'a str]) {
+        if let ["part", rest @ ..] = path {
+            self.part.open(rest);
+        }
+    }
+
+    fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool) {
+        let slot = match path {
+            ["part"] => {
+                self.twice |= std::mem::replace(&mut self.part_met, true);
+                return;
+            }
+            ["part", rest @ ..] => return self.part.field(rest, raw, known),
+            ["type"] => &mut self.top.ty,
+            ["service"] => &mut self.top.service,
+            ["message"] => &mut self.top.message,
+            ["sessionID"] => &mut self.top.session_id,
+            _ => return,
+        };
+        let Some(base) = self.part.base else {
+            return;
+        };
+        let start = raw.as_ptr().addr().wrapping_sub(base);
+        self.twice |= slot.replace((start, start + raw.len())).is_some();
+    }
+}
+
+/// A JSON string's content, borrowed when it has no escape; `None` for any other value.
+pub fn json_str(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        return Some(inner.into());
+    }
+    serde_json::from_str::<String>(raw).ok().map(Into::into)
 }
 
 /// Message info whose text satisfies the schema, read into the model (see [`part`]).
@@ -338,44 +440,59 @@ struct PartSink {
     /// Where the walked text starts in memory, when [`PartSink::members`] are wanted.
     base: Option<usize>,
     members: PartMembers,
+    /// Read as a log keeps a part (see [`logged_part`]): strings cut to this many bytes.
+    slim: Option<usize>,
 }
 
 impl PartSink {
     fn read(&mut self, path: &[&str], raw: &str, known: bool) -> Option<()> {
+        let slim = self.slim;
+        // A string as it is kept: whole, or cut as a log keeps it.
+        let kept = |s: String| match slim {
+            Some(max) => {
+                let mut s = s;
+                crate::text::cap_in_place(&mut s, max);
+                s
+            }
+            None => s,
+        };
         match &mut self.body {
             Building::Text(t) => match path {
-                ["text"] => t.text = string(raw)?,
+                ["text"] => t.text = kept(string(raw)?),
                 ["synthetic"] => t.synthetic = opt_bool(raw)?,
                 ["ignored"] => t.ignored = opt_bool(raw)?,
                 ["time"] => t.time = time_range(raw, known, &mut self.time)?,
                 ["time", key] => time_field(&mut self.time, key, raw)?,
-                ["metadata"] => t.metadata = opt_map(raw)?,
+                ["metadata"] if slim.is_none() => t.metadata = opt_map(raw)?,
                 _ => {}
             },
             Building::Reasoning(r) => match path {
-                ["text"] => r.text = string(raw)?,
+                ["text"] => r.text = kept(string(raw)?),
                 ["time"] => r.time = time_range(raw, known, &mut self.time)?,
                 ["time", key] => time_field(&mut self.time, key, raw)?,
-                ["metadata"] => r.metadata = opt_map(raw)?,
+                ["metadata"] if slim.is_none() => r.metadata = opt_map(raw)?,
                 _ => {}
             },
             Building::Tool(t) => match path {
-                ["callID"] => t.call_id = string(raw)?,
-                ["tool"] => t.tool = string(raw)?,
-                ["metadata"] => t.metadata = opt_map(raw)?,
+                ["callID"] => t.call_id = kept(string(raw)?),
+                ["tool"] => t.tool = kept(string(raw)?),
+                ["metadata"] if slim.is_none() => t.metadata = opt_map(raw)?,
                 ["state"] if !known => return None,
                 ["state", field] => {
                     let f = &mut t.fields;
                     let present = |raw: &str| (raw != "null").then(String::new);
-                    match *field {
-                        "input" => f.input = input_shape(raw)?,
-                        "raw" => f.raw = present(raw),
-                        "output" => f.output = present(raw),
-                        "title" => f.title = present(raw),
-                        "attachments" => f.attachments = (raw != "null").then(Vec::new),
-                        "error" => f.error = opt_string(raw)?,
-                        "metadata" => f.metadata = opt_map(raw)?,
-                        "time" => f.time = time_range(raw, known, &mut self.time)?,
+                    match (*field, slim) {
+                        ("input", _) => f.input = input_shape(raw)?,
+                        // A log keeps neither what a tool read and printed nor its metadata.
+                        ("raw" | "output" | "attachments" | "metadata", Some(_)) => {}
+                        ("title", Some(_)) => f.title = opt_string(raw)?.map(kept),
+                        ("raw", None) => f.raw = present(raw),
+                        ("output", None) => f.output = present(raw),
+                        ("title", None) => f.title = present(raw),
+                        ("attachments", None) => f.attachments = (raw != "null").then(Vec::new),
+                        ("error", _) => f.error = opt_string(raw)?.map(kept),
+                        ("metadata", None) => f.metadata = opt_map(raw)?,
+                        ("time", _) => f.time = time_range(raw, known, &mut self.time)?,
                         _ => {}
                     }
                 }
@@ -384,12 +501,12 @@ impl PartSink {
             },
             Building::StepStart(s) => {
                 if let ["snapshot"] = path {
-                    s.snapshot = opt_string(raw)?;
+                    s.snapshot = opt_string(raw)?.map(kept);
                 }
             }
             Building::StepFinish(s) => match path {
-                ["reason"] => s.reason = string(raw)?,
-                ["snapshot"] => s.snapshot = opt_string(raw)?,
+                ["reason"] => s.reason = kept(string(raw)?),
+                ["snapshot"] => s.snapshot = opt_string(raw)?.map(kept),
                 ["cost"] => s.cost = number(raw)?,
                 ["tokens"] if !known => s.tokens = serde_read(raw)?,
                 ["tokens", rest @ ..] => tokens_field(&mut s.tokens, rest, raw, known)?,
@@ -655,33 +772,69 @@ mod tests {
         r#"{"role":"assistant","time":{"created":1},"time":{"created":2,"completed":3},"parentID":"p","modelID":"m","providerID":"x","mode":"build","path":{"cwd":"/","root":"/"},"cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}}}"#,
     ];
 
-    /// A step part read from the start of a longer text is the part [`part`] reads, with its
-    /// ids; where it ends and where its members are are exact.
+    /// A step part read from a part event is the part [`part`] reads, with its ids; where its
+    /// members and the event's are is exact.
     #[test]
-    fn part_prefix_reads_a_step_part_and_says_where_it_ends() {
+    fn logged_part_reads_a_step_part_and_says_where_its_members_are() {
         let part = r#"{"id":"prt_1","sessionID":"ses_\u00e9","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0.5,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"a":1}}"#;
-        let text = format!("{part} ,\"after\":[1]}}");
-        let (read, end, members) = part_prefix(&text).expect("a step part");
-        assert_eq!(end, part.len());
+        let text = format!(r#"{{"type":"step_finish","part": {part} ,"sessionID":"s","x":[1]}}"#);
+        let logged = logged_part(&text, 512).expect("a step part");
         let mut whole = super::part(part).expect("the same part, read whole");
         whole.id = "prt_1".into();
         whole.session_id = "ses_é".into();
         whole.message_id = "msg_1".into();
-        assert_eq!(format!("{read:?}"), format!("{whole:?}"));
-        let at = |r: Option<(usize, usize)>| r.map(|(s, e)| &part[s..e]);
-        assert_eq!(at(members.id), Some(r#""prt_1""#));
-        assert_eq!(at(members.reason), Some(r#""stop""#));
-        assert_eq!(at(members.model), Some(r#"{"a":1}"#));
-        assert!(at(members.tokens).is_some_and(|t| t.starts_with(r#"{"input":1"#)));
-        assert!(!members.twice);
-        let twice = part.replace(r#""reason":"stop""#, r#""reason":"stop","reason":"length""#);
-        assert!(part_prefix(&twice).is_some_and(|(_, _, m)| m.twice));
-        // Not a step part, or not a part: not read this way.
-        let text_part = r#"{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"hi"}"#;
-        assert!(super::part(text_part).is_some());
-        assert!(part_prefix(text_part).is_none());
-        assert!(part_prefix(&part[..part.len() - 1]).is_none());
-        assert!(part_prefix("").is_none());
+        assert_eq!(format!("{:?}", logged.part), format!("{whole:?}"));
+        let at = |r: Option<(usize, usize)>| r.map(|(s, e)| &text[s..e]);
+        let m = &logged.members;
+        assert_eq!(at(m.id), Some(r#""prt_1""#));
+        assert_eq!(at(m.reason), Some(r#""stop""#));
+        assert_eq!(at(m.model), Some(r#"{"a":1}"#));
+        assert!(at(m.tokens).is_some_and(|t| t.starts_with(r#"{"input":1"#)));
+        assert_eq!(at(logged.top.ty), Some(r#""step_finish""#));
+        assert_eq!(at(logged.top.session_id), Some(r#""s""#));
+        assert_eq!(at(logged.top.service), None);
+        // A member met twice, in the part or around it.
+        for twice in [
+            text.replace(r#""reason":"stop""#, r#""reason":"stop","reason":"length""#),
+            text.replace(r#""sessionID":"s""#, r#""sessionID":"s","sessionID":"t""#),
+            text.replace(r#","x":[1]"#, &format!(r#","part":{part}"#)),
+        ] {
+            assert!(logged_part(&twice, 512).is_none(), "{twice}");
+        }
+        // A text part's text is cut as a log keeps it; its metadata is not kept.
+        let long = "é".repeat(300);
+        let text_event = format!(
+            r#"{{"type":"text","part":{{"id":"p","sessionID":"s","messageID":"m","type":"text","text":"{long}","metadata":{{"a":1}}}}}}"#
+        );
+        let Some(logged) = logged_part(&text_event, 511) else {
+            panic!("a text part");
+        };
+        let PartBody::Text(t) = &logged.part.body else {
+            panic!("read as text: {:?}", logged.part);
+        };
+        assert_eq!(t.text, format!("{}…[600 bytes]", "é".repeat(255)));
+        assert_eq!(t.metadata, None);
+        // A rare type, no part, or not one object: not read this way.
+        let file = r#"{"id":"p","sessionID":"s","messageID":"m","type":"file","mime":"text/plain","url":"u"}"#;
+        assert!(super::part(file).is_some());
+        for text in [
+            format!(r#"{{"part":{file}}}"#),
+            r#"{"type":"text"}"#.to_owned(),
+            format!("{text} {{}}"),
+            text[..text.len() - 1].to_owned(),
+            String::new(),
+        ] {
+            assert!(logged_part(&text, 512).is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn json_str_reads_strings_only() {
+        assert_eq!(json_str(r#""a""#).as_deref(), Some("a"));
+        assert_eq!(json_str(r#""\u00e9\n""#).as_deref(), Some("é\n"));
+        assert_eq!(json_str("1"), None);
+        assert_eq!(json_str(r#""\x""#), None);
+        assert_eq!(json_str(r#"""#), None);
     }
 
     #[test]

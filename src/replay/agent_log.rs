@@ -577,9 +577,7 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
         .into_iter()
         .map(|record| match record {
             Ok(LogRecord::Pending(p)) => {
-                if p.text_len() <= STEP_EVENT_MAX
-                    && let Some(event) = p.unread(&texts).and_then(|rec| step_event(&rec))
-                {
+                if let Some(event) = p.unread(&texts).and_then(|rec| part_event(&rec)) {
                     return (Ok(Ready::Part(Box::new(event))), Some(Decoded::JsonObject));
                 }
                 let decoded = p.decode(&texts, decoding);
@@ -591,57 +589,48 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
         .collect()
 }
 
-/// Longest record [`step_event`] reads.
-const STEP_EVENT_MAX: usize = 1024;
-
-/// A `step_start` or `step_finish` event read from its text, without building its value: what
-/// [`ready`] makes of it, for the small ones that are most of a long log's records (a step's two
-/// events, a few hundred bytes each, where building a `Value` of every key costs more than the
-/// rest of the replay). `None` leaves the record to [`ready`], which reads it whole:
+/// A part event (`step_start`, `step_finish`, `tool_use`, `text`, `reasoning`) read from its
+/// text, without building its value: what [`ready`] makes of it. Most of a log's bytes are in
+/// these records (a tool's output, a step's two events), and building a `Value` of every key of
+/// each, to validate it, slim it and read it, costs more than the rest of the replay. `None`
+/// leaves the record to [`ready`], which reads it whole:
 ///
 /// * unless the record reads as an object whose `type`, `service`, `message` and `sessionID` are
 ///   each written at most once, and [`ready`] would take it for a part event;
-/// * unless the part is at most [`MAX_KEPT_STRING`] bytes (so [`slim`] cuts none of its strings),
-///   satisfies the schema (so it has no issue to locate), and is a `step-start` or `step-finish`
-///   part, which [`slim`] leaves as it is and `model::read::part` reads as `Part::from_value`
-///   does;
+/// * unless its part satisfies the schema (so it has no issue to locate) and is a text,
+///   reasoning, tool or step part, which `model::read::part_prefix` reads as [`slim`] and
+///   `Part::from_value` read it;
 /// * unless the part's `id`, `sessionID`, `messageID`, `reason`, `tokens` and `model` are each
-///   written at most once.
+///   written at most once, and a `step_finish`'s token counts repeat no key.
 ///
 /// Every value is walked with [`Discard`], so a record this reads is one `log_value::parse`
-/// reads too. The test `step_events_read_as_ready_reads_them` holds the two readings together.
-fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
+/// reads too. The test `part_events_read_as_ready_reads_them` holds the two readings together.
+fn part_event(rec: &JsonRecord) -> Option<PartEvent> {
     let text: &str = &rec.text;
-    // Most records are not step events: a look for the name costs less than reading the
-    // envelope. A light record (none has a `part`) is read as one.
-    // The finder is built once: building one per record cost as much as the search.
-    static STEP: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"step_"));
-    if STEP.find(text.as_bytes()).is_none() || light(text).is_some() {
+    // Most records are not part events: a look for the key costs less than reading the
+    // envelope. A light record (none has a `part`) is read as one. The finder is built once.
+    static PART: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"part\""));
+    if PART.find(text.as_bytes()).is_none() || light(text).is_some() {
         return None;
     }
-    let envelope: StepEnvelope<'_> = serde_json::from_str(text).ok()?;
-    let ty = envelope.ty.get()?;
-    if !matches!(ty, "step_start" | "step_finish")
-        || (envelope.service.get() == Some("bus") && envelope.message.get() == Some("publishing"))
-        || envelope.message.get() == Some("unhandled")
+    // The record is walked once: validated, its part read, and where its members are found.
+    let logged = crate::model::read::logged_part(text, MAX_KEPT_STRING)?;
+    let raw = |r: Option<(usize, usize)>| r.and_then(|(s, e)| text.get(s..e));
+    let str_at = |r| raw(r).and_then(crate::model::read::json_str);
+    let ty = str_at(logged.top.ty)?;
+    let (service, message) = (str_at(logged.top.service), str_at(logged.top.message));
+    if !matches!(
+        &*ty,
+        "step_start" | "step_finish" | "tool_use" | "text" | "reasoning"
+    ) || (service.as_deref() == Some("bus") && message.as_deref() == Some("publishing"))
+        || message.as_deref() == Some("unhandled")
     {
         return None;
     }
-    // The part is walked once: validated, read, its end and its members found in one pass.
-    let start = crate::json_scan::locate_start(text, &[Seg::Key("part")])?;
-    let rest = text.get(start..)?;
-    if !rest.starts_with('{') {
-        return None;
-    }
-    let (part, len, members) = crate::model::read::part_prefix(rest)?;
-    if len > MAX_KEPT_STRING || members.twice {
-        return None;
-    }
-    let part_text = rest.get(..len)?;
-    let step = match ty {
+    let (part, members) = (logged.part, logged.members);
+    let step = match &*ty {
         "step_finish" => {
-            let raw = |r: Option<(usize, usize)>| r.and_then(|(s, e)| part_text.get(s..e));
             // Small values (a reason, a token count object), read as `ready` reads them.
             let value = |r| match raw(r) {
                 Some(raw) => serde_json::from_str::<Value>(raw).ok().map(Some),
@@ -652,8 +641,7 @@ fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
                 Some(raw) => usage_total_of(raw)? == 0,
                 None => true,
             };
-            let span =
-                |r: Option<(usize, usize)>| r.map(|(s, e)| rec.span_of(start + s, start + e));
+            let span = |r: Option<(usize, usize)>| r.map(|(s, e)| rec.span_of(s, e));
             let read = StepRead {
                 message_id: &part.message_id,
                 part_id: &part.id,
@@ -667,71 +655,20 @@ fn step_event(rec: &JsonRecord) -> Option<PartEvent> {
         }
         _ => None,
     };
+    let status_span = part
+        .tool()
+        .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
     Some(PartEvent {
         span: rec.span,
-        session_id: envelope.session_id.get().map(str::to_owned),
+        session_id: str_at(logged.top.session_id).map(std::borrow::Cow::into_owned),
         prepared: PreparedPart {
             part,
             issues: Vec::new(),
             part_span: rec.span,
-            status_span: None,
+            status_span,
         },
         step,
     })
-}
-
-/// What [`ready`] reads of a record's top level to tell a part event, read as [`Peek`] reads:
-/// the other members walked with [`Discard`], a key met twice refused.
-#[derive(Default)]
-struct StepEnvelope<'a> {
-    ty: Lenient<'a>,
-    service: Lenient<'a>,
-    message: Lenient<'a>,
-    session_id: Lenient<'a>,
-}
-
-impl<'de: 'a, 'a> serde::Deserialize<'de> for StepEnvelope<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = StepEnvelope<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<StepEnvelope<'de>, A::Error> {
-                let mut e = StepEnvelope::default();
-                let mut met = [false; 5];
-                while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
-                    let (n, slot) = match key.as_deref().unwrap_or_default() {
-                        "type" => (0, Some(&mut e.ty)),
-                        "service" => (1, Some(&mut e.service)),
-                        "message" => (2, Some(&mut e.message)),
-                        "sessionID" => (3, Some(&mut e.session_id)),
-                        "part" => (4, None),
-                        _ => {
-                            map.next_value_seed(Discard)?;
-                            continue;
-                        }
-                    };
-                    if std::mem::replace(&mut met[n], true) {
-                        return Err(serde::de::Error::custom("a key met twice"));
-                    }
-                    match slot {
-                        Some(slot) => *slot = map.next_value()?,
-                        None => map.next_value_seed(Discard)?,
-                    }
-                }
-                if !met[4] {
-                    return Err(serde::de::Error::custom("no part"));
-                }
-                Ok(e)
-            }
-        }
-        d.deserialize_map(V)
-    }
 }
 
 /// A part event's part validated and read into the model (see [`Ready`]); any other record as
@@ -800,7 +737,7 @@ fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
 }
 
 /// The members of a `step_finish`'s part a [`crate::session::StepFinish`] is made of, however
-/// they were read (from the record's value, or by [`step_event`]).
+/// they were read (from the record's value, or by [`part_event`]).
 struct StepRead<'a> {
     message_id: &'a str,
     part_id: &'a str,
@@ -2384,10 +2321,7 @@ mod tests {
         assert_eq!(parts[1].status_path(), ["pending", "completed"]);
     }
 
-    /// Histories keep what the checks read of every write, whatever the order of writes and
-    /// events: random runs of writes (three parts, two sessions, cleanups among them) and events,
-    /// each compared with every write kept.
-    /// Reads a one-record log both ways: [`step_event`] on the record unread, and [`ready`] on
+    /// Reads a one-record log both ways: [`part_event`] on the record unread, and [`ready`] on
     /// it decoded.
     fn both_ways(text: &str) -> Option<(Option<PartEvent>, Ready)> {
         let mut reader = AgentLogReader::new(text.as_bytes(), FileId(0))
@@ -2399,23 +2333,46 @@ mod tests {
             return None;
         };
         let texts = reader.take_texts();
-        let fast = p.unread(&texts).and_then(|rec| step_event(&rec));
+        let fast = p.unread(&texts).and_then(|rec| part_event(&rec));
         Some((fast, ready(p.decode(&texts, decoding))))
     }
 
     /// A step event read from its text is what [`ready`] reads of it decoded: real step events
     /// and every one-byte mutation of them.
     #[test]
-    fn step_events_read_as_ready_reads_them() {
+    fn part_events_read_as_ready_reads_them() {
         let seeds = [
             r#"{"type":"step_start","timestamp":1771057754652,"sessionID":"ses_3a4bb6d8dffeiS5FRAjqmkJinT","part":{"id":"prt_c5b44a795001zQe56nCjjJYlaI","sessionID":"ses_3a4bb6d8dffeiS5FRAjqmkJinT","messageID":"msg_c5b449314001c6ZX5L0bedtpJ6","type":"step-start","snapshot":"4b825dc642cb6eb9a060e54bf8d69288fbee4904"}}"#,
             r#"{"type":"step_finish","timestamp":1771057754652,"sessionID":"ses_1","part":{"id":"prt_2","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"tool-calls","snapshot":"4b82","cost":0.0125,"tokens":{"input":10,"output":5,"reasoning":0,"cache":{"read":3,"write":0}}}}"#,
             r#"{"type":"step_finish","sessionID":"ses_1","part":{"id":"prt_3","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"requestedModelID":"a","respondedModelID":"b"}},"level":"info"}"#,
             "{ \"type\" : \"step_finish\",\n \"part\": {\"type\":\"step-finish\",\"id\":\"p\\u00e9\",\"messageID\":\"m\",\"sessionID\":\"s\",\"reason\":\"st\\nop\",\"cost\":0.5,\"tokens\":{\"input\":1,\"output\":2,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0}}}, \"sessionID\": \"ses_é\" }",
             "{\"type\":\"step_finish\",\"part\" : { \"reason\" : \"length\" , \"id\" : \"prt_9\", \"type\" : \"step-finish\", \"sessionID\":\"ses_9\",\"messageID\":\"msg_9\", \"model\" : {\"requestedModelID\":\"m1\", \"respondedModelID\" : \"m2\"}, \"cost\" : 1.5 , \"tokens\" : { \"input\" : 3, \"output\":4,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0} } } , \"sessionID\":\"ses_9\"}",
+            // Tool, text and reasoning events of a real log.
+            r#"{"type":"tool_use","timestamp":1774872162685,"sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","part":{"id":"prt_0000d3e9ff17b001n5aezfoA0LPbIK","sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","messageID":"msg_0000d3e9fcc06001VD5n7TeV1J94hI","type":"tool","callID":"call_function_7h2yanagmomm_1","tool":"bash","state":{"status":"pending","input":{},"raw":""}}}"#,
+            r#"{"type":"tool_use","timestamp":1774872215835,"sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","part":{"id":"prt_0000d3ea0c050001M4O7kbREQ0fpjm","sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","messageID":"msg_0000d3ea0adb0001Krbkwq2lpK0suw","type":"tool","callID":"call_function_dsio76bonyjn_1","tool":"grep","state":{"status":"completed","input":{"pattern":"ACAD_GROUP","include":"*.pas"},"output":"No files found","title":"ACAD_GROUP","metadata":{"matches":0,"truncated":false},"time":{"start":1774872215812,"end":1774872215834}}}}"#,
+            r#"{"type":"tool_use","timestamp":1774872343215,"sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","part":{"id":"prt_0000d3ea2b2a2001JMnJK4rHE7DZ3y","sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","messageID":"msg_0000d3ea2a43c001rCciHVMSNS0cDI","type":"tool","callID":"call_function_ilh011x44gj2_1","tool":"grep","state":{"status":"error","input":{"path":"/tmp","pattern":"^5\\n42$"},"error":"Error: ripgrep failed: rg: the literal \"\\n\" is not allowed in a regex\n\nConsider enabling multiline mode with the --multiline flag (or -U for short).\n","time":{"start":1774872343212,"end":1774872343214}}}}"#,
+            r#"{"type":"text","timestamp":1774872162683,"sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","part":{"id":"prt_0000d3e9fef15001xE6iYua1mYejok","sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","messageID":"msg_0000d3e9fcc06001VD5n7TeV1J94hI","type":"text","text":"I'll start by checking the current branch.","time":{"start":1774872162682,"end":1774872162682}}}"#,
+            r#"{"type":"reasoning","sessionID":"ses_1","part":{"id":"prt_r","sessionID":"ses_1","messageID":"msg_1","type":"reasoning","text":"Think \u00e9 first","metadata":{"anthropic":{"signature":"x"}},"time":{"start":1,"end":2}}}"#,
         ];
+        // Strings longer than a log keeps (cut inside a two-byte character), with every heavy
+        // field a tool part can carry, and a part-level metadata.
+        let long = format!("a{}", "é".repeat(300));
+        let heavy = format!(
+            r#"{{"type":"tool_use","sessionID":"ses_1","part":{{"id":"prt_h","sessionID":"ses_1","messageID":"msg_1","type":"tool","callID":"c1","tool":"read","metadata":{{"k":"{long}"}},"state":{{"status":"completed","input":{{"filePath":"{long}"}},"output":"{long}","title":"{long}","raw":"{long}","metadata":{{"preview":"{long}"}},"attachments":[],"time":{{"start":1,"end":2}}}}}}}}"#
+        );
+        let failed = format!(
+            r#"{{"type":"tool_use","sessionID":"ses_1","part":{{"id":"prt_e","sessionID":"ses_1","messageID":"msg_1","type":"tool","callID":"c2","tool":"bash","state":{{"status":"error","input":{{ }},"error":"{long}","time":{{"start":1,"end":2}}}}}}}}"#
+        );
+        let text = format!(
+            r#"{{"type":"text","part":{{"id":"prt_t","sessionID":"ses_1","messageID":"msg_1","type":"text","text":"{long}","synthetic":true,"metadata":{{"a":1}}}}}}"#
+        );
+        let seeds: Vec<String> = seeds
+            .into_iter()
+            .map(str::to_owned)
+            .chain([heavy, failed, text])
+            .collect();
         let (mut fast, mut all) = (0, 0);
-        for seed in seeds {
+        for seed in &seeds {
             assert!(
                 matches!(both_ways(seed), Some((Some(_), _))),
                 "read from its text: {seed}"
@@ -2467,6 +2424,9 @@ mod tests {
         }
     }
 
+    /// Histories keep what the checks read of every write, whatever the order of writes and
+    /// events: random runs of writes (three parts, two sessions, cleanups among them) and events,
+    /// each compared with every write kept.
     #[test]
     fn histories_drop_only_writes_nothing_reads() {
         let mut rng = 0x9e37_79b9_7f4a_7c15_u64;

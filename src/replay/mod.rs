@@ -82,10 +82,7 @@ pub const MAX_KEPT_STRING: usize = 512;
 pub fn cap_strings(v: &Value, max: usize) -> Value {
     match v {
         Value::String(s) if s.len() > max => {
-            let mut end = max;
-            while !s.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = crate::text::floor_boundary(s, max);
             Value::String(format!("{}…[{} bytes]", &s[..end], s.len()))
         }
         Value::Array(items) => Value::Array(items.iter().map(|i| cap_strings(i, max)).collect()),
@@ -123,15 +120,7 @@ pub fn capped_str(s: &str, max: usize) -> String {
 /// copying the value).
 pub fn cap_strings_in_place(v: &mut Value, max: usize) {
     match v {
-        Value::String(s) if s.len() > max => {
-            let mut end = max;
-            while !s.is_char_boundary(end) {
-                end -= 1;
-            }
-            let total = s.len();
-            s.truncate(end);
-            s.push_str(&format!("…[{total} bytes]"));
-        }
+        Value::String(s) => crate::text::cap_in_place(s, max),
         Value::Array(items) => items.iter_mut().for_each(|i| cap_strings_in_place(i, max)),
         Value::Object(map) => map.values_mut().for_each(|i| cap_strings_in_place(i, max)),
         _ => {}
