@@ -598,12 +598,13 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
 /// * unless the record reads as an object whose `type`, `service`, `message` and `sessionID` are
 ///   each written at most once, and [`ready`] would take it for a part event;
 /// * unless its part satisfies the schema (so it has no issue to locate) and is a text,
-///   reasoning, tool or step part, which `model::read::part_prefix` reads as [`slim`] and
+///   reasoning, tool or step part, which `model::read::logged_part` reads as [`slim`] and
 ///   `Part::from_value` read it;
 /// * unless the part's `id`, `sessionID`, `messageID`, `reason`, `tokens` and `model` are each
 ///   written at most once, and a `step_finish`'s token counts repeat no key.
 ///
-/// Every value is walked with [`Discard`], so a record this reads is one `log_value::parse`
+/// The record is walked by `model::conform`, which says yes only to JSON that serde_json reads
+/// (and no to anything it is not sure of), so a record this reads is one `log_value::parse`
 /// reads too. The test `part_events_read_as_ready_reads_them` holds the two readings together.
 fn part_event(rec: &JsonRecord) -> Option<PartEvent> {
     let text: &str = &rec.text;
