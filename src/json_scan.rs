@@ -129,13 +129,6 @@ impl From<usize> for Seg<'_> {
 /// looks up. The text must be valid JSON up to the value; on anything unexpected the answer is
 /// `None`, never a panic.
 pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<(usize, usize)> {
-    let start = locate_start(text, path)?;
-    Some((start, value_end(text.as_bytes(), start)?))
-}
-
-/// Where the value at `path` begins, as [`locate`] finds it, without walking the value itself
-/// to its end.
-fn locate_start(text: &str, path: &[Seg<'_>]) -> Option<usize> {
     let b = text.as_bytes();
     let mut pos = skip_ws(b, 0);
     for seg in path {
@@ -184,7 +177,7 @@ fn locate_start(text: &str, path: &[Seg<'_>]) -> Option<usize> {
             _ => return None,
         }
     }
-    b.get(pos).map(|_| pos)
+    Some((pos, value_end(b, pos)?))
 }
 
 /// Byte ranges of the items of the array at `path` (one pass over the array), or `None` when
@@ -337,25 +330,6 @@ fn value_end(b: &[u8], pos: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn locate_start_is_where_locate_starts() {
-        let text = r#" { "a" : 1, "part" : {"b": [1, {"c": "}"}]}, "z": null } "#;
-        for path in [
-            vec![Seg::Key("part")],
-            vec![Seg::Key("part"), Seg::Key("b"), Seg::Index(1)],
-            vec![Seg::Key("z")],
-            vec![],
-        ] {
-            assert_eq!(
-                locate_start(text, &path),
-                locate(text, &path).map(|(s, _)| s)
-            );
-        }
-        assert_eq!(locate_start(text, &[Seg::Key("nope")]), None);
-        assert_eq!(locate_start("   ", &[]), None);
-        assert_eq!(locate_start(r#"{"a": "#, &[Seg::Key("a")]), None);
-    }
 
     #[test]
     fn quote_or_backslash_finds_the_first_one() {

@@ -22,17 +22,6 @@ pub fn conforms(text: &str, ty: &Ty) -> bool {
 
 /// [`conforms`], telling `sink` what it walks. Events are only final when the answer is `true`.
 pub fn conforms_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> bool {
-    conforms_prefix_with(text, ty, sink).is_some_and(|end| {
-        (text.as_bytes().get(end..)).is_some_and(|rest| {
-            rest.iter()
-                .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        })
-    })
-}
-
-/// [`conforms_with`] on the value at the start of `text` (after whitespace), whatever follows
-/// it: where the value ends, when it satisfies `ty`.
-fn conforms_prefix_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> Option<usize> {
     let mut p = Parser {
         b: text.as_bytes(),
         text,
@@ -43,7 +32,10 @@ fn conforms_prefix_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -
         sink,
     };
     p.ws();
-    p.value(ty).then_some(p.pos)
+    p.value(ty) && {
+        p.ws();
+        p.pos == p.b.len()
+    }
 }
 
 /// What a walk tells about the fields of the schema objects it meets. A `path` is the keys from
