@@ -70,7 +70,7 @@ struct PartEvent {
     session_id: Option<String>,
     prepared: PreparedPart,
     /// What a `step_finish` recorded.
-    step: Option<crate::session::StepFinish>,
+    step: Option<Box<crate::session::StepFinish>>,
 }
 
 /// A part event's part as [`State::apply_part`] records it, with its schema issues located.
@@ -652,7 +652,7 @@ fn part_event(rec: &JsonRecord) -> Option<PartEvent> {
                 tokens_span: span(members.tokens),
                 model: model.as_ref(),
             };
-            Some(read.finish())
+            Some(Box::new(read.finish()))
         }
         _ => None,
     };
@@ -705,7 +705,7 @@ fn ready(record: LogRecord) -> Ready {
         // Read where it is, unless slimming it would change it.
         let part = rec.value.get("part").unwrap_or(&Value::Null);
         let prepared = prepare(&rec, std::borrow::Cow::Borrowed(part));
-        (prepared, Some(step_finish_of(&rec)))
+        (prepared, Some(Box::new(step_finish_of(&rec))))
     } else {
         let part = match rec.value.get_mut("part") {
             Some(part) => std::mem::replace(part, Value::Null),
@@ -1361,12 +1361,7 @@ impl State {
         }
         self.apply_part(seq, span, prepared, session_id.as_deref());
         if let Some(step) = step {
-            self.event(
-                seq,
-                span,
-                session_id,
-                EventKind::StepFinished(Box::new(step)),
-            );
+            self.event(seq, span, session_id, EventKind::StepFinished(step));
         }
     }
 
