@@ -84,6 +84,14 @@ pub fn cap_in_place(s: &mut String, max: usize) {
     }
 }
 
+/// `s` cut as [`cap_in_place`] cuts it, copying no more of it than is kept.
+pub fn capped(s: &str, max: usize) -> String {
+    match s.len() > max {
+        true => format!("{}…[{} bytes]", &s[..floor_boundary(s, max)], s.len()),
+        false => s.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,8 +133,10 @@ mod tests {
         let mut s = "aé".repeat(3);
         cap_in_place(&mut s, 2);
         assert_eq!(s, "a…[9 bytes]");
+        assert_eq!(capped(&"aé".repeat(3), 2), s);
         let mut short = "abc".to_owned();
         cap_in_place(&mut short, 3);
         assert_eq!(short, "abc");
+        assert_eq!(capped("abc", 3), "abc");
     }
 }

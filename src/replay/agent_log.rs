@@ -35,6 +35,7 @@ use crate::session::{
     PayloadIssues, Seq, Session, Undecodable,
 };
 use crate::source::{FileId, Span};
+use crate::text::capped;
 
 /// Longest error message kept (a ZodError's issue list must survive whole to be decoded).
 const MAX_ERROR_MESSAGE: usize = 256 * 1024;
@@ -1771,13 +1772,6 @@ fn slim_keeps(v: &Value) -> bool {
     !v.get("state").is_some_and(Value::is_object) && v.get("metadata").is_none() && short(v)
 }
 
-fn capped(s: &str, max: usize) -> String {
-    match cap_strings(&Value::String(s.to_owned()), max) {
-        Value::String(s) => s,
-        _ => String::new(),
-    }
-}
-
 /// Reads an error value: a string, a NamedError `{name, data}`, a serialised `Error`
 /// `{name, message, …}`, or a wrapper `{error: {…}}`. `path` is where `v` is in the record.
 fn error_info(rec: &JsonRecord, path: &[&str], v: &Value) -> ErrorInfo {
@@ -2333,8 +2327,9 @@ mod tests {
         Some((fast, ready(p.decode(&texts, decoding))))
     }
 
-    /// A step event read from its text is what [`ready`] reads of it decoded: real step events
-    /// and every one-byte mutation of them.
+    /// A part event read from its text is what [`ready`] reads of it decoded: real step, tool,
+    /// text and reasoning events, events with every heavy field, and every one-byte mutation of
+    /// them.
     #[test]
     fn part_events_read_as_ready_reads_them() {
         let seeds = [
@@ -2400,7 +2395,7 @@ mod tests {
             r#"{"input":-5,"output":5.7,"total":"12","x":"a","y":null,"z":true,"w":[1,2]}"#,
             r#"{"input":1e3,"output":18446744073709551615,"reasoning":18446744073709551615}"#,
             r#"{"input":123456789012345678901234567890,"cache":{"read":-0.0,"write":0.4}}"#,
-            r#"{"a":{"b":{"c":{"d":7}}},"eA":1}"#,
+            r#"{"a":{"b":{"c":{"d":7}}},"e\u0041":1}"#,
             r#"7"#,
             r#""8""#,
             r#"[]"#,
@@ -2412,7 +2407,7 @@ mod tests {
         for text in [
             r#"{"input":5,"input":0}"#,
             r#"{"cache":{"read":1,"read":0}}"#,
-            r#"{"eA":1,"eA":0}"#,
+            r#"{"eA":1,"e\u0041":0}"#,
             r#"{"input":1"#,
             r#"{"input":1} x"#,
         ] {

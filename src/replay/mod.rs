@@ -81,10 +81,7 @@ pub const MAX_KEPT_STRING: usize = 512;
 /// not grow with tool outputs and file contents.
 pub fn cap_strings(v: &Value, max: usize) -> Value {
     match v {
-        Value::String(s) if s.len() > max => {
-            let end = crate::text::floor_boundary(s, max);
-            Value::String(format!("{}…[{} bytes]", &s[..end], s.len()))
-        }
+        Value::String(s) => Value::String(crate::text::capped(s, max)),
         Value::Array(items) => Value::Array(items.iter().map(|i| cap_strings(i, max)).collect()),
         Value::Object(map) => Value::Object(
             map.iter()
@@ -103,17 +100,6 @@ pub fn second_json_value(text: &str) -> Option<usize> {
     let end = values.byte_offset();
     let rest = text.get(end..)?.trim_start();
     (rest.starts_with('{') || rest.starts_with('[')).then(|| text.len() - rest.len())
-}
-
-/// `s`, cut as [`cap_strings`] cuts strings.
-pub fn capped_str(s: &str, max: usize) -> String {
-    let mut s = s.to_owned();
-    let mut v = Value::String(std::mem::take(&mut s));
-    cap_strings_in_place(&mut v, max);
-    match v {
-        Value::String(s) => s,
-        _ => String::new(),
-    }
 }
 
 /// Cuts, in place, every string of `v` longer than `max` bytes (as [`cap_strings`] does, without

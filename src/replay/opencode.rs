@@ -409,12 +409,12 @@ fn stored_error(err: &NamedError, at: &ErrorPlaces) -> ErrorInfo {
     let payload = message.find(PARSE_TEXT).and_then(|k| {
         let text = &message[k + PARSE_TEXT.len()..];
         let text = text.rfind(".\nError message:").map_or(text, |e| &text[..e]);
-        Some((super::capped_str(text, MAX_ERROR_TEXT), at.payload?))
+        Some((crate::text::capped(text, MAX_ERROR_TEXT), at.payload?))
     });
     ErrorInfo {
         name: Some(err.name.clone()),
         wrapped: None,
-        message: super::capped_str(message, MAX_ERROR_TEXT),
+        message: crate::text::capped(message, MAX_ERROR_TEXT),
         retryable: err.data.get("isRetryable").and_then(Value::as_bool),
         data: Value::Null,
         message_span: at.message,
