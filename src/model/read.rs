@@ -72,8 +72,6 @@ pub struct PartMembers {
     pub reason: Option<(usize, usize)>,
     pub tokens: Option<(usize, usize)>,
     pub model: Option<(usize, usize)>,
-    /// One of them was met more than once.
-    pub twice: bool,
 }
 
 /// A JSON object with a `part` member (an agent log's part event), read in one walk: the object
@@ -93,22 +91,20 @@ pub fn logged_part(text: &str, max_string: usize) -> Option<LoggedPart> {
     }];
     let mut sink = LoggedSink {
         part: PartSink {
-            base: Some(text.as_ptr().addr()),
             slim: Some(max_string),
             ..PartSink::default()
         },
+        base: text.as_ptr().addr(),
         top: LoggedMembers::default(),
+        members: PartMembers::default(),
         part_met: false,
         twice: false,
     };
-    if !conform::conforms_with(text, &Ty::Obj(&EVENT), &mut sink)
-        || sink.part.failed
-        || sink.twice
-        || sink.part.members.twice
+    if !conform::conforms_with(text, &Ty::Obj(&EVENT), &mut sink) || sink.part.failed || sink.twice
     {
         return None;
     }
-    let members = std::mem::take(&mut sink.part.members);
+    let members = sink.members;
     let body = match sink.part.body {
         Building::Text(t) => PartBody::Text(Box::new(t)),
         Building::Reasoning(r) => PartBody::Reasoning(Box::new(r)),
@@ -161,12 +157,16 @@ pub struct LoggedMembers {
     pub session_id: Option<(usize, usize)>,
 }
 
-/// The sink of [`logged_part`]: the part's fields go to a [`PartSink`], the object's own are
-/// noted.
+/// The sink of [`logged_part`]: the part's fields go to a [`PartSink`]; where some of them and
+/// some of the object's own are is noted.
 struct LoggedSink {
     part: PartSink,
+    /// Where the walked text starts in memory.
+    base: usize,
     top: LoggedMembers,
+    members: PartMembers,
     part_met: bool,
+    /// A member noted here, or the part, was met more than once.
     twice: bool,
 }
 
@@ -189,17 +189,26 @@ impl<'a> Sink<'a> for LoggedSink {
                 self.twice |= std::mem::replace(&mut self.part_met, true);
                 return;
             }
-            ["part", rest @ ..] => return self.part.field(rest, raw, known),
+            ["part", rest @ ..] => {
+                self.part.field(rest, raw, known);
+                let m = &mut self.members;
+                match rest {
+                    ["id"] => &mut m.id,
+                    ["sessionID"] => &mut m.session_id,
+                    ["messageID"] => &mut m.message_id,
+                    ["reason"] => &mut m.reason,
+                    ["tokens"] => &mut m.tokens,
+                    ["model"] => &mut m.model,
+                    _ => return,
+                }
+            }
             ["type"] => &mut self.top.ty,
             ["service"] => &mut self.top.service,
             ["message"] => &mut self.top.message,
             ["sessionID"] => &mut self.top.session_id,
             _ => return,
         };
-        let Some(base) = self.part.base else {
-            return;
-        };
-        let start = raw.as_ptr().addr().wrapping_sub(base);
+        let start = raw.as_ptr().addr().wrapping_sub(self.base);
         self.twice |= slot.replace((start, start + raw.len())).is_some();
     }
 }
@@ -437,9 +446,6 @@ struct PartSink {
     /// The fields of the `time` object being walked.
     time: TimeRange,
     failed: bool,
-    /// Where the walked text starts in memory, when [`PartSink::members`] are wanted.
-    base: Option<usize>,
-    members: PartMembers,
     /// Read as a log keeps a part (see [`logged_part`]): strings cut to this many bytes.
     slim: Option<usize>,
 }
@@ -556,20 +562,6 @@ impl<'a> Sink<'a> for PartSink {
     fn field(&mut self, path: &[&'a str], raw: &'a str, known: bool) {
         // The first value that does not read ends the reading (the walk goes on, to validate).
         self.failed = self.failed || self.read(path, raw, known).is_none();
-        if let (Some(base), [key]) = (self.base, path) {
-            let m = &mut self.members;
-            let slot = match *key {
-                "id" => &mut m.id,
-                "sessionID" => &mut m.session_id,
-                "messageID" => &mut m.message_id,
-                "reason" => &mut m.reason,
-                "tokens" => &mut m.tokens,
-                "model" => &mut m.model,
-                _ => return,
-            };
-            let start = raw.as_ptr().addr().wrapping_sub(base);
-            m.twice |= slot.replace((start, start + raw.len())).is_some();
-        }
     }
 }
 
