@@ -819,13 +819,18 @@ fn prepare(rec: &JsonRecord, raw: std::borrow::Cow<'_, Value>) -> PreparedPart {
     }
 }
 
+/// The number of parts from which a message's parts are found by the part index rather than by
+/// comparing ids.
+const INDEXED_FROM: usize = 16;
+
 struct State {
     analysis: Analysis,
     session_index: FastMap<String, usize>,
     /// Per session index: hash of a message id → message index (see [`State::message_slot`]).
     message_index: Vec<FastMap<u64, usize>>,
-    /// (session index, message index, hash of the part id) → part index: a part's id is not
-    /// copied into the index (see [`State::file_part`]).
+    /// (session index, message index, hash of the part id) → part index, for the parts of
+    /// messages with at least [`INDEXED_FROM`] parts: a part's id is not copied into the index
+    /// (see [`State::file_part`]).
     part_index: FastMap<(usize, usize, u64), usize>,
     id_hasher: foldhash::fast::RandomState,
     current_session: Option<String>,
@@ -1444,10 +1449,19 @@ impl State {
         if !cleanup {
             self.events_at_write[si] = events;
         }
-        let key = (si, mi, self.id_hasher.hash_one(part.id.as_str()));
         let message = &mut self.analysis.sessions[si].messages[mi];
-        let hit = self.part_index.get(&key).copied();
-        match hashed_position(hit, &message.parts, |r| r.part.id == part.id) {
+        let is_it = |r: &PartRecord| r.part.id == part.id;
+        // Most messages have a few parts, found faster by their ids than by a hash, and without
+        // an index entry for each: only a message with many parts is indexed.
+        let indexed = message.parts.len() >= INDEXED_FROM;
+        let hash = |id: &str| (si, mi, self.id_hasher.hash_one(id));
+        let at = if indexed {
+            let hit = self.part_index.get(&hash(&part.id)).copied();
+            hashed_position(hit, &message.parts, is_it)
+        } else {
+            message.parts.iter().position(is_it)
+        };
+        match at {
             Some(pi) => {
                 let record = &mut message.parts[pi];
                 record.part = part;
@@ -1466,11 +1480,18 @@ impl State {
                 }
             }
             None => {
-                self.part_index.entry(key).or_insert(message.parts.len());
                 message.parts.push(PartRecord {
                     part,
                     history: vec![observation],
                 });
+                let n = message.parts.len();
+                // The message reaches the size that is indexed: every part so far goes in.
+                let new = if n == INDEXED_FROM { 0 } else { n - 1 };
+                if n >= INDEXED_FROM {
+                    for (pi, record) in message.parts.iter().enumerate().skip(new) {
+                        self.part_index.entry(hash(&record.part.id)).or_insert(pi);
+                    }
+                }
             }
         }
     }
@@ -2297,18 +2318,72 @@ mod tests {
         let si = state.session_slot("ses_1");
         let mi = state.message_slot(si, "msg_1");
         state.file_part(si, mi, part("prt_a", "pending"), write(0, "pending"));
+        // Enough parts for the message to be indexed.
+        let n = INDEXED_FROM as u64;
+        for k in 1..n {
+            let id = format!("prt_filler{k:02}");
+            state.file_part(si, mi, part(&id, "pending"), write(k, "pending"));
+        }
+        assert_eq!(state.part_index.len(), INDEXED_FROM);
         // A collision: prt_b's key names prt_a's slot.
         let b_key = (si, mi, state.id_hasher.hash_one("prt_b"));
         state.part_index.insert(b_key, 0);
-        state.file_part(si, mi, part("prt_b", "pending"), write(1, "pending"));
-        state.file_part(si, mi, part("prt_b", "completed"), write(2, "completed"));
-        state.file_part(si, mi, part("prt_a", "error"), write(3, "error"));
+        state.file_part(si, mi, part("prt_b", "pending"), write(n, "pending"));
+        state.file_part(
+            si,
+            mi,
+            part("prt_b", "completed"),
+            write(n + 1, "completed"),
+        );
+        state.file_part(si, mi, part("prt_a", "error"), write(n + 2, "error"));
         let parts = &state.analysis.sessions[si].messages[mi].parts;
-        assert_eq!(parts.len(), 2);
+        assert_eq!(parts.len(), INDEXED_FROM + 1);
         assert_eq!(parts[0].part.id, "prt_a");
         assert_eq!(parts[0].status_path(), ["pending", "error"]);
-        assert_eq!(parts[1].part.id, "prt_b");
-        assert_eq!(parts[1].status_path(), ["pending", "completed"]);
+        assert_eq!(parts[INDEXED_FROM].part.id, "prt_b");
+        assert_eq!(parts[INDEXED_FROM].status_path(), ["pending", "completed"]);
+    }
+
+    #[test]
+    fn a_message_is_indexed_once_it_has_many_parts() {
+        let mut state = State::new(FileId(0));
+        let si = state.session_slot("ses_1");
+        let mi = state.message_slot(si, "msg_1");
+        let write = |k: usize, status: &'static str| {
+            let id = format!("prt_{k:03}");
+            let part = Part::from_value(&serde_json::json!({
+                "id": id, "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+                "callID": id, "tool": "read", "state": {"status": status, "input": {}},
+            }));
+            let seq = k as Seq;
+            let span = Span::new(FileId(0), seq, 1);
+            (
+                part,
+                Observation {
+                    seq,
+                    span,
+                    status: Some(status.into()),
+                    status_span: None,
+                },
+            )
+        };
+        for k in 0..INDEXED_FROM + 3 {
+            let (part, observation) = write(k, "pending");
+            state.file_part(si, mi, part, observation);
+            let indexed = if k + 1 >= INDEXED_FROM { k + 1 } else { 0 };
+            assert_eq!(state.part_index.len(), indexed);
+        }
+        // Every part, indexed or found by its id, is written again in its own place.
+        for k in 0..INDEXED_FROM + 3 {
+            let (part, observation) = write(k, "completed");
+            state.file_part(si, mi, part, observation);
+        }
+        let parts = &state.analysis.sessions[si].messages[mi].parts;
+        assert_eq!(parts.len(), INDEXED_FROM + 3);
+        for (k, record) in parts.iter().enumerate() {
+            assert_eq!(record.part.id, format!("prt_{k:03}"));
+            assert_eq!(record.status_path(), ["pending", "completed"]);
+        }
     }
 
     /// Reads a one-record log both ways: [`part_event`] on the record unread, and [`ready`] on
