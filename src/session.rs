@@ -535,14 +535,7 @@ pub enum EventKind {
     /// The processor skipped this event and read on.
     ProcessorSkipped { reason: String },
     /// The processor ignored a tool's outcome (an error or result for a tool in the wrong state).
-    ProcessorDropped {
-        part_id: String,
-        call_id: String,
-        tool: String,
-        /// `tool-error`, `tool-result`.
-        what: String,
-        reason: String,
-    },
+    ProcessorDropped(Box<DroppedOutcome>),
     /// The processor stopped reading the stream here; `remaining` events were never processed.
     ProcessorStopped { remaining: u64 },
     /// The processor's cleanup closed these tool parts ("Tool execution aborted").
@@ -554,34 +547,57 @@ pub enum EventKind {
     /// The model the user asked for (`--model` on the agent's command line, as it logged it).
     ModelRequested { spec: String },
     /// The model the agent resolved and will call (`rawModel`, `providerID`, `modelID`).
-    ModelResolved {
-        raw: String,
-        provider: String,
-        model: String,
-        span: Option<Span>,
-    },
+    ModelResolved(Box<ResolvedModel>),
     /// The agent announced a retry sleep (a rate limit or a retryable error).
-    RetryWait {
-        delay_ms: u64,
-        /// Where the delay value is.
-        delay_span: Option<Span>,
-        /// The provider's `retry-after`, when the agent logged it just before, and where.
-        retry_after: Option<(u64, Span)>,
-    },
+    RetryWait(Box<RetryWait>),
     /// Usage (and the finish reason, when it says) as the provider itself sent it: logged
     /// provider metadata, a logged response body or stream. Counts are zero when it gave none.
-    ProviderUsage {
-        input: u64,
-        output: u64,
-        /// The provider's own finish reason (`tool_calls`, `end_turn`…), when the body has one.
-        finish: Option<String>,
-        /// What carried it: `providerMetadata`, `response body`.
-        source: String,
-        span: Option<Span>,
-    },
+    ProviderUsage(Box<ProviderUsage>),
     /// The wrapper reported that the agent's command succeeded (`✅ … command completed`,
     /// `Exit Code: 0`) or failed (`Exit Code: 1`).
     WrapperStatus { success: bool, words: String },
+}
+
+/// A tool outcome the processor ignored: [`EventKind::ProcessorDropped`].
+#[derive(Debug, Clone)]
+pub struct DroppedOutcome {
+    pub part_id: String,
+    pub call_id: String,
+    pub tool: String,
+    /// `tool-error`, `tool-result`.
+    pub what: String,
+    pub reason: String,
+}
+
+/// The model the agent resolved and will call: [`EventKind::ModelResolved`].
+#[derive(Debug, Clone)]
+pub struct ResolvedModel {
+    pub raw: String,
+    pub provider: String,
+    pub model: String,
+    pub span: Option<Span>,
+}
+
+/// A retry sleep the agent announced: [`EventKind::RetryWait`].
+#[derive(Debug, Clone)]
+pub struct RetryWait {
+    pub delay_ms: u64,
+    /// Where the delay value is.
+    pub delay_span: Option<Span>,
+    /// The provider's `retry-after`, when the agent logged it just before, and where.
+    pub retry_after: Option<(u64, Span)>,
+}
+
+/// Usage as the provider itself sent it: [`EventKind::ProviderUsage`].
+#[derive(Debug, Clone)]
+pub struct ProviderUsage {
+    pub input: u64,
+    pub output: u64,
+    /// The provider's own finish reason (`tool_calls`, `end_turn`…), when the body has one.
+    pub finish: Option<String>,
+    /// What carried it: `providerMetadata`, `response body`.
+    pub source: String,
+    pub span: Option<Span>,
 }
 
 /// What a `step_finish` recorded.
@@ -780,4 +796,17 @@ pub fn first_line(s: &str, max: usize) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timeline and the model keep one of these per event, message and part write: their
+    /// size is memory per record on a long log. Rare, large payloads are boxed to keep them here.
+    #[test]
+    fn records_kept_per_write_stay_small() {
+        assert!(size_of::<Event>() <= 120, "{}", size_of::<Event>());
+        assert!(size_of::<EventKind>() <= 64, "{}", size_of::<EventKind>());
+    }
 }

@@ -88,9 +88,7 @@ impl Check for LoopExitedEarly {
                 .filter(|x| x.seq > start && x.seq < e.seq)
                 .filter(|x| x.session.as_deref().is_none_or(|s| s == session))
                 .filter_map(|x| match &x.kind {
-                    EventKind::ProviderUsage {
-                        finish: Some(r), ..
-                    } => Some((x, r)),
+                    EventKind::ProviderUsage(usage) => usage.finish.as_ref().map(|r| (x, r)),
                     _ => None,
                 })
                 .next_back()

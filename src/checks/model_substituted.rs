@@ -50,12 +50,13 @@ impl Check for ModelSubstituted {
                     requested = Some((spec.as_str(), e.span));
                     reported = false;
                 }
-                EventKind::ModelResolved {
-                    raw,
-                    provider,
-                    model,
-                    span,
-                } => {
+                EventKind::ModelResolved(resolved) => {
+                    let crate::session::ResolvedModel {
+                        raw,
+                        provider,
+                        model,
+                        span,
+                    } = &**resolved;
                     let Some((spec, asked_at)) = requested else {
                         continue;
                     };

@@ -35,14 +35,14 @@ declare_check! {
 impl Check for RetryWaitExcessive {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         for e in &analysis.events {
-            let EventKind::RetryWait {
+            let EventKind::RetryWait(wait) = &e.kind else {
+                continue;
+            };
+            let crate::session::RetryWait {
                 delay_ms,
                 delay_span,
                 retry_after,
-            } = &e.kind
-            else {
-                continue;
-            };
+            } = &**wait;
             if *delay_ms <= EXCESSIVE_MS {
                 continue;
             }

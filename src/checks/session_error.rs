@@ -321,19 +321,17 @@ fn notes(
             .events
             .iter()
             .filter(|e| e.seq > run_start && e.seq < event.seq)
-            .filter_map(|e| match e.kind {
-                EventKind::RetryWait { delay_ms, .. }
-                    if delay_ms > super::retry_wait_excessive::EXCESSIVE_MS =>
-                {
-                    Some((e, delay_ms))
+            .filter_map(|e| match &e.kind {
+                EventKind::RetryWait(w) if w.delay_ms > super::retry_wait_excessive::EXCESSIVE_MS => {
+                    Some((e, w.delay_ms))
                 }
                 _ => None,
             })
             .next_back()
         {
             let (span, d) = match &wait.kind {
-                EventKind::RetryWait { delay_span, .. } => (
-                    delay_span.unwrap_or(wait.span.head()),
+                EventKind::RetryWait(w) => (
+                    w.delay_span.unwrap_or(wait.span.head()),
                     super::retry_wait_excessive::duration(ms),
                 ),
                 _ => (wait.span.head(), String::new()),

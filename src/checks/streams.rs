@@ -77,7 +77,7 @@ pub fn payload_problems(a: &Analysis) -> impl Iterator<Item = (Seq, Span, &Paylo
 /// Whether the processor dropped a tool error for this part.
 pub fn dropped_error(a: &Analysis, part_id: &str) -> bool {
     a.events.iter().any(|e| {
-        matches!(&e.kind, EventKind::ProcessorDropped { part_id: p, what, .. } if p == part_id && what == "tool-error")
+        matches!(&e.kind, EventKind::ProcessorDropped(d) if d.part_id == part_id && d.what == "tool-error")
     })
 }
 

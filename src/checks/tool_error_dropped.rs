@@ -103,16 +103,16 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
         .map(|f| f.profile.clone())
         .unwrap_or_default();
     for e in &analysis.events {
-        let crate::session::EventKind::ProcessorDropped {
+        let crate::session::EventKind::ProcessorDropped(dropped) = &e.kind else {
+            continue;
+        };
+        let crate::session::DroppedOutcome {
             part_id,
             call_id,
             tool,
             what,
             reason,
-        } = &e.kind
-        else {
-            continue;
-        };
+        } = &**dropped;
         if what != "tool-error" {
             continue;
         }

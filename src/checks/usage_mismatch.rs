@@ -59,13 +59,9 @@ impl Check for UsageMismatch {
                 .take_while(|x| until.is_none_or(|u| x.seq < u))
                 .filter(|x| x.session.as_deref().is_none_or(|s| s == session))
                 .find_map(|x| match &x.kind {
-                    EventKind::ProviderUsage {
-                        input,
-                        output,
-                        source,
-                        span,
-                        ..
-                    } if input + output > 0 => Some((x, *input, *output, source, *span)),
+                    EventKind::ProviderUsage(u) if u.input + u.output > 0 => {
+                        Some((x, u.input, u.output, &u.source, u.span))
+                    }
                     _ => None,
                 });
             let Some((x, input, output, source, span)) = usage else {

@@ -355,11 +355,9 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
         };
         let (what, detail) = match &e.kind {
             EventKind::ProcessorSkipped { reason } => ("skipped".to_owned(), reason.clone()),
-            EventKind::ProcessorDropped {
-                what, tool, reason, ..
-            } => (
-                format!("dropped {what}"),
-                format!("tool `{tool}`: {reason}"),
+            EventKind::ProcessorDropped(d) => (
+                format!("dropped {}", d.what),
+                format!("tool `{}`: {}", d.tool, d.reason),
             ),
             EventKind::ProcessorStopped { remaining } => (
                 "stopped".to_owned(),

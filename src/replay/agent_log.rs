@@ -1165,13 +1165,13 @@ impl State {
         if let Some(meta) = obj.get("providerMetadata")
             && let Some((input, output)) = usage_of(&parse_if_string(meta))
         {
-            let kind = EventKind::ProviderUsage {
+            let kind = EventKind::ProviderUsage(Box::new(crate::session::ProviderUsage {
                 input,
                 output,
                 finish: None,
                 source: "providerMetadata".into(),
                 span: at("providerMetadata"),
-            };
+            }));
             self.event(seq, rec.span, None, kind);
         }
         if message == "exiting loop" && service.starts_with("session") {
@@ -1202,12 +1202,12 @@ impl State {
                 .get("rawModel")
                 .and_then(Value::as_str)
                 .map_or_else(|| format!("{provider}/{model}"), str::to_owned);
-            let kind = EventKind::ModelResolved {
+            let kind = EventKind::ModelResolved(Box::new(crate::session::ResolvedModel {
                 raw,
                 provider: provider.to_owned(),
                 model: model.to_owned(),
                 span: at("rawModel").or_else(|| at("modelID")),
-            };
+            }));
             self.event(seq, rec.span, None, kind);
         }
         // The provider's `retry-after`, in ms, remembered for the sleep it leads to.
@@ -1229,11 +1229,11 @@ impl State {
                 .iter()
                 .find_map(|k| num(k).map(|v| (*k, v)))
         {
-            let kind = EventKind::RetryWait {
+            let kind = EventKind::RetryWait(Box::new(crate::session::RetryWait {
                 delay_ms: ms,
                 delay_span: at(key),
                 retry_after: self.retry_after.take(),
-            };
+            }));
             self.event(seq, rec.span, None, kind);
         }
         let level = match obj.get("level").and_then(Value::as_str) {
@@ -1333,13 +1333,13 @@ impl State {
         }
         if found.is_some() || finish.is_some() {
             let (input, output) = found.unwrap_or((0, 0));
-            let kind = EventKind::ProviderUsage {
+            let kind = EventKind::ProviderUsage(Box::new(crate::session::ProviderUsage {
                 input,
                 output,
                 finish,
                 source: "the logged response body".into(),
                 span: at("bodyPreview").map(|s| s.head()),
-            };
+            }));
             self.event(seq, rec.span, None, kind);
         }
     }
@@ -2775,23 +2775,16 @@ mod tests {
             matches!(kinds[0], EventKind::ModelRequested { spec } if spec == "kilo/glm-5-free")
         );
         assert!(
-            matches!(kinds[1], EventKind::ModelResolved { raw, .. } if raw == "opencode/kimi-k2.5-free")
+            matches!(kinds[1], EventKind::ModelResolved(m) if m.raw == "opencode/kimi-k2.5-free")
         );
         assert!(matches!(
             kinds[2],
-            EventKind::RetryWait {
-                delay_ms: 46327183,
-                retry_after: Some((44548000, _)),
-                ..
-            }
+            EventKind::RetryWait(w) if w.delay_ms == 46327183
+                && matches!(w.retry_after, Some((44548000, _)))
         ));
         assert!(matches!(
             kinds[3],
-            EventKind::ProviderUsage {
-                input: 10,
-                output: 2,
-                ..
-            }
+            EventKind::ProviderUsage(u) if u.input == 10 && u.output == 2
         ));
         assert!(matches!(kinds[4], EventKind::Log { error: None, .. }));
         let EventKind::StepFinished(step) = kinds[5] else {

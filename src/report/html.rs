@@ -405,11 +405,9 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
             first_line(reason, 200),
             "warning",
         ),
-        EventKind::ProcessorDropped {
-            what, tool, reason, ..
-        } => (
-            format!("dropped {what}"),
-            format!("tool {tool}: {}", first_line(reason, 200)),
+        EventKind::ProcessorDropped(d) => (
+            format!("dropped {}", d.what),
+            format!("tool {}: {}", d.tool, first_line(&d.reason, 200)),
             "warning",
         ),
         EventKind::ProcessorStopped { remaining } => (
@@ -436,36 +434,35 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
         ),
         EventKind::LoopExit => ("loop exits".into(), String::new(), ""),
         EventKind::ModelRequested { spec } => ("model requested".into(), spec.clone(), ""),
-        EventKind::ModelResolved { raw, .. } => ("model resolved".into(), raw.clone(), ""),
-        EventKind::RetryWait {
-            delay_ms,
-            retry_after,
-            ..
-        } => (
+        EventKind::ModelResolved(m) => ("model resolved".into(), m.raw.clone(), ""),
+        EventKind::RetryWait(w) => (
             "retry wait".into(),
-            match retry_after {
-                Some((s, _)) => format!("{} (retry-after {s})", millis(*delay_ms as f64)),
-                None => millis(*delay_ms as f64),
+            match w.retry_after {
+                Some((s, _)) => format!("{} (retry-after {s})", millis(w.delay_ms as f64)),
+                None => millis(w.delay_ms as f64),
             },
             "warning",
         ),
-        EventKind::ProviderUsage {
-            input,
-            output,
-            finish,
-            source,
-            ..
-        } => (
-            "provider usage".into(),
-            format!(
-                "{source}: in {input} out {output}{}",
-                finish
-                    .as_deref()
-                    .map(|f| format!(" · finish {f}"))
-                    .unwrap_or_default()
-            ),
-            "",
-        ),
+        EventKind::ProviderUsage(usage) => {
+            let crate::session::ProviderUsage {
+                input,
+                output,
+                finish,
+                source,
+                ..
+            } = &**usage;
+            (
+                "provider usage".into(),
+                format!(
+                    "{source}: in {input} out {output}{}",
+                    finish
+                        .as_deref()
+                        .map(|f| format!(" · finish {f}"))
+                        .unwrap_or_default()
+                ),
+                "",
+            )
+        }
         EventKind::WrapperStatus { success, words } => (
             "wrapper status".into(),
             first_line(words, 200),

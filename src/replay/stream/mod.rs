@@ -762,8 +762,8 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
                 EventKind::Log { error: Some(i), .. } if i.name.as_deref() != Some("ZodError") => {
                     format!("re-throws it ({})", i.name.as_deref().unwrap_or("error"))
                 }
-                EventKind::ProcessorDropped { what, reason, .. } => {
-                    format!("drops the `{what}`: {reason}")
+                EventKind::ProcessorDropped(d) => {
+                    format!("drops the `{}`: {}", d.what, d.reason)
                 }
                 _ => continue,
             };

@@ -174,13 +174,13 @@ impl Opencode {
         self.store.event(
             a.seq,
             a.span,
-            EventKind::ProcessorDropped {
+            EventKind::ProcessorDropped(Box::new(crate::session::DroppedOutcome {
                 part_id,
                 call_id: call_id.to_owned(),
                 tool,
                 what: what.to_owned(),
                 reason,
-            },
+            })),
         );
     }
 

@@ -249,13 +249,13 @@ impl Tanstack {
         self.store.event(
             a.seq,
             a.span,
-            EventKind::ProcessorDropped {
+            EventKind::ProcessorDropped(Box::new(crate::session::DroppedOutcome {
                 part_id,
                 call_id: id.to_owned(),
                 tool: self.list[k].name.clone(),
                 what: "tool-error".into(),
                 reason: "`ToolCallState` has no `error` before TanStack/ai #727: the tool-call part stays `input-complete` while its tool-result part is `error`".into(),
-            },
+            })),
         );
     }
 
