@@ -808,5 +808,10 @@ mod tests {
     fn records_kept_per_write_stay_small() {
         assert!(size_of::<Event>() <= 120, "{}", size_of::<Event>());
         assert!(size_of::<EventKind>() <= 64, "{}", size_of::<EventKind>());
+        assert!(
+            size_of::<PartRecord>() <= 128,
+            "{}",
+            size_of::<PartRecord>()
+        );
     }
 }

@@ -96,10 +96,10 @@ pub enum PartBody {
     StepStart(StepStartPart),
     StepFinish(Box<StepFinishPart>),
     Snapshot(SnapshotPart),
-    Patch(PatchPart),
+    Patch(Box<PatchPart>),
     Agent(AgentPart),
     Retry(Box<RetryPart>),
-    Compaction(CompactionPart),
+    Compaction(Box<CompactionPart>),
     /// A part whose `type` is missing or not one of the 12.
     Unknown {
         type_name: Option<String>,

@@ -252,7 +252,7 @@ fn as_chat_completions(mut m: ModelMessage) -> Vec<ModelMessage> {
 pub fn filter_compacted<'m>(messages: &'m [Message], options: &Options) -> Vec<&'m Message> {
     fn compaction(m: &Message) -> Option<&crate::model::CompactionPart> {
         m.parts.iter().find_map(|p| match &p.part.body {
-            PartBody::Compaction(c) => Some(c),
+            PartBody::Compaction(c) => Some(c.as_ref()),
             _ => None,
         })
     }

@@ -1727,9 +1727,9 @@ impl State {
         // The session's previous message is, as a rule, complete: its parts and their histories
         // give back the room they grew into (up to a quarter of what a session keeps).
         if let Some(previous) = messages.last_mut() {
-            previous.parts.shrink_to_fit();
+            fit(&mut previous.parts);
             for record in &mut previous.parts {
-                record.history.shrink_to_fit();
+                fit(&mut record.history);
             }
         }
         messages.push(Message {
@@ -1738,6 +1738,18 @@ impl State {
         });
         index.entry(key).or_insert(i);
         i
+    }
+}
+
+/// Gives back the room a vector grew into: its items move to an allocation of their size.
+/// (`shrink_to_fit` asks the allocator to shrink in place, which mimalloc declines when the block
+/// would stay at least half used: a message's two parts would keep the block of four that the
+/// first push made.)
+fn fit<T>(items: &mut Vec<T>) {
+    if items.capacity() > items.len() {
+        let mut fitted = Vec::with_capacity(items.len());
+        fitted.append(items);
+        *items = fitted;
     }
 }
 
@@ -2342,6 +2354,18 @@ mod tests {
         assert_eq!(parts[0].status_path(), ["pending", "error"]);
         assert_eq!(parts[INDEXED_FROM].part.id, "prt_b");
         assert_eq!(parts[INDEXED_FROM].status_path(), ["pending", "completed"]);
+    }
+
+    #[test]
+    fn fit_leaves_no_room_and_keeps_the_items() {
+        let mut v = vec![1u64];
+        v.push(2);
+        assert!(v.capacity() > 2);
+        fit(&mut v);
+        assert_eq!((v.as_slice(), v.capacity()), (&[1, 2][..], 2));
+        let mut empty: Vec<u64> = Vec::with_capacity(8);
+        fit(&mut empty);
+        assert_eq!(empty.capacity(), 0);
     }
 
     #[test]
