@@ -41,9 +41,9 @@ pub fn conforms_with<'a, S: Sink<'a>>(text: &'a str, ty: &Ty, sink: &mut S) -> b
 /// What a walk tells about the fields of the schema objects it meets. A `path` is the keys from
 /// the top-level object down to a field (fields deeper than [`MAX_PATH`] are not told).
 pub trait Sink<'a> {
-    /// A union's tag named `variant`; `path` leads to the union (empty at the top level). Told
-    /// before its fields.
-    fn variant(&mut self, path: &[&'a str], variant: &'static str);
+    /// A union's tag named `variant`; `path` leads to the union (empty at the top level), `raw`
+    /// is the tag's value as written. Told before its fields.
+    fn variant(&mut self, path: &[&'a str], variant: &'static str, raw: &'a str);
     /// A field is about to be walked.
     fn open(&mut self, path: &[&'a str]);
     /// A field was walked: `raw` is its value as written. `known` says whether the schema names
@@ -58,7 +58,7 @@ struct NoSink;
 #[cfg(test)]
 impl<'a> Sink<'a> for NoSink {
     #[inline(always)]
-    fn variant(&mut self, _: &[&'a str], _: &'static str) {}
+    fn variant(&mut self, _: &[&'a str], _: &'static str, _: &'a str) {}
     #[inline(always)]
     fn open(&mut self, _: &[&'a str]) {}
     #[inline(always)]
@@ -379,7 +379,7 @@ impl<'a, S: Sink<'a>> Parser<'a, '_, S> {
                 let Some((variant, fields)) = u.variants.iter().find(|(n, _)| *n == name) else {
                     return false;
                 };
-                self.sink.variant(&self.keys[..self.nkeys], variant);
+                self.sink.variant(&self.keys[..self.nkeys], variant, raw);
                 self.fields(fields, Some((u.tag, name)))
             }
         }

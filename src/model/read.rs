@@ -72,6 +72,8 @@ pub struct PartMembers {
     pub reason: Option<(usize, usize)>,
     pub tokens: Option<(usize, usize)>,
     pub model: Option<(usize, usize)>,
+    /// A tool part's `state.status`.
+    pub status: Option<(usize, usize)>,
 }
 
 /// A JSON object with a `part` member (an agent log's part event), read in one walk: the object
@@ -171,9 +173,18 @@ struct LoggedSink {
 }
 
 impl<'a> Sink<'a> for LoggedSink {
-    fn variant(&mut self, path: &[&'a str], variant: &'static str) {
+    fn variant(&mut self, path: &[&'a str], variant: &'static str, raw: &'a str) {
         if let ["part", rest @ ..] = path {
-            self.part.variant(rest, variant);
+            self.part.variant(rest, variant, raw);
+            if rest == ["state"] {
+                // A tool state's `status`, the tag of its union.
+                let start = raw.as_ptr().addr().wrapping_sub(self.base);
+                self.twice |= self
+                    .members
+                    .status
+                    .replace((start, start + raw.len()))
+                    .is_some();
+            }
         }
     }
 
@@ -242,11 +253,7 @@ pub fn message(text: &str) -> Option<MessageInfo> {
 
 /// A string's content (`raw` is a JSON string, quotes included).
 fn string(raw: &str) -> Option<String> {
-    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
-    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
-        return Some(inner.to_owned());
-    }
-    serde_json::from_str(raw).ok()
+    json_str(raw).map(std::borrow::Cow::into_owned)
 }
 
 /// `null` as `None`, a string as its content; anything else does not read as an optional
@@ -454,13 +461,11 @@ impl PartSink {
     fn read(&mut self, path: &[&str], raw: &str, known: bool) -> Option<()> {
         let slim = self.slim;
         // A string as it is kept: whole, or cut as a log keeps it.
-        let kept = |s: String| match slim {
-            Some(max) => {
-                let mut s = s;
+        let kept = |mut s: String| {
+            if let Some(max) = slim {
                 crate::text::cap_in_place(&mut s, max);
-                s
             }
-            None => s,
+            s
         };
         match &mut self.body {
             Building::Text(t) => match path {
@@ -525,7 +530,7 @@ impl PartSink {
 }
 
 impl<'a> Sink<'a> for PartSink {
-    fn variant(&mut self, path: &[&'a str], variant: &'static str) {
+    fn variant(&mut self, path: &[&'a str], variant: &'static str, _: &'a str) {
         match (path, &mut self.body) {
             ([], _) => {
                 self.body = match variant {
@@ -622,7 +627,7 @@ impl MessageSink {
 }
 
 impl<'a> Sink<'a> for MessageSink {
-    fn variant(&mut self, path: &[&'a str], variant: &'static str) {
+    fn variant(&mut self, path: &[&'a str], variant: &'static str, _: &'a str) {
         match path {
             [] => {
                 self.body = match variant {
@@ -806,6 +811,16 @@ mod tests {
         };
         assert_eq!(t.text, format!("{}…[600 bytes]", "é".repeat(255)));
         assert_eq!(t.metadata, None);
+        // A tool part's status is the tag of its state: where it is, and a second state refused.
+        let tool = r#"{"type":"tool_use","part":{"id":"p","sessionID":"s","messageID":"m","type":"tool","callID":"c","tool":"bash","state":{"input":{},"status":"running","time":{"start":1}}}}"#;
+        let logged = logged_part(tool, 512).expect("a tool part");
+        let at = |r: Option<(usize, usize)>| r.map(|(s, e)| &tool[s..e]);
+        assert_eq!(at(logged.members.status), Some(r#""running""#));
+        let two = tool.replace(
+            r#","time""#,
+            r#"},"state":{"input":{},"status":"running","time""#,
+        );
+        assert!(logged_part(&two, 512).is_none(), "{two}");
         // A rare type, no part, or not one object: not read this way.
         let file = r#"{"id":"p","sessionID":"s","messageID":"m","type":"file","mime":"text/plain","url":"u"}"#;
         assert!(super::part(file).is_some());

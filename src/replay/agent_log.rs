@@ -631,6 +631,7 @@ fn part_event(rec: &JsonRecord) -> Option<PartEvent> {
         return None;
     }
     let (part, members) = (logged.part, logged.members);
+    let span = |r: Option<(usize, usize)>| r.map(|(s, e)| rec.span_of(s, e));
     let step = match &*ty {
         "step_finish" => {
             // Small values (a reason, a token count object), read as `ready` reads them.
@@ -643,7 +644,6 @@ fn part_event(rec: &JsonRecord) -> Option<PartEvent> {
                 Some(raw) => usage_total_of(raw)? == 0,
                 None => true,
             };
-            let span = |r: Option<(usize, usize)>| r.map(|(s, e)| rec.span_of(s, e));
             let read = StepRead {
                 message_id: &part.message_id,
                 part_id: &part.id,
@@ -657,9 +657,7 @@ fn part_event(rec: &JsonRecord) -> Option<PartEvent> {
         }
         _ => None,
     };
-    let status_span = part
-        .tool()
-        .and_then(|_| rec.locate(&["part".into(), "state".into(), "status".into()]));
+    let status_span = part.tool().and_then(|_| span(members.status));
     Some(PartEvent {
         span: rec.span,
         session_id: str_at(logged.top.session_id).map(std::borrow::Cow::into_owned),
