@@ -112,6 +112,10 @@ fn stored(analysis: &Analysis, out: &mut Vec<Finding>) {
     use crate::model::MessageBody;
     for session in &analysis.sessions {
         let mut mismatched = Vec::new();
+        // The session's messages by id, built when a reply first needs its parent: one lookup
+        // per reply, not a walk of the session (the first message of an id wins, as
+        // `Session::message` finds it).
+        let mut by_id: Option<crate::FastMap<&str, &crate::session::Message>> = None;
         for m in &session.messages {
             let Some(MessageBody::Assistant(a)) = m.info.as_ref().map(|i| &i.body) else {
                 continue;
@@ -123,7 +127,14 @@ fn stored(analysis: &Analysis, out: &mut Vec<Finding>) {
             {
                 continue;
             }
-            let asked = session.message(&a.parent_id).and_then(|u| {
+            let by_id = by_id.get_or_insert_with(|| {
+                let mut map = crate::FastMap::default();
+                for m in &session.messages {
+                    map.entry(m.id.as_str()).or_insert(m);
+                }
+                map
+            });
+            let asked = by_id.get(a.parent_id.as_str()).and_then(|&u| {
                 match u.info.as_ref().map(|i| &i.body) {
                     Some(MessageBody::User(user)) => user.model.as_ref().map(|r| (u, r)),
                     _ => None,
