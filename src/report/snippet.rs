@@ -95,9 +95,10 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)]) -> io::Result<Lines> 
                 .iter()
                 .rposition(|c| *c != b'\n' && *c != b'\r')
                 .map_or(0, |k| k as u64 + 1);
-        let col = |o: u64| -> u64 {
+        let mut columns = Columns::default();
+        let mut col = |o: u64| -> u64 {
             let k = (o.saturating_sub(ls) as usize).min(buf.len());
-            String::from_utf8_lossy(&buf[..k]).chars().count() as u64 + 1
+            columns.before(&buf, k) + 1
         };
         let mut capture_this = line <= capture_until;
         while let Some(&i) = order.get(next) {
@@ -172,6 +173,48 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)]) -> io::Result<Lines> 
         });
     }
     Ok(out)
+}
+
+/// Characters of one line before a byte offset, as `String::from_utf8_lossy` counts them (an
+/// invalid sequence is one character), found without counting from the line's start each time:
+/// a line of one long JSON record can hold thousands of spans. The first query on a long line
+/// notes the count at an ASCII byte every [`Columns::STEP`] bytes; a query counts from the mark
+/// before it. An ASCII byte never continues a sequence, so counts before and after it add up.
+#[derive(Default)]
+struct Columns {
+    /// (position of an ASCII byte, characters before it), in order; empty until a query.
+    marks: Vec<(usize, u64)>,
+}
+
+impl Columns {
+    const STEP: usize = 4096;
+
+    fn before(&mut self, line: &[u8], k: usize) -> u64 {
+        if self.marks.is_empty() {
+            self.marks.push((0, 0));
+            let (mut at, mut count) = (0, 0);
+            while let Some(next) = line
+                .get(at + Self::STEP..)
+                .and_then(|rest| rest.iter().position(u8::is_ascii))
+                .map(|d| at + Self::STEP + d)
+            {
+                count += lossy_chars(&line[at..next]);
+                self.marks.push((next, count));
+                at = next;
+            }
+        }
+        let i = self.marks.partition_point(|&(at, _)| at <= k) - 1;
+        let (at, count) = self.marks[i];
+        count + lossy_chars(&line[at..k])
+    }
+}
+
+/// `String::from_utf8_lossy(bytes).chars().count()`, without building the string.
+fn lossy_chars(bytes: &[u8]) -> u64 {
+    bytes
+        .utf8_chunks()
+        .map(|c| c.valid().chars().count() as u64 + u64::from(!c.invalid().is_empty()))
+        .sum()
 }
 
 /// A label to show, in source byte offsets.
@@ -440,6 +483,44 @@ impl SourceCode for Snippet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Columns from the marks are the characters `from_utf8_lossy` counts, at every offset of
+    /// long lines of ASCII, multi-byte characters, invalid bytes and stretches without ASCII.
+    #[test]
+    fn columns_count_what_a_lossy_string_counts() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let pieces: [&[u8]; 7] = [
+            b"a",
+            b"{\"k\":",
+            "é".as_bytes(),
+            "𝄞".as_bytes(),
+            b"\xff",
+            b"\xe2\x82",
+            b"\xc3",
+        ];
+        for len in [0, 10, Columns::STEP - 1, Columns::STEP * 3 + 7] {
+            let mut line = Vec::new();
+            while line.len() < len {
+                // Long stretches without an ASCII byte too.
+                let piece = pieces[(next() % pieces.len() as u64) as usize];
+                let times = if next() % 50 == 0 { 2000 } else { 1 };
+                for _ in 0..times {
+                    line.extend_from_slice(piece);
+                }
+            }
+            let mut columns = Columns::default();
+            for k in (0..=line.len()).rev().step_by(7) {
+                let lossy = String::from_utf8_lossy(&line[..k]).chars().count() as u64;
+                assert_eq!(columns.before(&line, k), lossy, "at {k} of {}", line.len());
+            }
+        }
+    }
 
     fn pos(line: u64, column: u64) -> Position {
         Position { line, column }
