@@ -180,10 +180,28 @@ pub fn locate(text: &str, path: &[Seg<'_>]) -> Option<(usize, usize)> {
     Some((pos, value_end(b, pos)?))
 }
 
+/// [`locate`], with `path` followed from the value at `from` (a byte range of `text`, as
+/// [`locate`] or [`array_items`] give it) rather than from the top. Finding something in each
+/// item of a long array this way walks each item once; a path with the item's index walks every
+/// item before it again, for each item.
+pub fn locate_from(text: &str, from: (usize, usize), path: &[Seg<'_>]) -> Option<(usize, usize)> {
+    let (s, e) = locate(text.get(from.0..from.1)?, path)?;
+    Some((from.0 + s, from.0 + e))
+}
+
 /// Byte ranges of the items of the array at `path` (one pass over the array), or `None` when
 /// there is no array there.
 pub fn array_items(text: &str, path: &[Seg<'_>]) -> Option<Vec<(usize, usize)>> {
-    let (start, _) = locate(text, path)?;
+    array_items_from(text, (0, text.len()), path)
+}
+
+/// [`array_items`] of the array at `path` from the value at `from` (see [`locate_from`]).
+pub fn array_items_from(
+    text: &str,
+    from: (usize, usize),
+    path: &[Seg<'_>],
+) -> Option<Vec<(usize, usize)>> {
+    let (start, _) = locate_from(text, from, path)?;
     let b = text.as_bytes();
     if *b.get(start)? != b'[' {
         return None;
@@ -330,6 +348,35 @@ fn value_end(b: &[u8], pos: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Locating inside an item found by `array_items` finds what a path with the item's index
+    /// finds, for items of every kind, spaced or not, at the top and nested.
+    #[test]
+    fn locate_from_an_item_is_locate_with_its_index() {
+        let texts = [
+            r#"{"a":[{"k":1,"t":"x"}, 7 ,"s",[1,[2]],{"k":{"t":[3]}},true,null,-1.5e3]}"#,
+            r#"{ "z": 0, "a" : [ { "t" : "é" } , { "k" : [ 1 , 2 ] } ] , "a": [] }"#,
+            r#"{"a":[]}"#,
+            r#"{"a":{"b":[{"t":1},{"t":2}]}}"#,
+        ];
+        let rests: [&[Seg<'_>]; 4] = [&[], &[Seg::Key("k")], &[Seg::Key("t")], &[Seg::Index(1)]];
+        for text in texts {
+            for path in [&[Seg::Key("a")][..], &[Seg::Key("a"), Seg::Key("b")]] {
+                let items = array_items(text, path).unwrap_or_default();
+                for k in 0..items.len() + 1 {
+                    for rest in rests {
+                        let mut full = path.to_vec();
+                        full.push(Seg::Index(k));
+                        full.extend_from_slice(rest);
+                        let from = items.get(k).and_then(|&i| locate_from(text, i, rest));
+                        assert_eq!(from, locate(text, &full), "{text} {full:?}");
+                    }
+                }
+                let nested = array_items_from(text, (0, text.len()), path);
+                assert_eq!(nested, array_items(text, path));
+            }
+        }
+    }
 
     #[test]
     fn quote_or_backslash_finds_the_first_one() {

@@ -174,6 +174,19 @@ impl JsonRecord {
         locate(&self.text, path).map(|(s, e)| self.span_of(s, e))
     }
 
+    /// Where the items of the array at `path` are in the record's text (none when there is no
+    /// array there), to locate values inside each with [`JsonRecord::locate_from`].
+    pub fn items(&self, path: &[Seg<'_>]) -> Vec<(usize, usize)> {
+        crate::json_scan::array_items(&self.text, path).unwrap_or_default()
+    }
+
+    /// The file span of the value at `path` inside the value at `from` (see
+    /// [`crate::json_scan::locate_from`]).
+    pub fn locate_from(&self, from: Option<&(usize, usize)>, path: &[Seg<'_>]) -> Option<Span> {
+        let (s, e) = crate::json_scan::locate_from(&self.text, *from?, path)?;
+        Some(self.span_of(s, e))
+    }
+
     /// The file span of `needle` inside the string value at `path`, searched in the raw (escaped)
     /// text, so it is exact for needles without characters JSON escapes (`data:`, `event:`).
     pub fn locate_in_string(&self, path: &[Seg<'_>], needle: &str) -> Option<Span> {

@@ -32,7 +32,22 @@ pub struct Line {
 impl Line {
     /// The file span of the value at `path`.
     pub fn locate(&self, path: &[Seg<'_>]) -> Option<Span> {
-        let (s, e) = locate(&self.text, path)?;
+        self.span_of(locate(&self.text, path)?)
+    }
+
+    /// Where the items of the array at `path` are in the line's text (none when there is no
+    /// array there), to locate values inside each with [`Line::locate_from`].
+    pub fn items(&self, path: &[Seg<'_>]) -> Vec<(usize, usize)> {
+        crate::json_scan::array_items(&self.text, path).unwrap_or_default()
+    }
+
+    /// The file span of the value at `path` inside the value at `from` (see
+    /// [`crate::json_scan::locate_from`]).
+    pub fn locate_from(&self, from: Option<&(usize, usize)>, path: &[Seg<'_>]) -> Option<Span> {
+        self.span_of(crate::json_scan::locate_from(&self.text, *from?, path)?)
+    }
+
+    fn span_of(&self, (s, e): (usize, usize)) -> Option<Span> {
         Some(Span::new(
             self.span.file,
             self.span.offset + s as u64,

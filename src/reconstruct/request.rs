@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Block, BlockKind, ModelMessage, ModelRequest, Provider, RecordedResponse, Role};
 use crate::ingest::capture::Locator;
-use crate::json_scan::{Seg, locate};
+use crate::json_scan::Seg;
 
 /// The provider a request is for, from its URL, else from its shape.
 pub fn provider_of(url: Option<&str>, body: &Value) -> Option<Provider> {
@@ -62,9 +62,27 @@ struct Spans<'a> {
     locator: &'a Locator,
 }
 
+/// A value's byte range in the body; the whole body is `(0, len)`.
+type Place = (usize, usize);
+
 impl Spans<'_> {
-    fn at(&self, path: &[Seg<'_>]) -> Option<crate::source::Span> {
-        locate(self.text, path).map(|(s, e)| self.locator.span(s as u64, e as u64))
+    /// The body as a place, to start from.
+    fn body(&self) -> Place {
+        (0, self.text.len())
+    }
+
+    /// The span of the value at `path` inside the value at `from` (`None` when `from` is).
+    fn at(&self, from: Option<&Place>, path: &[Seg<'_>]) -> Option<crate::source::Span> {
+        crate::json_scan::locate_from(self.text, *from?, path)
+            .map(|(s, e)| self.locator.span(s as u64, e as u64))
+    }
+
+    /// The places of the items of the array at `path` inside the value at `from`, found in one
+    /// walk of the array (a path with each item's index would walk the items before it again,
+    /// for every item).
+    fn items(&self, from: Option<&Place>, path: &[Seg<'_>]) -> Vec<Place> {
+        from.and_then(|&f| crate::json_scan::array_items_from(self.text, f, path))
+            .unwrap_or_default()
     }
 }
 
@@ -79,22 +97,25 @@ pub fn from_body(
     let body: Value = serde_json::from_str(text).ok()?;
     let provider = provider_of(url, &body)?;
     let sp = Spans { text, locator };
+    let top = Some(sp.body());
     let mut messages = Vec::new();
     if let Some(items) = body.get("input").and_then(Value::as_array) {
         responses_input(items, &sp, &mut messages);
     } else {
         let list = body.get("messages")?.as_array()?;
+        let places = sp.items(top.as_ref(), &[Seg::Key("messages")]);
         for (i, m) in list.iter().enumerate() {
             let r = role(m.get("role").and_then(Value::as_str));
             let mut content = Vec::new();
-            let base = [Seg::Key("messages"), Seg::Index(i)];
+            let base = places.get(i);
             match m.get("content") {
                 Some(Value::String(s)) if !s.is_empty() => {
                     let mut b = Block::new(BlockKind::Text);
-                    b.span = sp.at(&[base[0], base[1], Seg::Key("content")]);
+                    b.span = sp.at(base, &[Seg::Key("content")]);
                     content.push(b);
                 }
                 Some(Value::Array(blocks)) => {
+                    let blocks_at = sp.items(base, &[Seg::Key("content")]);
                     for (k, b) in blocks.iter().enumerate() {
                         let ty = b.get("type").and_then(Value::as_str).unwrap_or_default();
                         let str_of = |key: &str| {
@@ -117,13 +138,14 @@ pub fn from_body(
                             other => BlockKind::Other(other.to_owned()),
                         };
                         let mut block = Block::new(kind);
-                        block.span = sp.at(&[base[0], base[1], Seg::Key("content"), Seg::Index(k)]);
+                        block.span = sp.at(blocks_at.get(k), &[]);
                         content.push(block);
                     }
                 }
                 _ => {}
             }
             if let Some(calls) = m.get("tool_calls").and_then(Value::as_array) {
+                let calls_at = sp.items(base, &[Seg::Key("tool_calls")]);
                 for (k, c) in calls.iter().enumerate() {
                     let id = c.get("id").and_then(Value::as_str).unwrap_or_default();
                     let name = c
@@ -134,7 +156,7 @@ pub fn from_body(
                         id: id.to_owned(),
                         name: name.to_owned(),
                     });
-                    block.span = sp.at(&[base[0], base[1], Seg::Key("tool_calls"), Seg::Index(k)]);
+                    block.span = sp.at(calls_at.get(k), &[]);
                     content.push(block);
                 }
             }
@@ -147,13 +169,13 @@ pub fn from_body(
                     id: id.to_owned(),
                     is_error: false,
                 });
-                block.span = sp.at(&[base[0], base[1], Seg::Key("tool_call_id")]);
+                block.span = sp.at(base, &[Seg::Key("tool_call_id")]);
                 content = vec![block];
             }
             messages.push(ModelMessage {
                 role: r,
                 content,
-                span: sp.at(&base),
+                span: sp.at(base, &[]),
                 message_id: None,
             });
         }
@@ -175,8 +197,9 @@ pub fn from_body(
 
 /// Responses `input` items, grouped into messages.
 fn responses_input(items: &[Value], sp: &Spans<'_>, out: &mut Vec<ModelMessage>) {
+    let places = sp.items(Some(&sp.body()), &[Seg::Key("input")]);
     for (i, item) in items.iter().enumerate() {
-        let path = [Seg::Key("input"), Seg::Index(i)];
+        let place = places.get(i);
         let ty = item
             .get("type")
             .and_then(Value::as_str)
@@ -210,13 +233,13 @@ fn responses_input(items: &[Value], sp: &Spans<'_>, out: &mut Vec<ModelMessage>)
             other => (Role::User, BlockKind::Other(other.to_owned())),
         };
         let mut block = Block::new(kind);
-        block.span = sp.at(&path);
+        block.span = sp.at(place, &[]);
         match out.last_mut() {
             Some(m) if m.role == r && r != Role::User && r != Role::System => m.content.push(block),
             _ => out.push(ModelMessage {
                 role: r,
                 content: vec![block],
-                span: sp.at(&path),
+                span: sp.at(place, &[]),
                 message_id: None,
             }),
         }

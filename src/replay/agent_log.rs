@@ -1521,15 +1521,10 @@ impl State {
                     .to_owned();
                 let synthetic = message.and_then(|m| m.get("model")).and_then(Value::as_str)
                     == Some("<synthetic>");
+                // Each block's place, found in one walk of the array.
+                let places = rec.items(&["message".into(), "content".into()]);
                 for (k, block) in blocks.into_iter().flatten().enumerate() {
-                    let at = |key: &str| {
-                        rec.locate(&[
-                            "message".into(),
-                            "content".into(),
-                            Seg::Index(k),
-                            Seg::Key(key),
-                        ])
-                    };
+                    let at = |key: &str| rec.locate_from(places.get(k), &[Seg::Key(key)]);
                     match block.get("type").and_then(Value::as_str) {
                         Some("tool_use") => {
                             let id = block.get("id").and_then(Value::as_str).unwrap_or_default();
@@ -1574,6 +1569,8 @@ impl State {
                 }) {
                     self.last_results.clear();
                 }
+                // Each block's place, found in one walk of the array.
+                let places = rec.items(&["message".into(), "content".into()]);
                 for (k, block) in blocks.into_iter().flatten().enumerate() {
                     if block.get("type").and_then(Value::as_str) != Some("tool_result") {
                         continue;
@@ -1596,12 +1593,7 @@ impl State {
                         "id": id, "sessionID": session, "messageID": msg_id,
                         "type": "tool", "callID": id, "tool": tool, "state": state,
                     });
-                    let span = rec.locate(&[
-                        "message".into(),
-                        "content".into(),
-                        Seg::Index(k),
-                        Seg::Key("tool_use_id"),
-                    ]);
+                    let span = rec.locate_from(places.get(k), &[Seg::Key("tool_use_id")]);
                     let kinds: Vec<&str> = match block.get("content") {
                         Some(Value::Array(items)) => items
                             .iter()

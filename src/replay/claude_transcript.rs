@@ -255,15 +255,10 @@ impl Reader {
                 ));
             }
             Some(Value::Array(items)) => {
+                // Each block's place, found in one walk of the array.
+                let places = line.items(&["message".into(), "content".into()]);
                 for (k, b) in items.iter().enumerate() {
-                    let at = |key: &str| {
-                        line.locate(&[
-                            "message".into(),
-                            "content".into(),
-                            Seg::Index(k),
-                            Seg::Key(key),
-                        ])
-                    };
+                    let at = |key: &str| line.locate_from(places.get(k), &[Seg::Key(key)]);
                     let bo = b.as_object();
                     let field = |key: &str| {
                         bo.and_then(|o| str_of(o, key))

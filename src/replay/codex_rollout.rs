@@ -80,6 +80,15 @@ struct Order {
     breaks: Vec<(u8, Span, String, Option<Span>)>,
 }
 
+/// Where a response item is in its line.
+#[derive(Clone, Copy)]
+enum Place<'a> {
+    /// The line's `payload`.
+    Payload,
+    /// An item of an array in the line (from [`Line::items`]).
+    Item(Option<&'a (usize, usize)>),
+}
+
 /// A response item as a message of the stored history: messages by role (`developer` is a
 /// system message), calls as assistant tool calls, outputs as tool results, anything else by its
 /// type.
@@ -89,16 +98,19 @@ fn history_item(
     p: &Map<String, Value>,
     id: &str,
     line: &Line,
-    at: &[Seg<'_>],
+    place: Place<'_>,
 ) -> ModelMessage {
     let call_id = str_of(p, "call_id").unwrap_or_default().to_owned();
-    let mut path = at.to_vec();
-    path.push(Seg::Key("call_id"));
-    let span = line.locate(&path);
-    let whole = if at.len() > 1 {
-        line.locate(at).unwrap_or(line.span)
-    } else {
-        line.span
+    let call = [Seg::Key("call_id")];
+    let (span, whole) = match place {
+        Place::Payload => (
+            line.locate(&[Seg::Key("payload"), Seg::Key("call_id")]),
+            line.span,
+        ),
+        Place::Item(item) => (
+            line.locate_from(item, &call),
+            line.locate_from(item, &[]).unwrap_or(line.span),
+        ),
     };
     let (role, kind) = match (ty, role) {
         ("message", Some("user")) => (Role::User, BlockKind::Text),
@@ -337,6 +349,8 @@ impl Reader {
         let before = std::mem::take(&mut self.history);
         match p.get("replacement_history").and_then(Value::as_array) {
             Some(items) => {
+                // Each item's place, found in one walk of the array.
+                let places = line.items(&[Seg::Key("payload"), Seg::Key("replacement_history")]);
                 for (k, item) in items.iter().enumerate() {
                     let Some(o) = item.as_object() else {
                         continue;
@@ -345,13 +359,9 @@ impl Reader {
                     let id = str_of(o, "id")
                         .map(str::to_owned)
                         .unwrap_or_else(|| format!("item-{}.{k}", seq + 1));
-                    let at = [
-                        Seg::Key("payload"),
-                        Seg::Key("replacement_history"),
-                        Seg::Index(k),
-                    ];
+                    let at = Place::Item(places.get(k));
                     self.history
-                        .push(history_item(ty, str_of(o, "role"), o, &id, line, &at));
+                        .push(history_item(ty, str_of(o, "role"), o, &id, line, at));
                 }
             }
             None => {
@@ -422,14 +432,8 @@ impl Reader {
         let item_id = str_of(p, "id")
             .map(str::to_owned)
             .unwrap_or_else(|| format!("item-{}", seq + 1));
-        self.history.push(history_item(
-            ty,
-            role,
-            p,
-            &item_id,
-            line,
-            &[Seg::Key("payload")],
-        ));
+        self.history
+            .push(history_item(ty, role, p, &item_id, line, Place::Payload));
         if let Some(t) = self.turns.last_mut() {
             let aborted = p.get("output").is_some_and(|o| {
                 o.as_str()
