@@ -665,3 +665,28 @@ fn no_progress_is_printed_when_standard_error_is_not_a_terminal() {
     assert_eq!(code, 1);
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// A payload with an issue per item of a long array: the human output shows a bounded number of
+/// its places and counts the rest (each label under one line repeats the line, so thousands used
+/// to print their square: 97 MB for 16 KB of log); the JSON output keeps every one.
+#[test]
+fn thousands_of_places_on_one_line_print_a_bounded_report() {
+    let zeros = vec!["0"; 3000].join(",");
+    let log = format!(
+        r#"{{"type":"text","sessionID":"ses_1","part":{{"id":"prt_1","sessionID":"ses_1","messageID":"msg_1","type":"patch","hash":"h","files":[{zeros}]}}}}"#
+    );
+    let f = temp_with(format!("{log}\n").as_bytes());
+    let (code, out, _) = run(&["diagnose".as_ref(), f.path().as_os_str()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.len() < 20_000, "{} bytes", out.len());
+    assert!(out.contains("and 2983 more related places"), "{out}");
+    let (_, json, _) = run(&[
+        "diagnose".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+        f.path().as_os_str(),
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let related = v["findings"][0]["related"].as_array().map(Vec::len);
+    assert_eq!(related, Some(2999), "{json}");
+}

@@ -86,7 +86,7 @@ impl Renderer {
             .primary
             .iter()
             .map(|l| (l, true))
-            .chain(f.related.iter().map(|l| (l, false)))
+            .chain(f.related.iter().take(MAX_RELATED_SHOWN).map(|l| (l, false)))
         {
             let Some(resolved) = located.get(&label.span) else {
                 continue;
@@ -138,6 +138,17 @@ impl Renderer {
             out.push_str(&s);
         }
         let pad = "  = ";
+        if let Some(more) = f
+            .related
+            .len()
+            .checked_sub(MAX_RELATED_SHOWN)
+            .filter(|&n| n > 0)
+        {
+            out.push_str(&format!(
+                "{pad}{}: and {more} more related places, not shown here (`--format json` lists every one)\n",
+                self.paint("note", "1"),
+            ));
+        }
         for note in &f.notes {
             let mut lines = note.lines();
             if let Some(first) = lines.next() {
@@ -161,6 +172,11 @@ impl Renderer {
         out
     }
 }
+
+/// Related places shown under one finding. Each label under a line repeats the line's width, so
+/// thousands on one line (a payload with an issue per item of a long array) would print their
+/// square; the rest are counted in a note.
+const MAX_RELATED_SHOWN: usize = 16;
 
 fn paint(color: bool, text: &str, code: &str) -> String {
     if color {
