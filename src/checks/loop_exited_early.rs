@@ -58,16 +58,8 @@ impl Check for LoopExitedEarly {
                 continue;
             };
             let in_session = sessions.get(session).copied();
-            let calls = tool_calls(index.message(in_session, &step.message_id), previous);
-            // The agent itself continues after an `unknown` finish for tools that completed or
-            // still run; a step whose only tool failed, with real usage recorded, is a stop the
-            // provider's answer supports. With zero usage the answer itself was lost.
-            let owed = calls
-                .iter()
-                .any(|c| matches!(c.3.as_str(), "completed" | "running"));
-            if calls.is_empty() || !(owed || step.zero_usage) {
-                continue;
-            }
+            // The loop exits before the session writes again; looked for first, as it is rare
+            // and the step's calls are many in a message of many steps.
             let next_write = index.next_part_write(in_session, e.seq);
             let Some(exit) = analysis
                 .events_after(e.seq)
@@ -79,19 +71,31 @@ impl Check for LoopExitedEarly {
             else {
                 continue;
             };
+            let calls = tool_calls(index.message(in_session, &step.message_id), previous);
+            // The agent itself continues after an `unknown` finish for tools that completed or
+            // still run; a step whose only tool failed, with real usage recorded, is a stop the
+            // provider's answer supports. With zero usage the answer itself was lost.
+            let owed = calls
+                .iter()
+                .any(|c| matches!(c.3.as_str(), "completed" | "running"));
+            if calls.is_empty() || !(owed || step.zero_usage) {
+                continue;
+            }
             let mut f = finding(analysis, e, step, exit, &calls);
             // What the provider itself said, when the log kept its response.
             let start = previous.unwrap_or(0);
-            if let Some((x, finish)) = analysis
-                .events
+            // The events of the step, from its end back (events are in sequence order).
+            let events = &analysis.events;
+            let step_events = &events[events.partition_point(|x| x.seq <= start)
+                ..events.partition_point(|x| x.seq < e.seq)];
+            if let Some((x, finish)) = step_events
                 .iter()
-                .filter(|x| x.seq > start && x.seq < e.seq)
+                .rev()
                 .filter(|x| x.session.as_deref().is_none_or(|s| s == session))
-                .filter_map(|x| match &x.kind {
+                .find_map(|x| match &x.kind {
                     EventKind::ProviderUsage(usage) => usage.finish.as_ref().map(|r| (x, r)),
                     _ => None,
                 })
-                .next_back()
             {
                 f = f
                     .also(Some(x.span.head()), format!("the provider's response ended with `{finish}`"))
