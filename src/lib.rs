@@ -22,6 +22,8 @@
 /// A hash map for the many keys of a large input (ids of parts, messages, calls): foldhash costs
 /// less per short key than the standard SipHash, and is seeded per process as well.
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// The set of [`FastMap`].
+type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 mod baseline;
 mod checks;

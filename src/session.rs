@@ -600,6 +600,36 @@ pub struct ProviderUsage {
     pub span: Option<Span>,
 }
 
+/// A block, item or tool call still open when a stream ended.
+#[derive(Debug, Clone)]
+pub struct OpenAtEnd {
+    /// What it is, in words.
+    pub what: String,
+    /// Where it started.
+    pub span: Span,
+    /// The tool call it is, when it is one.
+    pub call_id: Option<String>,
+}
+
+impl OpenAtEnd {
+    pub fn new(what: String, span: Span) -> Self {
+        Self {
+            what,
+            span,
+            call_id: None,
+        }
+    }
+
+    /// A tool call still open.
+    pub fn call(what: String, span: Span, call_id: &str) -> Self {
+        Self {
+            what,
+            span,
+            call_id: Some(call_id.to_owned()),
+        }
+    }
+}
+
 /// What a `step_finish` recorded.
 #[derive(Debug, Clone, Default)]
 pub struct StepFinish {
@@ -676,7 +706,7 @@ pub struct StreamFacts {
     /// The finish reason the provider gave.
     pub finish_reason: Option<String>,
     /// Blocks, items or tool calls still open when the stream ended.
-    pub open_at_end: Vec<(String, Span)>,
+    pub open_at_end: Vec<OpenAtEnd>,
     /// Tool parts (ids) that asked for execution: the tool runs after the stream, so they are
     /// complete as far as the stream goes.
     pub awaiting_execution: Vec<String>,

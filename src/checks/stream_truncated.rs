@@ -93,8 +93,8 @@ impl Check for StreamTruncated {
                 ))
                 .at(last, "the stream ends after this event"),
         };
-        for (what, span) in &f.open_at_end {
-            finding = finding.also(Some(span.head()), what.clone());
+        for open in &f.open_at_end {
+            finding = finding.also(Some(open.span.head()), open.what.clone());
         }
         if f.unterminated_last.is_some() {
             finding = finding.note(

@@ -74,16 +74,44 @@ pub fn payload_problems(a: &Analysis) -> impl Iterator<Item = (Seq, Span, &Paylo
     })
 }
 
-/// Whether the processor dropped a tool error for this part.
-pub fn dropped_error(a: &Analysis, part_id: &str) -> bool {
-    a.events.iter().any(|e| {
-        matches!(&e.kind, EventKind::ProcessorDropped(d) if d.part_id == part_id && d.what == "tool-error")
-    })
+/// What the processor did to tool parts, by part id, gathered in one walk of the timeline (a
+/// walk per part was quadratic in a stream of many tools).
+pub struct ToolOutcomes<'a> {
+    /// Parts whose tool error the processor dropped.
+    dropped: crate::FastSet<&'a str>,
+    /// The first cleanup event that closed each part.
+    cleanup: crate::FastMap<&'a str, &'a crate::session::Event>,
 }
 
-/// The cleanup event that closed this part, if any.
-pub fn closed_by_cleanup<'a>(a: &'a Analysis, part_id: &str) -> Option<&'a crate::session::Event> {
-    a.events.iter().find(|e| {
-        matches!(&e.kind, EventKind::ProcessorCleanup { part_ids } if part_ids.iter().any(|p| p == part_id))
-    })
+impl<'a> ToolOutcomes<'a> {
+    pub fn of(a: &'a Analysis) -> Self {
+        let mut out = ToolOutcomes {
+            dropped: crate::FastSet::default(),
+            cleanup: crate::FastMap::default(),
+        };
+        for e in &a.events {
+            match &e.kind {
+                EventKind::ProcessorDropped(d) if d.what == "tool-error" => {
+                    out.dropped.insert(d.part_id.as_str());
+                }
+                EventKind::ProcessorCleanup { part_ids } => {
+                    for id in part_ids {
+                        out.cleanup.entry(id.as_str()).or_insert(e);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Whether the processor dropped a tool error for this part.
+    pub fn dropped_error(&self, part_id: &str) -> bool {
+        self.dropped.contains(part_id)
+    }
+
+    /// The cleanup event that closed this part, if any.
+    pub fn closed_by_cleanup(&self, part_id: &str) -> Option<&'a crate::session::Event> {
+        self.cleanup.get(part_id).copied()
+    }
 }

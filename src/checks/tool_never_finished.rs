@@ -194,12 +194,24 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
         // The capture stops where its logger cut it; the stream went on.
         return;
     }
+    let outcomes = super::streams::ToolOutcomes::of(analysis);
+    // What was still open when the stream ended, by tool call, in order.
+    let mut open_calls: crate::FastMap<&str, Vec<&crate::session::OpenAtEnd>> =
+        crate::FastMap::default();
+    for open in &facts.open_at_end {
+        if let Some(id) = &open.call_id {
+            open_calls.entry(id.as_str()).or_default().push(open);
+        }
+    }
+    let awaiting: crate::FastSet<&str> = (facts.awaiting_execution.iter())
+        .map(String::as_str)
+        .collect();
     for (session, message, part) in analysis.parts() {
         let Some(tool) = part.part.tool() else {
             continue;
         };
         let id = &part.part.id;
-        if facts.awaiting_execution.contains(id) || super::streams::dropped_error(analysis, id) {
+        if awaiting.contains(id.as_str()) || outcomes.dropped_error(id) {
             continue;
         }
         let ids = Ids::default()
@@ -208,7 +220,7 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
             .part(id.clone())
             .call(tool.call_id.clone());
         let path = part.status_path();
-        let cleanup = super::streams::closed_by_cleanup(analysis, id);
+        let cleanup = outcomes.closed_by_cleanup(id);
         let before_cleanup = path
             .iter()
             .rev()
@@ -264,10 +276,8 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
         if path.len() > 1 {
             f = f.note(format!("status history: {}", path.join(" → ")));
         }
-        for (what, span) in &facts.open_at_end {
-            if what.contains(tool.call_id.as_str()) {
-                f = f.also(Some(span.head()), what.clone());
-            }
+        for open in open_calls.get(tool.call_id.as_str()).into_iter().flatten() {
+            f = f.also(Some(open.span.head()), open.what.clone());
         }
         out.push(f.help("the tool call never reached an outcome of its own; re-run it if its effect matters").ids(ids));
     }

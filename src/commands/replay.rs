@@ -247,16 +247,15 @@ fn preview(text: &str) -> String {
 /// processor's and the stream's events, in stream order.
 fn timeline(a: &Analysis) -> Vec<Entry> {
     let mut out = Vec::new();
-    let awaiting = a
-        .stream
-        .as_ref()
-        .map(|f| f.awaiting_execution.clone())
-        .unwrap_or_default();
-    let native = a
-        .stream
-        .as_ref()
-        .map(|f| f.native_states.clone())
-        .unwrap_or_default();
+    // By part id (a list searched per part was quadratic in a stream of many tools); the first
+    // of an id, as a search finds it.
+    let awaiting: crate::FastSet<&str> = (a.stream.iter())
+        .flat_map(|f| f.awaiting_execution.iter().map(String::as_str))
+        .collect();
+    let mut native: crate::FastMap<&str, &_> = crate::FastMap::default();
+    for (id, states) in a.stream.iter().flat_map(|f| f.native_states.iter()) {
+        native.entry(id.as_str()).or_insert(states);
+    }
     let mut step = 0;
     for (_, _, p) in a.parts() {
         let Some(first) = p.history.first() else {
@@ -295,30 +294,29 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
                 states: Vec::new(),
             }),
             PartBody::Tool(t) => {
-                let states: Vec<(Seq, Span, String)> =
-                    match native.iter().find(|(id, _)| *id == p.part.id) {
-                        Some((_, h)) => h
-                            .iter()
-                            .map(|(s, st)| {
-                                let span = p
-                                    .history
-                                    .iter()
-                                    .find(|o| o.seq == *s)
-                                    .map_or(first.span, |o| o.span);
-                                (*s, span, st.clone())
-                            })
-                            .collect(),
-                        None => {
-                            let mut v: Vec<(Seq, Span, String)> = Vec::new();
-                            for o in &p.history {
-                                let st = o.status.as_deref().unwrap_or_default().to_owned();
-                                if v.last().map(|(_, _, s)| s) != Some(&st) {
-                                    v.push((o.seq, o.span, st));
-                                }
+                let states: Vec<(Seq, Span, String)> = match native.get(p.part.id.as_str()) {
+                    Some(h) => h
+                        .iter()
+                        .map(|(s, st)| {
+                            let span = p
+                                .history
+                                .iter()
+                                .find(|o| o.seq == *s)
+                                .map_or(first.span, |o| o.span);
+                            (*s, span, st.clone())
+                        })
+                        .collect(),
+                    None => {
+                        let mut v: Vec<(Seq, Span, String)> = Vec::new();
+                        for o in &p.history {
+                            let st = o.status.as_deref().unwrap_or_default().to_owned();
+                            if v.last().map(|(_, _, s)| s) != Some(&st) {
+                                v.push((o.seq, o.span, st));
                             }
-                            v
                         }
-                    };
+                        v
+                    }
+                };
                 let mut detail = states
                     .iter()
                     .map(|(s, _, st)| format!("{st} (event {})", s + 1))
@@ -328,7 +326,7 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
                 if let Some(e) = t.state.error_text() {
                     tail.push_str(&format!(": {e:?}"));
                 }
-                if awaiting.contains(&p.part.id) {
+                if awaiting.contains(p.part.id.as_str()) {
                     tail.push_str(" · awaiting execution (the tool runs after the stream)");
                 }
                 detail.push_str(&tail);

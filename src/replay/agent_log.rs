@@ -2009,8 +2009,7 @@ fn usage_total_of(text: &str) -> Option<u64> {
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u64>, A::Error> {
             // A set, not a list: an object of many keys is read in linear time.
-            let mut keys: std::collections::HashSet<_, foldhash::fast::RandomState> =
-                Default::default();
+            let mut keys = crate::FastSet::default();
             let mut total = Some(0u64);
             while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
                 if !keys.insert(key) {

@@ -464,7 +464,7 @@ impl Decoder for AgUi {
 
     fn flush(&mut self, _out: &mut Out) {}
 
-    fn open_at_end(&self) -> Vec<(String, Span)> {
+    fn open_at_end(&self) -> Vec<crate::session::OpenAtEnd> {
         if self.book.finished.is_some() {
             return Vec::new();
         }

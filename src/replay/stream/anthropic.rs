@@ -24,6 +24,7 @@ use super::openai_chat::is_retryable;
 use super::part::{ErrorKind, PartKind, StreamError, unified_finish};
 use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected, s, sniff_type};
 use crate::model::schema::{Ty, Union, opt, req};
+use crate::session::OpenAtEnd;
 use crate::source::Span;
 
 static MESSAGE_START: Ty = Ty::Obj(&[req(
@@ -643,22 +644,26 @@ impl Decoder for Anthropic {
 
     fn flush(&mut self, _out: &mut Out) {}
 
-    fn open_at_end(&self) -> Vec<(String, Span)> {
+    fn open_at_end(&self) -> Vec<OpenAtEnd> {
         let mut out = Vec::new();
         if let Some((id, at)) = &self.open {
-            out.push((format!("message {id} was never stopped"), *at));
+            out.push(OpenAtEnd::new(
+                format!("message {id} was never stopped"),
+                *at,
+            ));
         }
         for (i, b) in &self.blocks {
-            let what = match &b.kind {
-                BlockKind::Tool { id, name, .. } => {
+            out.push(match &b.kind {
+                BlockKind::Tool { id, name, .. } => OpenAtEnd::call(
                     format!(
                         "{} block {i} (`{name}`, {id}) was never stopped",
                         b.type_name
-                    )
-                }
-                _ => format!("{} block {i} was never stopped", b.type_name),
-            };
-            out.push((what, b.at));
+                    ),
+                    b.at,
+                    id,
+                ),
+                _ => OpenAtEnd::new(format!("{} block {i} was never stopped", b.type_name), b.at),
+            });
         }
         out
     }

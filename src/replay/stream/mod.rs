@@ -797,13 +797,13 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
         }
     }
     let tools = |a: &Analysis| -> Vec<(String, String, String)> {
+        let awaiting: crate::FastSet<&str> = (a.stream.iter())
+            .flat_map(|f| f.awaiting_execution.iter().map(String::as_str))
+            .collect();
         a.parts()
             .filter_map(|(_, _, p): (_, _, &PartRecord)| {
                 let t = p.part.tool()?;
-                let awaiting = a
-                    .stream
-                    .as_ref()
-                    .is_some_and(|f| f.awaiting_execution.contains(&p.part.id));
+                let awaiting = awaiting.contains(p.part.id.as_str());
                 let state = match (t.state.error_text(), awaiting) {
                     (Some(e), _) => format!("error \"{e}\""),
                     (None, true) => format!("{} (awaiting execution)", t.state.status()),

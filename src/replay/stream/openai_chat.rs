@@ -26,6 +26,7 @@ use super::envelope;
 use super::part::{ErrorKind, PartKind, StreamError, unified_finish};
 use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected};
 use crate::model::schema::{self, Field, Ty, opt};
+use crate::session::OpenAtEnd;
 use crate::source::Span;
 
 const STR: Ty = Ty::Nullable(&Ty::Str);
@@ -440,19 +441,20 @@ impl Decoder for OpenAiChat {
         }
     }
 
-    fn open_at_end(&self) -> Vec<(String, Span)> {
+    fn open_at_end(&self) -> Vec<OpenAtEnd> {
         if self.finish_reason.is_some() || self.done.is_some() {
             return Vec::new();
         }
         self.tools
             .iter()
             .map(|t| {
-                (
+                OpenAtEnd::call(
                     format!(
                         "tool call `{}` ({}) was still streaming its arguments",
                         t.name, t.id
                     ),
                     t.at,
+                    &t.id,
                 )
             })
             .collect()

@@ -22,6 +22,7 @@ use super::openai_chat::is_retryable;
 use super::part::PartKind;
 use super::protocol::{Decoder, Focus, Out, Protocol, ProviderError, Rejected, s, text_of};
 use crate::model::schema::{Ty, opt, req};
+use crate::session::OpenAtEnd;
 use crate::source::Span;
 
 static ITEM_EVENT: Ty = Ty::Obj(&[
@@ -712,7 +713,7 @@ impl Decoder for OpenAiResponses {
         }
     }
 
-    fn open_at_end(&self) -> Vec<(String, Span)> {
+    fn open_at_end(&self) -> Vec<OpenAtEnd> {
         let mut out = Vec::new();
         if let Some((id, at)) = &self.open {
             let what = if id.is_empty() {
@@ -720,14 +721,17 @@ impl Decoder for OpenAiResponses {
             } else {
                 format!("response {id} never completed")
             };
-            out.push((what, *at));
+            out.push(OpenAtEnd::new(what, *at));
         }
         for i in self.items.values() {
-            let what = match &i.call_id {
-                Some(c) => format!("{} `{}` ({c}) was never done", i.kind, i.name),
-                None => format!("{} item {} was never done", i.kind, i.id),
-            };
-            out.push((what, i.at));
+            out.push(match &i.call_id {
+                Some(c) => OpenAtEnd::call(
+                    format!("{} `{}` ({c}) was never done", i.kind, i.name),
+                    i.at,
+                    c,
+                ),
+                None => OpenAtEnd::new(format!("{} item {} was never done", i.kind, i.id), i.at),
+            });
         }
         out
     }

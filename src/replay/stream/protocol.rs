@@ -261,7 +261,7 @@ pub trait Decoder {
     /// The stream ended (the SDK's `flush`).
     fn flush(&mut self, out: &mut Out);
     /// What is still open (blocks, items, tool calls), with where each started.
-    fn open_at_end(&self) -> Vec<(String, Span)>;
+    fn open_at_end(&self) -> Vec<crate::session::OpenAtEnd>;
 }
 
 /// A string field of a JSON object.

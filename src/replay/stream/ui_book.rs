@@ -120,22 +120,24 @@ impl Book {
         }
     }
 
-    pub fn open_at_end(&self) -> Vec<(String, Span)> {
-        let mut out: Vec<(String, Span)> = self
+    pub fn open_at_end(&self) -> Vec<crate::session::OpenAtEnd> {
+        use crate::session::OpenAtEnd;
+        let mut out: Vec<OpenAtEnd> = self
             .tools
             .iter()
             .filter(|(_, t)| !t.called)
             .map(|(id, t)| {
-                (
+                OpenAtEnd::call(
                     format!("tool call `{}` ({id}) never got its input", t.name),
                     t.at,
+                    id,
                 )
             })
             .collect();
         out.extend(
             self.texts
                 .iter()
-                .map(|(id, at)| (format!("text {id} was never ended"), *at)),
+                .map(|(id, at)| OpenAtEnd::new(format!("text {id} was never ended"), *at)),
         );
         out
     }
