@@ -5,7 +5,7 @@ use super::Check;
 use super::step_merged::{rebuilt, with_request_view};
 use crate::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
-use crate::session::Analysis;
+use crate::session::{Analysis, Session};
 
 declare_check! {
     /// ## What it does
@@ -81,6 +81,9 @@ impl Check for EmptyTextPart {
                 (s.id.as_str(), parts)
             })
             .collect();
+        // Per session, when first needed: the highest id of a message with a finished step
+        // (one walk of the session, not one per empty part).
+        let mut last_finished: Option<(*const Session, Option<&str>)> = None;
         for (session, message, part) in analysis.parts() {
             let PartBody::Text(t) = &part.part.body else {
                 continue;
@@ -97,13 +100,20 @@ impl Check for EmptyTextPart {
             }
             // A later step of the session finished: the requests that carried this part went
             // through, so the provider (or the agent's conversion) accepted it.
-            let harmless = session.messages.iter().any(|m| {
-                m.id > message.id
-                    && m.parts
-                        .iter()
-                        .any(|p| matches!(p.part.body, PartBody::StepFinish(_)))
-            });
-            if harmless {
+            let highest = match last_finished {
+                Some((s, highest)) if std::ptr::eq(s, session) => highest,
+                _ => {
+                    let highest = (session.messages.iter())
+                        .filter(|m| {
+                            (m.parts.iter()).any(|p| matches!(p.part.body, PartBody::StepFinish(_)))
+                        })
+                        .map(|m| m.id.as_str())
+                        .max();
+                    last_finished = Some((session, highest));
+                    highest
+                }
+            };
+            if highest.is_some_and(|h| h > message.id.as_str()) {
                 continue;
             }
             let Some(obs) = part.last() else {

@@ -93,14 +93,15 @@ pub fn collect(path: &Path, options: &Options) -> Result<Listing, RewindError> {
                 }
             }
         }
-        for s in &a.sessions {
-            let mut totals = Totals::default();
-            for f in findings
-                .iter()
-                .filter(|f| f.ids.session_id.as_deref() == Some(s.id.as_str()))
-            {
-                totals.count(f.severity);
+        // Findings by session, counted in one pass (not once per session).
+        let mut by_session: crate::FastMap<&str, Totals> = crate::FastMap::default();
+        for f in &findings {
+            if let Some(id) = f.ids.session_id.as_deref() {
+                by_session.entry(id).or_default().count(f.severity);
             }
+        }
+        for s in &a.sessions {
+            let totals = by_session.get(s.id.as_str()).copied().unwrap_or_default();
             let parts: usize = s.messages.iter().map(|m| m.parts.len()).sum();
             // Known only for a database with a `project` table.
             let hidden = a.projects.as_deref().map(|projects| {
