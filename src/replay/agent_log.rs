@@ -848,6 +848,9 @@ struct State {
     /// The positions of part writes that came first in their session after an event, in order:
     /// the writes [`PartRecord::history`] keeps whatever else it drops.
     first_after_event: Vec<Seq>,
+    /// Per session index: where each tool call id is first held (message, part), for a session a
+    /// Claude Code tool result has asked about (see [`State::claude_call`]).
+    claude_calls: Vec<Option<FastMap<String, (usize, usize)>>>,
 }
 
 impl State {
@@ -866,6 +869,7 @@ impl State {
             media_results: Vec::new(),
             events_at_write: Vec::new(),
             first_after_event: Vec::new(),
+            claude_calls: Vec::new(),
         }
     }
 
@@ -1459,7 +1463,7 @@ impl State {
         } else {
             message.parts.iter().position(is_it)
         };
-        match at {
+        let pi = match at {
             Some(pi) => {
                 let record = &mut message.parts[pi];
                 record.part = part;
@@ -1476,6 +1480,7 @@ impl State {
                     }
                     _ => history.push(observation),
                 }
+                pi
             }
             None => {
                 message.parts.push(PartRecord {
@@ -1490,7 +1495,16 @@ impl State {
                         self.part_index.entry(hash(&record.part.id)).or_insert(pi);
                     }
                 }
+                n - 1
             }
+        };
+        // A session whose tool calls are indexed keeps its index (the first place wins).
+        if let Some(Some(calls)) = self.claude_calls.get_mut(si)
+            && let Some(t) = message.parts[pi].part.tool()
+        {
+            (calls.entry(t.call_id.clone()))
+                .and_modify(|at| *at = (*at).min((mi, pi)))
+                .or_insert((mi, pi));
         }
     }
 
@@ -1654,27 +1668,57 @@ impl State {
     }
 
     /// The message index and tool name of the tool part with call id `id` in session `si`.
-    fn claude_tool(&self, si: usize, id: &str) -> Option<(usize, String)> {
-        self.analysis.sessions[si]
-            .messages
-            .iter()
-            .enumerate()
-            .find_map(|(mi, m)| {
-                m.parts.iter().find_map(|p| {
-                    let t = p.part.tool()?;
-                    (t.call_id == id).then(|| (mi, t.tool.clone()))
-                })
-            })
+    fn claude_tool(&mut self, si: usize, id: &str) -> Option<(usize, String)> {
+        let (mi, pi) = self.claude_call(si, id)?;
+        let tool = self.analysis.sessions[si].messages[mi].parts[pi]
+            .part
+            .tool()?;
+        Some((mi, tool.tool.clone()))
     }
 
     /// Where the tool part with call id `id` was first written (its `tool_use`).
-    fn claude_use_span(&self, si: usize, id: &str) -> Option<Span> {
-        self.analysis.sessions[si].messages.iter().find_map(|m| {
-            m.parts.iter().find_map(|p| {
-                let t = p.part.tool()?;
-                (t.call_id == id).then(|| p.history.first().map(|o| o.span))?
-            })
-        })
+    fn claude_use_span(&mut self, si: usize, id: &str) -> Option<Span> {
+        let (mi, pi) = self.claude_call(si, id)?;
+        let part = &self.analysis.sessions[si].messages[mi].parts[pi];
+        part.history.first().map(|o| o.span)
+    }
+
+    /// The first tool part of the session (in message order, then part order) with call id
+    /// `id`: from the session's index of calls, built on the first question (Claude Code
+    /// stream-json logs only) and kept by [`State::file_part`]; an entry that no longer holds
+    /// the call (its part was rewritten with another) is searched for again.
+    fn claude_call(&mut self, si: usize, id: &str) -> Option<(usize, usize)> {
+        let messages = &self.analysis.sessions[si].messages;
+        let holds = |(mi, pi): (usize, usize)| {
+            let part = messages.get(mi).and_then(|m| m.parts.get(pi));
+            part.and_then(|p| p.part.tool())
+                .is_some_and(|t| t.call_id == id)
+        };
+        if self.claude_calls.len() <= si {
+            self.claude_calls.resize_with(si + 1, || None);
+        }
+        let index = self.claude_calls[si].get_or_insert_with(|| {
+            let mut index = FastMap::default();
+            for (mi, m) in messages.iter().enumerate() {
+                for (pi, p) in m.parts.iter().enumerate() {
+                    if let Some(t) = p.part.tool() {
+                        index.entry(t.call_id.clone()).or_insert((mi, pi));
+                    }
+                }
+            }
+            index
+        });
+        match index.get(id).copied() {
+            Some(at) if holds(at) => Some(at),
+            Some(_) => messages.iter().enumerate().find_map(|(mi, m)| {
+                let pi = m
+                    .parts
+                    .iter()
+                    .position(|p| p.part.tool().is_some_and(|t| t.call_id == id))?;
+                Some((mi, pi))
+            }),
+            None => None,
+        }
     }
 
     fn claude_part(&mut self, si: usize, seq: Seq, span: Span, at: Option<Span>, raw: &Value) {
@@ -2344,6 +2388,53 @@ mod tests {
         assert_eq!(parts[0].status_path(), ["pending", "error"]);
         assert_eq!(parts[INDEXED_FROM].part.id, "prt_b");
         assert_eq!(parts[INDEXED_FROM].status_path(), ["pending", "completed"]);
+    }
+
+    /// The index of tool calls finds what a walk of the session finds, as parts are filed
+    /// after it is built: a call filed again in an earlier message, a part rewritten with another
+    /// call id, calls that never were.
+    #[test]
+    fn the_call_index_finds_what_a_walk_finds() {
+        let mut state = State::new(FileId(0));
+        let si = state.session_slot("ses_1");
+        let mut seq = 0;
+        let mut file = |state: &mut State, msg: &str, id: &str, call: &str| {
+            seq += 1;
+            let part = Part::from_value(&serde_json::json!({
+                "id": id, "sessionID": "ses_1", "messageID": msg, "type": "tool",
+                "callID": call, "tool": "read", "state": {"status": "running", "input": {}},
+            }));
+            let span = Span::new(FileId(0), seq, 1);
+            let observation = Observation {
+                seq,
+                span,
+                status: None,
+                status_span: None,
+            };
+            let mi = state.message_slot(si, msg);
+            state.file_part(si, mi, part, observation);
+        };
+        let walk = |state: &State, call: &str| {
+            let messages = &state.analysis.sessions[si].messages;
+            messages.iter().enumerate().find_map(|(mi, m)| {
+                let pi = (m.parts.iter())
+                    .position(|p| p.part.tool().is_some_and(|t| t.call_id == call))?;
+                Some((mi, pi))
+            })
+        };
+        let calls = ["c1", "c2", "c3", "c4", "none"];
+        file(&mut state, "msg_1", "prt_1", "c1");
+        file(&mut state, "msg_2", "prt_2", "c2");
+        for call in calls {
+            assert_eq!(state.claude_call(si, call), walk(&state, call), "{call}");
+        }
+        file(&mut state, "msg_2", "prt_3", "c1");
+        file(&mut state, "msg_3", "prt_4", "c3");
+        file(&mut state, "msg_1", "prt_5", "c3");
+        file(&mut state, "msg_1", "prt_1", "c4");
+        for call in calls {
+            assert_eq!(state.claude_call(si, call), walk(&state, call), "{call}");
+        }
     }
 
     #[test]
