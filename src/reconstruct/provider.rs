@@ -240,8 +240,18 @@ pub fn openai(req: &ModelRequest) -> Vec<Violation> {
             }
         }
     }
+    // By id: the last message with an output, the first with a call (a search of the other
+    // list per call was quadratic in a long history).
+    let mut last_output: crate::FastMap<&str, usize> = crate::FastMap::default();
+    for &(i, _, id) in &outputs {
+        last_output.insert(id, i);
+    }
+    let mut first_call: crate::FastMap<&str, usize> = crate::FastMap::default();
+    for &(i, _, id) in &calls {
+        first_call.entry(id).or_insert(i);
+    }
     for &(i, k, id) in &calls {
-        if outputs.iter().any(|(oi, _, o)| *o == id && *oi > i) {
+        if last_output.get(id).is_some_and(|&oi| oi > i) {
             continue;
         }
         let m = &req.messages[i];
@@ -257,7 +267,7 @@ pub fn openai(req: &ModelRequest) -> Vec<Violation> {
         });
     }
     for &(i, k, id) in &outputs {
-        if calls.iter().any(|(ci, _, c)| *c == id && *ci < i) {
+        if first_call.get(id).is_some_and(|&ci| ci < i) {
             continue;
         }
         let m = &req.messages[i];
