@@ -92,6 +92,14 @@ pub fn codex(history: &[ModelMessage]) -> Vec<ModelMessage> {
         .flat_map(|m| &m.content)
         .filter_map(Block::tool_call_id)
         .collect();
+    // The last message holding an output for each call id (a search of the rest of the history
+    // per call was quadratic in a long rollout).
+    let mut last_output: crate::FastMap<&str, usize> = crate::FastMap::default();
+    for (i, m) in history.iter().enumerate() {
+        for id in m.content.iter().filter_map(Block::tool_result_id) {
+            last_output.insert(id, i);
+        }
+    }
     let mut out = Vec::with_capacity(history.len());
     for (i, m) in history.iter().enumerate() {
         let mut m = m.clone();
@@ -109,9 +117,7 @@ pub fn codex(history: &[ModelMessage]) -> Vec<ModelMessage> {
         out.push(m);
         for id in &made {
             let id = id.as_str();
-            let answered = history[i + 1..]
-                .iter()
-                .any(|n| n.content.iter().any(|b| b.tool_result_id() == Some(id)));
+            let answered = last_output.get(id).is_some_and(|&last| last > i);
             if !answered {
                 out.push(ModelMessage {
                     role: Role::Tool,
