@@ -213,47 +213,197 @@ pub fn is_stream_parse_error(info: &ErrorInfo) -> bool {
         || info.message.contains("JSON parsing failed")
 }
 
-/// What ended a step or tool: among the events after `after` (and before `before`, when given)
-/// in `session`, the first error (the session's error, a crash or a logged processor error) and
-/// the first stream abort, each with a label.
-pub fn what_ended<'a>(
-    a: &'a Analysis,
-    session: &str,
-    after: Seq,
-    before: Option<Seq>,
-) -> Vec<(&'a Event, String)> {
-    let mut error = None;
-    let mut abort = None;
-    for e in a
-        .events_after(after)
-        .take_while(|e| before.is_none_or(|b| e.seq < b))
-        .filter(|e| e.session.as_deref().is_none_or(|s| s == session))
-    {
-        match &e.kind {
-            EventKind::StreamUnhandled { event_type, .. } if event_type == "abort" => {
-                abort.get_or_insert((
-                    e,
-                    "the stream was aborted here (AI SDK `abort` event, not handled)".to_owned(),
-                ));
+/// What ends a step or tool, for [`Endings::what_ended`]: an error (the session's error, a
+/// crash or a logged processor error) or a stream abort (`true`), with its label.
+fn ending(e: &Event) -> Option<(bool, String)> {
+    match &e.kind {
+        EventKind::StreamUnhandled { event_type, .. } if event_type == "abort" => Some((
+            true,
+            "the stream was aborted here (AI SDK `abort` event, not handled)".to_owned(),
+        )),
+        EventKind::SessionError(i) => {
+            Some((false, format!("the session failed here: {}", i.title())))
+        }
+        EventKind::ProcessCrash(i) => {
+            Some((false, format!("the process crashed here: {}", i.title())))
+        }
+        EventKind::Log { service, .. } => {
+            let i = error_of(e)?;
+            Some((false, format!("{service} failed here: {}", i.title())))
+        }
+        _ => None,
+    }
+}
+
+/// The events that end a step or tool, by session, gathered in one walk of the timeline: each
+/// question is then a lookup (a walk of the rest of the timeline per step or tool was quadratic
+/// in a log of many sessions).
+pub struct Endings<'a> {
+    events: &'a [Event],
+    /// Per session (`None`: the events without one, which count for every session): the
+    /// positions in the timeline of its errors and of its aborts, in order.
+    errors: crate::FastMap<Option<&'a str>, Vec<usize>>,
+    aborts: crate::FastMap<Option<&'a str>, Vec<usize>>,
+}
+
+impl<'a> Endings<'a> {
+    pub fn new(a: &'a Analysis) -> Self {
+        let mut out = Endings {
+            events: &a.events,
+            errors: crate::FastMap::default(),
+            aborts: crate::FastMap::default(),
+        };
+        for (k, e) in a.events.iter().enumerate() {
+            if let Some((abort, _)) = ending(e) {
+                let list = if abort {
+                    &mut out.aborts
+                } else {
+                    &mut out.errors
+                };
+                list.entry(e.session.as_deref()).or_default().push(k);
             }
-            EventKind::SessionError(i) => {
-                error.get_or_insert((e, format!("the session failed here: {}", i.title())));
+        }
+        out
+    }
+
+    /// The first of `list` in `session` (or without one) after `after` and before `before`.
+    fn first(
+        &self,
+        list: &crate::FastMap<Option<&'a str>, Vec<usize>>,
+        session: &str,
+        after: Seq,
+        before: Option<Seq>,
+    ) -> Option<&'a Event> {
+        let first_in = |key: Option<&str>| {
+            let positions = list.get(&key)?;
+            let k = positions.partition_point(|&i| self.events[i].seq <= after);
+            positions.get(k).copied()
+        };
+        let first = first_in(Some(session))
+            .into_iter()
+            .chain(first_in(None))
+            .min()?;
+        let e = &self.events[first];
+        before.is_none_or(|b| e.seq < b).then_some(e)
+    }
+
+    /// What ended a step or tool: among the events after `after` (and before `before`, when
+    /// given) in `session`, the first error (the session's error, a crash or a logged processor
+    /// error) and the first stream abort, each with a label.
+    pub fn what_ended(
+        &self,
+        session: &str,
+        after: Seq,
+        before: Option<Seq>,
+    ) -> Vec<(&'a Event, String)> {
+        let error = self.first(&self.errors, session, after, before);
+        let abort = self.first(&self.aborts, session, after, before);
+        let mut out: Vec<(&Event, String)> = (error.into_iter().chain(abort))
+            .filter_map(|e| Some((e, ending(e)?.1)))
+            .collect();
+        out.sort_by_key(|(e, _)| e.seq);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::Format;
+    use crate::session::LogLevel;
+    use crate::source::{FileId, Span};
+
+    /// The walk [`Endings`] replaces: the events after `after` (and before `before`) in
+    /// `session` or without one, the first error and the first abort.
+    fn walked<'a>(
+        a: &'a Analysis,
+        session: &str,
+        after: Seq,
+        before: Option<Seq>,
+    ) -> Vec<(&'a Event, String)> {
+        let (mut error, mut abort) = (None, None);
+        for e in a
+            .events_after(after)
+            .take_while(|e| before.is_none_or(|b| e.seq < b))
+            .filter(|e| e.session.as_deref().is_none_or(|s| s == session))
+        {
+            match ending(e) {
+                Some((true, label)) => abort = abort.or(Some((e, label))),
+                Some((false, label)) => error = error.or(Some((e, label))),
+                None => {}
             }
-            EventKind::ProcessCrash(i) => {
-                error.get_or_insert((e, format!("the process crashed here: {}", i.title())));
-            }
-            EventKind::Log { service, .. } => {
-                if let Some(i) = error_of(e) {
-                    error.get_or_insert((e, format!("{service} failed here: {}", i.title())));
+        }
+        let mut out: Vec<_> = error.into_iter().chain(abort).collect();
+        out.sort_by_key(|(e, _)| e.seq);
+        out
+    }
+
+    #[test]
+    fn endings_answer_what_a_walk_of_the_timeline_answers() {
+        let mut a = Analysis::new(FileId(0), Format::AgentLog);
+        let info = |name: &str| {
+            Box::new(ErrorInfo {
+                name: Some(name.into()),
+                ..ErrorInfo::default()
+            })
+        };
+        let sessions = [Some("ses_a"), Some("ses_b"), None];
+        for seq in 0..60u64 {
+            let kind = match seq % 7 {
+                0 => EventKind::SessionError(info("A")),
+                1 => EventKind::StreamUnhandled {
+                    event_type: "abort".into(),
+                    reason: None,
+                },
+                2 => EventKind::ProcessCrash(info("B")),
+                3 => EventKind::Idle,
+                4 => EventKind::Log {
+                    level: LogLevel::Error,
+                    service: "session.processor".into(),
+                    message: "m".into(),
+                    error: Some(info("C")),
+                },
+                5 => EventKind::Log {
+                    level: LogLevel::Warn,
+                    service: "session.processor".into(),
+                    message: "m".into(),
+                    error: Some(info("D")),
+                },
+                _ => EventKind::RawError(info("E")),
+            };
+            // Two events share some positions, as one record can make two.
+            let seq = seq - seq % 5 / 4;
+            let session = sessions[(seq as usize * 7 / 3) % 3].map(str::to_owned);
+            let span = Span::new(FileId(0), seq, 1);
+            a.events.push(Event {
+                seq,
+                span,
+                session,
+                kind,
+            });
+        }
+        let endings = Endings::new(&a);
+        let key = |v: Vec<(&Event, String)>| -> Vec<(Seq, String)> {
+            v.into_iter().map(|(e, l)| (e.seq, l)).collect()
+        };
+        for session in ["ses_a", "ses_b", "ses_c"] {
+            for after in 0..62 {
+                for before in [None, Some(after + 1), Some(after + 3), Some(after + 20)] {
+                    let found = endings.what_ended(session, after, before);
+                    let walk = walked(&a, session, after, before);
+                    assert_eq!(
+                        found
+                            .iter()
+                            .map(|(e, _)| *e as *const Event)
+                            .collect::<Vec<_>>(),
+                        walk.iter()
+                            .map(|(e, _)| *e as *const Event)
+                            .collect::<Vec<_>>(),
+                        "{session} {after} {before:?}"
+                    );
+                    assert_eq!(key(found), key(walk));
                 }
             }
-            _ => {}
-        }
-        if error.is_some() && abort.is_some() {
-            break;
         }
     }
-    let mut out: Vec<(&Event, String)> = error.into_iter().chain(abort).collect();
-    out.sort_by_key(|(e, _)| e.seq);
-    out
 }

@@ -1,4 +1,4 @@
-use super::incidents::what_ended;
+use super::incidents::Endings;
 use super::fix::{Fix, FixContext};
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
@@ -49,6 +49,8 @@ impl Check for StepUnclosed {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        // What ended each step or tool, looked up once something asks.
+        let endings = std::cell::OnceCell::new();
         if analysis
             .stream
             .as_ref()
@@ -119,7 +121,7 @@ impl Check for StepUnclosed {
                         .at(obs.span.head(), "step started here")
                         .help("the step was interrupted before its step-finish was written; `rewind repair` closes it with a recovery step-finish");
                     let before = next.and_then(|n| n.last()).map(|o| o.seq);
-                    for (event, label) in what_ended(analysis, &session.id, obs.seq, before) {
+                    for (event, label) in endings.get_or_init(|| Endings::new(analysis)).what_ended(&session.id, obs.seq, before) {
                         f = f.also(Some(event.span.head()), label);
                     }
                     if let Some(n) = next.and_then(|n| n.last()) {

@@ -1,4 +1,4 @@
-use super::incidents::what_ended;
+use super::incidents::Endings;
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::{TOOL_ABORTED, ToolState};
@@ -36,6 +36,8 @@ declare_check! {
 
 impl Check for ToolErrorDropped {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        // What ended each step or tool, looked up once something asks.
+        let endings = std::cell::OnceCell::new();
         if analysis.stream.is_some() {
             stream_level(analysis, out);
             return;
@@ -71,7 +73,7 @@ impl Check for ToolErrorDropped {
             if let Some(p) = pending {
                 f = f.also(p.status_span, "it was pending here");
                 let final_seq = part.last().map(|o| o.seq);
-                for (event, label) in what_ended(analysis, &session.id, p.seq, final_seq) {
+                for (event, label) in endings.get_or_init(|| Endings::new(analysis)).what_ended(&session.id, p.seq, final_seq) {
                     f = f.also(Some(event.span.head()), label);
                 }
             }

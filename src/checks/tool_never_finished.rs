@@ -1,4 +1,4 @@
-use super::incidents::what_ended;
+use super::incidents::Endings;
 use serde_json::{Value, json};
 
 use super::fix::{Fix, FixContext, into_error, marker, time_of};
@@ -61,6 +61,8 @@ impl Check for ToolNeverFinished {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        // What ended each step or tool, looked up once something asks.
+        let endings = std::cell::OnceCell::new();
         if analysis.stream.is_some() {
             stream_level(analysis, out);
             return;
@@ -145,7 +147,7 @@ impl Check for ToolNeverFinished {
                 }
             }
             if !matches!(tool.state, ToolState::Error(_)) {
-                for (event, label) in what_ended(analysis, &session.id, last_seq, None) {
+                for (event, label) in endings.get_or_init(|| Endings::new(analysis)).what_ended(&session.id, last_seq, None) {
                     f = f.also(Some(event.span.head()), label);
                 }
             }
