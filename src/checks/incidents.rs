@@ -162,44 +162,81 @@ pub fn incidents(a: &Analysis) -> Vec<Incident<'_>> {
             }),
         }
     }
+    // The aftermath's words, each with the timeline positions where it happens, and the
+    // positions of new runs: an incident's aftermath is then a lookup per word (a walk to the end
+    // of the timeline per fatal incident was quadratic in a log of many failing sessions).
+    let mut words: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut word_index: crate::FastMap<String, usize> = crate::FastMap::default();
+    let mut runs: Vec<usize> = Vec::new();
+    for (k, e) in a.events.iter().enumerate() {
+        let word = match &e.kind {
+            EventKind::RunStart => {
+                runs.push(k);
+                continue;
+            }
+            kind => match aftermath_word(kind) {
+                Some(word) => word,
+                None => continue,
+            },
+        };
+        let w = *word_index.entry(word).or_insert_with_key(|word| {
+            words.push((word.clone(), Vec::new()));
+            words.len() - 1
+        });
+        words[w].1.push(k);
+    }
     for inc in &mut out {
         let last = inc.events.last().map_or(0, |e| e.seq);
         let next_activity = activity.next_after(inc.session, last);
         inc.fatal = next_activity.is_none();
-        // What followed the error that names the failure (later traces of it included).
+        // What followed the error that names the failure (later traces of it included), up to
+        // the session's next activity, and up to a new run, which ends it.
         let from = inc.primary().0.seq;
-        for e in a.events_after(from) {
-            if next_activity.is_some_and(|n| e.seq > n) {
-                break;
-            }
-            let word = match &e.kind {
-                EventKind::Cancel => "cancel".to_owned(),
-                EventKind::Idle => "idle".to_owned(),
-                EventKind::ProcessCrash(i) => {
-                    format!("process crash ({})", i.name.as_deref().unwrap_or("error"))
-                }
-                EventKind::RawError(i) => {
-                    format!("uncaught {}", i.name.as_deref().unwrap_or("error"))
-                }
-                EventKind::RunStart => {
-                    inc.aftermath.push(("a new agent run".into(), e.span));
-                    break;
-                }
-                EventKind::WrapperError { error_type, .. } => {
-                    format!("the wrapper reported {error_type}")
-                }
-                EventKind::WrapperStatus { success: true, .. } => {
-                    "the wrapper still reported success".to_owned()
-                }
-                EventKind::WrapperStatus { words, .. } => format!("the wrapper reported `{words}`"),
-                _ => continue,
-            };
-            if !inc.aftermath.iter().any(|(w, _)| *w == word) {
-                inc.aftermath.push((word, e.span));
-            }
+        let start = a.events.partition_point(|e| e.seq <= from);
+        let mut end =
+            next_activity.map_or(a.events.len(), |n| a.events.partition_point(|e| e.seq <= n));
+        let run = runs.get(runs.partition_point(|&k| k < start)).copied();
+        let run = run.filter(|&k| k < end);
+        if let Some(k) = run {
+            end = k;
+        }
+        let mut found: Vec<(usize, &str)> = words
+            .iter()
+            .filter_map(|(word, at)| {
+                let k = *at.get(at.partition_point(|&k| k < start))?;
+                (k < end).then_some((k, word.as_str()))
+            })
+            .collect();
+        found.sort_unstable();
+        for (k, word) in found {
+            inc.aftermath.push((word.to_owned(), a.events[k].span));
+        }
+        if let Some(k) = run {
+            inc.aftermath
+                .push(("a new agent run".into(), a.events[k].span));
         }
     }
     out
+}
+
+/// The word an event adds to an incident's aftermath (a new run aside, which ends it).
+fn aftermath_word(kind: &EventKind) -> Option<String> {
+    Some(match kind {
+        EventKind::Cancel => "cancel".to_owned(),
+        EventKind::Idle => "idle".to_owned(),
+        EventKind::ProcessCrash(i) => {
+            format!("process crash ({})", i.name.as_deref().unwrap_or("error"))
+        }
+        EventKind::RawError(i) => format!("uncaught {}", i.name.as_deref().unwrap_or("error")),
+        EventKind::WrapperError { error_type, .. } => {
+            format!("the wrapper reported {error_type}")
+        }
+        EventKind::WrapperStatus { success: true, .. } => {
+            "the wrapper still reported success".to_owned()
+        }
+        EventKind::WrapperStatus { words, .. } => format!("the wrapper reported `{words}`"),
+        _ => return None,
+    })
 }
 
 /// Whether an error is a stream parse error (one unparseable SSE event).
@@ -336,6 +373,114 @@ mod tests {
         let mut out: Vec<_> = error.into_iter().chain(abort).collect();
         out.sort_by_key(|(e, _)| e.seq);
         out
+    }
+
+    /// The walk the aftermath's lookups replace (`activity` ends it as the session's next
+    /// activity does).
+    fn walked_aftermath(
+        a: &Analysis,
+        from: Seq,
+        next_activity: Option<Seq>,
+    ) -> Vec<(String, Span)> {
+        let mut out: Vec<(String, Span)> = Vec::new();
+        for e in a.events_after(from) {
+            if next_activity.is_some_and(|n| e.seq > n) {
+                break;
+            }
+            if matches!(e.kind, EventKind::RunStart) {
+                out.push(("a new agent run".into(), e.span));
+                break;
+            }
+            let Some(word) = aftermath_word(&e.kind) else {
+                continue;
+            };
+            if !out.iter().any(|(w, _)| *w == word) {
+                out.push((word, e.span));
+            }
+        }
+        out
+    }
+
+    /// Aftermaths looked up per word are what a walk of the timeline finds, with runs, repeated
+    /// words, shared positions, and activity that ends them.
+    #[test]
+    fn aftermaths_are_what_a_walk_finds() {
+        use crate::model::Part;
+        use crate::session::{Message, Observation, PartRecord, Session};
+        let mut a = Analysis::new(FileId(0), Format::AgentLog);
+        let info = |name: &str| {
+            Box::new(ErrorInfo {
+                name: Some(name.into()),
+                ..ErrorInfo::default()
+            })
+        };
+        for n in 0..90u64 {
+            let kind = match n % 11 {
+                0 | 6 => EventKind::SessionError(info("A")),
+                1 => EventKind::Idle,
+                2 => EventKind::Cancel,
+                3 => EventKind::ProcessCrash(info(if n % 2 == 0 { "X" } else { "Y" })),
+                4 if n % 3 == 0 => EventKind::RunStart,
+                5 => EventKind::WrapperStatus {
+                    success: n % 2 == 0,
+                    words: "w".into(),
+                },
+                7 => EventKind::Idle,
+                _ => EventKind::Prompt,
+            };
+            let seq = n - n % 5 / 4;
+            let session = Some(if n % 4 == 0 { "ses_b" } else { "ses_a" }.to_owned());
+            let span = Span::new(FileId(0), n, 1);
+            a.events.push(Event {
+                seq,
+                span,
+                session,
+                kind,
+            });
+        }
+        // Part writes now and then: the sessions' activity.
+        let writes = |seqs: &[Seq]| PartRecord {
+            part: Part::from_value(&serde_json::json!({"id": "p", "type": "text", "text": "t"})),
+            history: (seqs.iter())
+                .map(|&seq| Observation {
+                    seq,
+                    span: Span::new(FileId(0), seq, 1),
+                    status: None,
+                    status_span: None,
+                })
+                .collect(),
+        };
+        for (id, seqs) in [("ses_a", &[9, 30, 31, 70][..]), ("ses_b", &[44][..])] {
+            a.sessions.push(Session {
+                id: id.into(),
+                messages: vec![Message {
+                    id: "msg_1".into(),
+                    parts: vec![writes(seqs)],
+                    ..Message::default()
+                }],
+                ..Session::default()
+            });
+        }
+        let activity = Activity::new(&a);
+        let found = incidents(&a);
+        assert!(found.len() > 5, "{}", found.len());
+        for inc in &found {
+            let last = inc.events.last().map_or(0, |e| e.seq);
+            let next = activity.next_after(inc.session, last);
+            let walk = walked_aftermath(&a, inc.primary().0.seq, next);
+            let key = |v: &[(String, Span)]| -> Vec<(String, u64)> {
+                v.iter().map(|(w, s)| (w.clone(), s.offset)).collect()
+            };
+            assert_eq!(key(&inc.aftermath), key(&walk), "{:?}", inc.events[0].seq);
+        }
+        // The cases are there: long aftermaths, runs that end them, incidents that are not fatal.
+        assert!(found.iter().any(|i| i.aftermath.len() >= 3));
+        assert!(
+            found
+                .iter()
+                .any(|i| i.aftermath.iter().any(|(w, _)| w == "a new agent run"))
+        );
+        assert!(found.iter().any(|i| !i.fatal) && found.iter().any(|i| i.fatal));
     }
 
     #[test]
