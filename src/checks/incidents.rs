@@ -272,56 +272,66 @@ fn ending(e: &Event) -> Option<(bool, String)> {
     }
 }
 
-/// The events that end a step or tool, by session, gathered in one walk of the timeline: each
-/// question is then a lookup (a walk of the rest of the timeline per step or tool was quadratic
-/// in a log of many sessions).
-pub struct Endings<'a> {
+/// Some events of the timeline by session, gathered in one walk: "the first such event of this
+/// session after a point" is then a lookup, where a walk of the rest of the timeline per
+/// question is quadratic in a log of many sessions.
+pub struct EventIndex<'a> {
     events: &'a [Event],
-    /// Per session (`None`: the events without one, which count for every session): the
-    /// positions in the timeline of its errors and of its aborts, in order.
-    errors: crate::FastMap<Option<&'a str>, Vec<usize>>,
-    aborts: crate::FastMap<Option<&'a str>, Vec<usize>>,
+    /// Per session (`None`: the events without one): positions in the timeline, in order.
+    by_session: crate::FastMap<Option<&'a str>, Vec<usize>>,
 }
 
-impl<'a> Endings<'a> {
-    pub fn new(a: &'a Analysis) -> Self {
-        let mut out = Endings {
-            events: &a.events,
-            errors: crate::FastMap::default(),
-            aborts: crate::FastMap::default(),
-        };
+impl<'a> EventIndex<'a> {
+    /// The events of `a` that `keep` keeps.
+    pub fn new(a: &'a Analysis, keep: impl Fn(&Event) -> bool) -> Self {
+        let mut by_session: crate::FastMap<_, Vec<usize>> = crate::FastMap::default();
         for (k, e) in a.events.iter().enumerate() {
-            if let Some((abort, _)) = ending(e) {
-                let list = if abort {
-                    &mut out.aborts
-                } else {
-                    &mut out.errors
-                };
-                list.entry(e.session.as_deref()).or_default().push(k);
+            if keep(e) {
+                by_session.entry(e.session.as_deref()).or_default().push(k);
             }
         }
-        out
+        EventIndex {
+            events: &a.events,
+            by_session,
+        }
     }
 
-    /// The first of `list` in `session` (or without one) after `after` and before `before`.
-    fn first(
+    /// The first kept event after `after` (and before `before`, when given) of `session`, or,
+    /// `with_sessionless`, of `session` or of none.
+    pub fn first(
         &self,
-        list: &crate::FastMap<Option<&'a str>, Vec<usize>>,
         session: &str,
+        with_sessionless: bool,
         after: Seq,
         before: Option<Seq>,
     ) -> Option<&'a Event> {
         let first_in = |key: Option<&str>| {
-            let positions = list.get(&key)?;
+            let positions = self.by_session.get(&key)?;
             let k = positions.partition_point(|&i| self.events[i].seq <= after);
             positions.get(k).copied()
         };
+        let sessionless = with_sessionless.then(|| first_in(None)).flatten();
         let first = first_in(Some(session))
             .into_iter()
-            .chain(first_in(None))
+            .chain(sessionless)
             .min()?;
         let e = &self.events[first];
         before.is_none_or(|b| e.seq < b).then_some(e)
+    }
+}
+
+/// The events that end a step or tool, by session (see [`EventIndex`]).
+pub struct Endings<'a> {
+    errors: EventIndex<'a>,
+    aborts: EventIndex<'a>,
+}
+
+impl<'a> Endings<'a> {
+    pub fn new(a: &'a Analysis) -> Self {
+        Endings {
+            errors: EventIndex::new(a, |e| ending(e).is_some_and(|(abort, _)| !abort)),
+            aborts: EventIndex::new(a, |e| ending(e).is_some_and(|(abort, _)| abort)),
+        }
     }
 
     /// What ended a step or tool: among the events after `after` (and before `before`, when
@@ -333,8 +343,8 @@ impl<'a> Endings<'a> {
         after: Seq,
         before: Option<Seq>,
     ) -> Vec<(&'a Event, String)> {
-        let error = self.first(&self.errors, session, after, before);
-        let abort = self.first(&self.aborts, session, after, before);
+        let error = self.errors.first(session, true, after, before);
+        let abort = self.aborts.first(session, true, after, before);
         let mut out: Vec<(&Event, String)> = (error.into_iter().chain(abort))
             .filter_map(|e| Some((e, ending(e)?.1)))
             .collect();

@@ -41,6 +41,25 @@ impl Check for UsageMismatch {
         let mut previous: FastMap<&str, Seq> = FastMap::default();
         let sessions = analysis.sessions_by_id();
         let mut index = super::loop_exited_early::SessionIndex::default();
+        // The events a zero-usage step is compared with, by session, gathered when one asks.
+        let lookups = std::cell::OnceCell::new();
+        let lookups = || {
+            lookups.get_or_init(|| {
+                use super::incidents::EventIndex;
+                let usage = |e: &crate::session::Event| {
+                    matches!(&e.kind, EventKind::ProviderUsage(u) if u.input.saturating_add(u.output) > 0)
+                };
+                let step = |e: &crate::session::Event| matches!(e.kind, EventKind::StepFinished(_));
+                let consequence = |e: &crate::session::Event| {
+                    matches!(e.kind, EventKind::LoopExit | EventKind::SessionError(_))
+                };
+                (
+                    EventIndex::new(analysis, usage),
+                    EventIndex::new(analysis, step),
+                    EventIndex::new(analysis, consequence),
+                )
+            })
+        };
         for e in &analysis.events {
             let EventKind::StepFinished(step) = &e.kind else {
                 continue;
@@ -54,29 +73,18 @@ impl Check for UsageMismatch {
             }
             let in_session = sessions.get(session).copied();
             let until = index.next_part_write(in_session, e.seq);
-            let usage = analysis
-                .events_after(after)
-                .take_while(|x| until.is_none_or(|u| x.seq < u))
-                .filter(|x| x.session.as_deref().is_none_or(|s| s == session))
-                .find_map(|x| match &x.kind {
-                    EventKind::ProviderUsage(u) if u.input + u.output > 0 => {
-                        Some((x, u.input, u.output, &u.source, u.span))
-                    }
-                    _ => None,
-                });
+            let (usages, steps, consequences) = lookups();
+            let usage = (usages.first(session, true, after, until)).and_then(|x| match &x.kind {
+                EventKind::ProviderUsage(u) => Some((x, u.input, u.output, &u.source, u.span)),
+                _ => None,
+            });
             let Some((x, input, output, source, span)) = usage else {
                 continue;
             };
             // The zero usage ended the session: no later step.
-            let last_step = !analysis.events_after(e.seq).any(|y| {
-                matches!(&y.kind, EventKind::StepFinished(_))
-                    && y.session.as_deref() == Some(session)
-            });
-            let consequence = analysis
-                .events_after(e.seq)
-                .take_while(|y| until.is_none_or(|u| y.seq < u))
-                .filter(|y| y.session.as_deref().is_none_or(|s| s == session))
-                .find_map(|y| match &y.kind {
+            let last_step = steps.first(session, false, e.seq, None).is_none();
+            let consequence = (consequences.first(session, true, e.seq, until))
+                .and_then(|y| match &y.kind {
                     EventKind::LoopExit => {
                         Some("the prompt loop exited after this step".to_owned())
                     }
