@@ -189,6 +189,47 @@ pub fn locate_from(text: &str, from: (usize, usize), path: &[Seg<'_>]) -> Option
     Some((from.0 + s, from.0 + e))
 }
 
+/// Locates many paths in one text, keeping the items of each array a path went through: paths
+/// through the items of one long array (an issue per item) then cost a walk of the array once,
+/// not a walk of the items before each. What it finds is what [`locate`] finds in a text that is
+/// JSON.
+pub struct Locator<'t> {
+    text: &'t str,
+    /// The items of each array met, by the path to it (written out).
+    arrays: std::collections::HashMap<String, Option<Vec<(usize, usize)>>>,
+}
+
+impl<'t> Locator<'t> {
+    pub fn new(text: &'t str) -> Self {
+        Self {
+            text,
+            arrays: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Byte range in the text of the value at `path` (see [`locate`]).
+    pub fn locate(&mut self, path: &[Seg<'_>]) -> Option<(usize, usize)> {
+        let Some(j) = path.iter().rposition(|s| matches!(s, Seg::Index(_))) else {
+            return locate(self.text, path);
+        };
+        let Seg::Index(k) = path[j] else {
+            return None;
+        };
+        let key = format!("{:?}", &path[..j]);
+        let items = match self.arrays.get(&key) {
+            Some(items) => items.as_ref(),
+            None => {
+                let items = self
+                    .locate(&path[..j])
+                    .and_then(|array| array_items_from(self.text, array, &[]));
+                self.arrays.entry(key).or_insert(items).as_ref()
+            }
+        };
+        let item = *items?.get(k)?;
+        locate_from(self.text, item, &path[j + 1..])
+    }
+}
+
 /// Byte ranges of the items of the array at `path` (one pass over the array), or `None` when
 /// there is no array there.
 pub fn array_items(text: &str, path: &[Seg<'_>]) -> Option<Vec<(usize, usize)>> {
@@ -375,6 +416,37 @@ mod tests {
                 let nested = array_items_from(text, (0, text.len()), path);
                 assert_eq!(nested, array_items(text, path));
             }
+        }
+    }
+
+    /// A locator finds what `locate` finds, for paths through several arrays, asked in any
+    /// order and again.
+    #[test]
+    fn a_locator_finds_what_locate_finds() {
+        let text = r#"{"a":[[1,{"k":[5,6]}], {"k":[{"t":"x"},7]}, 3],"b":{"c":[0,[1,2]]}}"#;
+        let keys = [
+            Seg::Key("a"),
+            Seg::Key("b"),
+            Seg::Key("c"),
+            Seg::Key("k"),
+            Seg::Key("t"),
+        ];
+        let mut paths: Vec<Vec<Seg<'_>>> = vec![Vec::new()];
+        for _ in 0..4 {
+            let longer: Vec<Vec<Seg<'_>>> = (paths.iter())
+                .flat_map(|p| {
+                    (keys.iter().copied().chain((0..4).map(Seg::Index))).map(move |s| {
+                        let mut q = p.clone();
+                        q.push(s);
+                        q
+                    })
+                })
+                .collect();
+            paths.extend(longer);
+        }
+        let mut locator = Locator::new(text);
+        for path in paths.iter().chain(paths.iter().rev()) {
+            assert_eq!(locator.locate(path), locate(text, path), "{path:?}");
         }
     }
 

@@ -786,15 +786,17 @@ fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
 
 /// [`prepare_part`], on a part that may be borrowed: it is copied only when [`slim`] changes it.
 fn prepare(rec: &JsonRecord, raw: std::borrow::Cow<'_, Value>) -> PreparedPart {
+    // One locator for all the issues: many can be in one long array.
+    let mut locator = crate::json_scan::Locator::new(&rec.text);
     let issues = schema::validate_part(&raw)
         .into_iter()
         .map(|issue| {
             let mut path: Vec<Seg<'_>> = vec![Seg::Key("part")];
             path.extend(issue.path.keys());
             // A missing field is pointed at through its parent object.
-            let span = rec
-                .locate(&path)
-                .or_else(|| rec.locate(&path[..path.len().saturating_sub(1)]));
+            let span = (locator.locate(&path))
+                .or_else(|| locator.locate(&path[..path.len().saturating_sub(1)]))
+                .map(|(s, e)| rec.span_of(s, e));
             (issue.clone(), span)
         })
         .collect::<Vec<_>>();

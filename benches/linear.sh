@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Linearity: shapes of input that once made rewind super-linear, each run at N and 4N. A linear
+# stage takes about 4× as long at 4N; a quadratic one about 16×. Each row prints both times (best
+# of ROUNDS runs of `rewind diagnose --format json`, or of the command named) and their ratio.
+#
+#   bash benches/linear.sh [N]        (N defaults to 5000; ROUNDS defaults to 3)
+#
+# The shapes: many spans on one line of a minified export; many blocks or items in one record
+# of a transcript, a Codex rollout or a stream-json log; many calls in a stream, a stream-json
+# log or a rollout; many failing sessions, zero-usage steps, empty text parts, unusable steps in
+# one message, turns of a stored session; and a payload with an issue per array item in the
+# human output (where the size of the output is what grows).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-5000}
+rounds=${ROUNDS:-3}
+cargo build --release --quiet
+bin=target/release/rewind
+dir=target/bench-linear
+mkdir -p "$dir"
+
+generate() {  # kind n file
+python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+kind, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+out = open(path, "w")
+def w(o): out.write(json.dumps(o, separators=(",", ":")) + "\n")
+def d(o): out.write("data: " + json.dumps(o, separators=(",", ":")) + "\n\n")
+S = "ses_3c1f0e2a9ffeB4nM5qW6eR7tY8"
+tokens = {"input": 1, "output": 1, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+def export(messages):
+    info = {"id": S, "slug": "s", "projectID": "prj", "directory": "/r", "title": "t",
+            "version": "1.17.3", "time": {"created": 1, "updated": 2}}
+    out.write(json.dumps({"info": info, "messages": messages}, separators=(",", ":")))
+def user(mid):
+    return {"info": {"id": mid, "sessionID": S, "role": "user", "time": {"created": 1},
+                     "agent": "build", "model": {"providerID": "openai", "modelID": "gpt-5"}},
+            "parts": [{"id": "prt_" + mid, "sessionID": S, "messageID": mid, "type": "text",
+                       "text": "go"}]}
+def assistant(mid, parent, parts):
+    return {"info": {"id": mid, "sessionID": S, "role": "assistant",
+                     "time": {"created": 2, "completed": 3}, "parentID": parent,
+                     "modelID": "gpt-5", "providerID": "openai", "mode": "build",
+                     "agent": "build", "path": {"cwd": "/r", "root": "/r"}, "cost": 0,
+                     "tokens": tokens, "finish": "tool-calls"}, "parts": parts}
+if kind == "export-one-line":
+    msgs = [user("msg_00000000000000")]
+    for i in range(1, n + 1):
+        mid = f"msg_{i:014d}"
+        msgs.append(assistant(mid, "msg_00000000000000", [
+            {"type": "step-start", "id": f"prt_{i:014d}00", "sessionID": S, "messageID": mid},
+            {"type": "tool", "callID": f"call_{i:08d}", "tool": "read", "id": f"prt_{i:014d}01",
+             "sessionID": S, "messageID": mid,
+             "state": {"status": "running", "input": {"filePath": "/a"}, "time": {"start": 1}}},
+            {"type": "step-finish", "reason": "tool-calls", "cost": 0, "tokens": tokens,
+             "id": f"prt_{i:014d}02", "sessionID": S, "messageID": mid}]))
+    export(msgs)
+elif kind == "export-turns":
+    msgs = []
+    for i in range(n):
+        uid, aid = f"msg_{i:08d}u", f"msg_{i:08d}v"
+        msgs.append(user(uid))
+        msgs.append(assistant(aid, uid, [
+            {"type": "step-start", "id": f"prt_{i:08d}v", "sessionID": S, "messageID": aid},
+            {"type": "text", "text": "done.", "id": f"prt_{i:08d}w", "sessionID": S,
+             "messageID": aid},
+            {"type": "step-finish", "reason": "stop", "cost": 0, "tokens": tokens,
+             "id": f"prt_{i:08d}x", "sessionID": S, "messageID": aid}]))
+    export(msgs)
+elif kind == "transcript-blocks":
+    w({"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s",
+       "message": {"role": "user", "content": [{"type": "text", "text": "x"}] * n}})
+    w({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
+       "message": {"id": "m1", "model": "m", "content": [{"type": "text", "text": "ok"}]}})
+elif kind == "codex-compacted":
+    w({"timestamp": "t", "type": "session_meta",
+       "payload": {"id": "s", "cwd": "/tmp", "cli_version": "0.169.0"}})
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    w({"timestamp": "t", "type": "compacted",
+       "payload": {"message": "summary", "replacement_history": [item] * n}})
+elif kind == "stream-json-blocks":
+    w({"type": "system", "subtype": "init", "session_id": "s"})
+    w({"type": "assistant", "session_id": "s", "message": {"id": "m", "model": "claude", "content": [
+        {"type": "tool_use", "id": f"toolu_{i:08d}", "name": "Read", "input": {}}
+        for i in range(n)]}})
+elif kind == "stream-json-results":
+    w({"type": "system", "subtype": "init", "session_id": "s"})
+    for i in range(n):
+        w({"type": "assistant", "session_id": "s", "message": {"id": f"msg_{i}", "model": "claude",
+           "content": [{"type": "tool_use", "id": f"toolu_{i:08d}", "name": "Read", "input": {}}]}})
+        w({"type": "user", "session_id": "s", "message": {"content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{i:08d}", "content": "ok"}]}})
+elif kind in ("sse-tools", "sse-tools-bad-chunk"):
+    chunk = lambda delta, finish=None: {"id": "c", "object": "chat.completion.chunk",
+        "created": 1, "model": "m", "choices": [{"index": 0, "delta": delta,
+                                                 "finish_reason": finish}]}
+    args = "{}" if kind == "sse-tools" else "{"
+    for i in range(n):
+        d(chunk({"tool_calls": [{"index": i, "id": f"call_{i:08d}", "type": "function",
+                                 "function": {"name": "f", "arguments": args}}]}))
+    if kind == "sse-tools":
+        d(chunk({}, "tool_calls"))
+        out.write("data: [DONE]\n\n")
+    else:
+        out.write('data: {"id":"c","choices":[{"index":0,"delta":{"content":"x"}}]}{"bad"\n\n')
+elif kind in ("codex-pairs", "codex-unanswered"):
+    w({"timestamp": "t", "type": "session_meta",
+       "payload": {"id": "s", "cwd": "/tmp", "cli_version": "0.169.0"}})
+    for i in range(n):
+        w({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call",
+           "name": "shell", "arguments": "{}", "call_id": f"call_{i:08d}"}})
+        if kind == "codex-pairs":
+            w({"timestamp": "t", "type": "response_item", "payload": {
+                "type": "function_call_output", "call_id": f"call_{i:08d}", "output": "ok"}})
+        else:
+            w({"timestamp": "t", "type": "response_item", "payload": {"type": "message",
+               "role": "assistant", "content": [{"type": "output_text", "text": "x"}]}})
+elif kind == "sessions-failing":
+    for i in range(n):
+        s = f"ses_{i:08d}"
+        w({"type": "step_start", "timestamp": 1, "sessionID": s, "part": {"id": f"prt_{i:08d}",
+           "sessionID": s, "messageID": f"msg_{i:08d}", "type": "step-start"}})
+        w({"type": "error", "timestamp": 2, "sessionID": s,
+           "error": {"name": "UnknownError", "data": {"message": f"boom {i}"}}})
+elif kind == "zero-usage-steps":
+    for i in range(n):
+        s = f"ses_{i:08d}"
+        w({"type": "step_finish", "timestamp": 1, "sessionID": s, "part": {"id": f"prt_{i:08d}",
+           "sessionID": s, "messageID": f"msg_{i:08d}", "type": "step-finish", "reason": "stop",
+           "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0,
+                                 "cache": {"read": 0, "write": 0}}}})
+elif kind == "empty-text-parts":
+    for i in range(n):
+        w({"type": "text", "timestamp": 1, "sessionID": "ses_1", "part": {"id": f"prt_{i:08d}",
+           "sessionID": "ses_1", "messageID": f"msg_{i:08d}", "type": "text", "text": "",
+           "time": {"start": 1, "end": 1}}})
+elif kind == "unusable-steps":
+    for i in range(n):
+        part = {"sessionID": "ses_1", "messageID": "msg_1"}
+        w({"type": "tool_use", "timestamp": 1, "sessionID": "ses_1", "part": {**part,
+           "id": f"prt_{i:08d}a", "type": "tool", "callID": f"c{i}", "tool": "bash",
+           "state": {"status": "completed", "input": {"a": 1}, "output": "o", "title": "t",
+                     "metadata": {}, "time": {"start": 1, "end": 2}}}})
+        w({"type": "step_finish", "timestamp": 1, "sessionID": "ses_1", "part": {**part,
+           "id": f"prt_{i:08d}b", "type": "step-finish", "reason": "unknown", "cost": 0,
+           "tokens": tokens}})
+elif kind == "issues-on-one-line":
+    w({"type": "text", "timestamp": 1, "sessionID": "ses_1", "part": {"id": "prt_1",
+       "sessionID": "ses_1", "messageID": "msg_1", "type": "patch", "hash": "h",
+       "files": [0] * n}})
+PY
+}
+
+best() {  # prints the best wall time in seconds of ROUNDS runs of a command (output discarded)
+  local b="" t0 t1 s
+  for _ in $(seq "$rounds"); do
+    t0=$(date +%s%N); "$@" > /dev/null 2>&1 || true; t1=$(date +%s%N)
+    s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", (b-a)/1e9}')
+    if [ -z "$b" ] || awk -v x="$s" -v y="$b" 'BEGIN{exit !(x<y)}'; then b=$s; fi
+  done
+  echo "$b"
+}
+
+printf "%-22s %-8s %9s %9s %7s  %s\n" shape input "N" "4N" ratio "(N = $n; linear about 4, quadratic about 16)"
+row() {  # kind extension [command words before the file…]
+  local kind=$1 ext=$2; shift 2
+  local cmd=("$@")
+  [ ${#cmd[@]} -eq 0 ] && cmd=("$bin" diagnose --format json)
+  local a="$dir/$kind-1.$ext" b="$dir/$kind-4.$ext"
+  generate "$kind" "$n" "$a"
+  generate "$kind" "$((n * 4))" "$b"
+  local ta tb
+  ta=$(best "${cmd[@]}" "$a")
+  tb=$(best "${cmd[@]}" "$b")
+  awk -v k="$kind" -v e="$ext" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
+    printf "%-22s %-8s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, e, a, b, (a > 0 ? b / a : 0), s }'
+  rm -f "$a" "$b"
+}
+row export-one-line json
+row export-turns json
+row transcript-blocks jsonl
+row codex-compacted jsonl
+row codex-pairs jsonl
+row codex-unanswered jsonl
+row stream-json-blocks log
+row stream-json-results log
+row sse-tools sse
+row sse-tools-bad-chunk sse
+row sessions-failing log
+row sessions-failing log "$bin" sessions
+row zero-usage-steps log
+row empty-text-parts log
+row unusable-steps log
+row issues-on-one-line log "$bin" diagnose
+# What the human output of the last shape weighs, at 4N: its size, not its time, once grew
+# with the square of the issues.
+generate issues-on-one-line "$((n * 4))" "$dir/issues.log"
+echo "human output for $((n * 4)) issues on one line: $("$bin" diagnose "$dir/issues.log" | wc -c) bytes"
+rm -f "$dir/issues.log"
