@@ -50,11 +50,16 @@ impl Check for SessionError {
                 | Format::OpencodeStorage
                 | Format::OpencodeSqlDump
         );
-        for incident in incidents(analysis) {
+        let incidents = incidents(analysis);
+        if incidents.is_empty() {
+            return;
+        }
+        let marks = Marks::new(analysis);
+        for incident in incidents {
             if store && incident.errors().all(|(_, info)| aborted(info)) {
                 continue;
             }
-            out.push(finding(analysis, &incident));
+            out.push(finding(analysis, &marks, &incident));
         }
     }
 }
@@ -84,7 +89,42 @@ fn retryable(info: &ErrorInfo) -> Option<bool> {
     })
 }
 
-fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
+/// The events the notes look for around an error, gathered in one walk of the timeline (a walk
+/// per incident was quadratic in a log of many failing sessions).
+struct Marks<'a> {
+    /// Positions of new runs.
+    runs: Vec<crate::session::Seq>,
+    /// Retry sleeps longer than `retry-wait-excessive`'s limit, with their length.
+    waits: Vec<(&'a Event, u64)>,
+    /// The wrapper's reports of success.
+    successes: Vec<(&'a Event, &'a str)>,
+}
+
+impl<'a> Marks<'a> {
+    fn new(a: &'a Analysis) -> Self {
+        let mut marks = Marks {
+            runs: Vec::new(),
+            waits: Vec::new(),
+            successes: Vec::new(),
+        };
+        for e in &a.events {
+            match &e.kind {
+                EventKind::RunStart => marks.runs.push(e.seq),
+                EventKind::RetryWait(w) if w.delay_ms > super::retry_wait_excessive::EXCESSIVE_MS => {
+                    marks.waits.push((e, w.delay_ms));
+                }
+                EventKind::WrapperStatus {
+                    success: true,
+                    words,
+                } => marks.successes.push((e, words)),
+                _ => {}
+            }
+        }
+        marks
+    }
+}
+
+fn finding(analysis: &Analysis, marks: &Marks<'_>, incident: &Incident<'_>) -> Finding {
     let (event, info) = incident.primary();
     let class = info.name.as_deref();
     let what = match (&event.kind, class) {
@@ -169,7 +209,7 @@ fn finding(analysis: &Analysis, incident: &Incident<'_>) -> Finding {
     for (span, words) in &info.context {
         f = f.also(Some(*span), words.clone());
     }
-    f = notes(analysis, incident, event, info, f);
+    f = notes(analysis, marks, incident, event, info, f);
     if info.message.contains("reading 'input_tokens'") {
         f = f.help("the provider returned no usage and the SDK read `usage.input_tokens` from undefined (a TypeError); default missing usage to zeros");
     } else if info.message.contains("timed out") {
@@ -245,6 +285,7 @@ fn status_code(v: &serde_json::Value) -> Option<u64> {
 /// running out, a long retry wait before a timeout, a wrapper that still reported success.
 fn notes(
     analysis: &Analysis,
+    marks: &Marks<'_>,
     incident: &Incident<'_>,
     event: &Event,
     info: &ErrorInfo,
@@ -310,24 +351,18 @@ fn notes(
         });
     }
     if info.message.contains("timed out") {
-        let run_start = analysis
-            .events
-            .iter()
-            .filter(|e| e.seq < event.seq && matches!(e.kind, EventKind::RunStart))
-            .map(|e| e.seq)
-            .next_back()
-            .unwrap_or(0);
-        if let Some((wait, ms)) = analysis
-            .events
-            .iter()
-            .filter(|e| e.seq > run_start && e.seq < event.seq)
-            .filter_map(|e| match &e.kind {
-                EventKind::RetryWait(w) if w.delay_ms > super::retry_wait_excessive::EXCESSIVE_MS => {
-                    Some((e, w.delay_ms))
-                }
-                _ => None,
-            })
-            .next_back()
+        // The last long retry sleep since the last run started before the error.
+        let runs = &marks.runs;
+        let run_start = match runs.partition_point(|s| *s < event.seq) {
+            0 => 0,
+            k => runs[k - 1],
+        };
+        let waits = &marks.waits;
+        let before = waits.partition_point(|(e, _)| e.seq < event.seq);
+        if let Some(&(wait, ms)) = before
+            .checked_sub(1)
+            .map(|k| &waits[k])
+            .filter(|(e, _)| e.seq > run_start)
         {
             let (span, d) = match &wait.kind {
                 EventKind::RetryWait(w) => (
@@ -344,15 +379,8 @@ fn notes(
         }
     }
     if incident.fatal
-        && let Some((e, words)) = analysis
-            .events_after(event.seq)
-            .find_map(|e| match &e.kind {
-                EventKind::WrapperStatus {
-                    success: true,
-                    words,
-                } => Some((e, words)),
-                _ => None,
-            })
+        && let Some(&(_, words)) = (marks.successes)
+            .get(marks.successes.partition_point(|(e, _)| e.seq <= event.seq))
     {
         let no_step = incident.session.is_none_or(|id| {
             analysis
@@ -364,7 +392,6 @@ fn notes(
         } else {
             "although the session had failed"
         };
-        let _ = e;
         f = f.note(format!(
             "the wrapper still reported success (`{words}`) {why}"
         ));
