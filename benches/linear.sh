@@ -161,7 +161,7 @@ best() {  # prints the best wall time in seconds of ROUNDS runs of a command (ou
   echo "$b"
 }
 
-printf "%-22s %-8s %9s %9s %7s  %s\n" shape input "N" "4N" ratio "(N = $n; linear about 4, quadratic about 16)"
+printf "%-22s %-9s %9s %9s %7s  %s\n" shape command "N" "4N" ratio "(N = $n; linear about 4, quadratic about 16)"
 row() {  # kind extension [command words before the file…]
   local kind=$1 ext=$2; shift 2
   local cmd=("$@")
@@ -172,8 +172,8 @@ row() {  # kind extension [command words before the file…]
   local ta tb
   ta=$(best "${cmd[@]}" "$a")
   tb=$(best "${cmd[@]}" "$b")
-  awk -v k="$kind" -v e="$ext" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
-    printf "%-22s %-8s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, e, a, b, (a > 0 ? b / a : 0), s }'
+  awk -v k="$kind" -v c="${cmd[1]}" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
+    printf "%-22s %-9s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, c, a, b, (a > 0 ? b / a : 0), s }'
   rm -f "$a" "$b"
 }
 row export-one-line json
@@ -191,7 +191,7 @@ row sessions-failing log "$bin" sessions
 row zero-usage-steps log
 row empty-text-parts log
 row unusable-steps log
-row issues-on-one-line log "$bin" diagnose
+row issues-on-one-line log "$bin" diagnose --format human
 # What the human output of the last shape weighs, at 4N: its size, not its time, once grew
 # with the square of the issues.
 generate issues-on-one-line "$((n * 4))" "$dir/issues.log"
