@@ -360,6 +360,14 @@ mod tests {
     use crate::session::LogLevel;
     use crate::source::{FileId, Span};
 
+    /// An error of this class.
+    fn info(name: &str) -> Box<ErrorInfo> {
+        Box::new(ErrorInfo {
+            name: Some(name.into()),
+            ..ErrorInfo::default()
+        })
+    }
+
     /// The walk [`Endings`] replaces: the events after `after` (and before `before`) in
     /// `session` or without one, the first error and the first abort.
     fn walked<'a>(
@@ -418,12 +426,6 @@ mod tests {
         use crate::model::Part;
         use crate::session::{Message, Observation, PartRecord, Session};
         let mut a = Analysis::new(FileId(0), Format::AgentLog);
-        let info = |name: &str| {
-            Box::new(ErrorInfo {
-                name: Some(name.into()),
-                ..ErrorInfo::default()
-            })
-        };
         for n in 0..90u64 {
             let kind = match n % 11 {
                 0 | 6 => EventKind::SessionError(info("A")),
@@ -496,12 +498,6 @@ mod tests {
     #[test]
     fn endings_answer_what_a_walk_of_the_timeline_answers() {
         let mut a = Analysis::new(FileId(0), Format::AgentLog);
-        let info = |name: &str| {
-            Box::new(ErrorInfo {
-                name: Some(name.into()),
-                ..ErrorInfo::default()
-            })
-        };
         let sessions = [Some("ses_a"), Some("ses_b"), None];
         for seq in 0..60u64 {
             let kind = match seq % 7 {
