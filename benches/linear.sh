@@ -4,6 +4,8 @@
 # of ROUNDS runs of `rewind diagnose --format json`, or of the command named) and their ratio.
 #
 #   bash benches/linear.sh [N]        (N defaults to 5000; ROUNDS defaults to 3)
+#   SHAPES="parse-errors row-issues" bash benches/linear.sh    (only the shapes named)
+#   REWIND_BIN=/path/to/rewind bash benches/linear.sh         (another build)
 #
 # The shapes: many spans on one line of a minified export; many blocks or items in one record
 # of a transcript, a Codex rollout or a stream-json log; many calls in a stream, a stream-json
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/.."
 n=${1:-5000}
 rounds=${ROUNDS:-3}
 cargo build --release --quiet
-bin=target/release/rewind
+bin=${REWIND_BIN:-target/release/rewind}
 dir=target/bench-linear
 mkdir -p "$dir"
 
@@ -148,6 +150,63 @@ elif kind == "issues-on-one-line":
     w({"type": "text", "timestamp": 1, "sessionID": "ses_1", "part": {"id": "prt_1",
        "sessionID": "ses_1", "messageID": "msg_1", "type": "patch", "hash": "h",
        "files": [0] * n}})
+elif kind == "parse-errors":
+    # A server log of many distinct concatenated chunks, each logged as an AI_JSONParseError.
+    for i in range(n):
+        text = '{"id":"c%d' % i + 'data:{"id":"c%d","object":"chat.completion.chunk"}' % i
+        w({"type": "log", "level": "error", "timestamp": "2026-02-14T08:34:12.210Z",
+           "service": "session.processor", "message": "process",
+           "error": {"name": "AI_JSONParseError", "cause": {}, "text": text}})
+elif kind == "stitch-parallel":
+    # A Claude Code transcript of turns with two parallel calls, each in a record of its own.
+    prev = None
+    def rec(t, u, p, content, mid=None):
+        m = {"id": mid, "model": "claude", "content": content} if mid else {"role": t,
+             "content": content}
+        w({"type": t, "uuid": u, "parentUuid": p, "sessionId": "s", "message": m})
+    for i in range(n):
+        rec("user", f"p{i}", prev, [{"type": "text", "text": "go"}])
+        rec("assistant", f"a{i}", f"p{i}", [{"type": "tool_use", "id": f"ta{i}", "name": "R",
+            "input": {}}], f"m{i}")
+        rec("assistant", f"b{i}", f"a{i}", [{"type": "tool_use", "id": f"tb{i}", "name": "R",
+            "input": {}}], f"m{i}")
+        rec("user", f"ra{i}", f"a{i}", [{"type": "tool_result", "tool_use_id": f"ta{i}",
+            "content": "ok"}])
+        rec("user", f"rb{i}", f"b{i}", [{"type": "tool_result", "tool_use_id": f"tb{i}",
+            "content": "ok"}])
+        rec("assistant", f"c{i}", f"rb{i}", [{"type": "text", "text": "done"}], f"n{i}")
+        prev = f"c{i}"
+elif kind in ("repair-unclosed", "repair-running"):
+    # An export of many steps, each left unclosed (no step-finish) or with its tool running.
+    msgs = [user("msg_00000000000000")]
+    for i in range(1, n + 1):
+        mid = f"msg_{i:014d}"
+        state = ({"status": "completed", "input": {"filePath": "/a"}, "output": "ok",
+                  "title": "a", "metadata": {}, "time": {"start": 1, "end": 2}}
+                 if kind == "repair-unclosed" else
+                 {"status": "running", "input": {"filePath": "/a"}, "time": {"start": 1}})
+        parts = [{"type": "step-start", "id": f"prt_{i:014d}00", "sessionID": S, "messageID": mid},
+                 {"type": "tool", "callID": f"call_{i:08d}", "tool": "read", "state": state,
+                  "id": f"prt_{i:014d}01", "sessionID": S, "messageID": mid}]
+        if kind == "repair-running":
+            parts.append({"type": "step-finish", "reason": "tool-calls", "cost": 0,
+                          "tokens": tokens, "id": f"prt_{i:014d}02", "sessionID": S,
+                          "messageID": mid})
+        msgs.append(assistant(mid, "msg_00000000000000", parts))
+    export(msgs)
+elif kind == "row-issues":
+    # One stored part with an issue per item of an array.
+    m = user("msg_00000000000000")
+    m["parts"].append({"id": "prt_1", "sessionID": S, "messageID": "msg_00000000000000",
+                       "type": "patch", "hash": "h", "files": [0] * n})
+    export([m])
+elif kind == "payload-issues":
+    # One stream event with an issue per item of an array.
+    d({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+       "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hi"}}]})
+    d({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+       "choices": [0] * n})
+    out.write("data: [DONE]\n\n")
 PY
 }
 
@@ -164,6 +223,7 @@ best() {  # prints the best wall time in seconds of ROUNDS runs of a command (ou
 printf "%-22s %-9s %9s %9s %7s  %s\n" shape command "N" "4N" ratio "(N = $n; linear about 4, quadratic about 16)"
 row() {  # kind extension [command words before the file…]
   local kind=$1 ext=$2; shift 2
+  if [ -n "${SHAPES:-}" ] && [[ " $SHAPES " != *" $kind "* ]]; then return; fi
   local cmd=("$@")
   [ ${#cmd[@]} -eq 0 ] && cmd=("$bin" diagnose --format json)
   local a="$dir/$kind-1.$ext" b="$dir/$kind-4.$ext"
@@ -192,8 +252,16 @@ row zero-usage-steps log
 row empty-text-parts log
 row unusable-steps log
 row issues-on-one-line log "$bin" diagnose --format human
-# What the human output of the last shape weighs, at 4N: its size, not its time, once grew
+row parse-errors log
+row stitch-parallel jsonl
+row repair-unclosed json "$bin" repair --dry-run
+row repair-running json "$bin" repair --dry-run
+row row-issues json
+row payload-issues sse
+# What the human output of the issues-on-one-line shape weighs, at 4N: its size, not its time, once grew
 # with the square of the issues.
+if [ -z "${SHAPES:-}" ] || [[ " $SHAPES " == *" issues-on-one-line "* ]]; then
 generate issues-on-one-line "$((n * 4))" "$dir/issues.log"
 echo "human output for $((n * 4)) issues on one line: $("$bin" diagnose "$dir/issues.log" | wc -c) bytes"
 rm -f "$dir/issues.log"
+fi

@@ -32,16 +32,16 @@ declare_check! {
 
 impl Check for SseConcatenatedEvents {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        let mut seen: Vec<&str> = Vec::new();
+        // Payloads already reported (a log repeats one per retry); a set, as a log may hold many.
+        let mut seen: crate::FastSet<&str> = crate::FastSet::default();
         for (seq, _, p) in super::streams::payload_problems(analysis) {
             let Some(at) = p.embedded else {
                 continue;
             };
             let payload = p.payload.0.as_str();
-            if seen.contains(&payload) {
+            if !seen.insert(payload) {
                 continue;
             }
-            seen.push(payload);
             out.push(stream_finding(analysis, seq, p, at));
         }
         let candidates: Vec<(&Event, &ErrorInfo)> = analysis
@@ -64,10 +64,9 @@ impl Check for SseConcatenatedEvents {
             let (Some((payload, _)), Some(at)) = (&info.payload, info.embedded_event) else {
                 continue;
             };
-            if seen.contains(&payload.as_str()) {
+            if !seen.insert(payload.as_str()) {
                 continue;
             }
-            seen.push(payload);
             out.push(concatenation(payload, at, "the first one's JSON").ids(Ids {
                 session_id: event.session.clone(),
                 ..Ids::default()

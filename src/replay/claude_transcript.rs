@@ -24,6 +24,8 @@ use super::str_of;
 /// reply (`[Request interrupted by user]`) and the error result it writes for a tool the user
 /// stops (`[Request interrupted by user for tool use]`).
 const INTERRUPTED: &str = "[Request interrupted by user";
+/// No record: the end of the linked path in `stitch_parallel`.
+const END: usize = usize::MAX;
 
 use super::MAX_KEPT_STRING;
 use crate::ingest::jsonl::Line;
@@ -427,7 +429,13 @@ impl Reader {
     /// assistant record of a message that is on the path, and an off-path record of results
     /// that all answer calls on the path, hanging from the path, are put back — a sibling
     /// next to its message, results after the results that follow the calls.
-    fn stitch_parallel(&self, mut path: Vec<usize>) -> Vec<usize> {
+    fn stitch_parallel(&self, path: Vec<usize>) -> Vec<usize> {
+        // The path as a list linked through `next` (record index → the one after it), so that
+        // a stitched record goes in after its parent without a search or a shift of the path.
+        let mut next = vec![END; self.records.len()];
+        for w in path.windows(2) {
+            next[w[0]] = w[1];
+        }
         let mut on: HashSet<usize> = path.iter().copied().collect();
         let mut calls: HashSet<&str> = HashSet::new();
         let mut messages: HashSet<&str> = HashSet::new();
@@ -475,33 +483,39 @@ impl Reader {
             if !(sibling || answers) {
                 continue;
             }
-            let Some(mut at) = path.iter().position(|&k| k == parent) else {
-                continue;
-            };
+            let after = |at: usize| Some(next[at]).filter(|&k| k != END);
+            let mut at = parent;
             if sibling {
                 // After the last record of the same message.
-                while path.get(at + 1).is_some_and(|&k| {
+                while let Some(k) = after(at).filter(|&k| {
                     self.records[k].ty == "assistant"
                         && self.records[k].message_id == rec.message_id
                 }) {
-                    at += 1;
+                    at = k;
                 }
             } else {
                 // After the calls' message and the results already there.
-                while path.get(at + 1).is_some_and(|&k| {
+                while let Some(k) = after(at).filter(|&k| {
                     let r = &self.records[k];
                     (r.ty == "assistant" && r.message_id == self.records[parent].message_id)
                         || r.has_results()
                 }) {
-                    at += 1;
+                    at = k;
                 }
             }
-            path.insert(at + 1, i);
+            next[i] = next[at];
+            next[at] = i;
             on.insert(i);
             results_on.extend(results.iter().copied());
             calls.extend(rec.call_ids());
         }
-        path
+        let mut out = Vec::with_capacity(on.len());
+        let mut at = path.first().copied();
+        while let Some(k) = at {
+            out.push(k);
+            at = Some(next[k]).filter(|&k| k != END);
+        }
+        out
     }
 
     /// The records a compaction kept (`preservedSegment`: `headUuid` … `tailUuid`) hang from
@@ -1379,5 +1393,182 @@ mod tests {
         assert_eq!(a.undecodable.len(), 1);
         assert!(a.undecodable[0].truncated);
         assert_eq!(a.transcript.as_deref().map(|f| f.unanswered.len()), Some(1));
+    }
+
+    impl Reader {
+        /// The stitching as it was: a search of the path and a shift of it per stitched record.
+        fn stitch_parallel_by_insert(&self, mut path: Vec<usize>) -> Vec<usize> {
+            let mut on: HashSet<usize> = path.iter().copied().collect();
+            let mut calls: HashSet<&str> = HashSet::new();
+            let mut messages: HashSet<&str> = HashSet::new();
+            for &i in &path {
+                let rec = &self.records[i];
+                calls.extend(rec.call_ids());
+                if rec.ty == "assistant"
+                    && let Some(m) = &rec.message_id
+                {
+                    messages.insert(m);
+                }
+            }
+            let answered = self.answered();
+            // Results already on the path: a stitched record only fills in a missing one.
+            let mut results_on: HashSet<&str> = path
+                .iter()
+                .flat_map(|&i| self.records[i].result_ids())
+                .collect();
+            for (i, rec) in self.records.iter().enumerate() {
+                if on.contains(&i) || rec.meta {
+                    continue;
+                }
+                let Some(&parent) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                    continue;
+                };
+                if !on.contains(&parent) {
+                    continue;
+                }
+                // A sibling call nobody answered is what a kill leaves; the client branches past
+                // it on resume rather than stitching it back.
+                let own_calls: Vec<&str> = rec.call_ids().collect();
+                let sibling = rec.ty == "assistant"
+                    && rec
+                        .message_id
+                        .as_deref()
+                        .is_some_and(|m| messages.contains(m))
+                    && !own_calls.is_empty()
+                    && own_calls.iter().all(|id| answered.contains(id));
+                let results: Vec<&str> = rec.result_ids().collect();
+                let answers = rec.ty == "user"
+                    && !results.is_empty()
+                    && results
+                        .iter()
+                        .all(|id| calls.contains(id) && !results_on.contains(id));
+                if !(sibling || answers) {
+                    continue;
+                }
+                let Some(mut at) = path.iter().position(|&k| k == parent) else {
+                    continue;
+                };
+                if sibling {
+                    // After the last record of the same message.
+                    while path.get(at + 1).is_some_and(|&k| {
+                        self.records[k].ty == "assistant"
+                            && self.records[k].message_id == rec.message_id
+                    }) {
+                        at += 1;
+                    }
+                } else {
+                    // After the calls' message and the results already there.
+                    while path.get(at + 1).is_some_and(|&k| {
+                        let r = &self.records[k];
+                        (r.ty == "assistant" && r.message_id == self.records[parent].message_id)
+                            || r.has_results()
+                    }) {
+                        at += 1;
+                    }
+                }
+                path.insert(at + 1, i);
+                on.insert(i);
+                results_on.extend(results.iter().copied());
+                calls.extend(rec.call_ids());
+            }
+            path
+        }
+    }
+
+    #[test]
+    fn stitching_through_the_linked_path_keeps_the_order_of_inserting_into_it() {
+        // Turns of one to three parallel calls, their results in either order, a dangling call
+        // (not stitched back), and a second result on another branch.
+        let mut lines = Vec::new();
+        let mut rec = |t: &str, u: &str, p: Option<&str>, content: Value, mid: Option<&str>| {
+            let message = match mid {
+                Some(m) => json!({"id": m, "model": "m", "content": content}),
+                None => json!({"role": t, "content": content}),
+            };
+            lines.push(
+                json!({"type": t, "uuid": u, "parentUuid": p, "sessionId": "s",
+                       "message": message})
+                .to_string(),
+            );
+        };
+        let mut prev: Option<String> = None;
+        for i in 0..30 {
+            let (calls, reversed) = (1 + i % 3, i % 2 == 1);
+            rec("user", &format!("p{i}"), prev.as_deref(), json!("go"), None);
+            let mut parent = format!("p{i}");
+            for c in 0..calls {
+                let u = format!("a{i}_{c}");
+                let call = json!([{"type": "tool_use", "id": format!("t{i}_{c}"), "name": "R",
+                                   "input": {}}]);
+                rec("assistant", &u, Some(&parent), call, Some(&format!("m{i}")));
+                parent = u;
+            }
+            let order: Vec<usize> = if reversed {
+                (0..calls).rev().collect()
+            } else {
+                (0..calls).collect()
+            };
+            let mut last = String::new();
+            for c in order {
+                last = format!("r{i}_{c}");
+                let result = json!([{"type": "tool_result", "tool_use_id": format!("t{i}_{c}"),
+                                     "content": "ok"}]);
+                rec("user", &last, Some(&format!("a{i}_{c}")), result, None);
+            }
+            if i % 5 == 0 {
+                let call = json!([{"type": "tool_use", "id": format!("x{i}"), "name": "R",
+                                   "input": {}}]);
+                rec(
+                    "assistant",
+                    &format!("x{i}"),
+                    Some(&format!("p{i}")),
+                    call,
+                    Some("mx"),
+                );
+            }
+            if i % 7 == 0 {
+                let result = json!([{"type": "tool_result", "tool_use_id": format!("t{i}_0"),
+                                     "content": "again"}]);
+                rec(
+                    "user",
+                    &format!("q{i}"),
+                    Some(&format!("a{i}_0")),
+                    result,
+                    None,
+                );
+            }
+            let done = format!("c{i}");
+            rec(
+                "assistant",
+                &done,
+                Some(&last),
+                json!([{"type": "text", "text": "done"}]),
+                Some(&format!("n{i}")),
+            );
+            prev = Some(done);
+        }
+        let text = lines.join("\n") + "\n";
+        let mut r = Reader::default();
+        let read = claude_transcript::read(text.as_bytes(), FileId(0), &mut |line| r.line(line));
+        assert!(read.is_ok());
+        let mut path = Vec::new();
+        let mut at = r.leaf();
+        while let Some(i) = at {
+            path.push(i);
+            at = r.records[i]
+                .parent
+                .as_ref()
+                .and_then(|p| r.index.get(p))
+                .copied();
+        }
+        path.reverse();
+        let stitched = r.stitch_parallel(path.clone());
+        assert!(
+            stitched.len() > path.len() + 30,
+            "{} of {}",
+            stitched.len(),
+            path.len()
+        );
+        assert_eq!(stitched, r.stitch_parallel_by_insert(path));
     }
 }
