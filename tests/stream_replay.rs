@@ -466,3 +466,34 @@ fn a_response_whose_terminal_event_is_corrupt_still_finishes_its_step() {
         "{t}"
     );
 }
+
+#[test]
+fn every_issue_of_one_payload_points_at_its_own_item() {
+    // An issue per item of a long array in one event: each related label is on its item (the
+    // payload's arrays are walked once for all of them).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("issues.sse");
+    let head = r#"data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"}}]}"#;
+    let items = vec!["7"; 400].join(",");
+    let bad = format!(
+        r#"data: {{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{items}]}}"#
+    );
+    let text = format!("{head}\n\n{bad}\n\ndata: [DONE]\n\n");
+    std::fs::write(&path, &text).unwrap();
+    let (_, doc) = diagnose_json(&path, &[]);
+    let all = findings(&doc);
+    let found = of_rule(&all, "schema-violation");
+    assert_eq!(found.len(), 1, "{}", describe(&all));
+    let f = found[0];
+    let mut offsets = vec![f["span"]["offset"].as_u64().unwrap()];
+    offsets.extend(
+        f["related"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["span"]["offset"].as_u64().unwrap()),
+    );
+    let start = (text.find(&bad).unwrap() + bad.find("[7").unwrap() + 1) as u64;
+    let expected: Vec<u64> = (0..400).map(|k| start + 2 * k).collect();
+    assert_eq!(offsets, expected);
+}

@@ -209,3 +209,38 @@ fn a_turn_cut_off_after_tool_output_and_an_interrupted_turn() {
     assert_eq!(code, 0);
     assert!(f.is_empty(), "{}", describe(&f));
 }
+
+#[test]
+fn each_oversized_image_of_one_record_is_pointed_at() {
+    // Two images over the 5 MiB limit in one record, one nested in a tool result: each finding
+    // points at its own image's data.
+    let dir = tempfile::tempdir().unwrap();
+    let big = "A".repeat(6 << 20);
+    let image = |data: &str| {
+        serde_json::json!({"type": "image",
+                           "source": {"type": "base64", "media_type": "image/png", "data": data}})
+    };
+    let claude = [
+        serde_json::json!({"type": "user", "uuid": "u1", "parentUuid": null, "sessionId": "s",
+            "message": {"role": "user", "content": [
+                {"type": "text", "text": "see"}, image(&big),
+                {"type": "tool_result", "tool_use_id": "t", "content": [image(&format!("{big}B"))]}]}}),
+        serde_json::json!({"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
+            "message": {"id": "m1", "model": "claude", "content": [{"type": "text", "text": "ok"}]}}),
+    ];
+    let text: String = claude.iter().map(|r| format!("{r}\n")).collect();
+    let path = dir.path().join("images.jsonl");
+    std::fs::write(&path, &text).unwrap();
+    let expected: Vec<u64> = text
+        .match_indices("\"data\":")
+        .map(|(at, _)| (at + "\"data\":".len()) as u64)
+        .collect();
+    let (_, doc) = diagnose_json(&path, &[]);
+    let all = findings(&doc);
+    let mut at: Vec<u64> = of_rule(&all, "transcript-oversized")
+        .iter()
+        .map(|f| f["span"]["offset"].as_u64().unwrap())
+        .collect();
+    at.sort_unstable();
+    assert_eq!(at, expected, "{}", describe(&all));
+}

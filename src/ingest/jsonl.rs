@@ -47,12 +47,35 @@ impl Line {
         self.span_of(crate::json_scan::locate_from(&self.text, *from?, path)?)
     }
 
+    /// A locator for many paths into the line: each array on the way is walked once for all
+    /// of them (see [`crate::json_scan::Locator`]).
+    pub fn locator(&self) -> LineLocator<'_> {
+        LineLocator {
+            line: self,
+            inner: crate::json_scan::Locator::new(&self.text),
+        }
+    }
+
     fn span_of(&self, (s, e): (usize, usize)) -> Option<Span> {
         Some(Span::new(
             self.span.file,
             self.span.offset + s as u64,
             (e - s) as u64,
         ))
+    }
+}
+
+/// [`Line::locator`]: file spans of many paths into one line.
+pub struct LineLocator<'l> {
+    line: &'l Line,
+    inner: crate::json_scan::Locator<'l>,
+}
+
+impl LineLocator<'_> {
+    /// The file span of the value at `path`, as [`Line::locate`] finds it.
+    pub fn locate(&mut self, path: &[Seg<'_>]) -> Option<Span> {
+        let range = self.inner.locate(path)?;
+        self.line.span_of(range)
     }
 }
 
@@ -162,5 +185,42 @@ mod tests {
         // A bad line that is not the last is not torn.
         let l = lines("{\"a\":\n{}\n");
         assert!(!l[0].torn && l[0].value.is_err());
+    }
+
+    #[test]
+    fn the_locator_finds_what_each_locate_finds() {
+        let items: Vec<String> = (0..50)
+            .map(|k| {
+                format!(r#"{{"type":"image","source":{{"data":"{k}"}},"content":[{k},[{k}]]}}"#)
+            })
+            .collect();
+        let text = format!(
+            "\n{{\"message\":{{\"content\":[{}]}},\"x\":1}}\n",
+            items.join(",")
+        );
+        let l = lines(&text);
+        let mut locator = l[0].locator();
+        let mut paths: Vec<Vec<Seg<'_>>> = Vec::new();
+        for k in (0..52).rev() {
+            let item = [Seg::Key("message"), Seg::Key("content"), Seg::Index(k)];
+            paths.push([&item[..], &[Seg::Key("source"), Seg::Key("data")]].concat());
+            paths.push(
+                [
+                    &item[..],
+                    &[Seg::Key("content"), Seg::Index(1), Seg::Index(0)],
+                ]
+                .concat(),
+            );
+            paths.push(item.to_vec());
+        }
+        paths.push(vec![Seg::Key("x")]);
+        paths.push(vec![Seg::Index(0)]);
+        let mut found = 0;
+        for path in &paths {
+            let at = locator.locate(path);
+            assert_eq!(at, l[0].locate(path), "{path:?}");
+            found += usize::from(at.is_some());
+        }
+        assert_eq!(found, 151);
     }
 }

@@ -345,11 +345,12 @@ impl Reader {
             let mut at = vec![Seg::Key("message"), Seg::Key("content")];
             super::inline_images(content, &mut at, &mut images);
             self.size.images += images.len() as u64;
+            let mut locator = None;
             for (n, path) in images {
                 rec.image_bytes += n;
                 if n > IMAGE_MAX_BASE64 {
-                    rec.big_images
-                        .push((n, line.locate(&path).unwrap_or(line.span)));
+                    let at = locator.get_or_insert_with(|| line.locator()).locate(&path);
+                    rec.big_images.push((n, at.unwrap_or(line.span)));
                 }
             }
             self.size.image_bytes += rec.image_bytes;

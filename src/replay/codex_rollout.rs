@@ -417,12 +417,13 @@ impl Reader {
             let mut at = vec![Seg::Key("payload"), Seg::Key(key)];
             super::inline_images(v, &mut at, &mut images);
             self.size.images += images.len() as u64;
+            let mut locator = None;
             for (n, path) in images {
                 self.size.image_bytes += n;
                 self.size.image_bytes_sent += n;
                 if n > IMAGE_MAX_BASE64 {
-                    let span = line.locate(&path).unwrap_or(line.span);
-                    self.size.big_images.push((n, span));
+                    let at = locator.get_or_insert_with(|| line.locator()).locate(&path);
+                    self.size.big_images.push((n, at.unwrap_or(line.span)));
                 }
             }
         }

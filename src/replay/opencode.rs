@@ -439,15 +439,20 @@ fn payload_issues(
     issues: Vec<schema::SchemaIssue>,
     (session, message, part): (&str, &str, Option<&str>),
 ) -> PayloadIssues {
+    // One locator for the record: its arrays are walked once, however many issues they hold.
+    let mut locator = placed.real.then(|| json_scan::Locator::new(placed.text));
     let located = issues
         .into_iter()
         .map(|issue| {
             let path: Vec<Seg<'_>> = issue.path.keys().collect();
             // A missing field is pointed at through its parent object.
-            let span = placed
-                .locate(&path)
-                .or_else(|| placed.locate(&path[..path.len().saturating_sub(1)]));
-            (issue.clone(), span)
+            let span = locator.as_mut().and_then(|l| {
+                let (s, e) = l
+                    .locate(&path)
+                    .or_else(|| l.locate(&path[..path.len().saturating_sub(1)]))?;
+                Some(placed.span_at(s, e - s))
+            });
+            (issue, span)
         })
         .collect();
     PayloadIssues {
@@ -702,5 +707,37 @@ mod tests {
         assert_eq!(sources.len(), 2);
         assert_eq!(a.sessions[0].messages[0].parts.len(), 1);
         assert_eq!(a.schema_issues[0].issues[0].1, None);
+    }
+
+    #[test]
+    fn issues_of_one_row_are_located_as_one_walk_each_would() {
+        // An issue per item of a long array: each is placed where its own walk puts it.
+        let zeros = vec!["0"; 300].join(",");
+        let text = format!(
+            r#"{{"id":"prt_1","sessionID":"ses_1","messageID":"msg_1","type":"patch","hash":"h","files":[{zeros}],"x":{{"y":[1,{{"z":2}}]}}}}"#
+        );
+        let value: Value = serde_json::from_str(&text).unwrap_or_default();
+        let issues = schema::validate_part(&value);
+        assert!(issues.len() >= 300, "{}", issues.len());
+        let placed = Placed {
+            file: FileId(3),
+            base: 100,
+            text: &text,
+            real: true,
+        };
+        let got = payload_issues(0, "part".into(), &placed, issues.clone(), ("s", "m", None));
+        for (issue, (_, span)) in issues.iter().zip(&got.issues) {
+            let path: Vec<Seg<'_>> = issue.path.keys().collect();
+            let walked = placed
+                .locate(&path)
+                .or_else(|| placed.locate(&path[..path.len().saturating_sub(1)]));
+            assert_eq!(*span, walked, "{issue}");
+        }
+        let placeholder = Placed {
+            real: false,
+            ..placed
+        };
+        let got = payload_issues(0, "part".into(), &placeholder, issues, ("s", "m", None));
+        assert!(got.issues.iter().all(|(_, span)| span.is_none()));
     }
 }

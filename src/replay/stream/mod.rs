@@ -30,6 +30,7 @@ use crate::ingest::capture::{Envelope, Framing, Locator, Payload};
 use crate::ingest::json_position::text_offset;
 use crate::ingest::sse::NamedWithoutData;
 use crate::ingest::{Format, IngestError};
+use crate::json_scan::Seg;
 use crate::model::schema::SchemaIssue;
 use crate::replay::{MAX_KEPT_STRING, cap_strings};
 use crate::session::{
@@ -559,22 +560,28 @@ impl StreamReplay {
         span: Span,
     ) -> ErrorInfo {
         let data_span = self.data_span(p);
+        // One locator for the payload: its arrays are walked once, however many issues they
+        // hold. A key that reads as a number is an index, as in `Focus::resolve`.
+        let mut locator = crate::json_scan::Locator::new(p.data);
         let located: Vec<(SchemaIssue, Option<Span>)> = issues
             .iter()
             .map(|i| {
-                let path: Vec<String> = i
+                let path: Vec<Seg<'_>> = i
                     .path
                     .0
                     .iter()
                     .map(|s| match s {
-                        crate::model::schema::PathSeg::Key(k) => k.clone(),
-                        crate::model::schema::PathSeg::Index(n) => n.to_string(),
+                        crate::model::schema::PathSeg::Key(k) => match k.parse::<usize>() {
+                            Ok(n) => Seg::Index(n),
+                            Err(_) => Seg::Key(k),
+                        },
+                        crate::model::schema::PathSeg::Index(n) => Seg::Index(*n),
                     })
                     .collect();
-                let refs: Vec<&str> = path.iter().map(String::as_str).collect();
-                let at = self.focus_span(p, &Focus::path(&refs)).or_else(|| {
-                    self.focus_span(p, &Focus::path(&refs[..refs.len().saturating_sub(1)]))
-                });
+                let at = locator
+                    .locate(&path)
+                    .or_else(|| locator.locate(&path[..path.len().saturating_sub(1)]))
+                    .map(|r| self.span_of(p, r));
                 (i.clone(), at)
             })
             .collect();
