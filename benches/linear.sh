@@ -194,6 +194,24 @@ elif kind in ("repair-unclosed", "repair-running"):
                           "messageID": mid})
         msgs.append(assistant(mid, "msg_00000000000000", parts))
     export(msgs)
+elif kind == "repair-merged":
+    # One message of many merged steps (a text after a tool, no boundary between), every third
+    # one also after a step-start that left the step before it open.
+    mid = "msg_00000000000001"
+    parts = [{"type": "step-start", "id": "prt_00000000000000a", "sessionID": S,
+              "messageID": mid}]
+    for i in range(n):
+        if i % 3 == 2:
+            parts.append({"type": "step-start", "id": f"prt_{i:014d}s", "sessionID": S,
+                          "messageID": mid})
+        parts.append({"type": "tool", "callID": f"call_{i:08d}", "tool": "read",
+                      "id": f"prt_{i:014d}t", "sessionID": S, "messageID": mid,
+                      "state": {"status": "completed", "input": {"filePath": "/a"},
+                                "output": "ok", "title": "a", "metadata": {},
+                                "time": {"start": 1, "end": 2}}})
+        parts.append({"type": "text", "text": "next", "id": f"prt_{i:014d}x", "sessionID": S,
+                      "messageID": mid})
+    export([user("msg_00000000000000"), assistant(mid, "msg_00000000000000", parts)])
 elif kind == "row-issues":
     # One stored part with an issue per item of an array.
     m = user("msg_00000000000000")
@@ -256,6 +274,7 @@ row parse-errors log
 row stitch-parallel jsonl
 row repair-unclosed json "$bin" repair --dry-run
 row repair-running json "$bin" repair --dry-run
+row repair-merged json "$bin" repair --dry-run
 row row-issues json
 row payload-issues sse
 # What the human output of the issues-on-one-line shape weighs, at 4N: its size, not its time, once grew

@@ -12,10 +12,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_json::{Map, Value, json};
 
 use super::Rule;
+use crate::FastMap;
 use crate::diagnostic::Finding;
 use crate::ingest::stored::StoredSession;
 use crate::model::{REPAIR_MARKER, schema};
-use crate::session::Session;
+use crate::session::{Message, PartRecord, Session};
 
 /// One change to a stored record.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -121,6 +122,15 @@ pub struct FixContext<'a> {
     pub plan: SessionPlan,
     raw_parts: HashMap<&'a str, &'a str>,
     raw_messages: HashMap<&'a str, &'a str>,
+    /// The replayed messages and parts by id (the first of an id, as a walk finds it).
+    messages: FastMap<&'a str, &'a Message>,
+    parts: FastMap<&'a str, &'a PartRecord>,
+    /// The findings on each message (their indices, in order).
+    on_message: FastMap<&'a str, Vec<usize>>,
+    /// Parts each message has in the store (the first message of an id), and how many of them
+    /// the plan so far deletes.
+    stored_parts: FastMap<&'a str, usize>,
+    deleted: FastMap<String, usize>,
     /// Units of work already planned, so a fix that covers several findings runs once.
     done: HashSet<(Rule, String)>,
 }
@@ -136,12 +146,28 @@ impl<'a> FixContext<'a> {
     ) -> FixContext<'a> {
         let mut raw_parts = HashMap::new();
         let mut raw_messages = HashMap::new();
+        let mut stored_parts = FastMap::default();
         for m in &stored.messages {
             if let Some(info) = &m.info {
                 raw_messages.insert(m.id.as_str(), info.text.as_str());
             }
             for p in &m.parts {
                 raw_parts.insert(p.id.as_str(), p.text.as_str());
+            }
+            stored_parts.entry(m.id.as_str()).or_insert(m.parts.len());
+        }
+        let mut messages = FastMap::default();
+        let mut parts = FastMap::default();
+        for m in &session.messages {
+            messages.entry(m.id.as_str()).or_insert(m);
+            for p in &m.parts {
+                parts.entry(p.part.id.as_str()).or_insert(p);
+            }
+        }
+        let mut on_message: FastMap<&str, Vec<usize>> = FastMap::default();
+        for (k, f) in findings.iter().enumerate() {
+            if let Some(m) = f.ids.message_id.as_deref() {
+                on_message.entry(m).or_default().push(k);
             }
         }
         FixContext {
@@ -157,8 +183,33 @@ impl<'a> FixContext<'a> {
             },
             raw_parts,
             raw_messages,
+            messages,
+            parts,
+            on_message,
+            stored_parts,
+            deleted: FastMap::default(),
             done: HashSet::new(),
         }
+    }
+
+    /// The replayed message with this id ([`Session::message`] without the walk).
+    pub fn message(&self, id: &str) -> Option<&'a Message> {
+        self.messages.get(id).copied()
+    }
+
+    /// The replayed part with this id, in any message ([`Session::part`] without the walk).
+    pub fn part(&self, id: &str) -> Option<&'a PartRecord> {
+        self.parts.get(id).copied()
+    }
+
+    /// The session's findings on message `id`, in order.
+    pub fn findings_on(&self, id: &str) -> impl Iterator<Item = &'a Finding> + use<'a, '_> {
+        let findings = self.findings;
+        self.on_message
+            .get(id)
+            .into_iter()
+            .flatten()
+            .map(move |&k| &findings[k])
     }
 
     /// The stored JSON of a part.
@@ -222,9 +273,11 @@ impl<'a> FixContext<'a> {
             return Fix::Unfixable;
         };
         self.plan.fixes.insert(key(f));
+        let message_id = f.ids.message_id.clone().unwrap_or_default();
+        *self.deleted.entry(message_id.clone()).or_default() += 1;
         self.plan.changes.push(Change {
             session_id: self.stored.id.clone(),
-            message_id: f.ids.message_id.clone().unwrap_or_default(),
+            message_id,
             part_id: Some(part_id),
             rule: f.rule,
             change: words,
@@ -235,18 +288,8 @@ impl<'a> FixContext<'a> {
 
     /// The number of parts `message_id` has in the store, less those the plan so far deletes.
     pub fn parts_left(&self, message_id: &str) -> usize {
-        let stored = self
-            .stored
-            .messages
-            .iter()
-            .find(|m| m.id == message_id)
-            .map_or(0, |m| m.parts.len());
-        let deleted = self
-            .plan
-            .changes
-            .iter()
-            .filter(|c| c.message_id == message_id && matches!(c.edit, Edit::DeletePart))
-            .count();
+        let stored = self.stored_parts.get(message_id).copied().unwrap_or(0);
+        let deleted = self.deleted.get(message_id).copied().unwrap_or(0);
         stored.saturating_sub(deleted)
     }
 
@@ -374,4 +417,88 @@ pub fn recovery_finish(rule: Rule) -> Value {
 /// A recovery `step-start` written by `rule`'s fix.
 pub fn recovery_start(rule: Rule) -> Value {
     json!({ "type": "step-start", "metadata": { REPAIR_MARKER: marker(rule, Value::Null) } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::{Ids, Severity};
+    use crate::ingest::Format;
+    use crate::ingest::stored::{Place, StoredMessage, StoredRecord};
+    use crate::replay::opencode::{Render, replay};
+    use crate::source::{FileId, SourceMap};
+
+    fn row(id: &str, text: String) -> StoredRecord {
+        StoredRecord::new(id.into(), text, Place::Row)
+    }
+
+    #[test]
+    fn lookups_by_id_find_what_the_walks_found() {
+        // Messages of three parts each; a message id and a part id stored twice.
+        let message = |m: &str, parts: &[&str]| {
+            StoredMessage {
+            id: m.into(),
+            info: Some(row(
+                m,
+                r#"{"role":"user","time":{"created":1},"agent":"build","model":{"providerID":"p","modelID":"m"}}"#.into(),
+            )),
+            parts: parts
+                .iter()
+                .map(|p| row(p, format!(r#"{{"type":"text","text":"{p}"}}"#)))
+                .collect(),
+        }
+        };
+        let stored = StoredSession {
+            id: "ses_1".into(),
+            messages: vec![
+                message("msg_1", &["prt_1a", "prt_1b", "prt_1c"]),
+                message("msg_2", &["prt_2a", "prt_1b", "prt_2c"]),
+                message("msg_1", &["prt_3a"]),
+            ],
+            ..StoredSession::default()
+        };
+        let mut sources = SourceMap::default();
+        let analysis = replay(
+            stored.clone(),
+            Format::OpencodeExport,
+            FileId(0),
+            &Render::Placeholder(FileId(0)),
+            &mut sources,
+        );
+        let session = &analysis.sessions[0];
+        let on = |m: &str, p: &str| {
+            Finding::new(Rule::EmptyTextPart, Severity::Warning, "x")
+                .ids(Ids::default().message(m.to_owned()).part(p.to_owned()))
+        };
+        let findings = vec![
+            on("msg_2", "prt_2a"),
+            on("msg_1", "prt_1a"),
+            on("msg_2", "prt_2c"),
+        ];
+        let relink = Relink::default();
+        let mut ctx = FixContext::new(&stored, session, &findings, 0, &[], &relink);
+        for id in [
+            "msg_1", "msg_2", "msg_3", "prt_1a", "prt_1b", "prt_2c", "prt_3a", "prt_x",
+        ] {
+            let same = |a: Option<&Message>, b: Option<&Message>| {
+                a.map(std::ptr::from_ref) == b.map(std::ptr::from_ref)
+            };
+            assert!(same(ctx.message(id), session.message(id)), "{id}");
+            let (a, b) = (ctx.part(id), session.part(id));
+            assert_eq!(a.map(std::ptr::from_ref), b.map(std::ptr::from_ref), "{id}");
+        }
+        assert!(ctx.part("prt_1b").is_some());
+        let on_2: Vec<_> = ctx
+            .findings_on("msg_2")
+            .map(|f| f.ids.part_id.clone())
+            .collect();
+        assert_eq!(on_2, [Some("prt_2a".into()), Some("prt_2c".into())]);
+        assert_eq!(ctx.findings_on("msg_9").count(), 0);
+        // Parts left: the first stored message of an id, less the deletions planned on it.
+        assert_eq!((ctx.parts_left("msg_1"), ctx.parts_left("msg_9")), (3, 0));
+        for f in &findings {
+            ctx.delete_part(f, String::new());
+        }
+        assert_eq!((ctx.parts_left("msg_1"), ctx.parts_left("msg_2")), (2, 1));
+    }
 }

@@ -41,7 +41,7 @@ impl Check for SchemaViolation {
         let Some(part_id) = f.ids.part_id.as_deref().filter(|p| !p.is_empty()) else {
             return Fix::Skipped;
         };
-        let Some(tool) = ctx.session.part(part_id).and_then(|r| r.part.tool()) else {
+        let Some(tool) = ctx.part(part_id).and_then(|r| r.part.tool()) else {
             return Fix::Skipped;
         };
         let ToolState::Invalid { status, .. } = &tool.state else {

@@ -1,8 +1,9 @@
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use super::fix::{Fix, FixContext, recovery_finish, recovery_start};
 use super::step_unclosed::StepUnclosed;
 use super::{Check, Rule};
+use crate::FastMap;
 use crate::diagnostic::{Finding, Ids};
 use crate::ingest::Format;
 use crate::model::{MessageBody, PartBody, ids};
@@ -240,16 +241,12 @@ pub(super) fn plan_boundaries(f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
     if ctx.once(StepMerged::RULE, mid) {
         return Fix::Planned;
     }
-    let Some(message) = ctx.session.message(mid) else {
+    let Some(message) = ctx.message(mid) else {
         return Fix::Skipped;
     };
     let about: Vec<&Finding> = ctx
-        .findings
-        .iter()
-        .filter(|g| {
-            matches!(g.rule, Rule::StepMerged | Rule::StepUnclosed)
-                && g.ids.message_id.as_deref() == Some(mid)
-        })
+        .findings_on(mid)
+        .filter(|g| matches!(g.rule, Rule::StepMerged | Rule::StepUnclosed))
         .collect();
     // The sequence: real parts, with insertions (rule, kind) after part index i.
     let kinds: Vec<Kind> = message
@@ -261,23 +258,24 @@ pub(super) fn plan_boundaries(f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
             _ => Kind::Other,
         })
         .collect();
-    let mut inserts: Vec<(usize, Vec<(Rule, Kind)>)> = Vec::new();
+    // Insertions after part index i, by i.
+    let mut inserts: BTreeMap<usize, Vec<(Rule, Kind)>> = BTreeMap::new();
     if replayed(message) {
-        for m in merges(message) {
-            let Some(i) = message
-                .parts
-                .iter()
-                .position(|p| p.part.id == m.before.part.id)
-            else {
+        let merged = merges(message);
+        let mut position: FastMap<&str, usize> = FastMap::default();
+        if !merged.is_empty() {
+            for (i, p) in message.parts.iter().enumerate() {
+                position.entry(p.part.id.as_str()).or_insert(i);
+            }
+        }
+        for m in merged {
+            let Some(&i) = position.get(m.before.part.id.as_str()) else {
                 continue;
             };
-            inserts.push((
-                i,
-                vec![
-                    (StepMerged::RULE, Kind::Finish),
-                    (StepMerged::RULE, Kind::Start),
-                ],
-            ));
+            inserts.entry(i).or_default().extend([
+                (StepMerged::RULE, Kind::Finish),
+                (StepMerged::RULE, Kind::Start),
+            ]);
         }
     }
     // Walk the simulated sequence; a step still open at the next start, or at the end, gets a
@@ -294,7 +292,7 @@ pub(super) fn plan_boundaries(f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
             Kind::Finish => open = false,
             Kind::Other => {}
         }
-        for (_, ins) in inserts.iter().filter(|(at, _)| *at == i) {
+        if let Some(ins) = inserts.get(&i) {
             for (_, k) in ins {
                 match k {
                     Kind::Start => open = true,
@@ -308,18 +306,17 @@ pub(super) fn plan_boundaries(f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
         }
     }
     for i in closes {
-        match inserts.iter_mut().find(|(at, _)| *at == i) {
-            Some((_, ins)) => ins.insert(0, (StepUnclosed::RULE, Kind::Finish)),
-            None => inserts.push((i, vec![(StepUnclosed::RULE, Kind::Finish)])),
-        }
+        inserts
+            .entry(i)
+            .or_default()
+            .insert(0, (StepUnclosed::RULE, Kind::Finish));
     }
     if ends_open && let Some(last) = kinds.len().checked_sub(1) {
-        match inserts.iter_mut().find(|(at, _)| *at == last) {
-            Some((_, ins)) => ins.push((StepUnclosed::RULE, Kind::Finish)),
-            None => inserts.push((last, vec![(StepUnclosed::RULE, Kind::Finish)])),
-        }
+        inserts
+            .entry(last)
+            .or_default()
+            .push((StepUnclosed::RULE, Kind::Finish));
     }
-    inserts.sort_by_key(|(at, _)| *at);
     for (at, ins) in inserts {
         let after = &message.parts[at].part.id;
         let before = message.parts.get(at + 1).map(|p| p.part.id.as_str());

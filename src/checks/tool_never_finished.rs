@@ -44,7 +44,7 @@ declare_check! {
 impl Check for ToolNeverFinished {
     fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
         let part_id = f.ids.part_id.as_deref().unwrap_or_default();
-        let Some(tool) = ctx.session.part(part_id).and_then(|r| r.part.tool()) else {
+        let Some(tool) = ctx.part(part_id).and_then(|r| r.part.tool()) else {
             return Fix::Skipped;
         };
         if !matches!(tool.state, ToolState::Pending(_) | ToolState::Running(_)) {

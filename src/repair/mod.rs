@@ -80,11 +80,16 @@ pub fn plan(
     };
     let projects = analysis.projects.as_deref().unwrap_or_default();
     let mut ctx = FixContext::new(stored, session, findings, now_ms(), projects, relink);
+    // Each message's position in the session (the first of an id, as a search finds it).
+    let mut positions: crate::FastMap<&str, usize> = crate::FastMap::default();
+    for (k, m) in session.messages.iter().enumerate() {
+        positions.entry(m.id.as_str()).or_insert(k);
+    }
     let position = |f: &Finding| {
         f.ids
             .message_id
             .as_deref()
-            .and_then(|m| session.messages.iter().position(|x| x.id == m))
+            .and_then(|m| positions.get(m).copied())
             .unwrap_or(usize::MAX)
     };
     for phase in 0..=1 {
