@@ -176,6 +176,35 @@ elif kind == "stitch-parallel":
             "content": "ok"}])
         rec("assistant", f"c{i}", f"rb{i}", [{"type": "text", "text": "done"}], f"n{i}")
         prev = f"c{i}"
+elif kind in ("transcript-branches", "transcript-dead-end", "transcript-resumes"):
+    # A Claude Code transcript: turns that each leave an abandoned branch behind (rewound), one
+    # long dead-end branch of unanswered calls, or turns resumed with the client's own reply.
+    def rec(t, u, p, content, mid=None, **extra):
+        m = {"id": mid, "model": extra.pop("model", "claude"), "content": content} if mid \
+            else {"role": t, "content": content}
+        w({"type": t, "uuid": u, "parentUuid": p, "sessionId": "s", "message": m, **extra})
+    prev = None
+    for i in range(n):
+        rec("user", f"p{i}", prev, "go")
+        if kind == "transcript-branches":
+            rec("user", f"x{i}", f"p{i}", "an edited prompt")
+            rec("assistant", f"y{i}", f"x{i}", [{"type": "text", "text": "old"}], f"o{i}")
+        elif kind == "transcript-resumes":
+            rec("user", f"q{i}", f"p{i}", "Continue from where you left off.", isMeta=True)
+            rec("assistant", f"s{i}", f"q{i}", [{"type": "text", "text": "No response."}],
+                f"s{i}", model="<synthetic>")
+            rec("user", f"r{i}", f"s{i}", "go on")
+            prev = f"r{i}"
+        rec("assistant", f"a{i}", prev if kind == "transcript-resumes" else f"p{i}",
+            [{"type": "text", "text": "ok"}], f"m{i}")
+        prev = f"a{i}"
+    if kind == "transcript-dead-end":
+        at = "p0"
+        for i in range(n):
+            rec("assistant", f"d{i}", at, [{"type": "tool_use", "id": f"t{i}", "name": "R",
+                "input": {}}], f"dm{i}")
+            at = f"d{i}"
+        w({"type": "last-prompt", "leafUuid": f"a{n - 1}", "sessionId": "s"})
 elif kind in ("repair-unclosed", "repair-running"):
     # An export of many steps, each left unclosed (no step-finish) or with its tool running.
     msgs = [user("msg_00000000000000")]
@@ -272,6 +301,9 @@ row unusable-steps log
 row issues-on-one-line log "$bin" diagnose --format human
 row parse-errors log
 row stitch-parallel jsonl
+row transcript-branches jsonl
+row transcript-dead-end jsonl
+row transcript-resumes jsonl
 row repair-unclosed json "$bin" repair --dry-run
 row repair-running json "$bin" repair --dry-run
 row repair-merged json "$bin" repair --dry-run

@@ -28,6 +28,7 @@ const INTERRUPTED: &str = "[Request interrupted by user";
 const END: usize = usize::MAX;
 
 use super::MAX_KEPT_STRING;
+use crate::FastMap;
 use crate::ingest::jsonl::Line;
 use crate::ingest::{Format, IngestError, claude_transcript};
 use crate::json_scan::Seg;
@@ -804,6 +805,16 @@ impl Reader {
             .map(|&i| &self.records[i])
             .filter(|r| r.converses() || r.api_error.is_some())
             .collect();
+        // The hidden prompts of the active history (`isMeta` user records) by file order, each
+        // with its place on the history: those between a prompt and its synthetic reply are
+        // found by a search, not by walking the history per resumed turn.
+        let mut metas: Vec<(Seq, usize, &Rec)> = path
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| (self.records[i].seq, k, &self.records[i]))
+            .filter(|(_, _, r)| r.meta && r.ty == "user")
+            .collect();
+        metas.sort_by_key(|&(seq, k, _)| (seq, k));
         for (n, rec) in talk.iter().enumerate() {
             if !(rec.is_prompt() || rec.has_results()) {
                 continue;
@@ -834,12 +845,17 @@ impl Reader {
             };
             // The prompt Claude Code adds on resume before its synthetic reply (`isMeta`: hidden
             // from the user, sent to the model).
+            let between = |next: &Rec| {
+                let from = metas.partition_point(|m| m.0 <= rec.seq);
+                let to = metas.partition_point(|m| m.0 < next.seq).max(from);
+                let mut found = metas[from..to].to_vec();
+                found.sort_by_key(|m| m.1);
+                found
+            };
             let inserted: Vec<(Span, String)> = match (next, &resumed) {
-                (Some(next), Some(_)) if next.synthetic => path
-                    .iter()
-                    .map(|&i| &self.records[i])
-                    .filter(|r| r.seq > rec.seq && r.seq < next.seq && r.meta && r.ty == "user")
-                    .map(|r| {
+                (Some(next), Some(_)) if next.synthetic => between(next)
+                    .into_iter()
+                    .map(|(_, _, r)| {
                         (
                             r.text.as_ref().and_then(|(_, s)| *s).unwrap_or(r.span.head()),
                             "on resume the client added this prompt itself (`isMeta`: hidden from the user, sent to the model)".to_owned(),
@@ -988,6 +1004,8 @@ impl Reader {
             .collect();
         let mut root: Vec<Option<usize>> = vec![None; self.records.len()];
         let mut branches: Vec<(usize, usize, usize, bool)> = Vec::new(); // root, talk, last, stranded
+        let mut branch_of: FastMap<usize, usize> = FastMap::default(); // root → its branch
+        let live_child = self.children_on_path(path);
         for (i, rec) in self.records.iter().enumerate() {
             if on_path.contains(&i) || rec.sidechain != main_sidechain {
                 continue;
@@ -1010,13 +1028,16 @@ impl Reader {
                 .blocks
                 .iter()
                 .any(|b| matches!(b, Block::ToolUse { id, .. } if stranded.contains(id.as_str())));
-            match branches.iter_mut().find(|b| b.0 == r) {
+            match branch_of.get(&r).and_then(|&k| branches.get_mut(k)) {
                 Some(b) => {
                     b.1 += usize::from(talk(rec));
                     b.2 = i;
                     b.3 |= strands;
                 }
-                None => branches.push((r, usize::from(talk(rec)), i, strands)),
+                None => {
+                    branch_of.insert(r, branches.len());
+                    branches.push((r, usize::from(talk(rec)), i, strands));
+                }
             }
         }
         for (r, talked, last, strands) in branches {
@@ -1028,10 +1049,9 @@ impl Reader {
                 continue;
             };
             let fork = &self.records[*fork];
-            let live = path
-                .iter()
-                .map(|&k| &self.records[k])
-                .find(|c| c.parent.as_deref() == Some(fork.uuid.as_str()));
+            let live = live_child
+                .get(fork.uuid.as_str())
+                .map(|&k| &self.records[k]);
             let related = live
                 .map(|c| {
                     vec![(
@@ -1090,6 +1110,57 @@ impl Reader {
         }
     }
 
+    /// The first record of the active history whose parent is each uuid (where the history
+    /// goes on from a record a branch also leaves).
+    fn children_on_path(&self, path: &[usize]) -> FastMap<&str, usize> {
+        let mut out = FastMap::default();
+        for &k in path {
+            if let Some(p) = self.records[k].parent.as_deref() {
+                out.entry(p).or_insert(k);
+            }
+        }
+        out
+    }
+
+    /// The record of the active history that the walk up from `start` (itself included)
+    /// reaches, or `None` (no parent, or a cycle). What each record walked through reaches is
+    /// kept in `forks`, so that the calls of one long branch do not walk it each.
+    fn fork(
+        &self,
+        start: Option<usize>,
+        on_path: &HashSet<usize>,
+        forks: &mut [Option<Option<usize>>],
+    ) -> Option<usize> {
+        let mut walked = Vec::new();
+        let mut at = start;
+        let reached = loop {
+            let Some(j) = at else {
+                break None;
+            };
+            if on_path.contains(&j) {
+                break Some(j);
+            }
+            if let Some(known) = forks.get(j).copied().flatten() {
+                break known;
+            }
+            if walked.len() > self.records.len() {
+                break None; // a cycle
+            }
+            walked.push(j);
+            at = self.records[j]
+                .parent
+                .as_ref()
+                .and_then(|p| self.index.get(p))
+                .copied();
+        };
+        for j in walked {
+            if let Some(slot) = forks.get_mut(j) {
+                *slot = Some(reached);
+            }
+        }
+        reached
+    }
+
     /// `tool_use` blocks off the active history that no `tool_result` in the file answers.
     /// Every call id a `tool_result` of the file answers, on any branch.
     fn answered(&self) -> HashSet<&str> {
@@ -1106,6 +1177,8 @@ impl Reader {
     ) {
         let answered = self.answered();
         let main_sidechain = path.last().is_some_and(|&i| self.records[i].sidechain);
+        let live_child = self.children_on_path(path);
+        let mut forks = vec![None; self.records.len()];
         for (i, rec) in self.records.iter().enumerate() {
             if on_path.contains(&i) || rec.sidechain != main_sidechain {
                 continue;
@@ -1117,28 +1190,14 @@ impl Reader {
                 if answered.contains(id.as_str()) {
                     continue;
                 }
-                // Walk up to where this branch leaves the active history.
-                let mut at = rec.parent.as_ref().and_then(|p| self.index.get(p)).copied();
-                let mut steps = 0;
-                while let Some(j) = at {
-                    if on_path.contains(&j) || steps > self.records.len() {
-                        break;
-                    }
-                    steps += 1;
-                    at = self.records[j]
-                        .parent
-                        .as_ref()
-                        .and_then(|p| self.index.get(p))
-                        .copied();
-                }
+                // Where this branch leaves the active history.
+                let parent = rec.parent.as_ref().and_then(|p| self.index.get(p)).copied();
                 let mut related = Vec::new();
-                let why = match at.filter(|j| on_path.contains(j)) {
+                let why = match self.fork(parent, on_path, &mut forks) {
                     Some(j) => {
                         let fork = &self.records[j];
-                        if let Some(child) = path
-                            .iter()
-                            .map(|&k| &self.records[k])
-                            .find(|r| r.parent.as_deref() == Some(fork.uuid.as_str()))
+                        if let Some(child) =
+                            live_child.get(fork.uuid.as_str()).map(|&k| &self.records[k])
                         {
                             related.push((
                                 child.span.head(),
@@ -1571,5 +1630,133 @@ mod tests {
             path.len()
         );
         assert_eq!(stitched, r.stitch_parallel_by_insert(path));
+    }
+
+    #[test]
+    fn forks_children_and_hidden_prompts_are_found_as_the_walks_found_them() {
+        // Branches off the history (one long, one in a cycle), and resumes with hidden prompts.
+        let mut lines: Vec<String> = Vec::new();
+        let mut rec = |t: &str, u: &str, p: Option<&str>, content: Value, extra: Value| {
+            let mut extra = extra;
+            let model = extra
+                .as_object_mut()
+                .and_then(|e| e.remove("model"))
+                .unwrap_or(json!("m"));
+            let message = if t == "assistant" {
+                json!({"id": format!("m_{u}"), "model": model, "content": content})
+            } else {
+                json!({"role": t, "content": content})
+            };
+            let mut o = json!({"type": t, "uuid": u, "parentUuid": p, "sessionId": "s",
+                               "message": message});
+            if let (Some(o), Some(e)) = (o.as_object_mut(), extra.as_object()) {
+                o.extend(e.clone());
+            }
+            lines.push(o.to_string());
+        };
+        let mut prev: Option<String> = None;
+        for i in 0..20 {
+            let p = format!("p{i}");
+            rec("user", &p, prev.as_deref(), json!("go"), json!({}));
+            let mut at = p.clone();
+            if i % 3 == 0 {
+                rec(
+                    "user",
+                    &format!("h{i}"),
+                    Some(&at),
+                    json!("Continue."),
+                    json!({"isMeta": true}),
+                );
+                at = format!("h{i}");
+                let reply = json!([{"type": "text", "text": "No response requested."}]);
+                let synthetic = json!({"model": "<synthetic>"});
+                rec("assistant", &format!("s{i}"), Some(&at), reply, synthetic);
+                at = format!("s{i}");
+                rec(
+                    "user",
+                    &format!("r{i}"),
+                    Some(&at),
+                    json!("go on"),
+                    json!({}),
+                );
+                at = format!("r{i}");
+            }
+            let mut branch = p.clone();
+            for d in 0..(i % 4) {
+                let call = json!([{"type": "tool_use", "id": format!("t{i}_{d}"), "name": "R",
+                                   "input": {}}]);
+                rec(
+                    "assistant",
+                    &format!("b{i}_{d}"),
+                    Some(&branch),
+                    call,
+                    json!({}),
+                );
+                branch = format!("b{i}_{d}");
+            }
+            rec(
+                "assistant",
+                &format!("a{i}"),
+                Some(&at),
+                json!([{"type": "text", "text": "ok"}]),
+                json!({}),
+            );
+            prev = Some(format!("a{i}"));
+        }
+        // A cycle off the history, with a call in it.
+        let call = json!([{"type": "tool_use", "id": "tc", "name": "R", "input": {}}]);
+        rec("assistant", "c1", Some("c2"), call.clone(), json!({}));
+        rec("assistant", "c2", Some("c1"), call, json!({}));
+        lines.push(r#"{"type":"last-prompt","leafUuid":"a19","sessionId":"s"}"#.into());
+        let text = lines.join("\n") + "\n";
+        let mut r = Reader::default();
+        let read = claude_transcript::read(text.as_bytes(), FileId(0), &mut |line| r.line(line));
+        assert!(read.is_ok());
+        let path = r.active_path();
+        let on_path: HashSet<usize> = path.iter().copied().collect();
+        let parent = |j: usize| {
+            r.records[j]
+                .parent
+                .as_ref()
+                .and_then(|p| r.index.get(p))
+                .copied()
+        };
+        let mut forks = vec![None; r.records.len()];
+        let children = r.children_on_path(&path);
+        let mut reached = 0;
+        for i in (0..r.records.len()).rev() {
+            // The walk as it was: up from the parent until the history, or too many steps.
+            let mut at = parent(i);
+            let mut steps = 0;
+            while let Some(j) = at {
+                if on_path.contains(&j) || steps > r.records.len() {
+                    break;
+                }
+                steps += 1;
+                at = parent(j);
+            }
+            let walked = at.filter(|j| on_path.contains(j));
+            assert_eq!(
+                r.fork(parent(i), &on_path, &mut forks),
+                walked,
+                "{}",
+                r.records[i].uuid
+            );
+            reached += usize::from(walked.is_some());
+            let uuid = r.records[i].uuid.as_str();
+            let child = path
+                .iter()
+                .copied()
+                .find(|&k| r.records[k].parent.as_deref() == Some(uuid));
+            assert_eq!(children.get(uuid).copied(), child, "{uuid}");
+        }
+        assert!(reached > 40, "{reached}");
+        let facts = r.finish(FileId(0)).transcript;
+        let inserted: usize = facts
+            .iter()
+            .flat_map(|f| &f.unanswered)
+            .map(|u| u.inserted.len())
+            .sum();
+        assert_eq!(inserted, 7);
     }
 }
