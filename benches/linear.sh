@@ -124,6 +124,19 @@ elif kind == "sessions-failing":
            "sessionID": s, "messageID": f"msg_{i:08d}", "type": "step-start"}})
         w({"type": "error", "timestamp": 2, "sessionID": s,
            "error": {"name": "UnknownError", "data": {"message": f"boom {i}"}}})
+elif kind == "sessions-crashing":
+    # Many sessions, each with a tool running when a schema validation (ZodError) killed it.
+    zod = json.dumps([{"code": "invalid_type", "expected": "number", "received": "nan",
+                       "path": ["summary", "diffs", 0, "additions"],
+                       "message": "Expected number, received nan"}], indent=2)
+    for i in range(n):
+        s = f"ses_{i:08d}"
+        w({"type": "tool_use", "timestamp": 1, "sessionID": s, "part": {"id": f"prt_{i:08d}",
+           "sessionID": s, "messageID": f"msg_{i:08d}", "type": "tool", "callID": f"c{i}",
+           "tool": "bash", "state": {"status": "running", "input": {"a": 1},
+                                     "time": {"start": 1}}}})
+        w({"type": "error", "timestamp": 2, "sessionID": s,
+           "error": {"name": "UnknownError", "data": {"message": zod}}})
 elif kind == "zero-usage-steps":
     for i in range(n):
         s = f"ses_{i:08d}"
@@ -295,6 +308,7 @@ row sse-tools sse
 row sse-tools-bad-chunk sse
 row sessions-failing log
 row sessions-failing log "$bin" sessions
+row sessions-crashing log
 row zero-usage-steps log
 row empty-text-parts log
 row unusable-steps log

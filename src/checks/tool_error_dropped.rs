@@ -1,5 +1,6 @@
 use super::incidents::Endings;
 use super::Check;
+use crate::FastMap;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::{TOOL_ABORTED, ToolState};
 use crate::session::Analysis;
@@ -104,6 +105,9 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
         .as_ref()
         .map(|f| f.profile.clone())
         .unwrap_or_default();
+    // The parts and the processor's own states by id, built at the first dropped error.
+    let mut parts = None;
+    let mut natives: Option<FastMap<&str, _>> = None;
     for e in &analysis.events {
         let crate::session::EventKind::ProcessorDropped(dropped) = &e.kind else {
             continue;
@@ -118,7 +122,16 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
         if what != "tool-error" {
             continue;
         }
-        let found = analysis.parts().find(|(_, _, p)| p.part.id == *part_id);
+        let parts = parts.get_or_insert_with(|| {
+            let mut by_id = FastMap::default();
+            for (session, message, part) in analysis.parts() {
+                by_id
+                    .entry(part.part.id.as_str())
+                    .or_insert((session, message, part));
+            }
+            by_id
+        });
+        let found = parts.get(part_id.as_str()).copied();
         let mut f = ToolErrorDropped::META
             .finding(format!(
                 "`{profile}` drops the error of tool `{tool}` ({call_id}) at event {}: {reason}",
@@ -135,11 +148,16 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
                 .tool()
                 .map(|t| t.state.status().to_owned())
                 .unwrap_or_default();
-            let native = analysis
-                .stream
-                .as_ref()
-                .and_then(|f| f.native_states.iter().find(|(id, _)| id == part_id))
-                .and_then(|(_, h)| h.last().map(|(_, s)| s.clone()));
+            let native = natives
+                .get_or_insert_with(|| {
+                    let mut by_id = FastMap::default();
+                    for (id, h) in analysis.stream.iter().flat_map(|f| &f.native_states) {
+                        by_id.entry(id.as_str()).or_insert(h);
+                    }
+                    by_id
+                })
+                .get(part_id.as_str())
+                .and_then(|h| h.last().map(|(_, s)| s.clone()));
             let shown = native.unwrap_or(state);
             f = f.also(
                 part.status_span(),

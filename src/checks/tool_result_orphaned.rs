@@ -1,6 +1,7 @@
 use std::collections::HashSet;
 
 use super::Check;
+use crate::FastMap;
 use crate::diagnostic::{Finding, Ids, Severity};
 use crate::reconstruct::provider::{self, ViolationKind};
 use crate::request::ModelMessage;
@@ -48,6 +49,7 @@ declare_check! {
 impl Check for ToolResultOrphaned {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         let facts = analysis.transcript.as_deref();
+        let off = off_history(facts);
         let mut sent: HashSet<String> = HashSet::new();
         for req in &analysis.requests {
             for m in &req.messages {
@@ -86,7 +88,7 @@ impl Check for ToolResultOrphaned {
                         format!("the recorded response confirms it: HTTP {}", r.status),
                     );
                 }
-                f = where_the_call_is(f, facts, &id);
+                f = where_the_call_is(f, &off, &id);
                 let mut ids = Ids::default();
                 ids.session_id.clone_from(&req.session_id);
                 ids.message_id = v.message_id.clone();
@@ -116,7 +118,7 @@ impl Check for ToolResultOrphaned {
                     _ => "a client or tool that sends this history as it is gets a 400 from the provider",
                 })
                 .help("nothing breaks with this client; remove the orphan output to keep the rollout valid for other readers");
-            let f = where_the_call_is(f, Some(facts), &id);
+            let f = where_the_call_is(f, &off, &id);
             let mut ids = Ids::default().call(id);
             ids.session_id.clone_from(&session);
             out.push(f.ids(ids));
@@ -144,10 +146,19 @@ fn orphans(history: &[ModelMessage]) -> Vec<(String, Span)> {
     out
 }
 
+/// The calls the transcript has off the history the client rebuilds, by id (the first of an
+/// id), with where they are and why they are off it.
+fn off_history(facts: Option<&TranscriptFacts>) -> FastMap<&str, (Span, &str)> {
+    let mut out = FastMap::default();
+    for (id, span, why) in facts.iter().flat_map(|t| &t.off_history_calls) {
+        out.entry(id.as_str()).or_insert((*span, why.as_str()));
+    }
+    out
+}
+
 /// Points at the call, when the transcript still has it off the history the client rebuilds.
-fn where_the_call_is(f: Finding, facts: Option<&TranscriptFacts>, id: &str) -> Finding {
-    let Some((_, span, why)) = facts.and_then(|t| t.off_history_calls.iter().find(|c| c.0 == id))
-    else {
+fn where_the_call_is(f: Finding, off: &FastMap<&str, (Span, &str)>, id: &str) -> Finding {
+    let Some((span, why)) = off.get(id) else {
         return f;
     };
     f.also(Some(*span), format!("its call is still in the file, {why}"))

@@ -1,5 +1,6 @@
 use super::incidents::incidents;
 use super::Check;
+use crate::FastMap;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::zod;
 use crate::session::{Analysis, ErrorInfo, Event, EventKind, PartRecord};
@@ -42,8 +43,10 @@ struct Occurrence<'a> {
 
 impl Check for ValidationCrash {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        let mut in_flight = InFlight::default();
         for incident in incidents(analysis) {
             let mut groups: Vec<Vec<Occurrence<'_>>> = Vec::new();
+            let mut by_headline: FastMap<String, usize> = FastMap::default();
             for (event, info) in incident.errors() {
                 let Some(issues) = zod::parse_issues(&info.message) else {
                     continue;
@@ -54,22 +57,30 @@ impl Check for ValidationCrash {
                     info,
                     decoded,
                 };
-                match groups
-                    .iter_mut()
-                    .find(|g| g[0].decoded.headline == occurrence.decoded.headline)
+                match by_headline
+                    .get(&occurrence.decoded.headline)
+                    .and_then(|&k| groups.get_mut(k))
                 {
                     Some(g) => g.push(occurrence),
-                    None => groups.push(vec![occurrence]),
+                    None => {
+                        by_headline.insert(occurrence.decoded.headline.clone(), groups.len());
+                        groups.push(vec![occurrence]);
+                    }
                 }
             }
             for group in groups {
-                out.push(finding(analysis, &group, incident.session));
+                out.push(finding(analysis, &group, incident.session, &mut in_flight));
             }
         }
     }
 }
 
-fn finding(analysis: &Analysis, group: &[Occurrence<'_>], session: Option<&str>) -> Finding {
+fn finding<'a>(
+    analysis: &'a Analysis,
+    group: &[Occurrence<'_>],
+    session: Option<&str>,
+    in_flight: &mut InFlight<'a>,
+) -> Finding {
     let first = &group[0];
     let decoded = &first.decoded;
     let where_ = match &first.event.kind {
@@ -116,7 +127,7 @@ fn finding(analysis: &Analysis, group: &[Occurrence<'_>], session: Option<&str>)
         .is_some_and(|d| d.path.ends_with("state.status"));
     if tool_state_failed {
         f = f.note("the value that was written is not in the log: the write was rejected before it was stored");
-        if let Some(part) = in_flight_tool(analysis, session, first.event.seq)
+        if let Some(part) = in_flight.tool(analysis, session, first.event.seq)
             && let Some(t) = part.part.tool()
         {
             f = f.also(
@@ -148,18 +159,129 @@ fn finding(analysis: &Analysis, group: &[Occurrence<'_>], session: Option<&str>)
 }
 
 /// The tool part most likely being written when the crash happened: the latest tool of the session
-/// still pending or running at that point.
-fn in_flight_tool<'a>(
-    analysis: &'a Analysis,
-    session: Option<&str>,
-    before: u64,
-) -> Option<&'a PartRecord> {
-    analysis
-        .parts()
-        .filter(|(s, _, _)| session.is_none_or(|id| s.id == id))
-        .map(|(_, _, p)| p)
-        .filter(|p| p.part.tool().is_some_and(|t| !t.state.is_terminal()))
-        .filter_map(|p| p.last().filter(|o| o.seq < before).map(|o| (o.seq, p)))
-        .max_by_key(|(seq, _)| *seq)
-        .map(|(_, p)| p)
+/// still pending or running at that point. The unfinished tools of each session (and of all) are
+/// gathered once, by their last write, and searched per crash.
+#[derive(Default)]
+struct InFlight<'a> {
+    /// By session id, and of every session, by last write; built at the first crash.
+    open: Option<OpenTools<'a>>,
+}
+
+/// The unfinished tools of each session, and of all.
+type OpenTools<'a> = (FastMap<&'a str, Vec<Open<'a>>>, Vec<Open<'a>>);
+
+/// An unfinished tool and the sequence number of its last write.
+type Open<'a> = (u64, &'a PartRecord);
+
+impl<'a> InFlight<'a> {
+    fn tool(
+        &mut self,
+        analysis: &'a Analysis,
+        session: Option<&str>,
+        before: u64,
+    ) -> Option<&'a PartRecord> {
+        let (by_session, all) = self.open.get_or_insert_with(|| {
+            let mut by_session: FastMap<&str, Vec<Open<'a>>> = FastMap::default();
+            let mut all = Vec::new();
+            for (s, _, p) in analysis.parts() {
+                if p.part.tool().is_none_or(|t| t.state.is_terminal()) {
+                    continue;
+                }
+                if let Some(o) = p.last() {
+                    by_session.entry(s.id.as_str()).or_default().push((o.seq, p));
+                    all.push((o.seq, p));
+                }
+            }
+            // Stable: of equal writes, the last in part order stays last (as `max_by_key`).
+            for open in by_session.values_mut() {
+                open.sort_by_key(|(seq, _)| *seq);
+            }
+            all.sort_by_key(|(seq, _)| *seq);
+            (by_session, all)
+        });
+        let open = match session {
+            Some(id) => by_session.get(id).map_or(&[][..], Vec::as_slice),
+            None => all.as_slice(),
+        };
+        let k = open.partition_point(|(seq, _)| *seq < before);
+        k.checked_sub(1).and_then(|k| open.get(k)).map(|(_, p)| *p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::Format;
+    use crate::model::Part;
+    use crate::session::{Message, Observation, Session};
+    use crate::source::{FileId, Span};
+
+    /// The search as it was: a walk of every part per crash.
+    fn walked<'a>(
+        analysis: &'a Analysis,
+        session: Option<&str>,
+        before: u64,
+    ) -> Option<&'a PartRecord> {
+        analysis
+            .parts()
+            .filter(|(s, _, _)| session.is_none_or(|id| s.id == id))
+            .map(|(_, _, p)| p)
+            .filter(|p| p.part.tool().is_some_and(|t| !t.state.is_terminal()))
+            .filter_map(|p| p.last().filter(|o| o.seq < before).map(|o| (o.seq, p)))
+            .max_by_key(|(seq, _)| *seq)
+            .map(|(_, p)| p)
+    }
+
+    #[test]
+    fn the_tool_in_flight_is_the_one_a_walk_finds() {
+        let write = |seq| Observation {
+            seq,
+            span: Span::new(FileId(0), 0, 0),
+            status: None,
+            status_span: None,
+        };
+        // Tools running, pending and completed; equal last writes; a session id repeated.
+        let tool = |id: &str, status: &str, seqs: &[u64]| {
+            let mut state = serde_json::json!({"status": status, "input": {}, "time": {"start": 1}});
+            if status == "completed" {
+                state = serde_json::json!({"status": status, "input": {}, "output": "o",
+                    "title": "t", "metadata": {}, "time": {"start": 1, "end": 2}});
+            }
+            PartRecord {
+                part: Part::from_value(&serde_json::json!({"id": id, "type": "tool",
+                    "callID": id, "tool": "bash", "state": state})),
+                history: seqs.iter().map(|&s| write(s)).collect(),
+            }
+        };
+        let session = |id: &str, parts| Session {
+            id: id.into(),
+            messages: vec![Message {
+                id: format!("msg_{id}"),
+                parts,
+                ..Message::default()
+            }],
+            ..Session::default()
+        };
+        let mut analysis = Analysis::new(FileId(0), Format::AgentLog);
+        analysis.sessions = vec![
+            session("a", vec![tool("p1", "running", &[3, 9]), tool("p2", "pending", &[9])]),
+            session("b", vec![tool("p3", "completed", &[4]), tool("p4", "running", &[6])]),
+            session("a", vec![tool("p5", "running", &[12, 2]), tool("p6", "pending", &[])]),
+        ];
+        let mut in_flight = InFlight::default();
+        let mut found = 0;
+        for session in [None, Some("a"), Some("b"), Some("c")] {
+            for before in 0..16 {
+                let got = in_flight.tool(&analysis, session, before);
+                let want = walked(&analysis, session, before);
+                assert_eq!(
+                    got.map(std::ptr::from_ref),
+                    want.map(std::ptr::from_ref),
+                    "{session:?} {before}"
+                );
+                found += usize::from(got.is_some());
+            }
+        }
+        assert!(found > 20, "{found}");
+    }
 }
