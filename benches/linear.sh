@@ -311,6 +311,8 @@ row sessions-failing log "$bin" sessions
 row sessions-crashing log
 row zero-usage-steps log
 row empty-text-parts log
+row empty-text-parts log "$bin" diagnose --format html
+row sessions-failing log "$bin" diagnose --format html
 row unusable-steps log
 row issues-on-one-line log "$bin" diagnose --format human
 row parse-errors log

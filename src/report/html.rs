@@ -476,7 +476,7 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
 fn timeline(
     a: &Analysis,
     tools: &Tools<'_>,
-    session: Option<&str>,
+    session: Option<&crate::session::Session>,
     events: &[usize],
 ) -> Vec<Entry> {
     let unit = if a.stream.is_some() {
@@ -485,9 +485,7 @@ fn timeline(
         "record"
     };
     let mut out = Vec::new();
-    if let Some(id) = session
-        && let Some(s) = a.session(id)
-    {
+    if let Some(s) = session {
         for m in &s.messages {
             for p in &m.parts {
                 if let Some(e) = part_entry(p, tools, unit) {
@@ -516,7 +514,7 @@ fn timeline(
         });
     }
     // A logged step_finish is the step-finish part already shown.
-    let finishes: Vec<Seq> = out
+    let finishes: HashSet<Seq> = out
         .iter()
         .filter(|e| e.kind == Kind::StepFinish)
         .map(|e| e.seq)
@@ -529,34 +527,84 @@ fn timeline(
     out
 }
 
-/// The entry a finding is about: its part, else the entry holding its primary span, else the
-/// last entry before it.
-fn pin(f: &Finding, entries: &[Entry]) -> Option<usize> {
-    if let Some(pid) = &f.ids.part_id
-        && let Some(i) = entries
-            .iter()
-            .position(|e| e.part_id.as_deref() == Some(pid))
-    {
-        return Some(i);
+/// The entry each finding is about: its part, else the first entry holding its primary span,
+/// else the last entry before it (by the offset of its first span). One pass for all of a
+/// timeline's findings: entries are indexed by part id, and the spans holding each point are
+/// found by a sweep over the points in order, not by a walk of the timeline per finding.
+fn pins(findings: &[&Finding], entries: &[Entry]) -> Vec<Option<usize>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut by_part: crate::FastMap<&str, usize> = crate::FastMap::default();
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(p) = e.part_id.as_deref() {
+            by_part.entry(p).or_insert(i);
+        }
     }
-    let span = f.primary.as_ref()?.span;
-    let inside = |s: &Span| {
-        s.file == span.file && s.offset <= span.offset && span.offset < s.end().max(s.offset + 1)
-    };
-    if let Some(i) = entries.iter().position(|e| e.spans.iter().any(inside)) {
-        return Some(i);
+    let mut out: Vec<Option<usize>> = vec![None; findings.len()];
+    // The findings left to place by their span: (file, offset, finding).
+    let mut points: Vec<(u32, u64, usize)> = Vec::new();
+    for (k, f) in findings.iter().enumerate() {
+        if let Some(i) = f.ids.part_id.as_deref().and_then(|p| by_part.get(p)) {
+            out[k] = Some(*i);
+        } else if let Some(l) = &f.primary {
+            points.push((l.span.file.0, l.span.offset, k));
+        }
     }
-    entries
+    if points.is_empty() {
+        return out;
+    }
+    points.sort_unstable();
+    // Every span of every entry as [start, end) (at least one byte), by file and start.
+    let mut spans: Vec<(u32, u64, u64, usize)> = entries
         .iter()
         .enumerate()
-        .filter_map(|(i, e)| {
+        .flat_map(|(i, e)| {
             e.spans
-                .first()
-                .filter(|s| s.file == span.file && s.offset <= span.offset)
-                .map(|s| (s.offset, i))
+                .iter()
+                .map(move |s| (s.file.0, s.offset, s.end().max(s.offset + 1), i))
         })
-        .max()
-        .map(|(_, i)| i)
+        .collect();
+    spans.sort_unstable();
+    // Each entry's first span, by file and offset, for "the last entry before".
+    let mut firsts: Vec<(u32, u64, usize)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| e.spans.first().map(|s| (s.file.0, s.offset, i)))
+        .collect();
+    firsts.sort_unstable();
+    let mut next = 0;
+    let mut ending: BinaryHeap<Reverse<(u32, u64, usize)>> = BinaryHeap::new();
+    let mut open: BTreeMap<usize, usize> = BTreeMap::new(); // entry → its spans holding the point
+    for (file, at, k) in points {
+        // Spans that start at or before the point are open until they end.
+        while let Some(&(f, start, end, i)) = spans.get(next)
+            && (f, start) <= (file, at)
+        {
+            next += 1;
+            ending.push(Reverse((f, end, i)));
+            *open.entry(i).or_default() += 1;
+        }
+        while let Some(&Reverse((f, end, i))) = ending.peek()
+            && (f, end) <= (file, at)
+        {
+            ending.pop();
+            if let Some(n) = open.get_mut(&i) {
+                *n -= 1;
+                if *n == 0 {
+                    open.remove(&i);
+                }
+            }
+        }
+        out[k] = open.keys().next().copied().or_else(|| {
+            let before = firsts.partition_point(|&(f, o, _)| (f, o) <= (file, at));
+            before
+                .checked_sub(1)
+                .and_then(|b| firsts.get(b))
+                .filter(|&&(f, _, _)| f == file)
+                .map(|&(_, _, i)| i)
+        });
+    }
+    out
 }
 
 /// Which entries to render: all when there are at most `cap`; otherwise the first and last ones,
@@ -675,17 +723,23 @@ pub fn section(
             shown.push(None);
             continue;
         }
-        let entries = timeline(analysis, &tools, session, &events_of[si]);
+        // The first session of an id holds its timeline, as `Analysis::session` finds it.
+        let stored = session
+            .and_then(|id| index.get(id))
+            .and_then(|&k| analysis.sessions.get(k));
+        let entries = timeline(analysis, &tools, stored, &events_of[si]);
         if entries.is_empty() {
             shown.push(None);
             continue;
         }
-        let mut pins: Vec<Vec<usize>> = entries.iter().map(|_| Vec::new()).collect();
-        for &i in mine {
-            if let Some(at) = pin(&findings[i], &entries) {
-                pins[at].push(i);
+        let mut pinned_to: Vec<Vec<usize>> = entries.iter().map(|_| Vec::new()).collect();
+        let mine_findings: Vec<&Finding> = mine.iter().map(|&i| &findings[i]).collect();
+        for (&i, at) in mine.iter().zip(pins(&mine_findings, &entries)) {
+            if let Some(at) = at {
+                pinned_to[at].push(i);
             }
         }
+        let pins = pinned_to;
         let pinned: Vec<bool> = pins.iter().map(|p| !p.is_empty()).collect();
         let cap = if has_findings {
             MAX_ENTRIES
@@ -2083,5 +2137,89 @@ mod tests {
             page.contains(&format!("page size: {size} bytes")),
             "the size is exact"
         );
+    }
+
+    /// The pinning as it was: walks of the timeline per finding.
+    fn pin_by_walking(f: &Finding, entries: &[Entry]) -> Option<usize> {
+        if let Some(pid) = &f.ids.part_id
+            && let Some(i) = entries
+                .iter()
+                .position(|e| e.part_id.as_deref() == Some(pid))
+        {
+            return Some(i);
+        }
+        let span = f.primary.as_ref()?.span;
+        let inside = |s: &Span| {
+            s.file == span.file
+                && s.offset <= span.offset
+                && span.offset < s.end().max(s.offset + 1)
+        };
+        if let Some(i) = entries.iter().position(|e| e.spans.iter().any(inside)) {
+            return Some(i);
+        }
+        entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                e.spans
+                    .first()
+                    .filter(|s| s.file == span.file && s.offset <= span.offset)
+                    .map(|s| (s.offset, i))
+            })
+            .max()
+            .map(|(_, i)| i)
+    }
+
+    #[test]
+    fn findings_are_pinned_where_walks_of_the_timeline_pinned_them() {
+        use crate::checks::Rule;
+        use crate::diagnostic::Ids;
+        use crate::source::FileId;
+        // Entries out of offset order, overlapping and empty spans, two files, repeated part ids.
+        for seed in 0..25u64 {
+            let mut state = seed;
+            let mut next = |m: u64| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 33) % m
+            };
+            let entries: Vec<Entry> = (0..60)
+                .map(|i| Entry {
+                    seq: i,
+                    spans: (0..next(3))
+                        .map(|_| Span::new(FileId(next(2) as u32), next(400), next(30)))
+                        .collect(),
+                    kind: Kind::Text,
+                    what: String::new(),
+                    detail: String::new(),
+                    tone: "",
+                    part_id: (next(3) > 0).then(|| format!("prt_{}", next(40))),
+                })
+                .collect();
+            let findings: Vec<Finding> = (0..400)
+                .map(|k| {
+                    let mut f = Finding::new(Rule::EmptyTextPart, Severity::Warning, "x");
+                    if k % 4 != 0 {
+                        f = f.at(
+                            Span::new(FileId(next(3) as u32), next(450), next(5)),
+                            "here",
+                        );
+                    }
+                    if k % 3 == 0 {
+                        f = f.ids(Ids::default().part(format!("prt_{}", next(60))));
+                    }
+                    f
+                })
+                .collect();
+            let refs: Vec<&Finding> = findings.iter().collect();
+            let got = pins(&refs, &entries);
+            let want: Vec<Option<usize>> = findings
+                .iter()
+                .map(|f| pin_by_walking(f, &entries))
+                .collect();
+            assert_eq!(got, want);
+            assert!(want.iter().filter(|w| w.is_some()).count() > 200);
+        }
     }
 }
