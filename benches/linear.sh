@@ -254,6 +254,31 @@ elif kind == "repair-merged":
         parts.append({"type": "text", "text": "next", "id": f"prt_{i:014d}x", "sessionID": S,
                       "messageID": mid})
     export([user("msg_00000000000000"), assistant(mid, "msg_00000000000000", parts)])
+elif kind == "export-parallel-calls":
+    # One assistant message of many tool calls (one step calling them all), then a reply; the
+    # session is on Anthropic.
+    mid = "msg_00000000000001"
+    parts = [{"type": "step-start", "id": "prt_00000000000000a", "sessionID": S,
+              "messageID": mid}]
+    for i in range(n):
+        parts.append({"type": "tool", "callID": f"call_{i:08d}", "tool": "read",
+                      "id": f"prt_{i:014d}t", "sessionID": S, "messageID": mid,
+                      "state": {"status": "completed", "input": {"filePath": "/a"},
+                                "output": "ok", "title": "a", "metadata": {},
+                                "time": {"start": 1, "end": 2}}})
+    parts.append({"type": "step-finish", "reason": "tool-calls", "cost": 0, "tokens": tokens,
+                  "id": "prt_99999999999999z", "sessionID": S, "messageID": mid})
+    last = assistant("msg_00000000000002", "msg_00000000000000", [
+        {"type": "text", "text": "done", "id": "prt_999999999999999", "sessionID": S,
+         "messageID": "msg_00000000000002"}])
+    msgs = [user("msg_00000000000000"), assistant(mid, "msg_00000000000000", parts), last]
+    for m in msgs:  # Anthropic's rules pair a message's calls with the next one's results.
+        m["info"].update({"providerID": "anthropic", "modelID": "claude-sonnet-4-5"})
+        m["info"].pop("model", None)
+        if m["info"]["role"] == "user":
+            m["info"]["model"] = {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}
+            m["info"].pop("providerID"); m["info"].pop("modelID")
+    export(msgs)
 elif kind == "row-issues":
     # One stored part with an issue per item of an array.
     m = user("msg_00000000000000")
@@ -298,6 +323,7 @@ row() {  # kind extension [command words before the file…]
 }
 row export-one-line json
 row export-turns json
+row export-parallel-calls json
 row transcript-blocks jsonl
 row codex-compacted jsonl
 row codex-pairs jsonl

@@ -14,6 +14,7 @@
 //! shows for an assistant message at index 0 (`messages.1`).
 
 use super::{BlockKind, ModelMessage, ModelRequest, Provider, Role};
+use crate::FastSet;
 use crate::source::Span;
 
 /// Which rule a violation breaks.
@@ -115,7 +116,7 @@ pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
                     })
                     .map(|(k, _)| k + first_call);
                 let next = msgs.get(i + 1);
-                let answered: Vec<&str> = next
+                let answered: FastSet<&str> = next
                     .filter(|n| is_results_message(n))
                     .map(|n| n.content.iter().map_while(|b| b.tool_result_id()).collect())
                     .unwrap_or_default();
@@ -169,9 +170,10 @@ pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
                     continue;
                 }
                 let block = at.map_or(first_call, |k| k);
+                let bad: FastSet<&str> = bad_ids.iter().map(String::as_str).collect();
                 let first_missing = calls
                     .iter()
-                    .find(|(_, id)| bad_ids.iter().any(|b| b == id))
+                    .find(|(_, id)| bad.contains(id))
                     .map_or(first_call, |(c, _)| *c);
                 let pointed = if at.is_some() { block } else { first_missing };
                 out.push(Violation {
@@ -190,7 +192,7 @@ pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
                 });
             }
             Role::User | Role::Tool => {
-                let prev_calls: Vec<&str> = i
+                let prev_calls: FastSet<&str> = i
                     .checked_sub(1)
                     .and_then(|p| msgs.get(p))
                     .filter(|p| p.role == Role::Assistant)

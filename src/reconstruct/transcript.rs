@@ -50,11 +50,12 @@ pub fn claude_code(history: &[ModelMessage]) -> Vec<ModelMessage> {
             _ => merged.push(m.clone()),
         }
     }
-    let answered = |i: usize, id: &str| {
-        merged
-            .get(i + 1)
-            .is_some_and(|n| n.content.iter().any(|b| b.tool_result_id() == Some(id)))
-    };
+    // The call ids each message answers, for its previous message's calls.
+    let results: Vec<crate::FastSet<&str>> = merged
+        .iter()
+        .map(|m| m.content.iter().filter_map(Block::tool_result_id).collect())
+        .collect();
+    let answered = |i: usize, id: &str| results.get(i + 1).is_some_and(|r| r.contains(id));
     let keep: Vec<Vec<bool>> = merged
         .iter()
         .enumerate()
