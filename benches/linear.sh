@@ -9,9 +9,13 @@
 #
 # The shapes: many spans on one line of a minified export; many blocks or items in one record
 # of a transcript, a Codex rollout or a stream-json log; many calls in a stream, a stream-json
-# log or a rollout; many failing sessions, zero-usage steps, empty text parts, unusable steps in
-# one message, turns of a stored session; and a payload with an issue per array item in the
-# human output (where the size of the output is what grows).
+# log, a rollout or one message of an export; many failing or crashing sessions, zero-usage
+# steps, empty text parts, unusable steps in one message, turns of a stored session; parse
+# errors of distinct payloads; parallel calls, abandoned branches, a dead-end branch and resumed
+# turns in a Claude Code transcript; repair plans for many unclosed steps, running tools and
+# merged steps; issues of one stored row or one stream event; the HTML report of many findings
+# or sessions; `rewind check` over a folder of many files; and a payload with an issue per array
+# item in the human output (where the size of the output is what grows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5000}
@@ -279,6 +283,17 @@ elif kind == "export-parallel-calls":
             m["info"]["model"] = {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}
             m["info"].pop("providerID"); m["info"].pop("modelID")
     export(msgs)
+elif kind == "many-files":
+    # A folder of many small logs, as `rewind check` meets them in CI.
+    import os
+    out.close()
+    os.remove(path)
+    os.makedirs(path)
+    for i in range(n):
+        with open(f"{path}/run-{i:06d}.log", "w") as f:
+            f.write(json.dumps({"type": "step_start", "timestamp": 1, "sessionID": f"ses_{i}",
+                                "part": {"id": "prt_1", "sessionID": f"ses_{i}",
+                                         "messageID": "msg_1", "type": "step-start"}}) + "\n")
 elif kind == "row-issues":
     # One stored part with an issue per item of an array.
     m = user("msg_00000000000000")
@@ -317,9 +332,11 @@ row() {  # kind extension [command words before the file…]
   local ta tb
   ta=$(best "${cmd[@]}" "$a")
   tb=$(best "${cmd[@]}" "$b")
-  awk -v k="$kind" -v c="${cmd[1]}" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
+  local label=${cmd[1]}
+  [[ " ${cmd[*]} " == *" html "* ]] && label=html
+  awk -v k="$kind" -v c="$label" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
     printf "%-22s %-9s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, c, a, b, (a > 0 ? b / a : 0), s }'
-  rm -f "$a" "$b"
+  rm -rf "$a" "$b"
 }
 row export-one-line json
 row export-turns json
@@ -346,6 +363,7 @@ row stitch-parallel jsonl
 row transcript-branches jsonl
 row transcript-dead-end jsonl
 row transcript-resumes jsonl
+row many-files d "$bin" check --format json
 row repair-unclosed json "$bin" repair --dry-run
 row repair-running json "$bin" repair --dry-run
 row repair-merged json "$bin" repair --dry-run

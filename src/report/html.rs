@@ -1297,6 +1297,8 @@ pub struct HtmlPrinter<W: Write> {
     totals: Totals,
     sessions: usize,
     files: Vec<(String, Totals)>,
+    /// Each file's place in `files` (a run may check many).
+    file_index: crate::FastMap<String, usize>,
     rules: BTreeMap<&'static str, Totals>,
     baselined: usize,
     /// Past this many bytes, units are written compact (see [`compact`]).
@@ -1328,6 +1330,7 @@ impl<W: Write> HtmlPrinter<W> {
             totals: Totals::default(),
             sessions: 0,
             files: Vec::new(),
+            file_index: crate::FastMap::default(),
             rules: BTreeMap::new(),
             baselined: 0,
             budget,
@@ -1392,9 +1395,16 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         for (rule, t) in by_rule(unit.records.iter()) {
             self.rules.entry(rule).or_default().merge(t);
         }
-        match self.files.iter_mut().find(|(f, _)| *f == unit.file) {
+        match self
+            .file_index
+            .get(&unit.file)
+            .and_then(|&k| self.files.get_mut(k))
+        {
             Some((_, t)) => t.merge(totals),
-            None => self.files.push((unit.file.clone(), totals)),
+            None => {
+                self.file_index.insert(unit.file.clone(), self.files.len());
+                self.files.push((unit.file.clone(), totals));
+            }
         }
         Ok(())
     }

@@ -206,6 +206,8 @@ pub struct HumanPrinter<W: Write> {
     rows: Vec<(String, SessionSummary)>,
     /// Per file: totals, the objects line, and whether it held no session at all.
     files: Vec<(String, Totals, String, bool)>,
+    /// Each file's place in `files` (a run may check many).
+    file_index: crate::FastMap<String, usize>,
     rules: std::collections::BTreeMap<&'static str, Totals>,
     totals: Totals,
     sessions: usize,
@@ -220,6 +222,7 @@ impl<W: Write> HumanPrinter<W> {
             summary,
             rows: Vec::new(),
             files: Vec::new(),
+            file_index: crate::FastMap::default(),
             rules: Default::default(),
             totals: Totals::default(),
             sessions: 0,
@@ -326,14 +329,20 @@ impl<W: Write> Printer for HumanPrinter<W> {
             .unwrap_or_default();
         let sessionless =
             unit.format == crate::ingest::Format::AgentLog && unit.sessions.is_empty();
-        match self.files.iter_mut().find(|(f, _, _, _)| *f == unit.file) {
+        match self
+            .file_index
+            .get(&unit.file)
+            .and_then(|&k| self.files.get_mut(k))
+        {
             Some((_, t, _, none)) => {
                 t.merge(totals);
                 *none &= sessionless;
             }
-            None => self
-                .files
-                .push((unit.file.clone(), totals, objects, sessionless)),
+            None => {
+                self.file_index.insert(unit.file.clone(), self.files.len());
+                self.files
+                    .push((unit.file.clone(), totals, objects, sessionless));
+            }
         }
         Ok(())
     }

@@ -24,6 +24,8 @@ struct FileEntry {
 pub struct JsonPrinter<W: Write> {
     out: W,
     files: Vec<FileEntry>,
+    /// Each file's place in `files` (a run may check many).
+    file_index: crate::FastMap<String, usize>,
     findings: Vec<FindingRecord>,
     totals: Totals,
 }
@@ -33,6 +35,7 @@ impl<W: Write> JsonPrinter<W> {
         Self {
             out,
             files: Vec::new(),
+            file_index: crate::FastMap::default(),
             findings: Vec::new(),
             totals: Totals::default(),
         }
@@ -43,7 +46,11 @@ impl<W: Write> Printer for JsonPrinter<W> {
     fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
         self.findings.extend(unit.records.iter().cloned());
         self.totals.merge(Totals::of(&unit.records));
-        match self.files.iter_mut().find(|f| f.path == unit.file) {
+        match self
+            .file_index
+            .get(&unit.file)
+            .and_then(|&k| self.files.get_mut(k))
+        {
             // A file diagnosed in several units (a database's sessions, an agent log's embedded
             // streams): its counts are the sum of its units'.
             Some(entry) => {
@@ -52,12 +59,15 @@ impl<W: Write> Printer for JsonPrinter<W> {
                     *entry.counts.entry(key).or_default() += n;
                 }
             }
-            None => self.files.push(FileEntry {
-                path: unit.file.clone(),
-                format: unit.format,
-                counts: unit.counts.clone(),
-                sessions: unit.sessions.clone(),
-            }),
+            None => {
+                self.file_index.insert(unit.file.clone(), self.files.len());
+                self.files.push(FileEntry {
+                    path: unit.file.clone(),
+                    format: unit.format,
+                    counts: unit.counts.clone(),
+                    sessions: unit.sessions.clone(),
+                });
+            }
         }
         Ok(())
     }

@@ -33,6 +33,8 @@ struct Case {
 pub struct JunitPrinter<W: Write> {
     out: W,
     cases: Vec<Case>,
+    /// Each file's place in `cases` (a run may check many).
+    case_index: crate::FastMap<String, usize>,
 }
 
 impl<W: Write> JunitPrinter<W> {
@@ -40,19 +42,27 @@ impl<W: Write> JunitPrinter<W> {
         Self {
             out,
             cases: Vec::new(),
+            case_index: crate::FastMap::default(),
         }
     }
 }
 
 impl<W: Write> Printer for JunitPrinter<W> {
     fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
-        match self.cases.iter_mut().find(|c| c.file == unit.file) {
+        match self
+            .case_index
+            .get(&unit.file)
+            .and_then(|&k| self.cases.get_mut(k))
+        {
             Some(c) => c.records.extend(unit.records.iter().cloned()),
-            None => self.cases.push(Case {
-                file: unit.file.clone(),
-                format: unit.format,
-                records: unit.records.clone(),
-            }),
+            None => {
+                self.case_index.insert(unit.file.clone(), self.cases.len());
+                self.cases.push(Case {
+                    file: unit.file.clone(),
+                    format: unit.format,
+                    records: unit.records.clone(),
+                });
+            }
         }
         Ok(())
     }
