@@ -732,3 +732,29 @@ fn replay_compare_of_a_recorded_request_without_stream_names_both_processors() {
     assert!(page.contains("neither put anything on the timeline"));
     assert!(!page.contains("<table class=\"compare\">"));
 }
+
+#[test]
+fn a_log_of_many_sessions_stays_within_the_page_budget() {
+    // 20,000 sessions that each fail: in full, one timeline and two finding cards each would
+    // make a page of over 100 MB. Past the budget the rest are listed one finding a line.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.log");
+    let mut log = String::new();
+    for i in 0..20_000 {
+        let s = format!("ses_{i:08}");
+        log.push_str(&format!(
+            "{{\"type\":\"step_start\",\"timestamp\":1,\"sessionID\":\"{s}\",\"part\":{{\"id\":\"prt_{i:08}\",\"sessionID\":\"{s}\",\"messageID\":\"msg_{i:08}\",\"type\":\"step-start\"}}}}\n{{\"type\":\"error\",\"timestamp\":2,\"sessionID\":\"{s}\",\"error\":{{\"name\":\"UnknownError\",\"data\":{{\"message\":\"boom {i}\"}}}}}}\n"
+        ));
+    }
+    std::fs::write(&path, log).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert!(page.len() < 40 << 20, "{} bytes", page.len());
+    assert_eq!(count(&page, "part of the page reached 16384 KiB"), 1);
+    // Every session with findings is still there, the late ones one finding a line.
+    assert_eq!(count(&page, "<details class=\"session findings\""), 20_000);
+    let brief = count(&page, "<li class=\"finding brief sev-");
+    assert!(brief > 20_000, "{brief}");
+    assert!(page.contains("id=\"u1-s19999\""));
+}

@@ -806,6 +806,11 @@ pub fn section(
     if analysis.sessions.is_empty() {
         out.push_str("<p class=\"meta\">no session in this input: only its records and log entries were checked</p>\n");
     }
+    // Past the page's budget, the unit's remaining sessions go without timelines or source
+    // lines: those with findings list them one line each, the others are only counted (as the
+    // units past the budget are; a log of many sessions is one unit).
+    let mut over_budget = false;
+    let mut clean_unshown = 0;
     for (si, shown) in shown.iter().enumerate() {
         let session = analysis.sessions.get(si);
         let mine = &findings_of[si];
@@ -813,10 +818,33 @@ pub fn section(
             continue;
         }
         let sid = format!("u{UNIT}-s{si}");
+        if !over_budget && out.len() as u64 >= PAGE_BUDGET {
+            over_budget = true;
+            let _ = writeln!(
+                out,
+                "<p class=\"budget\">This file's part of the page reached {} KiB: its sessions below are listed without timelines or source lines, and those without findings are only counted.</p>",
+                PAGE_BUDGET / 1024
+            );
+        }
         let head = match (session, summaries.get(si)) {
             (Some(s), Some(sum)) => summary_line(sum, s.title.as_deref()),
             _ => "<span class=\"sid\">outside any session</span>".to_owned(),
         };
+        if over_budget {
+            if mine.is_empty() {
+                clean_unshown += 1;
+                continue;
+            }
+            let _ = write!(
+                out,
+                "<details class=\"session findings\" id=\"{sid}\" open><summary>{head}</summary>\n<ol class=\"findings\">\n"
+            );
+            for &i in mine {
+                finding_line(&mut out, &sid, &findings[i], records.get(i), i, None);
+            }
+            out.push_str("</ol>\n</details>\n");
+            continue;
+        }
         if mine.is_empty() {
             let _ = writeln!(
                 out,
@@ -886,6 +914,13 @@ pub fn section(
             );
         }
         out.push_str("</details>\n");
+    }
+    if clean_unshown > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">{clean_unshown} more session{} without findings</p>",
+            if clean_unshown == 1 { "" } else { "s" }
+        );
     }
     out.push_str("</section>\n");
 
