@@ -234,7 +234,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         match outcome {
             Outcome::Checked(units) => {
                 run.files_checked += 1;
-                for unit in &units {
+                for unit in units {
                     totals.merge(Totals::of(&unit.records));
                     if args.write_baseline.is_some() {
                         all_records.extend(unit.records.iter().cloned());

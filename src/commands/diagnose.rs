@@ -121,7 +121,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             &mut |unit| {
                 totals.merge(Totals::of(&unit.records));
                 progress.inc();
-                progress.suspend(|| printer.unit(&unit))?;
+                progress.suspend(|| printer.unit(unit))?;
                 Ok(())
             },
         );

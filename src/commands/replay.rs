@@ -119,14 +119,14 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 (ReplayFormat::Human, false) => {
                     let text = timeline_text(sources, main, &args.capture);
                     print_out(&text)?;
-                    human.unit(&prepare(sources, main, &findings[0], None, Some(&renderer)))?;
+                    human.unit(prepare(sources, main, &findings[0], None, Some(&renderer)))?;
                 }
                 (ReplayFormat::Human, true) => {
                     let text = compare_text(sources, &units, &findings, &args.capture);
                     print_out(&text)?;
                 }
                 (ReplayFormat::Html, false) => {
-                    page.unit(&prepare(
+                    page.unit(prepare(
                         sources,
                         main,
                         &findings[0],

@@ -119,11 +119,11 @@ impl<W: Write> GithubPrinter<W> {
 }
 
 impl<W: Write> Printer for GithubPrinter<W> {
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         for rec in &unit.records {
             writeln!(self.out, "{}", command(rec))?;
         }
-        self.records.extend(unit.records.iter().cloned());
+        self.records.extend(unit.records);
         Ok(())
     }
 

@@ -1390,7 +1390,7 @@ impl<W: Write> HtmlPrinter<W> {
 }
 
 impl<W: Write> Printer for HtmlPrinter<W> {
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         self.start()?;
         self.units += 1;
         if self.out.written < self.budget {
@@ -1421,7 +1421,7 @@ impl<W: Write> Printer for HtmlPrinter<W> {
                 )?;
             }
             self.compacted += 1;
-            self.out.write_all(compact(unit).as_bytes())?;
+            self.out.write_all(compact(&unit).as_bytes())?;
         }
         let totals = Totals::of(&unit.records);
         self.totals.merge(totals);
@@ -2157,8 +2157,8 @@ mod tests {
         {
             let mut p = HtmlPrinter::with_budget(&mut page, 8192);
             let big = format!("<section id=\"u{UNIT}\">{}</section>", "x".repeat(5000));
-            p.unit(&unit("a.log", &big, &[("ses_a", 1)])).unwrap();
-            p.unit(&unit(
+            p.unit(unit("a.log", &big, &[("ses_a", 1)])).unwrap();
+            p.unit(unit(
                 "b.log",
                 &big,
                 &[("ses_b", 1), ("ses_c", 0), ("ses_d", 0)],

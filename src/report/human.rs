@@ -307,7 +307,7 @@ impl<W: Write> HumanPrinter<W> {
 }
 
 impl<W: Write> Printer for HumanPrinter<W> {
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         self.out.write_all(unit.human.as_bytes())?;
         for row in &unit.sessions {
             self.rows.push((unit.file.clone(), row.clone()));

@@ -43,8 +43,7 @@ impl<W: Write> JsonPrinter<W> {
 }
 
 impl<W: Write> Printer for JsonPrinter<W> {
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
-        self.findings.extend(unit.records.iter().cloned());
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         self.totals.merge(Totals::of(&unit.records));
         match self
             .file_index
@@ -69,6 +68,7 @@ impl<W: Write> Printer for JsonPrinter<W> {
                 });
             }
         }
+        self.findings.extend(unit.records);
         Ok(())
     }
 

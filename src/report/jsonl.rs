@@ -24,7 +24,7 @@ impl<W: Write> JsonlPrinter<W> {
 }
 
 impl<W: Write> Printer for JsonlPrinter<W> {
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         self.files += 1;
         for rec in &unit.records {
             serde_json::to_writer(&mut self.out, rec)?;

@@ -48,19 +48,19 @@ impl<W: Write> JunitPrinter<W> {
 }
 
 impl<W: Write> Printer for JunitPrinter<W> {
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         match self
             .case_index
             .get(&unit.file)
             .and_then(|&k| self.cases.get_mut(k))
         {
-            Some(c) => c.records.extend(unit.records.iter().cloned()),
+            Some(c) => c.records.extend(unit.records),
             None => {
                 self.case_index.insert(unit.file.clone(), self.cases.len());
                 self.cases.push(Case {
-                    file: unit.file.clone(),
+                    file: unit.file,
                     format: unit.format,
-                    records: unit.records.clone(),
+                    records: unit.records,
                 });
             }
         }

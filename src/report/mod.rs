@@ -197,8 +197,9 @@ pub struct RunSummary {
 
 /// A printer of diagnoses.
 pub trait Printer {
-    /// Writes one prepared unit.
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()>;
+    /// Writes one prepared unit (a printer that keeps its findings for the end keeps them, not
+    /// a copy of them).
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()>;
     /// Writes what needs the whole run.
     fn finish(&mut self, run: &RunSummary) -> io::Result<()>;
 }

@@ -102,7 +102,7 @@ fn result(rec: &FindingRecord) -> Value {
 }
 
 impl<W: Write> Printer for SarifPrinter<W> {
-    fn unit(&mut self, unit: &UnitOutput) -> io::Result<()> {
+    fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         self.results.extend(unit.records.iter().map(result));
         Ok(())
     }
