@@ -25,6 +25,16 @@ type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 /// The set of [`FastMap`].
 type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
+/// Each key with the value it first comes with: the index that replaces a search from the start
+/// (`find`, `position`), which finds the first of a repeated key too.
+fn first_of<K: Eq + std::hash::Hash, V>(pairs: impl IntoIterator<Item = (K, V)>) -> FastMap<K, V> {
+    let mut map = FastMap::default();
+    for (k, v) in pairs {
+        map.entry(k).or_insert(v);
+    }
+    map
+}
+
 mod baseline;
 mod checks;
 mod cli;

@@ -297,12 +297,8 @@ impl Analysis {
 
     /// The sessions by id, for checks that look many up (the first of sessions sharing an id,
     /// as [`Analysis::session`] finds it).
-    pub fn sessions_by_id(&self) -> std::collections::HashMap<&str, &Session> {
-        let mut by_id = std::collections::HashMap::with_capacity(self.sessions.len());
-        for s in &self.sessions {
-            by_id.entry(s.id.as_str()).or_insert(s);
-        }
-        by_id
+    pub fn sessions_by_id(&self) -> crate::FastMap<&str, &Session> {
+        crate::first_of(self.sessions.iter().map(|s| (s.id.as_str(), s)))
     }
 
     /// Events after `seq`, in order.

@@ -122,8 +122,9 @@ pub struct FixContext<'a> {
     pub plan: SessionPlan,
     raw_parts: HashMap<&'a str, &'a str>,
     raw_messages: HashMap<&'a str, &'a str>,
-    /// The replayed messages and parts by id (the first of an id, as a walk finds it).
-    messages: FastMap<&'a str, &'a Message>,
+    /// The replayed messages (their positions) and parts by id (the first of an id, as a walk
+    /// finds it).
+    messages: FastMap<&'a str, usize>,
     parts: FastMap<&'a str, &'a PartRecord>,
     /// The findings on each message (their indices, in order).
     on_message: FastMap<&'a str, Vec<usize>>,
@@ -146,7 +147,6 @@ impl<'a> FixContext<'a> {
     ) -> FixContext<'a> {
         let mut raw_parts = HashMap::new();
         let mut raw_messages = HashMap::new();
-        let mut stored_parts = FastMap::default();
         for m in &stored.messages {
             if let Some(info) = &m.info {
                 raw_messages.insert(m.id.as_str(), info.text.as_str());
@@ -154,16 +154,16 @@ impl<'a> FixContext<'a> {
             for p in &m.parts {
                 raw_parts.insert(p.id.as_str(), p.text.as_str());
             }
-            stored_parts.entry(m.id.as_str()).or_insert(m.parts.len());
         }
-        let mut messages = FastMap::default();
-        let mut parts = FastMap::default();
-        for m in &session.messages {
-            messages.entry(m.id.as_str()).or_insert(m);
-            for p in &m.parts {
-                parts.entry(p.part.id.as_str()).or_insert(p);
-            }
-        }
+        let stored_parts =
+            crate::first_of((stored.messages.iter()).map(|m| (m.id.as_str(), m.parts.len())));
+        let messages =
+            crate::first_of((session.messages.iter().enumerate()).map(|(k, m)| (m.id.as_str(), k)));
+        let parts = crate::first_of(
+            (session.messages.iter())
+                .flat_map(|m| &m.parts)
+                .map(|p| (p.part.id.as_str(), p)),
+        );
         let mut on_message: FastMap<&str, Vec<usize>> = FastMap::default();
         for (k, f) in findings.iter().enumerate() {
             if let Some(m) = f.ids.message_id.as_deref() {
@@ -194,6 +194,12 @@ impl<'a> FixContext<'a> {
 
     /// The replayed message with this id ([`Session::message`] without the walk).
     pub fn message(&self, id: &str) -> Option<&'a Message> {
+        let session = self.session;
+        self.messages.get(id).and_then(|&k| session.messages.get(k))
+    }
+
+    /// Where the message with this id is in the session (the first of an id).
+    pub fn message_position(&self, id: &str) -> Option<usize> {
         self.messages.get(id).copied()
     }
 

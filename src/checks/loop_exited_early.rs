@@ -159,12 +159,8 @@ struct Indexed<'a> {
 impl<'a> SessionIndex<'a> {
     fn of(&mut self, session: &'a Session) -> &Indexed<'a> {
         self.sessions.entry(session.id.as_str()).or_insert_with(|| {
-            let mut messages =
-                FastMap::with_capacity_and_hasher(session.messages.len(), Default::default());
-            for m in &session.messages {
-                // The first of a repeated id, as `Session::message` finds it.
-                messages.entry(m.id.as_str()).or_insert(m);
-            }
+            // The first of a repeated id, as `Session::message` finds it.
+            let messages = crate::first_of(session.messages.iter().map(|m| (m.id.as_str(), m)));
             let mut writes: Vec<Seq> = session
                 .messages
                 .iter()

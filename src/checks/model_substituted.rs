@@ -128,11 +128,7 @@ fn stored(analysis: &Analysis, out: &mut Vec<Finding>) {
                 continue;
             }
             let by_id = by_id.get_or_insert_with(|| {
-                let mut map = crate::FastMap::default();
-                for m in &session.messages {
-                    map.entry(m.id.as_str()).or_insert(m);
-                }
-                map
+                crate::first_of(session.messages.iter().map(|m| (m.id.as_str(), m)))
             });
             let asked = by_id.get(a.parent_id.as_str()).and_then(|&u| {
                 match u.info.as_ref().map(|i| &i.body) {

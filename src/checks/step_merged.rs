@@ -262,12 +262,13 @@ pub(super) fn plan_boundaries(f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
     let mut inserts: BTreeMap<usize, Vec<(Rule, Kind)>> = BTreeMap::new();
     if replayed(message) {
         let merged = merges(message);
-        let mut position: FastMap<&str, usize> = FastMap::default();
-        if !merged.is_empty() {
-            for (i, p) in message.parts.iter().enumerate() {
-                position.entry(p.part.id.as_str()).or_insert(i);
-            }
-        }
+        let position: FastMap<&str, usize> = if merged.is_empty() {
+            FastMap::default()
+        } else {
+            crate::first_of(
+                (message.parts.iter().enumerate()).map(|(i, p)| (p.part.id.as_str(), i)),
+            )
+        };
         for m in merged {
             let Some(&i) = position.get(m.before.part.id.as_str()) else {
                 continue;

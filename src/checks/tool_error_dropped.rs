@@ -123,13 +123,7 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
             continue;
         }
         let parts = parts.get_or_insert_with(|| {
-            let mut by_id = FastMap::default();
-            for (session, message, part) in analysis.parts() {
-                by_id
-                    .entry(part.part.id.as_str())
-                    .or_insert((session, message, part));
-            }
-            by_id
+            crate::first_of(analysis.parts().map(|(s, m, p)| (p.part.id.as_str(), (s, m, p))))
         });
         let found = parts.get(part_id.as_str()).copied();
         let mut f = ToolErrorDropped::META
@@ -150,11 +144,11 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
                 .unwrap_or_default();
             let native = natives
                 .get_or_insert_with(|| {
-                    let mut by_id = FastMap::default();
-                    for (id, h) in analysis.stream.iter().flat_map(|f| &f.native_states) {
-                        by_id.entry(id.as_str()).or_insert(h);
-                    }
-                    by_id
+                    crate::first_of(
+                        (analysis.stream.iter())
+                            .flat_map(|f| &f.native_states)
+                            .map(|(id, h)| (id.as_str(), h)),
+                    )
                 })
                 .get(part_id.as_str())
                 .and_then(|h| h.last().map(|(_, s)| s.clone()));

@@ -149,11 +149,11 @@ fn orphans(history: &[ModelMessage]) -> Vec<(String, Span)> {
 /// The calls the transcript has off the history the client rebuilds, by id (the first of an
 /// id), with where they are and why they are off it.
 fn off_history(facts: Option<&TranscriptFacts>) -> FastMap<&str, (Span, &str)> {
-    let mut out = FastMap::default();
-    for (id, span, why) in facts.iter().flat_map(|t| &t.off_history_calls) {
-        out.entry(id.as_str()).or_insert((*span, why.as_str()));
-    }
-    out
+    crate::first_of(
+        (facts.iter())
+            .flat_map(|t| &t.off_history_calls)
+            .map(|(id, span, why)| (id.as_str(), (*span, why.as_str()))),
+    )
 }
 
 /// Points at the call, when the transcript still has it off the history the client rebuilds.

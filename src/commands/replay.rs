@@ -252,10 +252,11 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
     let awaiting: crate::FastSet<&str> = (a.stream.iter())
         .flat_map(|f| f.awaiting_execution.iter().map(String::as_str))
         .collect();
-    let mut native: crate::FastMap<&str, &_> = crate::FastMap::default();
-    for (id, states) in a.stream.iter().flat_map(|f| f.native_states.iter()) {
-        native.entry(id.as_str()).or_insert(states);
-    }
+    let native = crate::first_of(
+        (a.stream.iter())
+            .flat_map(|f| f.native_states.iter())
+            .map(|(id, states)| (id.as_str(), states)),
+    );
     let mut step = 0;
     for (_, _, p) in a.parts() {
         let Some(first) = p.history.first() else {

@@ -125,10 +125,7 @@ pub fn collect(path: &Path, options: &Options) -> Result<Listing, RewindError> {
         Ok(())
     })?;
     // Each session's row (the first of an id, as a search finds it).
-    let mut row_of: crate::FastMap<String, usize> = crate::FastMap::default();
-    for (k, r) in listing.rows.iter().enumerate() {
-        row_of.entry(r.id.clone()).or_insert(k);
-    }
+    let row_of = crate::first_of((listing.rows.iter().enumerate()).map(|(k, r)| (r.id.clone(), k)));
     for (id, severity) in about_sessions {
         match row_of.get(&id).and_then(|&k| listing.rows.get_mut(k)) {
             Some(r) => r.totals.count(severity),

@@ -248,10 +248,7 @@ pub fn openai(req: &ModelRequest) -> Vec<Violation> {
     for &(i, _, id) in &outputs {
         last_output.insert(id, i);
     }
-    let mut first_call: crate::FastMap<&str, usize> = crate::FastMap::default();
-    for &(i, _, id) in &calls {
-        first_call.entry(id).or_insert(i);
-    }
+    let first_call = crate::first_of(calls.iter().map(|&(i, _, id)| (id, i)));
     for &(i, k, id) in &calls {
         if last_output.get(id).is_some_and(|&oi| oi > i) {
             continue;

@@ -80,25 +80,18 @@ pub fn plan(
     };
     let projects = analysis.projects.as_deref().unwrap_or_default();
     let mut ctx = FixContext::new(stored, session, findings, now_ms(), projects, relink);
-    // Each message's position in the session (the first of an id, as a search finds it).
-    let mut positions: crate::FastMap<&str, usize> = crate::FastMap::default();
-    for (k, m) in session.messages.iter().enumerate() {
-        positions.entry(m.id.as_str()).or_insert(k);
-    }
-    let position = |f: &Finding| {
-        f.ids
-            .message_id
-            .as_deref()
-            .and_then(|m| positions.get(m).copied())
-            .unwrap_or(usize::MAX)
-    };
     for phase in 0..=1 {
         let mut these: Vec<&Finding> = findings
             .iter()
             .filter(|f| f.rule.check().fix_phase() == phase)
             .collect();
         if phase > 0 {
-            these.sort_by_key(|f| position(f));
+            // In message order (the first message of an id; findings on none last).
+            these.sort_by_key(|f| {
+                (f.ids.message_id.as_deref())
+                    .and_then(|m| ctx.message_position(m))
+                    .unwrap_or(usize::MAX)
+            });
         }
         for f in these {
             f.rule.check().fix(f, &mut ctx);

@@ -1113,13 +1113,9 @@ impl Reader {
     /// The first record of the active history whose parent is each uuid (where the history
     /// goes on from a record a branch also leaves).
     fn children_on_path(&self, path: &[usize]) -> FastMap<&str, usize> {
-        let mut out = FastMap::default();
-        for &k in path {
-            if let Some(p) = self.records[k].parent.as_deref() {
-                out.entry(p).or_insert(k);
-            }
-        }
-        out
+        crate::first_of(
+            (path.iter()).filter_map(|&k| Some((self.records[k].parent.as_deref()?, k))),
+        )
     }
 
     /// The record of the active history that the walk up from `start` (itself included)

@@ -534,12 +534,9 @@ fn timeline(
 fn pins(findings: &[&Finding], entries: &[Entry]) -> Vec<Option<usize>> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    let mut by_part: crate::FastMap<&str, usize> = crate::FastMap::default();
-    for (i, e) in entries.iter().enumerate() {
-        if let Some(p) = e.part_id.as_deref() {
-            by_part.entry(p).or_insert(i);
-        }
-    }
+    let by_part = crate::first_of(
+        (entries.iter().enumerate()).filter_map(|(i, e)| Some((e.part_id.as_deref()?, i))),
+    );
     let mut out: Vec<Option<usize>> = vec![None; findings.len()];
     // The findings left to place by their span: (file, offset, finding).
     let mut points: Vec<(u32, u64, usize)> = Vec::new();
@@ -686,10 +683,8 @@ pub fn section(
     // session: index into sessions, the last slot for what belongs to none. One pass each, so a
     // unit of many sessions and many events costs no more than their sum.
     let n = analysis.sessions.len();
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(n);
-    for (si, s) in analysis.sessions.iter().enumerate() {
-        index.entry(s.id.as_str()).or_insert(si);
-    }
+    let index =
+        crate::first_of((analysis.sessions.iter().enumerate()).map(|(si, s)| (s.id.as_str(), si)));
     let slot = |session: Option<&String>| -> usize {
         match session {
             Some(id) => index.get(id.as_str()).copied().unwrap_or(n),
