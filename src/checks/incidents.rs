@@ -250,6 +250,18 @@ pub fn is_stream_parse_error(info: &ErrorInfo) -> bool {
         || info.message.contains("JSON parsing failed")
 }
 
+/// Whether an event ends a step or tool: an error (the session's error, a crash or a logged
+/// processor error, `false`) or a stream abort (`true`). [`ending`] words it; this is what the
+/// index of endings is built from, without wording every event of the timeline.
+fn ends(e: &Event) -> Option<bool> {
+    match &e.kind {
+        EventKind::StreamUnhandled { event_type, .. } => (event_type == "abort").then_some(true),
+        EventKind::SessionError(_) | EventKind::ProcessCrash(_) => Some(false),
+        EventKind::Log { .. } => error_of(e).map(|_| false),
+        _ => None,
+    }
+}
+
 /// What ends a step or tool, for [`Endings::what_ended`]: an error (the session's error, a
 /// crash or a logged processor error) or a stream abort (`true`), with its label.
 fn ending(e: &Event) -> Option<(bool, String)> {
@@ -329,8 +341,8 @@ pub struct Endings<'a> {
 impl<'a> Endings<'a> {
     pub fn new(a: &'a Analysis) -> Self {
         Endings {
-            errors: EventIndex::new(a, |e| ending(e).is_some_and(|(abort, _)| !abort)),
-            aborts: EventIndex::new(a, |e| ending(e).is_some_and(|(abort, _)| abort)),
+            errors: EventIndex::new(a, |e| ends(e) == Some(false)),
+            aborts: EventIndex::new(a, |e| ends(e) == Some(true)),
         }
     }
 
@@ -534,6 +546,10 @@ mod tests {
             });
         }
         let endings = Endings::new(&a);
+        // The index is built from `ends`, which says what `ending` says without the words.
+        for e in &a.events {
+            assert_eq!(ends(e), ending(e).map(|(abort, _)| abort), "{:?}", e.kind);
+        }
         let key = |v: Vec<(&Event, String)>| -> Vec<(Seq, String)> {
             v.into_iter().map(|(e, l)| (e.seq, l)).collect()
         };

@@ -1700,15 +1700,10 @@ impl State {
             self.claude_calls.resize_with(si + 1, || None);
         }
         let index = self.claude_calls[si].get_or_insert_with(|| {
-            let mut index = FastMap::default();
-            for (mi, m) in messages.iter().enumerate() {
-                for (pi, p) in m.parts.iter().enumerate() {
-                    if let Some(t) = p.part.tool() {
-                        index.entry(t.call_id.clone()).or_insert((mi, pi));
-                    }
-                }
-            }
-            index
+            crate::first_of(messages.iter().enumerate().flat_map(|(mi, m)| {
+                (m.parts.iter().enumerate())
+                    .filter_map(move |(pi, p)| Some((p.part.tool()?.call_id.clone(), (mi, pi))))
+            }))
         });
         match index.get(id).copied() {
             Some(at) if holds(at) => Some(at),
