@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Time and peak memory when one file has a great many findings: an agent log of N steps that
 # each start and never finish (N `step-unclosed` errors, one per step, each with its snippet and
-# fingerprint), diagnosed with `--format json` and with the human printer. Time must grow
+# fingerprint), diagnosed with `--format json`, `--format sarif` and with the human printer. Time must grow
 # linearly with N; memory grows with N too, since a file's findings are printed together (the
 # JSON document lists them after the files' summary, and the human report orders them by cause).
 #
@@ -21,7 +21,7 @@ for n in ${@:-10000 100000 1000000}; do
     s = sprintf("ses_%06d", int(i / 3000))
     printf "{\"type\":\"step_start\",\"timestamp\":%d,\"sessionID\":\"%s\",\"part\":{\"id\":\"prt_%08d\",\"sessionID\":\"%s\",\"messageID\":\"msg_%08d\",\"type\":\"step-start\"}}\n", i, s, i, s, i
   } }' >"$file"
-  for format in json human; do
+  for format in json sarif human; do
     /usr/bin/time -f "%e %M" -o "$dir/time.txt" "$bin" diagnose --format "$format" "$file" >/dev/null 2>&1 || true
     # The last line: /usr/bin/time writes "Command exited with non-zero status 1" before it.
     read -r wall rss < <(tail -n 1 "$dir/time.txt")

@@ -5,6 +5,7 @@
 
 use std::io::{self, Write};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::record::FindingRecord;
@@ -17,7 +18,7 @@ pub const DEFAULT_HELP_URI_BASE: &str = "urn:rewind:rule:";
 
 pub struct SarifPrinter<W: Write> {
     out: W,
-    results: Vec<Value>,
+    results: Vec<FindingRecord>,
     help_uri_base: String,
 }
 
@@ -60,50 +61,162 @@ fn rules(base: &str) -> Vec<Value> {
         .collect()
 }
 
-fn result(rec: &FindingRecord) -> Value {
+/// One result, borrowed from its record and written as it is serialized: building a
+/// `serde_json::Value` per result held a tree of maps per finding until the end of the run
+/// (8 KiB a finding; the records themselves are kept anyway, for the document is written last).
+/// Members are declared in the order they are written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult<'a> {
+    rule_id: Rule,
+    rule_index: usize,
+    level: &'static str,
+    message: Text<String>,
+    locations: [Location<'a>; 1],
+    partial_fingerprints: Fingerprints<'a>,
+}
+
+#[derive(Serialize)]
+struct Text<T> {
+    text: T,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location<'a> {
+    physical_location: Physical<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logical_locations: Option<[Logical; 1]>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Physical<'a> {
+    artifact_location: Artifact<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    region: Option<Region>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Artifact<'a> {
+    uri: &'a str,
+    uri_base_id: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    start_line: u64,
+    start_column: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_line: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_column: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    byte_offset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    byte_length: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Logical {
+    fully_qualified_name: String,
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct Fingerprints<'a> {
+    #[serde(rename = "rewindFinding/v1")]
+    v1: &'a str,
+}
+
+fn result(rec: &FindingRecord) -> SarifResult<'_> {
     let index = Rule::ALL.iter().position(|&r| r == rec.rule).unwrap_or(0);
-    let mut physical = json!({
-        "artifactLocation": {"uri": rec.file.clone().unwrap_or_default(), "uriBaseId": "%SRCROOT%"},
-    });
-    if let (Some(line), Some(col)) = (rec.line, rec.column) {
-        let mut region = json!({"startLine": line, "startColumn": col});
-        if let (Some(el), Some(ec)) = (rec.end_line, rec.end_column) {
-            region["endLine"] = json!(el);
-            region["endColumn"] = json!(ec.max(if el == line { col } else { 1 }));
+    let region = match (rec.line, rec.column) {
+        (Some(line), Some(col)) => {
+            let (end_line, end_column) = match (rec.end_line, rec.end_column) {
+                (Some(el), Some(ec)) => (Some(el), Some(ec.max(if el == line { col } else { 1 }))),
+                _ => (None, None),
+            };
+            Some(Region {
+                start_line: line,
+                start_column: col,
+                end_line,
+                end_column,
+                byte_offset: rec.span.map(|s| s.offset),
+                byte_length: rec.span.map(|s| s.length),
+            })
         }
-        if let Some(span) = rec.span {
-            region["byteOffset"] = json!(span.offset);
-            region["byteLength"] = json!(span.length);
-        }
-        physical["region"] = region;
-    }
-    let mut location = json!({"physicalLocation": physical});
+        _ => None,
+    };
     let ids = &rec.ids;
     let path: Vec<&str> = [&ids.session_id, &ids.message_id, &ids.part_id]
         .iter()
         .filter_map(|i| i.as_deref())
         .collect();
-    if !path.is_empty() {
-        location["logicalLocations"] =
-            json!([{"fullyQualifiedName": path.join("/"), "kind": "object"}]);
-    }
+    let logical_locations = (!path.is_empty()).then(|| {
+        [Logical {
+            fully_qualified_name: path.join("/"),
+            kind: "object",
+        }]
+    });
     let mut text = rec.message.clone();
     if let Some(locator) = &rec.locator {
         text.push_str(&format!(" ({locator})"));
     }
-    json!({
-        "ruleId": rec.rule,
-        "ruleIndex": index,
-        "level": level(rec.severity),
-        "message": {"text": text},
-        "locations": [location],
-        "partialFingerprints": {"rewindFinding/v1": rec.fingerprint},
-    })
+    SarifResult {
+        rule_id: rec.rule,
+        rule_index: index,
+        level: level(rec.severity),
+        message: Text { text },
+        locations: [Location {
+            physical_location: Physical {
+                artifact_location: Artifact {
+                    uri: rec.file.as_deref().unwrap_or_default(),
+                    uri_base_id: "%SRCROOT%",
+                },
+                region,
+            },
+            logical_locations,
+        }],
+        partial_fingerprints: Fingerprints {
+            v1: &rec.fingerprint,
+        },
+    }
+}
+
+/// The document, in the order its members are written; the results are built one at a time.
+#[derive(Serialize)]
+struct Document<'a> {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: [Run<'a>; 1],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Run<'a> {
+    tool: Value,
+    invocations: Value,
+    column_kind: &'static str,
+    results: Results<'a>,
+}
+
+/// The results, each built from its record as it is written.
+struct Results<'a>(&'a [FindingRecord]);
+
+impl Serialize for Results<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(result))
+    }
 }
 
 impl<W: Write> Printer for SarifPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
-        self.results.extend(unit.records.iter().map(result));
+        self.results.extend(unit.records);
         Ok(())
     }
 
@@ -119,23 +232,23 @@ impl<W: Write> Printer for SarifPrinter<W> {
                 })
             })
             .collect();
-        let doc = json!({
-            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-            "version": "2.1.0",
-            "runs": [{
-                "tool": {"driver": {
+        let doc = Document {
+            schema: "https://json.schemastore.org/sarif-2.1.0.json",
+            version: "2.1.0",
+            runs: [Run {
+                tool: json!({"driver": {
                     "name": "rewind",
                     "version": env!("CARGO_PKG_VERSION"),
                     "rules": rules(&self.help_uri_base),
-                }},
-                "invocations": [{
+                }}),
+                invocations: json!([{
                     "executionSuccessful": run.errors.is_empty(),
                     "toolExecutionNotifications": notifications,
-                }],
-                "columnKind": "unicodeCodePoints",
-                "results": self.results,
+                }]),
+                column_kind: "unicodeCodePoints",
+                results: Results(&self.results),
             }],
-        });
+        };
         // Compact: SARIF uploads are size-limited.
         serde_json::to_writer(&mut self.out, &doc)?;
         writeln!(self.out)?;
@@ -146,6 +259,101 @@ impl<W: Write> Printer for SarifPrinter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(line: Option<(u64, u64)>, end: Option<(u64, u64)>, ids: bool) -> FindingRecord {
+        let mut r = FindingRecord {
+            rule: Rule::StepUnclosed,
+            severity: Severity::Warning,
+            message: "a step never finished".into(),
+            file: Some("log.txt".into()),
+            locator: None,
+            line: line.map(|l| l.0),
+            column: line.map(|l| l.1),
+            end_line: end.map(|e| e.0),
+            end_column: end.map(|e| e.1),
+            span: Some(super::super::record::SpanRecord {
+                offset: 10,
+                length: 3,
+            }),
+            label: None,
+            ids: Default::default(),
+            related: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+            fingerprint: "abc".into(),
+        };
+        if ids {
+            r.ids = crate::diagnostic::Ids::default()
+                .session("ses_1")
+                .message("msg_2");
+            r.locator = Some("message msg_2".into());
+        }
+        r
+    }
+
+    #[test]
+    fn results_have_the_members_sarif_names_in_order() {
+        let index = Rule::ALL
+            .iter()
+            .position(|&r| r == Rule::StepUnclosed)
+            .unwrap();
+        let physical = |region: Option<Value>| {
+            let mut p = json!({"artifactLocation": {"uri": "log.txt", "uriBaseId": "%SRCROOT%"}});
+            if let Some(r) = region {
+                p["region"] = r;
+            }
+            p
+        };
+        let expect = |location: Value, text: &str| {
+            json!({
+                "ruleId": "step-unclosed",
+                "ruleIndex": index,
+                "level": "warning",
+                "message": {"text": text},
+                "locations": [location],
+                "partialFingerprints": {"rewindFinding/v1": "abc"},
+            })
+        };
+        let cases = [
+            (
+                record(Some((3, 5)), Some((3, 2)), false),
+                expect(
+                    json!({"physicalLocation": physical(Some(json!({"startLine": 3, "startColumn": 5,
+                        "endLine": 3, "endColumn": 5, "byteOffset": 10, "byteLength": 3})))}),
+                    "a step never finished",
+                ),
+            ),
+            (
+                record(Some((3, 5)), Some((4, 0)), false),
+                expect(
+                    json!({"physicalLocation": physical(Some(json!({"startLine": 3, "startColumn": 5,
+                        "endLine": 4, "endColumn": 1, "byteOffset": 10, "byteLength": 3})))}),
+                    "a step never finished",
+                ),
+            ),
+            (
+                record(Some((3, 5)), None, false),
+                expect(
+                    json!({"physicalLocation": physical(Some(json!({"startLine": 3, "startColumn": 5,
+                        "byteOffset": 10, "byteLength": 3})))}),
+                    "a step never finished",
+                ),
+            ),
+            (
+                record(None, None, true),
+                expect(
+                    json!({"physicalLocation": physical(None), "logicalLocations":
+                        [{"fullyQualifiedName": "ses_1/msg_2", "kind": "object"}]}),
+                    "a step never finished (message msg_2)",
+                ),
+            ),
+        ];
+        for (rec, want) in cases {
+            // Compared as text: the members' order is part of the output.
+            let got = serde_json::to_string(&result(&rec)).unwrap();
+            assert_eq!(got, serde_json::to_string(&want).unwrap());
+        }
+    }
 
     #[test]
     fn rule_names_are_pascal_case() {
