@@ -75,12 +75,14 @@ pub fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
 }
 
 /// Cuts `s` to at most `max` bytes (at a character boundary) when it is longer, and says how
-/// long it was: `abc…[5000 bytes]`. What a model keeps of a string that can be any size.
+/// long it was: `abc…[5000 bytes]`. What a model keeps of a string that can be any size: the
+/// allocation shrinks with it (a cut string that kept its capacity held the whole of it).
 pub fn cap_in_place(s: &mut String, max: usize) {
     if s.len() > max {
         let total = s.len();
         s.truncate(floor_boundary(s, max));
         s.push_str(&format!("…[{total} bytes]"));
+        s.shrink_to_fit();
     }
 }
 
@@ -95,6 +97,17 @@ pub fn capped(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_string_keeps_no_more_than_it_holds() {
+        let mut s = "é".repeat(50_000);
+        cap_in_place(&mut s, 512);
+        assert_eq!(s, format!("{}…[100000 bytes]", "é".repeat(256)));
+        assert!(s.capacity() < 1024, "capacity {}", s.capacity());
+        let mut short = "abc".to_owned();
+        cap_in_place(&mut short, 512);
+        assert_eq!(short, "abc");
+    }
 
     #[test]
     fn boundaries_never_split_a_character() {
