@@ -431,7 +431,7 @@ fn header(a: &Analysis, path: &Path) -> String {
 
 fn timeline_text(sources: &SourceMap, a: &Analysis, path: &Path) -> String {
     let entries = timeline(a);
-    let located = locate_spans(sources, entries.iter().map(|e| e.span));
+    let located = locate_spans(sources, entries.iter().map(|e| e.span), false);
     let mut out = header(a, path);
     let width = entries
         .iter()
@@ -463,7 +463,7 @@ fn differences(
         return Vec::new();
     };
     let (ta, tb) = (timeline(a), timeline(b));
-    let located = locate_spans(sources, ta.iter().chain(tb.iter()).map(|e| e.span));
+    let located = locate_spans(sources, ta.iter().chain(tb.iter()).map(|e| e.span), false);
     let mut rows = Vec::new();
     let outcome = |x: &Analysis| {
         x.stream
@@ -682,7 +682,7 @@ fn comparison(
         expand(units.first().map(timeline).unwrap_or_default()),
         expand(units.get(1).map(timeline).unwrap_or_default()),
     );
-    let located = locate_spans(sources, ta.iter().chain(tb.iter()).map(|e| e.span));
+    let located = locate_spans(sources, ta.iter().chain(tb.iter()).map(|e| e.span), false);
     let about = units.first().and_then(|a| a.stream.as_ref()).map_or_else(
         || "recorded request only (no stream)".to_owned(),
         |f| format!("{} · {} events", f.protocol, f.events),
@@ -767,7 +767,7 @@ fn align<'a>(a: &'a [Entry], b: &'a [Entry]) -> Vec<(Option<&'a Entry>, Option<&
 
 fn run_json(sources: &SourceMap, a: &Analysis, findings: &[Finding]) -> Value {
     let entries = timeline(a);
-    let located = locate_spans(sources, entries.iter().map(|e| e.span));
+    let located = locate_spans(sources, entries.iter().map(|e| e.span), false);
     let timeline: Vec<Value> = entries
         .iter()
         .map(|e| {
@@ -783,7 +783,7 @@ fn run_json(sources: &SourceMap, a: &Analysis, findings: &[Finding]) -> Value {
             v
         })
         .collect();
-    let flocated = locate(sources, findings);
+    let flocated = locate(sources, findings, false);
     let f = a.stream.as_ref();
     json!({
         "profile": f.map(|f| f.profile.clone()),

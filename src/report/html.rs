@@ -766,7 +766,7 @@ pub fn section(
             matches!(sources.get(s.file).map(|x| &x.kind), Some(SourceKind::File)) && !store
         })
         .collect();
-    let lines = locate_spans(sources, spans.into_iter());
+    let lines = locate_spans(sources, spans.into_iter(), true);
 
     let file = sources
         .get(analysis.file)

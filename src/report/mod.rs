@@ -98,7 +98,8 @@ pub fn prepare(
     baseline: Option<&HashSet<String>>,
     human: Option<&human::Renderer>,
 ) -> UnitOutput {
-    let located = locate(sources, findings);
+    // Source lines are kept only for a printer that shows them.
+    let located = locate(sources, findings, human.is_some());
     let all = record::records(sources, &located, findings);
     // Without a baseline every finding is kept, and not copied.
     let (kept_findings, records, baselined) = match baseline {
@@ -363,16 +364,20 @@ impl Located {
 
 /// Resolves the spans of `findings`. A source that cannot be read any more simply resolves
 /// nothing: the findings are still printed, without snippets.
-pub fn locate(sources: &SourceMap, findings: &[Finding]) -> Located {
+pub fn locate(sources: &SourceMap, findings: &[Finding], keep_lines: bool) -> Located {
     let spans = findings
         .iter()
         .flat_map(|f| f.primary.iter().chain(f.related.iter()))
         .map(|l| l.span);
-    locate_spans(sources, spans)
+    locate_spans(sources, spans, keep_lines)
 }
 
 /// Resolves arbitrary spans (one pass per source), e.g. for a replay's timeline.
-pub fn locate_spans(sources: &SourceMap, spans: impl Iterator<Item = Span>) -> Located {
+pub fn locate_spans(
+    sources: &SourceMap,
+    spans: impl Iterator<Item = Span>,
+    keep_lines: bool,
+) -> Located {
     let mut by_file: BTreeMap<FileId, Vec<Span>> = BTreeMap::new();
     for span in spans {
         by_file.entry(span.file).or_default().push(span);
@@ -388,8 +393,10 @@ pub fn locate_spans(sources: &SourceMap, spans: impl Iterator<Item = Span>) -> L
         let scanned = match &source.kind {
             SourceKind::File => crate::ingest::open(&source.path)
                 .ok()
-                .and_then(|r| snippet::scan(r, &ranges).ok()),
-            SourceKind::Virtual { text, .. } => snippet::scan(text.as_bytes(), &ranges).ok(),
+                .and_then(|r| snippet::scan(r, &ranges, keep_lines).ok()),
+            SourceKind::Virtual { text, .. } => {
+                snippet::scan(text.as_bytes(), &ranges, keep_lines).ok()
+            }
         };
         let Some(lines) = scanned else {
             continue;

@@ -17,6 +17,10 @@ pub const CONTEXT: u64 = 2;
 const MAX_LABEL_LINES: u64 = 6;
 /// Bytes of one line kept in memory for display.
 const MAX_KEPT_LINE: usize = 64 * 1024;
+/// Bytes kept after the last label start of a line (or from the start of a line without one):
+/// enough for the widest window [`DisplayLine::build`] shows after a mark, plus the character
+/// that tells it the line goes on, whatever their width (four bytes at most each).
+const KEPT_AFTER_MARK: usize = (DISPLAY_WIDTH + 2) * 4;
 /// Characters of one line shown.
 const DISPLAY_WIDTH: usize = 140;
 
@@ -62,10 +66,14 @@ impl Lines {
     }
 }
 
-/// Reads `input` once and resolves each `(start, end)` byte range (end exclusive).
+/// Reads `input` once and resolves each `(start, end)` byte range (end exclusive). With
+/// `keep_lines`, the lines around the spans are kept for display, each only as far as it can be
+/// shown: up to [`KEPT_AFTER_MARK`] bytes past the last span starting on it (at most 64 KiB), so
+/// a log of long lines does not cost a long line per finding. Machine output needs positions
+/// only, and keeps no lines.
 ///
 /// Cost: one pass up to the last line needed, O(lines + spans); memory: the captured lines.
-pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)]) -> io::Result<Lines> {
+pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> io::Result<Lines> {
     let mut out = Lines {
         resolved: vec![None; spans.len()],
         captured: BTreeMap::new(),
@@ -101,6 +109,8 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)]) -> io::Result<Lines> 
             columns.before(&buf, k) + 1
         };
         let mut capture_this = line <= capture_until;
+        // The last span start on this line, from the line's start.
+        let mut last_mark = 0;
         while let Some(&i) = order.get(next) {
             let start = spans[i].0;
             if start >= le {
@@ -110,6 +120,7 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)]) -> io::Result<Lines> 
             if start < ls {
                 continue; // inside a line already passed: cannot happen for sorted starts
             }
+            last_mark = (start - ls) as usize;
             active.push((
                 i,
                 Position {
@@ -151,9 +162,16 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)]) -> io::Result<Lines> 
                 true
             }
         });
+        if !keep_lines {
+            continue;
+        }
+        let keep = buf
+            .len()
+            .min(last_mark.saturating_add(KEPT_AFTER_MARK))
+            .min(MAX_KEPT_LINE);
         let kept = Captured {
             start: ls,
-            bytes: buf[..buf.len().min(MAX_KEPT_LINE)].to_vec(),
+            bytes: buf[..keep].to_vec(),
         };
         if capture_this {
             out.captured.insert(line, kept);
@@ -530,7 +548,7 @@ mod tests {
     fn resolves_lines_and_columns_and_stops_early() {
         let text = "line one\nsecond é line\nthird\nfourth\nfifth\nsixth\nseventh\n";
         let spans = [(9, 15), (19, 20)];
-        let lines = scan(text.as_bytes(), &spans).unwrap_or_default();
+        let lines = scan(text.as_bytes(), &spans, true).unwrap_or_default();
         assert_eq!(
             lines.get(0),
             Some(Resolved {
@@ -549,11 +567,41 @@ mod tests {
     }
 
     #[test]
+    fn long_lines_are_kept_only_as_far_as_they_can_be_shown() {
+        // Three lines of 100,000 bytes; a span near the start of the second and one in the
+        // middle of the third.
+        let long = |c: char| c.to_string().repeat(100_000) + "\n";
+        let text = long('a') + &long('é') + &long('c');
+        let second = 100_001u64;
+        let third = second + 200_001;
+        let spans = [(second + 10, second + 12), (third + 50_000, third + 50_002)];
+        let lines = scan(text.as_bytes(), &spans, true).unwrap_or_default();
+        let kept = |n| lines.line(n).map(|(_, b)| b.len());
+        assert_eq!(kept(1), Some(KEPT_AFTER_MARK));
+        assert_eq!(kept(2), Some(10 + KEPT_AFTER_MARK));
+        assert_eq!(kept(3), Some(50_000 + KEPT_AFTER_MARK));
+        // What is shown is what the whole line shows.
+        for (n, mark) in [(1, 0), (2, 10), (3, 50_000)] {
+            let (start, bytes) = lines.line(n).unwrap_or_default();
+            let whole = &text.as_bytes()[start as usize..];
+            let whole = &whole[..=whole.iter().position(|&b| b == b'\n').unwrap_or(0)];
+            assert_eq!(
+                DisplayLine::build(bytes, &[mark]).text,
+                DisplayLine::build(whole, &[mark]).text
+            );
+        }
+        // Machine output needs positions only.
+        let bare = scan(text.as_bytes(), &spans, false).unwrap_or_default();
+        assert_eq!(bare.get(1), lines.get(1));
+        assert!(bare.captured.is_empty());
+    }
+
+    #[test]
     fn tall_spans_are_cut_to_their_first_line() {
         let text: String = (1..=20).map(|i| format!("l{i}\n")).collect();
         let start = text.find("l2").unwrap_or(0) as u64;
         let end = text.find("l15").unwrap_or(0) as u64;
-        let lines = scan(text.as_bytes(), &[(start, end)]).unwrap_or_default();
+        let lines = scan(text.as_bytes(), &[(start, end)], true).unwrap_or_default();
         let r = lines.get(0);
         assert_eq!(
             r.map(|r| (r.start.line, r.display_end)),
