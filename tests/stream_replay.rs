@@ -497,3 +497,49 @@ fn every_issue_of_one_payload_points_at_its_own_item() {
     let expected: Vec<u64> = (0..400).map(|k| start + 2 * k).collect();
     assert_eq!(offsets, expected);
 }
+
+/// Arguments that are not JSON are quoted in the tool error as far as any message quotes input:
+/// a call's arguments can be as long as the stream, and the error is kept with the tool.
+#[test]
+fn a_tool_error_quotes_long_arguments_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long-bad-arguments.sse");
+    let chunk = |delta: &str, finish: &str| {
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    };
+    let mut text = chunk(r#"{"role":"assistant","content":""}"#, "null");
+    text += &chunk(
+        r#"{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"read","arguments":"not json "}}]}"#,
+        "null",
+    );
+    let piece = format!(
+        r#"{{"tool_calls":[{{"index":0,"function":{{"arguments":"{}"}}}}]}}"#,
+        "y".repeat(10_000)
+    );
+    for _ in 0..20 {
+        text += &chunk(&piece, "null");
+    }
+    text += &chunk("{}", "\"tool_calls\"");
+    text += "data: [DONE]\n\n";
+    std::fs::write(&path, text).unwrap();
+    let (_, doc) = json_of(&[
+        "replay",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+        "--processor",
+        "opencode",
+    ]);
+    let t = doc["units"][0]["runs"][0]["timeline"].to_string();
+    assert!(t.contains("Invalid input for tool read"), "{t}");
+    // The timeline cuts the error in turn and says how long it is: not the 200 kB of input.
+    let kept: usize = t
+        .split("…[")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(usize::MAX);
+    assert!((4096..5000).contains(&kept), "error of {kept} bytes: {t}");
+}

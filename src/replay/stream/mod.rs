@@ -460,8 +460,11 @@ impl StreamReplay {
             let err = PartKind::ToolError {
                 id: id.clone(),
                 name: name.clone(),
+                // The input is quoted as far as any message quotes input: a call's arguments
+                // can be as long as the stream.
                 error: format!(
-                    "Invalid input for tool {name}: JSON parsing failed: Text: {input}."
+                    "Invalid input for tool {name}: JSON parsing failed: Text: {}.",
+                    capped(input, MAX_PAYLOAD_TEXT)
                 ),
             };
             let a = Applied {

@@ -423,7 +423,7 @@ impl Decoder for OpenAiChat {
                 out.part(PartKind::ToolCall {
                     id: t.id.clone(),
                     name: t.name.clone(),
-                    input: t.args.clone(),
+                    input: std::mem::take(&mut t.args),
                     provider_executed: false,
                 });
             }
