@@ -123,7 +123,7 @@ impl<W: Write> Printer for GithubPrinter<W> {
         for rec in &unit.records {
             writeln!(self.out, "{}", command(rec))?;
         }
-        self.records.extend(unit.records);
+        super::append(&mut self.records, unit.records);
         Ok(())
     }
 

@@ -68,7 +68,7 @@ impl<W: Write> Printer for JsonPrinter<W> {
                 });
             }
         }
-        self.findings.extend(unit.records);
+        super::append(&mut self.findings, unit.records);
         Ok(())
     }
 

@@ -150,6 +150,16 @@ pub fn prepare(
     }
 }
 
+/// Appends `more` to `all`, taking `more` whole when `all` is still empty: a run over one file
+/// then holds one vector of its records, not a second one being filled while the first is held.
+pub(crate) fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
+    if all.is_empty() {
+        *all = more;
+    } else {
+        all.append(&mut more);
+    }
+}
+
 /// The order findings are shown in for people: by severity, then causality, then position.
 pub fn root_cause_order(findings: &[Finding]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..findings.len()).collect();

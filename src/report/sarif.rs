@@ -216,7 +216,7 @@ impl Serialize for Results<'_> {
 
 impl<W: Write> Printer for SarifPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
-        self.results.extend(unit.records);
+        super::append(&mut self.results, unit.records);
         Ok(())
     }
 
