@@ -71,14 +71,14 @@ struct SarifResult<'a> {
     rule_id: Rule,
     rule_index: usize,
     level: &'static str,
-    message: Text<String>,
+    message: Text,
     locations: [Location<'a>; 1],
     partial_fingerprints: Fingerprints<'a>,
 }
 
 #[derive(Serialize)]
-struct Text<T> {
-    text: T,
+struct Text {
+    text: String,
 }
 
 #[derive(Serialize)]
