@@ -49,6 +49,17 @@ def assistant(mid, parent, parts):
                      "modelID": "gpt-5", "providerID": "openai", "mode": "build",
                      "agent": "build", "path": {"cwd": "/r", "root": "/r"}, "cost": 0,
                      "tokens": tokens, "finish": "tool-calls"}, "parts": parts}
+if kind == "har-one-line":
+    # A HAR written on one line, of N entries whose Anthropic streams are cut short (the
+    # sample's): a unit per entry, each with findings, all on line 1.
+    har = json.load(open("samples/har-streaming-response.har", encoding="utf-8"))
+    entry = har["log"]["entries"][0]
+    body = json.loads(entry["request"]["postData"]["text"])
+    body["messages"][0]["content"][0]["text"] += " " + "x" * 2000
+    entry["request"]["postData"]["text"] = json.dumps(body)
+    har["log"]["entries"] = [entry] * n
+    out.write(json.dumps(har, separators=(",", ":")))
+    sys.exit(0)
 if kind == "export-one-line":
     msgs = [user("msg_00000000000000")]
     for i in range(1, n + 1):
@@ -339,6 +350,7 @@ row() {  # kind extension [command words before the file…]
   rm -rf "$a" "$b"
 }
 row export-one-line json
+row har-one-line har
 row export-turns json
 row export-parallel-calls json
 row transcript-blocks jsonl

@@ -8,7 +8,9 @@
 //! a database row shown as pretty JSON — so that findings about rows can be labelled like findings
 //! about files.
 
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde::Serialize;
 
@@ -63,6 +65,10 @@ pub struct Source {
     /// The path as the user gave it (used in every message, so it stays recognisable).
     pub path: PathBuf,
     pub kind: SourceKind,
+    /// Where lines are in a file, as far as positions were asked for: kept for the run, so that
+    /// the units of one file (a HAR's entries, an agent log's embedded streams) do not each count
+    /// lines from its first byte.
+    pub lines: Mutex<LineIndex>,
 }
 
 impl Source {
@@ -72,6 +78,137 @@ impl Source {
             SourceKind::File => self.path.display().to_string(),
             SourceKind::Virtual { locator, .. } => {
                 format!("{} › {locator}", self.path.display())
+            }
+        }
+    }
+}
+
+/// Checkpoints of a file for counting positions from: a line start, or an ASCII byte inside a
+/// long line, about every [`LineIndex::STEP`] bytes, each with its line and the characters of its
+/// line before it (as `text::lossy_chars` counts them, which add up at such bytes). Built as far
+/// as it is asked for, reading on from its last checkpoint.
+#[derive(Debug)]
+pub struct LineIndex {
+    points: Vec<Checkpoint>,
+    /// The file's length, once the count reached its end.
+    len: Option<u64>,
+    step: usize,
+}
+
+/// A place to count from: a byte offset, its 1-based line, and the characters of that line
+/// before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub offset: u64,
+    pub line: u64,
+    pub chars: u64,
+}
+
+impl Checkpoint {
+    pub const START: Checkpoint = Checkpoint {
+        offset: 0,
+        line: 1,
+        chars: 0,
+    };
+}
+
+impl Default for LineIndex {
+    fn default() -> Self {
+        Self::with_step(Self::STEP)
+    }
+}
+
+impl LineIndex {
+    /// Bytes between checkpoints (16 KiB: 24 bytes of index per 16 KiB of file).
+    pub const STEP: usize = 16 * 1024;
+
+    pub fn with_step(step: usize) -> Self {
+        Self {
+            points: vec![Checkpoint::START],
+            len: None,
+            step: step.max(1),
+        }
+    }
+
+    /// How far ahead a position is counted from the checkpoint before it rather than read on to
+    /// (four steps: 64 KiB).
+    pub fn jump(&self) -> u64 {
+        4 * self.step as u64
+    }
+
+    fn last(&self) -> Checkpoint {
+        self.points.last().copied().unwrap_or(Checkpoint::START)
+    }
+
+    /// The last checkpoint at or before `offset`, the index built past it first (or to the end of
+    /// the file). `None` when `offset` is past the end of the file.
+    pub fn before(
+        &mut self,
+        file: &mut (impl Read + Seek),
+        offset: u64,
+    ) -> io::Result<Option<Checkpoint>> {
+        let mut want = 4 * self.step as u64;
+        let mut buf = Vec::new();
+        while self.len.is_none() && self.last().offset <= offset {
+            let from = self.last();
+            file.seek(SeekFrom::Start(from.offset))?;
+            buf.clear();
+            file.by_ref().take(want).read_to_end(&mut buf)?;
+            let at_end = (buf.len() as u64) < want;
+            let before = self.points.len();
+            self.count(from, &buf);
+            if at_end {
+                self.len = Some(from.offset + buf.len() as u64);
+            } else if self.points.len() == before {
+                // No line start or ASCII byte far enough on: read further.
+                want = want.saturating_mul(2);
+            }
+        }
+        if self.len.is_some_and(|len| offset >= len) {
+            return Ok(None);
+        }
+        let i = self.points.partition_point(|p| p.offset <= offset);
+        Ok(self.points.get(i.wrapping_sub(1)).copied())
+    }
+
+    /// Adds the checkpoints of `buf`, the bytes from checkpoint `from` on.
+    fn count(&mut self, from: Checkpoint, buf: &[u8]) {
+        let step = self.step;
+        let (mut line, mut chars) = (from.line, from.chars);
+        // Where the characters not yet in `chars` start, and the last checkpoint, in `buf`.
+        let (mut counted, mut last) = (0usize, 0usize);
+        let breaks = memchr::memchr_iter(b'\n', buf).map(Some).chain([None]);
+        for newline in breaks {
+            let end = newline.unwrap_or(buf.len());
+            while end > last + step {
+                let Some(p) = buf[last + step..end]
+                    .iter()
+                    .position(u8::is_ascii)
+                    .map(|k| last + step + k)
+                else {
+                    break;
+                };
+                chars += crate::text::lossy_chars(&buf[counted..p]);
+                (counted, last) = (p, p);
+                self.points.push(Checkpoint {
+                    offset: from.offset + p as u64,
+                    line,
+                    chars,
+                });
+            }
+            let Some(newline) = newline else {
+                break;
+            };
+            line += 1;
+            chars = 0;
+            counted = newline + 1;
+            if counted - last >= step {
+                last = counted;
+                self.points.push(Checkpoint {
+                    offset: from.offset + counted as u64,
+                    line,
+                    chars: 0,
+                });
             }
         }
     }
@@ -92,6 +229,7 @@ impl SourceMap {
         self.push(Source {
             path: path.to_path_buf(),
             kind: SourceKind::File,
+            lines: Mutex::default(),
         })
     }
 
@@ -99,6 +237,7 @@ impl SourceMap {
         self.push(Source {
             path: origin.to_path_buf(),
             kind: SourceKind::Virtual { text, locator },
+            lines: Mutex::default(),
         })
     }
 

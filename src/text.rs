@@ -74,6 +74,16 @@ pub fn one_byte_mutations(seed: &str) -> impl Iterator<Item = String> + '_ {
     })
 }
 
+/// `String::from_utf8_lossy(bytes).chars().count()`, without building the string: a column as
+/// it is printed. Counts on either side of an ASCII byte or a line start add up (an ASCII byte
+/// never continues a sequence).
+pub fn lossy_chars(bytes: &[u8]) -> u64 {
+    bytes
+        .utf8_chunks()
+        .map(|c| c.valid().chars().count() as u64 + u64::from(!c.invalid().is_empty()))
+        .sum()
+}
+
 /// Cuts `s` to at most `max` bytes (at a character boundary) when it is longer, and says how
 /// long it was: `abc…[5000 bytes]`. What a model keeps of a string that can be any size: the
 /// allocation shrinks with it (a cut string that kept its capacity held the whole of it).

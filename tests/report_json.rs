@@ -39,3 +39,58 @@ fn database_counts_cover_every_session() {
     let own: usize = healthy.messages.iter().map(|m| m.parts.len()).sum();
     assert_eq!(doc["files"][0]["counts"]["parts"], own as u64);
 }
+
+/// A HAR written on one line holds a unit per entry, each with findings on line 1: every
+/// position is counted exactly (on an ASCII line, the column is the offset plus one), whether
+/// the entry is the first or the fortieth, and in every machine format.
+#[test]
+fn positions_in_a_one_line_file_of_many_units_are_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(repo("samples/har-streaming-response.har")).unwrap();
+    let mut har: serde_json::Value = serde_json::from_str(&sample).unwrap();
+    let entry = har["log"]["entries"][0].clone();
+    har["log"]["entries"] = serde_json::Value::Array(vec![entry; 40]);
+    let path = dir.path().join("one-line.har");
+    // serde_json writes `\u` escapes for nothing here and no newline: one ASCII line.
+    let text = serde_json::to_string(&har).unwrap();
+    assert!(text.is_ascii() && !text.contains('\n'));
+    std::fs::write(&path, &text).unwrap();
+    let (_, doc) = diagnose_json(&path, &[]);
+    let all = findings(&doc);
+    let per_entry = all.len() / 40;
+    assert!(
+        per_entry > 0 && all.len() == per_entry * 40,
+        "{}",
+        describe(&all)
+    );
+    let mut offsets = Vec::new();
+    for f in &all {
+        let offset = f["span"]["offset"].as_u64().unwrap();
+        let length = f["span"]["length"].as_u64().unwrap();
+        assert_eq!(f["line"], 1, "{f}");
+        assert_eq!(f["column"].as_u64(), Some(offset + 1), "{f}");
+        assert_eq!(f["end_line"], 1, "{f}");
+        assert_eq!(f["end_column"].as_u64(), Some(offset + length + 1), "{f}");
+        for r in f["related"].as_array().unwrap() {
+            let offset = r["span"]["offset"].as_u64().unwrap();
+            assert_eq!(r["column"].as_u64(), Some(offset + 1), "{r}");
+        }
+        offsets.push(offset);
+    }
+    // The entries' findings point into their own entries, further and further along the line.
+    assert!(offsets.iter().max() > Some(&(text.len() as u64 * 9 / 10)));
+    let sarif = rewind()
+        .args(["diagnose", "--format", "sarif"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let sarif: serde_json::Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    for r in sarif["runs"][0]["results"].as_array().unwrap() {
+        let region = &r["locations"][0]["physicalLocation"]["region"];
+        assert_eq!(
+            region["startColumn"].as_u64(),
+            region["byteOffset"].as_u64().map(|o| o + 1),
+            "{r}"
+        );
+    }
+}

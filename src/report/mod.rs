@@ -401,6 +401,17 @@ pub fn locate_spans(
             continue;
         };
         let scanned = match &source.kind {
+            // Positions only: counted from the file's checkpoints, kept across its units.
+            SourceKind::File if !keep_lines => {
+                let (Ok(file), Ok(mut indexer)) = (
+                    crate::ingest::open(&source.path),
+                    crate::ingest::open(&source.path),
+                ) else {
+                    continue;
+                };
+                let mut index = source.lines.lock().unwrap_or_else(|e| e.into_inner());
+                snippet::resolve(file, &mut indexer, &mut index, &ranges).ok()
+            }
             SourceKind::File => crate::ingest::open(&source.path)
                 .ok()
                 .and_then(|r| snippet::scan(r, &ranges, keep_lines).ok()),
