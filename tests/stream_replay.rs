@@ -337,9 +337,13 @@ fn provider_executed_tools_are_not_merged_steps() {
     );
 }
 
-/// Timeline details of a replay, in JSON.
+/// Timeline details of a replay of a fixture, in JSON.
 fn timeline(file: &str, profile: &str) -> String {
-    let path = fixture(file);
+    timeline_of(&fixture(file), profile)
+}
+
+/// Timeline details of a replay, in JSON.
+fn timeline_of(path: &std::path::Path, profile: &str) -> String {
     let (_, doc) = json_of(&[
         "replay",
         path.to_str().unwrap(),
@@ -524,15 +528,7 @@ fn a_tool_error_quotes_long_arguments_capped() {
     text += &chunk("{}", "\"tool_calls\"");
     text += "data: [DONE]\n\n";
     std::fs::write(&path, text).unwrap();
-    let (_, doc) = json_of(&[
-        "replay",
-        path.to_str().unwrap(),
-        "--format",
-        "json",
-        "--processor",
-        "opencode",
-    ]);
-    let t = doc["units"][0]["runs"][0]["timeline"].to_string();
+    let t = timeline_of(&path, "opencode");
     assert!(t.contains("Invalid input for tool read"), "{t}");
     // The timeline cuts the error in turn and says how long it is: not the 200 kB of input.
     let kept: usize = t

@@ -655,6 +655,16 @@ impl SourceCode for Snippet {
 mod tests {
     use super::*;
 
+    /// A reproducible stream of pseudo-random numbers (xorshift64).
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// Positions counted from checkpoints are what a read from the first byte finds: random
     /// texts of short and long lines, multi-byte characters, invalid bytes, `\r` and stretches
     /// without ASCII, random spans (empty, tall, past the end), one index kept across several
@@ -662,13 +672,7 @@ mod tests {
     /// fall everywhere.
     #[test]
     fn resolving_from_checkpoints_finds_what_a_scan_finds() {
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let pieces: [&[u8]; 9] = [
             b"a",
             b"{\"k\":1}",
@@ -686,7 +690,11 @@ mod tests {
             while text.len() < size {
                 let piece = pieces[(next() % pieces.len() as u64) as usize];
                 // Long runs of one piece: long lines, stretches without ASCII.
-                let times = if next() % 8 == 0 { next() % 400 } else { 1 };
+                let times = if next().is_multiple_of(8) {
+                    next() % 400
+                } else {
+                    1
+                };
                 for _ in 0..times {
                     text.extend_from_slice(piece);
                 }
@@ -698,7 +706,7 @@ mod tests {
                     .map(|_| {
                         let start = next() % len;
                         let end = start
-                            + if next() % 3 == 0 {
+                            + if next().is_multiple_of(3) {
                                 next() % 400
                             } else {
                                 next() % 6
@@ -730,13 +738,7 @@ mod tests {
     /// long lines of ASCII, multi-byte characters, invalid bytes and stretches without ASCII.
     #[test]
     fn columns_count_what_a_lossy_string_counts() {
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         let pieces: [&[u8]; 7] = [
             b"a",
             b"{\"k\":",
@@ -751,7 +753,7 @@ mod tests {
             while line.len() < len {
                 // Long stretches without an ASCII byte too.
                 let piece = pieces[(next() % pieces.len() as u64) as usize];
-                let times = if next() % 50 == 0 { 2000 } else { 1 };
+                let times = if next().is_multiple_of(50) { 2000 } else { 1 };
                 for _ in 0..times {
                     line.extend_from_slice(piece);
                 }
