@@ -192,6 +192,11 @@ fn capped(s: &str, max: usize) -> String {
 }
 
 impl Reader {
+    /// The index of the record `rec` answers, when that record is in the file.
+    fn parent_of(&self, rec: &Rec) -> Option<usize> {
+        rec.parent.as_ref().and_then(|p| self.index.get(p)).copied()
+    }
+
     fn line(&mut self, line: Line) {
         self.counts.0 += 1;
         self.size.line(line.span);
@@ -412,13 +417,10 @@ impl Reader {
                 break; // a cycle: the file is corrupt; keep what was walked
             }
             path.push(i);
-            at = relinks.get(&i).copied().or_else(|| {
-                self.records[i]
-                    .parent
-                    .as_ref()
-                    .and_then(|p| self.index.get(p))
-                    .copied()
-            });
+            at = relinks
+                .get(&i)
+                .copied()
+                .or_else(|| self.parent_of(&self.records[i]));
         }
         path.reverse();
         self.stitch_parallel(path)
@@ -460,7 +462,7 @@ impl Reader {
             if on.contains(&i) || rec.meta {
                 continue;
             }
-            let Some(&parent) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+            let Some(parent) = self.parent_of(rec) else {
                 continue;
             };
             if !on.contains(&parent) {
@@ -542,11 +544,7 @@ impl Reader {
                     break;
                 }
                 steps += 1;
-                at = self.records[i]
-                    .parent
-                    .as_ref()
-                    .and_then(|q| self.index.get(q))
-                    .copied();
+                at = self.parent_of(&self.records[i]);
             }
             if at == Some(head) && head != anchor {
                 out.insert(head, anchor);
@@ -1010,7 +1008,7 @@ impl Reader {
             if on_path.contains(&i) || rec.sidechain != main_sidechain {
                 continue;
             }
-            let Some(&p) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+            let Some(p) = self.parent_of(rec) else {
                 continue;
             };
             let r = if on_path.contains(&p) {
@@ -1045,10 +1043,10 @@ impl Reader {
                 continue;
             }
             let rec = &self.records[r];
-            let Some(fork) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+            let Some(fork) = self.parent_of(rec) else {
                 continue;
             };
-            let fork = &self.records[*fork];
+            let fork = &self.records[fork];
             let live = live_child
                 .get(fork.uuid.as_str())
                 .map(|&k| &self.records[k]);
@@ -1143,11 +1141,7 @@ impl Reader {
                 break None; // a cycle
             }
             walked.push(j);
-            at = self.records[j]
-                .parent
-                .as_ref()
-                .and_then(|p| self.index.get(p))
-                .copied();
+            at = self.parent_of(&self.records[j]);
         };
         for j in walked {
             if let Some(slot) = forks.get_mut(j) {
@@ -1187,7 +1181,7 @@ impl Reader {
                     continue;
                 }
                 // Where this branch leaves the active history.
-                let parent = rec.parent.as_ref().and_then(|p| self.index.get(p)).copied();
+                let parent = self.parent_of(rec);
                 let mut related = Vec::new();
                 let why = match self.fork(parent, on_path, &mut forks) {
                     Some(j) => {
@@ -1476,7 +1470,7 @@ mod tests {
                 if on.contains(&i) || rec.meta {
                     continue;
                 }
-                let Some(&parent) = rec.parent.as_ref().and_then(|p| self.index.get(p)) else {
+                let Some(parent) = self.parent_of(rec) else {
                     continue;
                 };
                 if !on.contains(&parent) {
@@ -1611,11 +1605,7 @@ mod tests {
         let mut at = r.leaf();
         while let Some(i) = at {
             path.push(i);
-            at = r.records[i]
-                .parent
-                .as_ref()
-                .and_then(|p| r.index.get(p))
-                .copied();
+            at = r.parent_of(&r.records[i]);
         }
         path.reverse();
         let stitched = r.stitch_parallel(path.clone());
@@ -1710,13 +1700,7 @@ mod tests {
         assert!(read.is_ok());
         let path = r.active_path();
         let on_path: HashSet<usize> = path.iter().copied().collect();
-        let parent = |j: usize| {
-            r.records[j]
-                .parent
-                .as_ref()
-                .and_then(|p| r.index.get(p))
-                .copied()
-        };
+        let parent = |j: usize| r.parent_of(&r.records[j]);
         let mut forks = vec![None; r.records.len()];
         let children = r.children_on_path(&path);
         let mut reached = 0;
