@@ -351,6 +351,8 @@ row() {  # kind extension [command words before the file…]
 }
 row export-one-line json
 row har-one-line har
+row har-one-line har "$bin" diagnose --format human
+row har-one-line har "$bin" diagnose --format html
 row export-turns json
 row export-parallel-calls json
 row transcript-blocks jsonl

@@ -147,9 +147,67 @@ impl LineIndex {
         file: &mut (impl Read + Seek),
         offset: u64,
     ) -> io::Result<Option<Checkpoint>> {
+        self.build(file, |last| last.offset <= offset)?;
+        if self.len.is_some_and(|len| offset >= len) {
+            return Ok(None);
+        }
+        let i = self.points.partition_point(|p| p.offset <= offset);
+        Ok(self.points.get(i.wrapping_sub(1)).copied())
+    }
+
+    /// Where line `n` (1-based) starts, the index built past that first: counted from the last
+    /// checkpoint at or before it, so never more than the bytes between two checkpoints are read.
+    /// `None` when the file has fewer lines; a line after the file's final line break may come
+    /// back as the file's length, and reads as empty.
+    pub fn line_start(&mut self, file: &mut (impl Read + Seek), n: u64) -> io::Result<Option<u64>> {
+        self.build(file, |last| last.line < n)?;
+        // Checkpoints are in the order of (line, characters before them on it).
+        let i = self.points.partition_point(|p| (p.line, p.chars) <= (n, 0));
+        let Some(from) = self.points.get(i.wrapping_sub(1)).copied() else {
+            return Ok(None);
+        };
+        let mut at = from.offset;
+        let mut breaks = n.saturating_sub(from.line);
+        if breaks > 0 {
+            file.seek(SeekFrom::Start(at))?;
+            let mut buf = [0; 8 * 1024];
+            loop {
+                let got = file.read(&mut buf)?;
+                if got == 0 {
+                    return Ok(None);
+                }
+                let mut found = memchr::memchr_iter(b'\n', &buf[..got]);
+                let hit = loop {
+                    match found.next() {
+                        Some(k) if breaks == 1 => break Some(k),
+                        Some(_) => breaks -= 1,
+                        None => break None,
+                    }
+                };
+                match hit {
+                    Some(k) => {
+                        at += k as u64 + 1;
+                        break;
+                    }
+                    None => at += got as u64,
+                }
+            }
+        }
+        Ok(match self.len {
+            Some(len) if at >= len => None,
+            _ => Some(at),
+        })
+    }
+
+    /// Counts on from the last checkpoint while `more` holds for it and the end was not reached.
+    fn build(
+        &mut self,
+        file: &mut (impl Read + Seek),
+        more: impl Fn(&Checkpoint) -> bool,
+    ) -> io::Result<()> {
         let mut want = 4 * self.step as u64;
         let mut buf = Vec::new();
-        while self.len.is_none() && self.last().offset <= offset {
+        while self.len.is_none() && more(&self.last()) {
             let from = self.last();
             file.seek(SeekFrom::Start(from.offset))?;
             buf.clear();
@@ -164,11 +222,7 @@ impl LineIndex {
                 want = want.saturating_mul(2);
             }
         }
-        if self.len.is_some_and(|len| offset >= len) {
-            return Ok(None);
-        }
-        let i = self.points.partition_point(|p| p.offset <= offset);
-        Ok(self.points.get(i.wrapping_sub(1)).copied())
+        Ok(())
     }
 
     /// Adds the checkpoints of `buf`, the bytes from checkpoint `from` on.
@@ -209,6 +263,55 @@ impl LineIndex {
                     line,
                     chars: 0,
                 });
+            }
+        }
+    }
+}
+
+/// A buffered file that keeps its buffer when a seek lands inside it (`BufReader::seek` drops
+/// it): the lines kept for display are read by seeking to each, and those of one unit lie close
+/// together, so most of them cost no read from the file.
+pub struct Rereading<F> {
+    inner: io::BufReader<F>,
+    /// Where the next read starts, once known.
+    pos: Option<u64>,
+}
+
+impl<F: Read + Seek> Rereading<F> {
+    pub fn new(inner: io::BufReader<F>) -> Self {
+        Self { inner, pos: None }
+    }
+}
+
+impl<F: Read> Read for Rereading<F> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pos = self.pos.map(|p| p + n as u64);
+        Ok(n)
+    }
+}
+
+impl<F: Read + Seek> Seek for Rereading<F> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        match (to, self.pos) {
+            (SeekFrom::Start(at), Some(pos)) => {
+                let by = i64::try_from(at)
+                    .ok()
+                    .zip(i64::try_from(pos).ok())
+                    .map(|(at, pos)| at - pos);
+                match by {
+                    Some(by) => self.inner.seek_relative(by)?,
+                    None => {
+                        self.inner.seek(to)?;
+                    }
+                }
+                self.pos = Some(at);
+                Ok(at)
+            }
+            _ => {
+                let at = self.inner.seek(to)?;
+                self.pos = Some(at);
+                Ok(at)
             }
         }
     }

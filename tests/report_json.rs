@@ -94,3 +94,45 @@ fn positions_in_a_one_line_file_of_many_units_are_exact() {
         );
     }
 }
+
+/// Human output of the same file shows each finding's line around its labels, however far into
+/// the line they are (it used to show the line's first 140 characters, the labels pinned to
+/// their end, for any label past 64 KiB).
+#[test]
+fn a_one_line_file_shows_each_finding_around_its_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = std::fs::read_to_string(repo("samples/har-streaming-response.har")).unwrap();
+    let mut har: serde_json::Value = serde_json::from_str(&sample).unwrap();
+    let entry = har["log"]["entries"][0].clone();
+    har["log"]["entries"] = serde_json::Value::Array(vec![entry; 40]);
+    let path = dir.path().join("one-line.har");
+    let text = serde_json::to_string(&har).unwrap();
+    std::fs::write(&path, &text).unwrap();
+    let out = rewind().args(["diagnose"]).arg(&path).output().unwrap();
+    let human = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = human.lines().collect();
+    let mut far = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let Some(at) = line.find("one-line.har:1:") else {
+            continue;
+        };
+        let column: usize = line[at + "one-line.har:1:".len()..]
+            .trim_end_matches(']')
+            .parse()
+            .unwrap();
+        let shown = lines[i + 1].split_once(" │ ").unwrap().1;
+        let shown = shown.trim_start_matches('…').trim_end_matches('…');
+        assert!(shown.len() > 100, "{shown}");
+        // The shown bytes are those just before and after the label, in this entry.
+        let from = column.saturating_sub(2_000);
+        let to = (column + 2_000).min(text.len());
+        assert!(
+            text[from..to].contains(shown),
+            "column {column} shows {shown}"
+        );
+        if column > 70_000 {
+            far += 1;
+        }
+    }
+    assert!(far > 20, "{human}");
+}

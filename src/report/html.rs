@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::record::FindingRecord;
-use super::snippet::{CONTEXT, DisplayLine, push_escaped};
+use super::snippet::{CONTEXT, push_escaped};
 use super::{
     Located, Printer, RunSummary, SessionSummary, Totals, UnitOutput, by_rule, locate_spans,
     root_cause_order, summarize,
@@ -1243,24 +1243,22 @@ fn snippets(out: &mut String, sources: &SourceMap, located: &Located, f: &Findin
                 let _ = writeln!(out, "{:>width$} ┆", "");
             }
             for n in *s..=*e {
-                let Some((start, bytes)) = lines.line(n) else {
+                let here: Vec<_> = ls.iter().filter(|(r, _, _)| r.start.line == n).collect();
+                let marks: Vec<u64> = here.iter().map(|(_, l, _)| l.span.offset).collect();
+                let column = here
+                    .iter()
+                    .map(|(r, l, _)| (l.span.offset, r.start.column))
+                    .min()
+                    .map_or(1, |(_, column)| column);
+                let Some((start, dl)) = lines.display(n, &marks, column) else {
                     continue;
                 };
-                let here: Vec<_> = ls.iter().filter(|(r, _, _)| r.start.line == n).collect();
-                let marks: Vec<usize> = here
-                    .iter()
-                    .map(|(_, l, _)| l.span.offset.saturating_sub(start) as usize)
-                    .collect();
-                let dl = DisplayLine::build(bytes, &marks);
                 // Display byte ranges of the labels on this line.
                 let marked: Vec<(usize, usize, bool, &str)> = here
                     .iter()
                     .map(|(r, l, p)| {
                         let a = dl.at(l.span.offset.saturating_sub(start) as usize);
-                        let end = r
-                            .display_end
-                            .min(l.span.end())
-                            .min(start + bytes.len() as u64);
+                        let end = r.display_end.min(l.span.end());
                         let b = dl.at(end.saturating_sub(start) as usize).max(a);
                         (a, b, *p, l.text.as_str())
                     })

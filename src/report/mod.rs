@@ -401,20 +401,18 @@ pub fn locate_spans(
             continue;
         };
         let scanned = match &source.kind {
-            // Positions only: counted from the file's checkpoints, kept across its units.
-            SourceKind::File if !keep_lines => {
-                let (Ok(file), Ok(mut indexer)) = (
+            // Counted from the file's checkpoints, kept across its units.
+            SourceKind::File => {
+                let (Ok(file), Ok(indexer)) = (
                     crate::ingest::open(&source.path),
                     crate::ingest::open(&source.path),
                 ) else {
                     continue;
                 };
+                let mut indexer = crate::source::Rereading::new(indexer);
                 let mut index = source.lines.lock().unwrap_or_else(|e| e.into_inner());
-                snippet::resolve(file, &mut indexer, &mut index, &ranges).ok()
+                snippet::resolve(file, &mut indexer, &mut index, &ranges, keep_lines).ok()
             }
-            SourceKind::File => crate::ingest::open(&source.path)
-                .ok()
-                .and_then(|r| snippet::scan(r, &ranges, keep_lines).ok()),
             SourceKind::Virtual { text, .. } => {
                 snippet::scan(text.as_bytes(), &ranges, keep_lines).ok()
             }

@@ -18,14 +18,24 @@ use crate::text::lossy_chars;
 pub const CONTEXT: u64 = 2;
 /// A label spanning more lines than this is shown on its first line only.
 const MAX_LABEL_LINES: u64 = 6;
-/// Bytes of one line kept in memory for display.
-const MAX_KEPT_LINE: usize = 64 * 1024;
-/// Bytes kept after the last label start of a line (or from the start of a line without one):
-/// enough for the widest window [`DisplayLine::build`] shows after a mark, plus the character
-/// that tells it the line goes on, whatever their width (four bytes at most each).
-const KEPT_AFTER_MARK: usize = (DISPLAY_WIDTH + 2) * 4;
+/// Bytes kept after a label start (or from the start of a line): enough for the widest window
+/// [`DisplayLine::build`] shows after a mark, plus the character that tells it the line goes on,
+/// whatever their width (four bytes at most each).
+const KEPT_AFTER_MARK: u64 = (DISPLAY_WIDTH as u64 + 2) * 4;
+/// Bytes before a label that hold at least the [`SHOWN_BEFORE`] characters shown before it.
+const SHOWN_BEFORE_BYTES: usize = SHOWN_BEFORE * 4;
+/// Bytes kept before a label start far into its line ([`FAR_MARK`]): [`SHOWN_BEFORE_BYTES`], and
+/// room for [`char_start`] to step back to a character's first byte.
+const KEPT_BEFORE_MARK: u64 = SHOWN_BEFORE_BYTES as u64 + 8;
+/// A label starting this many bytes or more into its line is shown from [`SHOWN_BEFORE`]
+/// characters before it (the line has more than [`DISPLAY_WIDTH`] characters before it), so the
+/// line is kept around it, not from its start.
+const FAR_MARK: u64 = DISPLAY_WIDTH as u64 * 4 + 4;
 /// Characters of one line shown.
 const DISPLAY_WIDTH: usize = 140;
+/// Characters shown before a label that does not fit in the first [`DISPLAY_WIDTH`] characters of
+/// its line.
+const SHOWN_BEFORE: usize = 30;
 
 /// A position: 1-based line, 1-based column in characters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -43,10 +53,59 @@ pub struct Resolved {
     pub display_end: u64,
 }
 
+/// What is kept of one line: pieces of it, in order, the first from its start.
 #[derive(Debug)]
 struct Captured {
+    /// Where the line starts in the source.
     start: u64,
+    pieces: Vec<Piece>,
+}
+
+/// Consecutive bytes of a line: where they start in the source, and the bytes (the line ending
+/// included when they reach it).
+#[derive(Debug)]
+struct Piece {
+    at: u64,
     bytes: Vec<u8>,
+}
+
+/// The parts of a line kept for display, as byte ranges from its start (before cutting at its
+/// end), for the labels starting at `marks` (from the line's start, in increasing order): its
+/// first [`KEPT_AFTER_MARK`] bytes, up to that far past a label near the start, and
+/// [`KEPT_BEFORE_MARK`] bytes before to [`KEPT_AFTER_MARK`] bytes after a label farther on
+/// ([`FAR_MARK`]), ranges that meet merged. However long the line, a label is shown from bytes
+/// kept around it, and what is kept grows with the labels, not with the line.
+fn windows(marks: impl Iterator<Item = u64>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = vec![(0, KEPT_AFTER_MARK)];
+    for m in marks {
+        let from = if m < FAR_MARK {
+            0
+        } else {
+            m - KEPT_BEFORE_MARK
+        };
+        let to = m.saturating_add(KEPT_AFTER_MARK);
+        match out.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => out.push((from, to)),
+        }
+    }
+    out
+}
+
+/// The last place at or before `q` in `bytes` where a character starts, as
+/// `String::from_utf8_lossy` reads them from any earlier place: a byte that does not continue a
+/// sequence, or one after three that do (no sequence is longer than four bytes). At most three
+/// steps back; `0` when it reaches the start.
+fn char_start(bytes: &[u8], q: usize) -> usize {
+    let continues = |b: &u8| b & 0xc0 == 0x80;
+    let mut p = q.min(bytes.len());
+    while p > 0
+        && bytes.get(p).is_some_and(continues)
+        && !(p >= 3 && bytes[p - 3..p].iter().all(continues))
+    {
+        p -= 1;
+    }
+    p
 }
 
 /// The result of one pass over a source.
@@ -62,18 +121,49 @@ impl Lines {
         self.resolved.get(i).copied().flatten()
     }
 
-    /// A kept line (1-based number): its start offset in the source and its bytes (at most
-    /// 64 KiB of it, line ending included).
-    pub fn line(&self, n: u64) -> Option<(u64, &[u8])> {
-        self.captured.get(&n).map(|c| (c.start, c.bytes.as_slice()))
+    /// Kept line `n` (1-based) as shown with the labels starting at `marks` (source offsets, on
+    /// that line), the first of them at `column` (as resolved): where the shown bytes start in the
+    /// source, and the display. Only the bytes around the first label are read, so a long line
+    /// with many labels costs a window per label, not the line per label.
+    pub fn display(&self, n: u64, marks: &[u64], column: u64) -> Option<(u64, DisplayLine)> {
+        let c = self.captured.get(&n)?;
+        let first = marks.iter().min().map(|m| m.saturating_sub(c.start));
+        // A far label: from a character start about SHOWN_BEFORE characters before it; the
+        // characters of the line before that follow from its column.
+        let far = first.filter(|&m| m >= FAR_MARK).and_then(|m| {
+            let piece = c.pieces.iter().rev().find(|p| p.at <= c.start + m)?;
+            let k = (c.start + m - piece.at) as usize;
+            let from = char_start(&piece.bytes, k.checked_sub(SHOWN_BEFORE_BYTES)?);
+            let to = (k + KEPT_AFTER_MARK as usize).min(piece.bytes.len());
+            let before = crate::text::lossy_chars(&piece.bytes[from..k.min(to)]);
+            let skipped = column.saturating_sub(1).saturating_sub(before);
+            Some((
+                piece.at + from as u64,
+                &piece.bytes[from..to],
+                skipped as usize,
+            ))
+        });
+        let (at, bytes, skipped) = match far {
+            Some(far) => far,
+            None => {
+                let piece = c.pieces.first()?;
+                let to = first.unwrap_or(0).saturating_add(KEPT_AFTER_MARK);
+                let to = (to as usize).min(piece.bytes.len());
+                (c.start, &piece.bytes[..to], 0)
+            }
+        };
+        let marks: Vec<usize> = marks
+            .iter()
+            .map(|m| m.saturating_sub(at) as usize)
+            .collect();
+        Some((at, DisplayLine::build(bytes, skipped, &marks)))
     }
 }
 
 /// Reads `input` once and resolves each `(start, end)` byte range (end exclusive). With
-/// `keep_lines`, the lines around the spans are kept for display, each only as far as it can be
-/// shown: up to [`KEPT_AFTER_MARK`] bytes past the last span starting on it (at most 64 KiB), so
-/// a log of long lines does not cost a long line per finding. Machine output needs positions
-/// only, and keeps no lines.
+/// `keep_lines`, the lines around the spans are kept for display, each only where it can be
+/// shown (see [`windows`]), so a log of long lines does not cost a long line per finding.
+/// Machine output needs positions only, and keeps no lines.
 ///
 /// Cost: one pass up to the last line needed, O(lines + spans); memory: the captured lines.
 pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> io::Result<Lines> {
@@ -112,8 +202,8 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> 
             columns.before(&buf, k) + 1
         };
         let mut capture_this = line <= capture_until;
-        // The last span start on this line, from the line's start.
-        let mut last_mark = 0;
+        // The span starts on this line, from the line's start.
+        let mut marks: Vec<u64> = Vec::new();
         while let Some(&i) = order.get(next) {
             let start = spans[i].0;
             if start >= le {
@@ -123,7 +213,7 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> 
             if start < ls {
                 continue; // inside a line already passed: cannot happen for sorted starts
             }
-            last_mark = (start - ls) as usize;
+            marks.push(start - ls);
             active.push((
                 i,
                 Position {
@@ -168,14 +258,14 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> 
         if !keep_lines {
             continue;
         }
-        let keep = buf
-            .len()
-            .min(last_mark.saturating_add(KEPT_AFTER_MARK))
-            .min(MAX_KEPT_LINE);
-        let kept = Captured {
-            start: ls,
-            bytes: buf[..keep].to_vec(),
-        };
+        let pieces = windows(marks.into_iter())
+            .into_iter()
+            .map(|(from, to)| Piece {
+                at: ls + from,
+                bytes: buf[(from as usize).min(buf.len())..(to as usize).min(buf.len())].to_vec(),
+            })
+            .collect();
+        let kept = Captured { start: ls, pieces };
         if capture_this {
             out.captured.insert(line, kept);
         } else {
@@ -196,18 +286,20 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> 
     Ok(out)
 }
 
-/// What [`scan`] resolves without keeping lines, for output that needs positions only, counted
-/// from the checkpoints of `index` (see [`LineIndex`]) instead of from the first byte: the
-/// points the spans start and end at are visited in order by a cursor that reads forward, and
-/// jumps to a checkpoint when the next point is far. A file diagnosed in many units is then read
-/// about once for positions, not once per unit up to its spans (a one-line HAR of 400 failing
-/// entries took 18 s that way). `index` is built on as far as the spans need, through `indexer`
-/// (a second handle on the same file); `file` is read for the counting itself.
+/// What [`scan`] finds, counted from the checkpoints of `index` (see [`LineIndex`]) instead of
+/// from the first byte: the points the spans start and end at are visited in order by a cursor
+/// that reads forward, and jumps to a checkpoint when the next point is far. A file diagnosed in
+/// many units is then read about once for positions, not once per unit up to its spans (a
+/// one-line HAR of 400 failing entries took 18 s that way). With `keep_lines`, the lines `scan`
+/// would keep are then read from where the index puts them (see [`capture`]). `index` is built
+/// on as far as the spans need, through `indexer` (a second handle on the same file); `file` is
+/// read for the counting itself.
 pub fn resolve<F: Read + Seek, G: Read + Seek>(
     file: F,
     indexer: &mut G,
     index: &mut LineIndex,
     spans: &[(u64, u64)],
+    keep_lines: bool,
 ) -> io::Result<Lines> {
     let mut out = Lines {
         resolved: vec![None; spans.len()],
@@ -231,23 +323,115 @@ pub fn resolve<F: Read + Seek, G: Read + Seek>(
         let slot = if is_start { &mut starts } else { &mut ends };
         slot[i] = Some(found);
     }
+    // The lines `scan` keeps for each span (first, last): [`CONTEXT`] lines around the lines it
+    // is shown on, or its first [`MAX_LABEL_LINES`] lines and the context before.
+    let mut shown: Vec<(u64, u64)> = Vec::new();
     for (i, &(start_at, end_at)) in spans.iter().enumerate() {
         let Some(start) = starts[i] else {
             continue;
         };
         out.resolved[i] = Some(match ends[i] {
-            Some(end) if end.line - start.line <= MAX_LABEL_LINES => Resolved {
-                start,
-                end,
-                display_end: end_at,
-            },
+            Some(end) if end.line - start.line <= MAX_LABEL_LINES => {
+                shown.push((start.line.saturating_sub(CONTEXT), end.line + CONTEXT));
+                Resolved {
+                    start,
+                    end,
+                    display_end: end_at,
+                }
+            }
             // Taller than shown, or running to the end of the input: its first line.
-            _ => Resolved {
-                start,
-                end: start,
-                display_end: content_end(indexer, start_at)?,
-            },
+            _ => {
+                shown.push((
+                    start.line.saturating_sub(CONTEXT),
+                    start.line + MAX_LABEL_LINES,
+                ));
+                Resolved {
+                    start,
+                    end: start,
+                    display_end: content_end(indexer, start_at)?,
+                }
+            }
         });
+    }
+    if keep_lines {
+        let mut marks: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+        for (r, &(start, _)) in out.resolved.iter().zip(spans) {
+            if let Some(r) = r {
+                marks.entry(r.start.line).or_default().push(start);
+            }
+        }
+        for line in marks.values_mut() {
+            line.sort_unstable();
+        }
+        out.captured = capture(indexer, index, shown, &marks)?;
+    }
+    Ok(out)
+}
+
+/// The lines [`scan`] keeps, read from where `index` puts them: the `shown` ranges of lines
+/// (first, last), each line kept where `scan` keeps it ([`windows`] of the span starts on it, in
+/// `marks` by line). A group of consecutive lines costs one look-up in the index, and a look-up
+/// more after each line longer than what is kept of it; nothing else of the file is read.
+fn capture<G: Read + Seek>(
+    file: &mut G,
+    index: &mut LineIndex,
+    mut shown: Vec<(u64, u64)>,
+    marks: &BTreeMap<u64, Vec<u64>>,
+) -> io::Result<BTreeMap<u64, Captured>> {
+    shown.sort_unstable();
+    let mut groups: Vec<(u64, u64)> = Vec::new();
+    for (first, last) in shown {
+        let first = first.max(1);
+        match groups.last_mut() {
+            Some(group) if first <= group.1 + 1 => group.1 = group.1.max(last),
+            _ => groups.push((first, last)),
+        }
+    }
+    let mut out = BTreeMap::new();
+    let mut read = Vec::new();
+    for (first, last) in groups {
+        let mut start = index.line_start(file, first)?;
+        for n in first..=last {
+            let Some(at) = start else {
+                break;
+            };
+            let here = marks.get(&n).map_or(&[][..], Vec::as_slice);
+            let mut pieces = Vec::new();
+            // Where the next line starts: known once a piece reaches the end of this one.
+            let mut next = None;
+            for (from, to) in windows(here.iter().map(|m| m.saturating_sub(at))) {
+                file.seek(io::SeekFrom::Start(at + from))?;
+                read.clear();
+                let want = to - from;
+                file.by_ref().take(want).read_to_end(&mut read)?;
+                let (kept, reached) = match memchr::memchr(b'\n', &read) {
+                    Some(k) => (k + 1, Some(Some(at + from + k as u64 + 1))),
+                    // The last line of the file.
+                    None if (read.len() as u64) < want => (read.len(), Some(None)),
+                    None => (read.len(), None),
+                };
+                next = reached;
+                if kept > 0 {
+                    pieces.push(Piece {
+                        at: at + from,
+                        bytes: read[..kept].to_vec(),
+                    });
+                }
+                if next.is_some() {
+                    break;
+                }
+            }
+            if pieces.is_empty() {
+                break;
+            }
+            start = match next {
+                Some(next) => next,
+                // A line longer than what is kept of it.
+                None if n < last => index.line_start(file, n + 1)?,
+                None => None,
+            };
+            out.insert(n, Captured { start: at, pieces });
+        }
     }
     Ok(out)
 }
@@ -423,38 +607,60 @@ pub struct DisplayLine {
 }
 
 impl DisplayLine {
-    /// The shown part of a line, keeping the bytes at `marks` (offsets in the line) in view.
-    pub fn build(bytes: &[u8], marks: &[usize]) -> DisplayLine {
-        let raw = String::from_utf8_lossy(bytes);
-        let raw = raw.trim_end_matches(['\n', '\r']);
-        let chars: Vec<(usize, char)> = raw.char_indices().collect();
-        let (from, to) = if chars.len() <= DISPLAY_WIDTH {
+    /// The shown part of a line, keeping the bytes at `marks` (offsets in `bytes`) in view.
+    /// `bytes` is the line from a character start on, `skipped` the characters of the line before
+    /// it: given the bytes around the first mark, a line shows as it would whole.
+    pub fn build(bytes: &[u8], skipped: usize, marks: &[usize]) -> DisplayLine {
+        // Each character and the byte it starts at, as `from_utf8_lossy` reads them.
+        let mut chars: Vec<(usize, char)> = Vec::new();
+        let mut end = 0;
+        for chunk in bytes.utf8_chunks() {
+            chars.extend(chunk.valid().char_indices().map(|(b, c)| (end + b, c)));
+            end += chunk.valid().len();
+            if !chunk.invalid().is_empty() {
+                chars.push((end, char::REPLACEMENT_CHARACTER));
+                end += chunk.invalid().len();
+            }
+        }
+        while let Some(&(b, '\n' | '\r')) = chars.last() {
+            end = b;
+            chars.pop();
+        }
+        // In characters of the whole line.
+        let (from, to) = if skipped == 0 && chars.len() <= DISPLAY_WIDTH {
             (0, chars.len())
         } else {
-            let first = marks
-                .iter()
-                .filter_map(|m| chars.iter().position(|(b, _)| *b >= *m))
-                .min()
-                .unwrap_or(0);
+            // The first marked character; a mark on the line ending marks the line's end.
+            let first = skipped
+                + marks
+                    .iter()
+                    .map(|m| {
+                        let at = chars.iter().position(|(b, _)| *b >= *m);
+                        at.unwrap_or(chars.len())
+                    })
+                    .min()
+                    .unwrap_or(0);
             if first + 20 < DISPLAY_WIDTH {
                 (0, DISPLAY_WIDTH)
             } else {
-                let from = first.saturating_sub(30);
-                (from, (from + DISPLAY_WIDTH).min(chars.len()))
+                let from = first.saturating_sub(SHOWN_BEFORE);
+                (from, (from + DISPLAY_WIDTH).min(skipped + chars.len()))
             }
         };
+        // In characters of `bytes`.
+        let (shown_from, shown_to) = (from.saturating_sub(skipped), to.saturating_sub(skipped));
         let mut text = String::new();
-        let mut map = Vec::with_capacity(to - from + 2);
+        let mut map = Vec::with_capacity(shown_to - shown_from + 2);
         if from > 0 {
             text.push('…');
         }
-        for &(b, c) in &chars[from..to] {
+        for &(b, c) in &chars[shown_from..shown_to] {
             map.push((b, text.len()));
             push_escaped(&mut text, c);
         }
-        let end_byte = chars.get(to).map_or(raw.len(), |(b, _)| *b);
+        let end_byte = chars.get(shown_to).map_or(end, |(b, _)| *b);
         map.push((end_byte, text.len()));
-        if to < chars.len() {
+        if shown_to < chars.len() {
             text.push('…');
         }
         DisplayLine { text, map }
@@ -525,33 +731,39 @@ impl Snippet {
                 _ => merged.push((s, e)),
             }
         }
-        // Bytes of each line that labels start or end at, to choose what part of long lines shows.
-        let mut marks: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+        // Where labels start on each line, and the column of the first, to choose what part of
+        // long lines shows.
+        let mut marks: BTreeMap<u64, (Vec<u64>, (u64, u64))> = BTreeMap::new();
         for l in labels {
-            if let Some(c) = lines.captured.get(&l.resolved.start.line) {
-                marks
-                    .entry(l.resolved.start.line)
-                    .or_default()
-                    .push((l.start - c.start) as usize);
-            }
+            let first = (l.start, l.resolved.start.column);
+            let line = marks
+                .entry(l.resolved.start.line)
+                .or_insert_with(|| (Vec::new(), first));
+            line.0.push(l.start);
+            line.1 = line.1.min(first);
         }
         let mut chunks = Vec::new();
-        // (line number) → (chunk index, offset of the line in the chunk, display line)
-        let mut placed: BTreeMap<u64, (usize, usize, DisplayLine)> = BTreeMap::new();
+        // (line number) → (chunk index, offset of the line in the chunk, where the shown bytes
+        // start in the source, display line)
+        let mut placed: BTreeMap<u64, (usize, usize, u64, DisplayLine)> = BTreeMap::new();
         let mut base = 0usize;
         for (s, e) in merged {
             let mut text = String::new();
             let mut first_line = None;
-            for (&n, cap) in lines.captured.range(s..=e) {
+            for &n in lines.captured.range(s..=e).map(|(n, _)| n) {
+                let (here, (_, column)) = marks
+                    .get(&n)
+                    .map_or((&[][..], (0, 1)), |(m, first)| (m.as_slice(), *first));
+                let Some((from, dl)) = lines.display(n, here, column) else {
+                    continue;
+                };
                 first_line.get_or_insert(n);
                 if !text.is_empty() {
                     text.push('\n');
                 }
-                let dl =
-                    DisplayLine::build(&cap.bytes, marks.get(&n).map_or(&[][..], Vec::as_slice));
                 let at = text.len();
                 text.push_str(&dl.text);
-                placed.insert(n, (chunks.len(), at, dl));
+                placed.insert(n, (chunks.len(), at, from, dl));
             }
             let Some(first_line) = first_line else {
                 continue;
@@ -566,9 +778,8 @@ impl Snippet {
             base += len + 2;
         }
         let to_display = |offset: u64, line: u64| -> Option<usize> {
-            let cap = lines.captured.get(&line)?;
-            let (ci, at, dl) = placed.get(&line)?;
-            let b = offset.saturating_sub(cap.start) as usize;
+            let (ci, at, from, dl) = placed.get(&line)?;
+            let b = offset.saturating_sub(*from) as usize;
             Some(chunks[*ci].base + at + dl.at(b))
         };
         let mut out = Vec::new();
@@ -665,7 +876,8 @@ mod tests {
         }
     }
 
-    /// Positions counted from checkpoints are what a read from the first byte finds: random
+    /// Positions counted from checkpoints, and the lines kept from where the index puts them, are
+    /// what a read from the first byte finds: random
     /// texts of short and long lines, multi-byte characters, invalid bytes, `\r` and stretches
     /// without ASCII, random spans (empty, tall, past the end), one index kept across several
     /// sets of spans as across a file's units, and small steps so that checkpoints and jumps
@@ -714,12 +926,14 @@ mod tests {
                         (start, end)
                     })
                     .collect();
-                let want = scan(text.as_slice(), &spans, false).unwrap_or_default();
+                let keep_lines = next().is_multiple_of(2);
+                let want = scan(text.as_slice(), &spans, keep_lines).unwrap_or_default();
                 let got = resolve(
                     io::Cursor::new(&text),
                     &mut io::Cursor::new(&text),
                     &mut index,
                     &spans,
+                    keep_lines,
                 )
                 .unwrap_or_default();
                 for (i, span) in spans.iter().enumerate() {
@@ -730,6 +944,21 @@ mod tests {
                         String::from_utf8_lossy(&text)
                     );
                 }
+                let kept = |lines: &Lines| -> Vec<(u64, u64, u64, Vec<u8>)> {
+                    let c = lines.captured.iter();
+                    c.flat_map(|(n, c)| {
+                        c.pieces
+                            .iter()
+                            .map(|p| (*n, c.start, p.at, p.bytes.clone()))
+                    })
+                    .collect()
+                };
+                assert_eq!(
+                    kept(&got),
+                    kept(&want),
+                    "round {round}, spans {spans:?} of {:?}",
+                    String::from_utf8_lossy(&text)
+                );
             }
         }
     }
@@ -802,19 +1031,41 @@ mod tests {
         let third = second + 200_001;
         let spans = [(second + 10, second + 12), (third + 50_000, third + 50_002)];
         let lines = scan(text.as_bytes(), &spans, true).unwrap_or_default();
-        let kept = |n| lines.line(n).map(|(_, b)| b.len());
-        assert_eq!(kept(1), Some(KEPT_AFTER_MARK));
-        assert_eq!(kept(2), Some(10 + KEPT_AFTER_MARK));
-        assert_eq!(kept(3), Some(50_000 + KEPT_AFTER_MARK));
+        let kept = |n| {
+            let c = lines.captured.get(&n);
+            c.map(|c| {
+                c.pieces
+                    .iter()
+                    .map(|p| (p.at - c.start, p.bytes.len() as u64))
+            })
+            .map(Iterator::collect::<Vec<_>>)
+        };
+        // From the start of a line without a label, and up to a label near its start.
+        assert_eq!(kept(1), Some(vec![(0, KEPT_AFTER_MARK)]));
+        assert_eq!(kept(2), Some(vec![(0, 10 + KEPT_AFTER_MARK)]));
+        // Around a label far into its line.
+        assert_eq!(
+            kept(3),
+            Some(vec![
+                (0, KEPT_AFTER_MARK),
+                (
+                    50_000 - KEPT_BEFORE_MARK,
+                    KEPT_BEFORE_MARK + KEPT_AFTER_MARK
+                )
+            ])
+        );
         // What is shown is what the whole line shows.
-        for (n, mark) in [(1, 0), (2, 10), (3, 50_000)] {
-            let (start, bytes) = lines.line(n).unwrap_or_default();
+        for (n, mark, start) in [(1, 0, 0), (2, 10, second), (3, 50_000, third)] {
+            let column = lines.get(1).map_or(1, |r| r.start.column);
+            let column = if n == 3 { column } else { mark + 1 };
+            let (_, dl) = lines
+                .display(n, &[start + mark], column)
+                .unwrap_or_else(|| panic!("line {n} kept"));
             let whole = &text.as_bytes()[start as usize..];
             let whole = &whole[..=whole.iter().position(|&b| b == b'\n').unwrap_or(0)];
-            assert_eq!(
-                DisplayLine::build(bytes, &[mark]).text,
-                DisplayLine::build(whole, &[mark]).text
-            );
+            let expected = DisplayLine::build(whole, 0, &[mark as usize]).text;
+            assert_eq!(dl.text, expected);
+            assert!(n != 3 || dl.text.contains('…'), "{}", dl.text);
         }
         // Machine output needs positions only.
         let bare = scan(text.as_bytes(), &spans, false).unwrap_or_default();
@@ -845,10 +1096,110 @@ mod tests {
         assert_eq!(escape("x\ny\u{202e}", false), "x\\u{a}y\\u{202e}");
     }
 
+    /// A line shows the same from what is kept of it as whole, for any labels on it: random
+    /// lines of one-byte, multi-byte and invalid characters (invalid ones before the labels
+    /// too), short and far longer than shown, a few labels on each, near its start and far on,
+    /// and every choice of them as one finding's.
+    #[test]
+    fn kept_lines_show_what_whole_lines_show() {
+        let mut next = xorshift(0x1234_5678_9abc_def1);
+        let pieces: [&[u8]; 9] = [
+            b"a",
+            b"{\"k\":1}",
+            "é".as_bytes(),
+            "€😀".as_bytes(),
+            "😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀😀"
+                .as_bytes(),
+            b"\xff",
+            b"\xe2\x82",
+            b"\x80\x80\x80\x80",
+            b"\t",
+        ];
+        for round in 0..1500 {
+            let mut text = Vec::new();
+            let mut starts = Vec::new();
+            for _ in 0..3 {
+                starts.push(text.len() as u64);
+                let size = match next() % 4 {
+                    0 => next() % 100,
+                    1 => next() % 1000,
+                    _ => next() % 8000,
+                } as usize;
+                let line_start = text.len();
+                while text.len() - line_start < size.max(1) {
+                    let piece = pieces[(next() % pieces.len() as u64) as usize];
+                    text.extend_from_slice(piece);
+                }
+                text.push(b'\n');
+            }
+            let line_of = |at: u64| starts.iter().rposition(|&s| s <= at).unwrap_or(0);
+            let len = text.len() as u64;
+            let spans: Vec<(u64, u64)> = (0..1 + next() % 4)
+                .map(|_| {
+                    let start = next() % len;
+                    (start, start + next() % 20)
+                })
+                .collect();
+            let lines = scan(text.as_slice(), &spans, true).unwrap_or_default();
+            let from_index = resolve(
+                io::Cursor::new(&text),
+                &mut io::Cursor::new(&text),
+                &mut LineIndex::with_step(1 + (next() % 256) as usize),
+                &spans,
+                true,
+            )
+            .unwrap_or_default();
+            for choice in 1..(1u32 << spans.len()) {
+                let chosen: Vec<usize> = (0..spans.len())
+                    .filter(|i| choice & (1 << i) != 0)
+                    .collect();
+                let n = line_of(spans[chosen[0]].0);
+                let on_line: Vec<usize> = chosen
+                    .into_iter()
+                    .filter(|&i| line_of(spans[i].0) == n)
+                    .collect();
+                let marks: Vec<u64> = on_line.iter().map(|&i| spans[i].0).collect();
+                let first = on_line
+                    .iter()
+                    .min_by_key(|&&i| spans[i].0)
+                    .copied()
+                    .unwrap_or(0);
+                let column = lines.get(first).map_or(1, |r| r.start.column);
+                let ls = starts[n];
+                let whole = &text[ls as usize..];
+                let whole = &whole[..=whole.iter().position(|&b| b == b'\n').unwrap_or(0)];
+                let rel: Vec<usize> = marks.iter().map(|m| (m - ls) as usize).collect();
+                let expected = DisplayLine::build(whole, 0, &rel);
+                for kept in [&lines, &from_index] {
+                    let (from, dl) = kept
+                        .display(n as u64 + 1, &marks, column)
+                        .unwrap_or_else(|| panic!("round {round}: line {} kept", n + 1));
+                    let context = || {
+                        format!(
+                            "round {round}, marks {rel:?}, line {:?}",
+                            String::from_utf8_lossy(whole)
+                        )
+                    };
+                    assert_eq!(dl.text, expected.text, "{}", context());
+                    for &(s, e) in on_line.iter().map(|&i| &spans[i]) {
+                        for b in [s, e] {
+                            assert_eq!(
+                                dl.at(b.saturating_sub(from) as usize),
+                                expected.at((b - ls) as usize),
+                                "{}, byte {b}",
+                                context()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn long_lines_are_cut_around_the_label() {
         let line = format!("{}TARGET{}", "a".repeat(500), "b".repeat(500));
-        let dl = DisplayLine::build(line.as_bytes(), &[500]);
+        let dl = DisplayLine::build(line.as_bytes(), 0, &[500]);
         assert!(dl.text.starts_with('…') && dl.text.ends_with('…'));
         let at = dl.at(500);
         assert_eq!(&dl.text[at..at + 6], "TARGET");
