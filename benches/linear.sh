@@ -345,6 +345,7 @@ row() {  # kind extension [command words before the file…]
   tb=$(best "${cmd[@]}" "$b")
   local label=${cmd[1]}
   [[ " ${cmd[*]} " == *" html "* ]] && label=html
+  [[ " ${cmd[*]} " == *" human "* ]] && label=human
   awk -v k="$kind" -v c="$label" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
     printf "%-22s %-9s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, c, a, b, (a > 0 ? b / a : 0), s }'
   rm -rf "$a" "$b"
