@@ -437,16 +437,26 @@ fn capture<G: Read + Seek>(
 }
 
 /// Where the content of the line holding byte `at` ends (before its line ending), not before `at`.
+/// Read in pieces: the rest of a minified file's one line is not held.
 fn content_end(file: &mut (impl Read + Seek), at: u64) -> io::Result<u64> {
     file.seek(io::SeekFrom::Start(at))?;
-    let mut rest = io::BufReader::new(file.by_ref());
-    let mut line = Vec::new();
-    rest.read_until(b'\n', &mut line)?;
-    let content = line
-        .iter()
-        .rposition(|c| *c != b'\n' && *c != b'\r')
-        .map_or(0, |k| k + 1);
-    Ok(at + content as u64)
+    let mut buf = [0; 8 * 1024];
+    let (mut read, mut content) = (at, at);
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(content);
+        }
+        let piece = &buf[..n];
+        let line = memchr::memchr(b'\n', piece).map_or(piece, |k| &piece[..k]);
+        if let Some(k) = line.iter().rposition(|c| *c != b'\r') {
+            content = read + k as u64 + 1;
+        }
+        if line.len() < n {
+            return Ok(content);
+        }
+        read += n as u64;
+    }
 }
 
 /// Counts lines and characters forward through a file from a place it can count from (the
@@ -1193,6 +1203,22 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The end of a line's content, read in pieces, is where a read of the whole line puts it:
+    /// line endings of `\r`s and a `\n` across piece boundaries, the end of the file.
+    #[test]
+    fn content_ends_where_the_whole_line_ends() {
+        for (text, at, want) in [
+            (format!("{}\r\r\nnext", "a".repeat(8191)), 5, 8191),
+            (format!("{}\r\nnext", "a".repeat(8192)), 0, 8192),
+            (format!("{}\rb\r", "a".repeat(20_000)), 7, 20_002),
+            ("\r\n".to_string(), 0, 0),
+            ("ab".to_string(), 1, 2),
+        ] {
+            let got = content_end(&mut io::Cursor::new(text.as_bytes()), at);
+            assert_eq!(got.ok(), Some(want), "{at} in {} bytes", text.len());
         }
     }
 
