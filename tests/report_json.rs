@@ -40,21 +40,27 @@ fn database_counts_cover_every_session() {
     assert_eq!(doc["files"][0]["counts"]["parts"], own as u64);
 }
 
+/// The sample HAR's entry 40 times, written in `dir` on one line: its path and text.
+fn one_line_har(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    let sample = std::fs::read_to_string(repo("samples/har-streaming-response.har")).unwrap();
+    let mut har: serde_json::Value = serde_json::from_str(&sample).unwrap();
+    let entry = har["log"]["entries"][0].clone();
+    har["log"]["entries"] = serde_json::Value::Array(vec![entry; 40]);
+    let path = dir.join("one-line.har");
+    // serde_json writes `\u` escapes for nothing here and no newline: one ASCII line.
+    let text = serde_json::to_string(&har).unwrap();
+    assert!(text.is_ascii() && !text.contains('\n'));
+    std::fs::write(&path, &text).unwrap();
+    (path, text)
+}
+
 /// A HAR written on one line holds a unit per entry, each with findings on line 1: every
 /// position is counted exactly (on an ASCII line, the column is the offset plus one), whether
 /// the entry is the first or the fortieth, and in every machine format.
 #[test]
 fn positions_in_a_one_line_file_of_many_units_are_exact() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = std::fs::read_to_string(repo("samples/har-streaming-response.har")).unwrap();
-    let mut har: serde_json::Value = serde_json::from_str(&sample).unwrap();
-    let entry = har["log"]["entries"][0].clone();
-    har["log"]["entries"] = serde_json::Value::Array(vec![entry; 40]);
-    let path = dir.path().join("one-line.har");
-    // serde_json writes `\u` escapes for nothing here and no newline: one ASCII line.
-    let text = serde_json::to_string(&har).unwrap();
-    assert!(text.is_ascii() && !text.contains('\n'));
-    std::fs::write(&path, &text).unwrap();
+    let (path, text) = one_line_har(dir.path());
     let (_, doc) = diagnose_json(&path, &[]);
     let all = findings(&doc);
     let per_entry = all.len() / 40;
@@ -101,13 +107,7 @@ fn positions_in_a_one_line_file_of_many_units_are_exact() {
 #[test]
 fn a_one_line_file_shows_each_finding_around_its_labels() {
     let dir = tempfile::tempdir().unwrap();
-    let sample = std::fs::read_to_string(repo("samples/har-streaming-response.har")).unwrap();
-    let mut har: serde_json::Value = serde_json::from_str(&sample).unwrap();
-    let entry = har["log"]["entries"][0].clone();
-    har["log"]["entries"] = serde_json::Value::Array(vec![entry; 40]);
-    let path = dir.path().join("one-line.har");
-    let text = serde_json::to_string(&har).unwrap();
-    std::fs::write(&path, &text).unwrap();
+    let (path, text) = one_line_har(dir.path());
     let out = rewind().args(["diagnose"]).arg(&path).output().unwrap();
     let human = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = human.lines().collect();

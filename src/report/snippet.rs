@@ -887,11 +887,10 @@ mod tests {
     }
 
     /// Positions counted from checkpoints, and the lines kept from where the index puts them, are
-    /// what a read from the first byte finds: random
-    /// texts of short and long lines, multi-byte characters, invalid bytes, `\r` and stretches
-    /// without ASCII, random spans (empty, tall, past the end), one index kept across several
-    /// sets of spans as across a file's units, and small steps so that checkpoints and jumps
-    /// fall everywhere.
+    /// what a read from the first byte finds: random texts of short and long lines, multi-byte
+    /// characters, invalid bytes, `\r` and stretches without ASCII, random spans (empty, tall,
+    /// past the end), one index kept across several sets of spans as across a file's units, and
+    /// small steps so that checkpoints and jumps fall everywhere.
     #[test]
     fn resolving_from_checkpoints_finds_what_a_scan_finds() {
         let mut next = xorshift(0x2545_f491_4f6c_dd1d);
