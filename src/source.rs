@@ -368,6 +368,37 @@ impl SourceMap {
 mod tests {
     use super::*;
 
+    /// Reads after seeks, near (inside the buffer) and far, backwards and forwards, past the
+    /// end, return what the file holds there.
+    #[test]
+    fn rereading_reads_what_is_there_after_any_seek() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut file = Rereading::new(io::BufReader::with_capacity(
+            4096,
+            io::Cursor::new(data.clone()),
+        ));
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut at = 0u64;
+        for _ in 0..5_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            at = match seed % 4 {
+                0 => seed % 210_000,
+                1 => at.saturating_sub(seed % 5_000),
+                _ => at + seed % 3_000,
+            };
+            assert_eq!(file.seek(SeekFrom::Start(at)).ok(), Some(at));
+            let mut got = vec![0; (seed % 700) as usize];
+            let n = file.read(&mut got).unwrap_or(usize::MAX);
+            let want = data.get(at as usize..).unwrap_or_default();
+            assert!(n <= got.len() && n <= want.len(), "{n} at {at}");
+            assert_eq!(got[..n], want[..n], "at {at}");
+            assert!(n > 0 || got.is_empty() || want.is_empty(), "at {at}");
+            at += n as u64;
+        }
+    }
+
     #[test]
     fn cover_spans_both() {
         let f = FileId(0);
