@@ -53,16 +53,10 @@ pub struct Resolved {
     pub display_end: u64,
 }
 
-/// What is kept of one line: pieces of it, in order, the first from its start.
-#[derive(Debug)]
-struct Captured {
-    /// Where the line starts in the source.
-    start: u64,
-    pieces: Vec<Piece>,
-}
-
 /// Consecutive bytes of a line: where they start in the source, and the bytes (the line ending
-/// included when they reach it).
+/// included when they reach it). What is kept of a line is pieces of it ([`windows`]): the first
+/// from its start, in [`Lines`]' `captured`, and those around labels farther on, if any, in its
+/// `farther` (most lines have none: a line costs one allocation).
 #[derive(Debug)]
 struct Piece {
     at: u64,
@@ -112,7 +106,10 @@ fn char_start(bytes: &[u8], q: usize) -> usize {
 #[derive(Debug, Default)]
 pub struct Lines {
     resolved: Vec<Option<Resolved>>,
-    captured: BTreeMap<u64, Captured>,
+    /// The first piece of each kept line, by line number.
+    captured: BTreeMap<u64, Piece>,
+    /// The other pieces of kept lines that have more, by line number.
+    farther: BTreeMap<u64, Vec<Piece>>,
 }
 
 impl Lines {
@@ -127,12 +124,13 @@ impl Lines {
     /// with many labels costs a window per label, not the line per label.
     pub fn display(&self, n: u64, marks: &[u64], column: u64) -> Option<(u64, DisplayLine)> {
         let c = self.captured.get(&n)?;
-        let first = marks.iter().min().map(|m| m.saturating_sub(c.start));
+        let first = marks.iter().min().map(|m| m.saturating_sub(c.at));
         // A far label: from a character start about SHOWN_BEFORE characters before it; the
         // characters of the line before that follow from its column.
         let far = first.filter(|&m| m >= FAR_MARK).and_then(|m| {
-            let piece = c.pieces.iter().rev().find(|p| p.at <= c.start + m)?;
-            let k = (c.start + m - piece.at) as usize;
+            let farther = self.farther.get(&n).map_or(&[][..], Vec::as_slice);
+            let piece = farther.iter().rev().find(|p| p.at <= c.at + m).unwrap_or(c);
+            let k = (c.at + m - piece.at) as usize;
             let from = char_start(&piece.bytes, k.checked_sub(SHOWN_BEFORE_BYTES)?);
             let to = (k + KEPT_AFTER_MARK as usize).min(piece.bytes.len());
             let before = crate::text::lossy_chars(&piece.bytes[from..k.min(to)]);
@@ -146,10 +144,9 @@ impl Lines {
         let (at, bytes, skipped) = match far {
             Some(far) => far,
             None => {
-                let piece = c.pieces.first()?;
                 let to = first.unwrap_or(0).saturating_add(KEPT_AFTER_MARK);
-                let to = (to as usize).min(piece.bytes.len());
-                (c.start, &piece.bytes[..to], 0)
+                let to = (to as usize).min(c.bytes.len());
+                (c.at, &c.bytes[..to], 0)
             }
         };
         let marks: Vec<usize> = marks
@@ -169,14 +166,14 @@ impl Lines {
 pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> io::Result<Lines> {
     let mut out = Lines {
         resolved: vec![None; spans.len()],
-        captured: BTreeMap::new(),
+        ..Lines::default()
     };
     let mut order: Vec<usize> = (0..spans.len()).collect();
     order.sort_by_key(|&i| spans[i].0);
     let mut next = 0;
     // Spans whose start was seen and whose end was not: (index, start position, start line end).
     let mut active: Vec<(usize, Position, u64)> = Vec::new();
-    let mut ring: std::collections::VecDeque<(u64, Captured)> = Default::default();
+    let mut ring: std::collections::VecDeque<(u64, Piece)> = Default::default();
     let mut capture_until: u64 = 0;
     let mut buf = Vec::new();
     let mut offset: u64 = 0;
@@ -258,14 +255,19 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> 
         if !keep_lines {
             continue;
         }
-        let pieces = windows(marks.into_iter())
+        let mut pieces = windows(marks.into_iter())
             .into_iter()
             .map(|(from, to)| Piece {
                 at: ls + from,
                 bytes: buf[(from as usize).min(buf.len())..(to as usize).min(buf.len())].to_vec(),
-            })
-            .collect();
-        let kept = Captured { start: ls, pieces };
+            });
+        let Some(kept) = pieces.next() else {
+            continue;
+        };
+        let farther: Vec<Piece> = pieces.collect();
+        if !farther.is_empty() {
+            out.farther.insert(line, farther);
+        }
         if capture_this {
             out.captured.insert(line, kept);
         } else {
@@ -303,7 +305,7 @@ pub fn resolve<F: Read + Seek, G: Read + Seek>(
 ) -> io::Result<Lines> {
     let mut out = Lines {
         resolved: vec![None; spans.len()],
-        captured: BTreeMap::new(),
+        ..Lines::default()
     };
     // Each span's start, and the last byte it covers (with its end, which may take in the byte
     // after: a newline counts towards the end column).
@@ -363,21 +365,23 @@ pub fn resolve<F: Read + Seek, G: Read + Seek>(
         for line in marks.values_mut() {
             line.sort_unstable();
         }
-        out.captured = capture(indexer, index, shown, &marks)?;
+        capture(indexer, index, shown, &marks, &mut out)?;
     }
     Ok(out)
 }
 
-/// The lines [`scan`] keeps, read from where `index` puts them: the `shown` ranges of lines
-/// (first, last), each line kept where `scan` keeps it ([`windows`] of the span starts on it, in
-/// `marks` by line). A group of consecutive lines costs one look-up in the index, and a look-up
-/// more after each line longer than what is kept of it; nothing else of the file is read.
+/// Keeps in `out` the lines [`scan`] keeps, read from where `index` puts them: the `shown`
+/// ranges of lines (first, last), each line kept where `scan` keeps it ([`windows`] of the span
+/// starts on it, in `marks` by line). A group of consecutive lines costs one look-up in the
+/// index, and a look-up more after each line longer than what is kept of it; nothing else of the
+/// file is read.
 fn capture<G: Read + Seek>(
     file: &mut G,
     index: &mut LineIndex,
     mut shown: Vec<(u64, u64)>,
     marks: &BTreeMap<u64, Vec<u64>>,
-) -> io::Result<BTreeMap<u64, Captured>> {
+    out: &mut Lines,
+) -> io::Result<()> {
     shown.sort_unstable();
     let mut groups: Vec<(u64, u64)> = Vec::new();
     for (first, last) in shown {
@@ -387,7 +391,6 @@ fn capture<G: Read + Seek>(
             _ => groups.push((first, last)),
         }
     }
-    let mut out = BTreeMap::new();
     let mut read = Vec::new();
     for (first, last) in groups {
         let mut start = index.line_start(file, first)?;
@@ -421,8 +424,13 @@ fn capture<G: Read + Seek>(
                     break;
                 }
             }
-            if pieces.is_empty() {
+            let mut pieces = pieces.into_iter();
+            let Some(kept) = pieces.next() else {
                 break;
+            };
+            let more: Vec<Piece> = pieces.collect();
+            if !more.is_empty() {
+                out.farther.insert(n, more);
             }
             start = match next {
                 Some(next) => next,
@@ -430,10 +438,10 @@ fn capture<G: Read + Seek>(
                 None if n < last => index.line_start(file, n + 1)?,
                 None => None,
             };
-            out.insert(n, Captured { start: at, pieces });
+            out.captured.insert(n, kept);
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Where the content of the line holding byte `at` ends (before its line ending), not before `at`.
@@ -876,6 +884,16 @@ impl SourceCode for Snippet {
 mod tests {
     use super::*;
 
+    /// What is kept of line `n`: each piece's start and bytes, in order.
+    fn pieces_of(lines: &Lines, n: u64) -> Vec<(u64, &[u8])> {
+        let first = lines.captured.get(&n).into_iter();
+        let farther = lines.farther.get(&n).into_iter().flatten();
+        first
+            .chain(farther)
+            .map(|p| (p.at, p.bytes.as_slice()))
+            .collect()
+    }
+
     /// A reproducible stream of pseudo-random numbers (xorshift64).
     fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
         move || {
@@ -953,14 +971,14 @@ mod tests {
                         String::from_utf8_lossy(&text)
                     );
                 }
-                let kept = |lines: &Lines| -> Vec<(u64, u64, u64, Vec<u8>)> {
-                    let c = lines.captured.iter();
-                    c.flat_map(|(n, c)| {
-                        c.pieces
-                            .iter()
-                            .map(|p| (*n, c.start, p.at, p.bytes.clone()))
-                    })
-                    .collect()
+                let kept = |lines: &Lines| -> Vec<(u64, u64, Vec<u8>)> {
+                    let lines_kept = lines.captured.keys();
+                    lines_kept
+                        .flat_map(|&n| {
+                            let pieces = pieces_of(lines, n).into_iter();
+                            pieces.map(move |(at, bytes)| (n, at, bytes.to_vec()))
+                        })
+                        .collect()
                 };
                 assert_eq!(
                     kept(&got),
@@ -1041,13 +1059,10 @@ mod tests {
         let spans = [(second + 10, second + 12), (third + 50_000, third + 50_002)];
         let lines = scan(text.as_bytes(), &spans, true).unwrap_or_default();
         let kept = |n| {
-            let c = lines.captured.get(&n);
-            c.map(|c| {
-                c.pieces
-                    .iter()
-                    .map(|p| (p.at - c.start, p.bytes.len() as u64))
-            })
-            .map(Iterator::collect::<Vec<_>>)
+            let pieces = pieces_of(&lines, n);
+            let start = pieces.first().map(|p| p.0)?;
+            let pieces = pieces.iter().map(|(at, b)| (at - start, b.len() as u64));
+            Some(pieces.collect::<Vec<_>>())
         };
         // From the start of a line without a label, and up to a label near its start.
         assert_eq!(kept(1), Some(vec![(0, KEPT_AFTER_MARK)]));
