@@ -166,37 +166,31 @@ impl LineIndex {
         let Some(from) = self.points.get(i.wrapping_sub(1)).copied() else {
             return Ok(None);
         };
-        let mut at = from.offset;
-        let mut breaks = n.saturating_sub(from.line);
-        if breaks > 0 {
-            file.seek(SeekFrom::Start(at))?;
-            let mut buf = [0; 8 * 1024];
-            loop {
-                let got = file.read(&mut buf)?;
-                if got == 0 {
-                    return Ok(None);
-                }
-                let mut found = memchr::memchr_iter(b'\n', &buf[..got]);
-                let hit = loop {
-                    match found.next() {
-                        Some(k) if breaks == 1 => break Some(k),
-                        Some(_) => breaks -= 1,
-                        None => break None,
-                    }
-                };
-                match hit {
-                    Some(k) => {
-                        at += k as u64 + 1;
-                        break;
-                    }
-                    None => at += got as u64,
-                }
-            }
-        }
-        Ok(match self.len {
+        let in_file = |at: u64| match self.len {
             Some(len) if at >= len => None,
             _ => Some(at),
-        })
+        };
+        // Line breaks to pass from there.
+        let mut breaks = n.saturating_sub(from.line);
+        if breaks == 0 {
+            return Ok(in_file(from.offset));
+        }
+        let mut at = from.offset;
+        file.seek(SeekFrom::Start(at))?;
+        let mut buf = [0; 8 * 1024];
+        loop {
+            let got = file.read(&mut buf)?;
+            if got == 0 {
+                return Ok(None);
+            }
+            for k in memchr::memchr_iter(b'\n', &buf[..got]) {
+                breaks -= 1;
+                if breaks == 0 {
+                    return Ok(in_file(at + k as u64 + 1));
+                }
+            }
+            at += got as u64;
+        }
     }
 
     /// Counts on from the last checkpoint while `more` holds for it and the end was not reached.
