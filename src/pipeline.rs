@@ -45,6 +45,10 @@ pub struct Options {
     pub opencode_version: Option<String>,
     /// Which provider rules the rebuilt requests are checked against.
     pub provider: ProviderChoice,
+    /// Forget what a large agent log's diagnosis no longer needs, from this many live parts (see
+    /// [`replay::agent_log::replay_forgetting`]). `None` keeps the whole model, which the HTML
+    /// report, `rewind sessions` and `rewind replay` read.
+    pub forget_logs_from: Option<usize>,
 }
 
 impl Default for Options {
@@ -56,6 +60,7 @@ impl Default for Options {
             sessions: Vec::new(),
             opencode_version: None,
             provider: ProviderChoice::default(),
+            forget_logs_from: None,
         }
     }
 }
@@ -172,7 +177,19 @@ pub fn analyze(
         Format::AgentLog => {
             let file = sources.add_file(path);
             let reader = ingest::open(path)?;
-            let mut analysis = replay::agent_log::replay(reader, file).map_err(ingest_err)?;
+            let forgetting = match options.forget_logs_from {
+                Some(from) => {
+                    let rules = Box::<checks::quiet::Quiet>::default();
+                    replay::agent_log::replay_forgetting(reader, file, from, rules)
+                        .map_err(ingest_err)?
+                }
+                None => Some(replay::agent_log::replay(reader, file).map_err(ingest_err)?),
+            };
+            let mut analysis = match forgetting {
+                Some(analysis) => analysis,
+                // Something a rule reports came after something was forgotten.
+                None => replay::agent_log::replay(ingest::open(path)?, file).map_err(ingest_err)?,
+            };
             let embedded = std::mem::take(&mut analysis.embedded_streams);
             each(sources, Unit::ready(analysis))?;
             for (n, body) in embedded.into_iter().enumerate() {
@@ -923,6 +940,17 @@ fn storage_damage(
     result
 }
 
+/// From how many live parts a diagnosis printed as `format` forgets what it no longer needs of
+/// an agent log (`given`, else [`replay::agent_log::FORGET_FROM_PARTS`]): never for HTML, whose
+/// report shows each session's timeline.
+pub fn forget_logs_from(
+    format: crate::report::OutputFormat,
+    given: Option<usize>,
+) -> Option<usize> {
+    (format != crate::report::OutputFormat::Html)
+        .then(|| given.unwrap_or(replay::agent_log::FORGET_FROM_PARTS))
+}
+
 /// Runs the checks `policy` enables on one unit, with its severity overrides applied.
 pub fn check(analysis: &Analysis, policy: &FilePolicy) -> Vec<Finding> {
     let mut findings = checks::run(analysis, &|m| policy.selection.enabled(m));
@@ -958,6 +986,9 @@ pub fn diagnose_file(
         ))
     })
 }
+
+#[cfg(test)]
+mod forgetting_tests;
 
 #[cfg(test)]
 mod tests {

@@ -354,6 +354,48 @@ pub struct Session {
     /// What a compaction leaves out of the next request, as the request was rebuilt (set by
     /// `reconstruct::opencode`).
     pub compaction: Option<Compaction>,
+    /// What the messages a large agent log's replay forgot held (see `checks::quiet`): they are
+    /// no longer in `messages`, and the session's summary counts them here.
+    pub forgotten: Forgotten,
+}
+
+/// Figures of the messages a replay forgot, for the session's summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Forgotten {
+    pub messages: usize,
+    pub steps_started: usize,
+    pub steps_finished: usize,
+    /// Tool parts by final status.
+    pub tools: std::collections::BTreeMap<String, usize>,
+    /// The highest id of a message with a `step-finish` (`empty-text-part` asks for it).
+    pub highest_finished: Option<String>,
+}
+
+impl Forgotten {
+    /// Counts `message` in.
+    pub fn add(&mut self, message: &Message) {
+        use crate::model::PartBody;
+        self.messages += 1;
+        for p in &message.parts {
+            match &p.part.body {
+                PartBody::StepStart(_) => self.steps_started += 1,
+                PartBody::StepFinish(_) => {
+                    self.steps_finished += 1;
+                    if (self.highest_finished.as_deref()).is_none_or(|h| h < message.id.as_str()) {
+                        self.highest_finished = Some(message.id.clone());
+                    }
+                }
+                PartBody::Tool(t) => {
+                    if let Some(n) = self.tools.get_mut(t.state.status()) {
+                        *n += 1;
+                    } else {
+                        self.tools.insert(t.state.status().to_owned(), 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 pub use crate::ingest::opencode_db::Generation;

@@ -201,6 +201,14 @@ fn command_lines() -> Vec<Vec<String>> {
     lines.push(v(&["sessions"]));
     lines.push(v(&["sessions", "--format", "json"]));
     lines.push(v(&["repair", "--dry-run"]));
+    lines.push(v(&[
+        "check",
+        "--no-config",
+        "-j",
+        "1",
+        "--forget-from-parts",
+        "1",
+    ]));
     lines
 }
 
@@ -235,23 +243,49 @@ enum Failure {
         status: u8,
         stderr: String,
     },
+    /// The input read as an agent log gave other output when the replay forgot what it no
+    /// longer needed (`--forget-from-parts 0`) than with the whole model.
+    Differs {
+        whole: String,
+        forgetting: String,
+    },
     Timeout,
 }
 
+/// The command line whose output must not change when a log's replay forgets, and the option
+/// that makes it forget from the first message.
+const DIFFERENTIAL: [&str; 5] = ["diagnose", "--format", "json", "--input", "agent-log"];
+const FORGETTING: [&str; 2] = ["--forget-from-parts", "0"];
+
 /// Runs every command line on `input` (written to a file in `dir`) on a worker thread; a run
-/// that has not ended after `limit` is a timeout (its thread is left behind).
-fn run_input(input: &[u8], dir: &Path, limit: Duration, lines: &[Vec<String>]) -> Option<Failure> {
+/// that has not ended after `limit` is a timeout (its thread is left behind). `differential`
+/// also compares the input's diagnosis as an agent log with and without forgetting.
+fn run_input(
+    input: &[u8],
+    dir: &Path,
+    limit: Duration,
+    lines: &[Vec<String>],
+    differential: bool,
+) -> Option<Failure> {
     quiet_panics();
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = dir.join(format!("input-{n}"));
     std::fs::write(&path, input).unwrap();
     let (tx, rx) = mpsc::channel();
-    let lines = lines.to_vec();
+    let mut lines = lines.to_vec();
+    if differential {
+        let whole: Vec<String> = DIFFERENTIAL.iter().map(|s| (*s).to_owned()).collect();
+        let mut forgetting = whole.clone();
+        forgetting.extend(FORGETTING.iter().map(|s| (*s).to_owned()));
+        lines.push(whole);
+        lines.push(forgetting);
+    }
     let worker_path = path.clone();
     std::thread::spawn(move || {
         QUIET.with(|q| q.set(true));
         let mut failure = None;
+        let mut outputs = Vec::new();
         for line in &lines {
             let mut args = vec!["rewind".to_owned()];
             args.extend(line.iter().cloned());
@@ -259,7 +293,7 @@ fn run_input(input: &[u8], dir: &Path, limit: Duration, lines: &[Vec<String>]) -
             let run = std::panic::catch_unwind(|| {
                 let (mut out, mut err) = (Vec::new(), Vec::new());
                 let status = rewind::run_args(&args, &mut out, &mut err);
-                (status, err)
+                (status, out, err)
             });
             match run {
                 Err(payload) => {
@@ -274,7 +308,7 @@ fn run_input(input: &[u8], dir: &Path, limit: Duration, lines: &[Vec<String>]) -
                     });
                     break;
                 }
-                Ok((status, err)) if status > 2 => {
+                Ok((status, _, err)) if status > 2 => {
                     failure = Some(Failure::Status {
                         args: line.clone(),
                         status,
@@ -282,8 +316,18 @@ fn run_input(input: &[u8], dir: &Path, limit: Duration, lines: &[Vec<String>]) -
                     });
                     break;
                 }
-                Ok(_) => {}
+                Ok((status, out, _)) => outputs.push((status, out)),
             }
+        }
+        if failure.is_none()
+            && differential
+            && let [.., (s1, whole), (s2, forgetting)] = outputs.as_slice()
+            && (s1 != s2 || whole != forgetting)
+        {
+            failure = Some(Failure::Differs {
+                whole: String::from_utf8_lossy(whole).into_owned(),
+                forgetting: String::from_utf8_lossy(forgetting).into_owned(),
+            });
         }
         let _ = tx.send(failure);
     });
@@ -368,15 +412,18 @@ fn fuzz(secs: u64, seed: u64, limit: Duration, max_seed: u64) -> Stats {
         let input = mutate(&mut rng, a, b);
         // A few command lines per input keeps the run varied; every line runs on some inputs.
         let chosen: Vec<Vec<String>> = (0..4).map(|_| rng.pick(&lines).clone()).collect();
+        let differential = rng.below(2) == 0;
         stats.inputs += 1;
-        match run_input(&input, dir.path(), limit, &chosen) {
+        match run_input(&input, dir.path(), limit, &chosen, differential) {
             None => {}
             Some(Failure::Timeout) => {
                 let p = keep(&input, "timeout");
                 eprintln!("timeout ({limit:?}): {}", p.display());
                 stats.timeouts.push(p);
             }
-            Some(f @ (Failure::Panic { .. } | Failure::Status { .. })) => {
+            Some(
+                f @ (Failure::Panic { .. } | Failure::Status { .. } | Failure::Differs { .. }),
+            ) => {
                 let p = keep(&input, "panic");
                 eprintln!("failure: {f:?}: {}", p.display());
                 stats.panics.push((p, format!("{f:?}")));
@@ -462,7 +509,7 @@ fn fuzz_regressions() {
     let dir = tempfile::tempdir().unwrap();
     for path in paths {
         let input = std::fs::read(&path).unwrap();
-        let failure = run_input(&input, dir.path(), Duration::from_secs(120), &lines);
+        let failure = run_input(&input, dir.path(), Duration::from_secs(120), &lines, true);
         assert!(failure.is_none(), "{}: {failure:?}", path.display());
     }
 }

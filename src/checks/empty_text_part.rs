@@ -108,6 +108,7 @@ impl Check for EmptyTextPart {
                             (m.parts.iter()).any(|p| matches!(p.part.body, PartBody::StepFinish(_)))
                         })
                         .map(|m| m.id.as_str())
+                        .chain(session.forgotten.highest_finished.as_deref())
                         .max();
                     last_finished = Some((session, highest));
                     highest

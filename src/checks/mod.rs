@@ -12,6 +12,7 @@
 
 pub mod fix;
 mod incidents;
+pub mod quiet;
 pub use session_hidden::hidden;
 mod streams;
 

@@ -175,7 +175,7 @@ fn stored(analysis: &Analysis, out: &mut Vec<Finding>) {
 
 /// Whether `provider/model` is what `spec` asks for: the same model (with the provider, when
 /// `spec` names one), or a dated, `-preview`, `-latest` or `-exp` variant of it.
-fn same_model(spec: &str, provider: &str, model: &str) -> bool {
+pub(super) fn same_model(spec: &str, provider: &str, model: &str) -> bool {
     let (want_provider, want_model) = match spec.split_once('/') {
         Some((p, m)) => (Some(p), m),
         None => (None, spec),

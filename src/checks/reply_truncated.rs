@@ -88,6 +88,11 @@ impl Check for ReplyTruncated {
     }
 }
 
+/// Whether the rule reports a step of `message`: it depends on the message alone.
+pub(super) fn cut_off(message: &Message) -> bool {
+    steps(message).iter().any(|s| truncated(s).is_some())
+}
+
 /// A closed step: its parts (after the `step-start`) and its `step-finish`.
 struct Step<'a> {
     parts: Vec<&'a PartRecord>,

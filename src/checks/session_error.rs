@@ -385,7 +385,10 @@ fn notes(
         let no_step = incident.session.is_none_or(|id| {
             analysis
                 .session(id)
-                .is_none_or(|s| s.messages.iter().all(|m| m.count("step-start") == 0))
+                .is_none_or(|s| {
+                    s.forgotten.steps_started == 0
+                        && s.messages.iter().all(|m| m.count("step-start") == 0)
+                })
         });
         let why = if no_step {
             "although no step ever started"

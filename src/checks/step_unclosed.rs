@@ -3,7 +3,7 @@ use super::fix::{Fix, FixContext};
 use super::Check;
 use crate::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
-use crate::session::{Analysis, PartRecord};
+use crate::session::{Analysis, Message, PartRecord};
 
 declare_check! {
     /// ## What it does
@@ -63,41 +63,7 @@ impl Check for StepUnclosed {
             for message in &session.messages {
                 let starts = message.count("step-start");
                 let finishes = message.count("step-finish");
-                let mut open: Option<&PartRecord> = None;
-                let mut open_has_tools = false;
-                let mut unclosed = Vec::new();
-                // Steps left open by an attempt the processor retried in the same message: no
-                // tool ran in them, and a later step of the message finished. (OpenCode retries
-                // a failed stream this way, keeping the attempt's step-start and partial text.)
-                let mut attempts: Vec<&PartRecord> = Vec::new();
-                for part in &message.parts {
-                    match part.part.body {
-                        PartBody::StepStart(_) => {
-                            if let Some(prev) = open.replace(part) {
-                                if open_has_tools {
-                                    unclosed.push((prev, Some(part)));
-                                } else {
-                                    attempts.push(prev);
-                                }
-                            }
-                            open_has_tools = false;
-                        }
-                        PartBody::StepFinish(_) => {
-                            open = None;
-                            attempts.clear();
-                        }
-                        PartBody::Tool(_) => open_has_tools = true,
-                        _ => {}
-                    }
-                }
-                // Attempts no finished step followed were interruptions after all.
-                for prev in attempts {
-                    unclosed.push((prev, next_step(message, prev)));
-                }
-                unclosed.sort_by_key(|(p, _)| position(message, p));
-                if let Some(prev) = open {
-                    unclosed.push((prev, None));
-                }
+                let unclosed = unclosed(message);
                 let aborted = message
                     .info
                     .as_ref()
@@ -142,6 +108,48 @@ impl Check for StepUnclosed {
             }
         }
     }
+}
+
+/// The steps of `message` no `step-finish` closes, each with the step-start that follows it in
+/// the message (if any), in part order: what the rule reports, before it leaves out the last step
+/// of a reply the user stopped. Depends on the message alone.
+pub(super) fn unclosed(message: &Message) -> Vec<(&PartRecord, Option<&PartRecord>)> {
+    let mut open: Option<&PartRecord> = None;
+    let mut open_has_tools = false;
+    let mut unclosed = Vec::new();
+    // Steps left open by an attempt the processor retried in the same message: no
+    // tool ran in them, and a later step of the message finished. (OpenCode retries
+    // a failed stream this way, keeping the attempt's step-start and partial text.)
+    let mut attempts: Vec<&PartRecord> = Vec::new();
+    for part in &message.parts {
+        match part.part.body {
+            PartBody::StepStart(_) => {
+                if let Some(prev) = open.replace(part) {
+                    if open_has_tools {
+                        unclosed.push((prev, Some(part)));
+                    } else {
+                        attempts.push(prev);
+                    }
+                }
+                open_has_tools = false;
+            }
+            PartBody::StepFinish(_) => {
+                open = None;
+                attempts.clear();
+            }
+            PartBody::Tool(_) => open_has_tools = true,
+            _ => {}
+        }
+    }
+    // Attempts no finished step followed were interruptions after all.
+    for prev in attempts {
+        unclosed.push((prev, next_step(message, prev)));
+    }
+    unclosed.sort_by_key(|(p, _)| position(message, p));
+    if let Some(prev) = open {
+        unclosed.push((prev, None));
+    }
+    unclosed
 }
 
 fn position(message: &crate::session::Message, part: &PartRecord) -> usize {

@@ -73,6 +73,10 @@ pub struct Args {
     /// List the files skipped because they are not recordings.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Live parts from which a large agent log's diagnosis forgets quiet messages (testing: 0
+    /// forgets from the start).
+    #[arg(long, hide = true, value_name = "PARTS")]
+    pub forget_from_parts: Option<usize>,
 }
 
 fn parse_severity(s: &str) -> Result<(String, Severity), String> {
@@ -176,6 +180,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         let file_policy = policy.for_path(path);
         let options = pipeline::Options {
             input: Some(format),
+            forget_logs_from: pipeline::forget_logs_from(args.format, args.forget_from_parts),
             ..pipeline::Options::default()
         };
         let mut units = Vec::new();

@@ -53,6 +53,11 @@ pub struct Args {
 
     #[command(flatten)]
     pub store: StoreArgs,
+
+    /// Live parts from which a large agent log's diagnosis forgets quiet messages (testing: 0
+    /// forgets from the start).
+    #[arg(long, hide = true, value_name = "PARTS")]
+    pub forget_from_parts: Option<usize>,
 }
 
 /// Options for OpenCode session stores (a database, a storage folder, an export).
@@ -94,6 +99,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let mut options = Options {
         input: args.input,
         profiles: vec![args.processor, pipeline::counterpart(args.processor)],
+        forget_logs_from: pipeline::forget_logs_from(args.format, args.forget_from_parts),
         ..Options::default()
     };
     args.store.apply(&mut options);

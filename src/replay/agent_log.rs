@@ -85,12 +85,89 @@ struct PreparedPart {
     status_span: Option<Span>,
 }
 
-/// Builds the session model of an agent log.
+/// Live parts from which a diagnosis's replay of a large log forgets what it no longer needs
+/// (see [`replay_forgetting`]): about 16 MiB of model.
+pub const FORGET_FROM_PARTS: usize = 16_384;
+
+/// Builds the session model of an agent log: the whole model, every part of every message.
+pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
+    // Without a window nothing is forgotten, so nothing asks for a second reading.
+    Ok(run(input, file, None)?.unwrap_or_else(|| Analysis::new(file, Format::AgentLog)))
+}
+
+/// Builds the session model of an agent log for a diagnosis, in memory that stops growing with
+/// the log: once the model holds `from` live parts, each message is forgotten as soon as it is
+/// closed (another message of its session started and none of its tools is pending or running)
+/// and `rules` find it quiet, and so is every quiet event. A closed message the rules report on
+/// its own is put aside whole until the end. The session summaries count what was forgotten.
+///
+/// What is loud before anything was forgotten makes the replay keep everything from there on,
+/// as [`replay`] does; after, it stops the replay, and `None` says to read the log again with
+/// [`replay`]. An event the rules report from what is kept and what follows (an error, say)
+/// stops the forgetting there. So the findings never depend on what was forgotten: they are
+/// those of the whole model.
+///
+/// Forgetting needs each message closed for good: a write to a message put aside, or to a
+/// message id at or below the highest forgotten one of its session (OpenCode's ids ascend),
+/// reads the log again.
+pub fn replay_forgetting<R: BufRead + Send>(
+    input: R,
+    file: FileId,
+    from: usize,
+    rules: Box<dyn Forgetting>,
+) -> Result<Option<Analysis>, IngestError> {
+    run(input, file, Some(Window::new(from, rules)))
+}
+
+/// What a closed message or an event is to the rules (see [`Forgetting`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// No rule reports anything about it or because of it: it may be forgotten.
+    Quiet,
+    /// Rules report it from what it holds, what is kept and what follows: a message is put
+    /// aside whole; after an event, nothing more is forgotten.
+    Kept,
+    /// A rule may report it with what surrounds it: nothing may be forgotten.
+    Loud,
+}
+
+/// What the rules need of a log, for a replay that forgets the rest (implemented by the
+/// checks, which know what each rule reads: `checks::quiet`).
+pub trait Forgetting: Send {
+    /// What `message`, closed, is to the rules. `new_call` is told each of its tool call ids and
+    /// answers whether its session had not had it yet.
+    fn message(&mut self, message: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict;
+
+    /// What `event` is to the rules, given the events before it. `find` finds a message the
+    /// model holds by session and id.
+    fn event<'m>(
+        &mut self,
+        event: &Event,
+        find: &dyn Fn(&str, &str) -> Option<&'m Message>,
+    ) -> Verdict;
+
+    /// A part of message `message` of `session` was written (`tool`: a tool part): whether the
+    /// rules stay quiet.
+    fn written(&mut self, session: &str, message: &str, tool: bool) -> bool;
+
+    /// Message `message` of `session` was forgotten.
+    fn forget(&mut self, session: &str, message: &str);
+
+    /// Whether a finding may point at an event of this kind whatever the rest of the log holds:
+    /// such events are kept when the others are forgotten.
+    fn kept_event(&self, kind: &EventKind) -> bool;
+}
+
+/// Builds the session model of an agent log, forgetting what `window` allows.
 ///
 /// Reading and re-joining the records runs on its own thread, which hands each batch's JSON
 /// values (most of the work) to rayon's pool to be decoded and reads on; the replay applies the
 /// decoded batches in file order. A bounded number of batches is in flight at once.
-pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
+fn run<R: BufRead + Send>(
+    input: R,
+    file: FileId,
+    window: Option<Window>,
+) -> Result<Option<Analysis>, IngestError> {
     // On a rayon worker (files diagnosed in parallel), the pool may be busy with replays waiting
     // for their batches: decode on the reading thread itself rather than queue work behind them.
     let parallel = rayon::current_thread_index().is_none();
@@ -146,6 +223,7 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
             reader.stats().clone()
         });
         let mut state = State::new(file);
+        state.window = window;
         let mut decoded_stats = LogStats::default();
         let mut seq: Seq = 0;
         for in_flight in rx.iter() {
@@ -168,12 +246,19 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
                 }
                 seq += 1;
             }
+            if state.again() {
+                break;
+            }
         }
+        // The reader stops at its next hand-over.
+        drop(rx);
         let stats = match reading.join() {
             Ok(stats) => stats,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        let mut analysis = state.finish();
+        let Some(mut analysis) = state.finish() else {
+            return Ok(None);
+        };
         let counts = &mut analysis.counts;
         counts.insert("lines", stats.lines);
         counts.insert(
@@ -190,7 +275,7 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
         );
         counts.insert("text lines", stats.text_lines + decoded_stats.text_lines);
         counts.insert("rejoined splits", stats.rejoined_splits);
-        Ok(analysis)
+        Ok(Some(analysis))
     })
 }
 
@@ -847,9 +932,13 @@ struct State {
     /// Per session index: how many events there were at the session's last part write (a
     /// cleanup's "Tool execution aborted" write aside). See [`State::file_part`].
     events_at_write: Vec<usize>,
-    /// The positions of part writes that came first in their session after an event, in order:
-    /// the writes [`PartRecord::history`] keeps whatever else it drops.
-    first_after_event: Vec<Seq>,
+    /// Events so far, forgotten ones included.
+    events_seen: usize,
+    /// Per session index: the positions of its part writes that came first in it after an
+    /// event, in order: the writes [`PartRecord::history`] keeps whatever else it drops.
+    first_after_event: Vec<Vec<Seq>>,
+    /// What a diagnosis's replay may forget (see [`replay_forgetting`]).
+    window: Option<Window>,
     /// Per session index: where each tool call id is first held (message, part), for a session a
     /// Claude Code tool result has asked about (see [`State::claude_call`]).
     claude_calls: Vec<Option<FastMap<String, (usize, usize)>>>,
@@ -870,12 +959,38 @@ impl State {
             last_results: Vec::new(),
             media_results: Vec::new(),
             events_at_write: Vec::new(),
+            events_seen: 0,
             first_after_event: Vec::new(),
+            window: None,
             claude_calls: Vec::new(),
         }
     }
 
-    fn finish(mut self) -> Analysis {
+    /// The model, or `None` when the log must be read again without forgetting (see
+    /// [`replay_forgetting`]).
+    fn finish(mut self) -> Option<Analysis> {
+        // What is left after forgetting must not be loud either: it would be reported with what
+        // was forgotten around it.
+        if self.window.as_ref().is_some_and(|w| w.forgetting) {
+            for si in 0..self.analysis.sessions.len() {
+                for mi in 0..self.analysis.sessions[si].messages.len() {
+                    if self.verdict(si, mi) == Verdict::Loud {
+                        return None;
+                    }
+                }
+            }
+        }
+        if self.again() {
+            return None;
+        }
+        // The kept messages go back into their sessions.
+        if let Some(w) = &mut self.window {
+            for (si, kept) in w.kept.iter_mut().enumerate() {
+                if let Some(session) = self.analysis.sessions.get_mut(si) {
+                    session.messages.append(kept);
+                }
+            }
+        }
         // A session's message ids are distinct, and so are a message's part ids (the indexes
         // file each id once), so an unstable sort orders them as a stable one would, without
         // the stable sort's scratch copy: a copy of every message of the session, at the time
@@ -887,17 +1002,266 @@ impl State {
             }
         }
         self.analysis.counts.insert("bus events", self.bus_events);
-        self.analysis
+        Some(self.analysis)
     }
 
     fn event(&mut self, seq: Seq, span: Span, session: Option<String>, kind: EventKind) {
         let session = session.or_else(|| self.current_session.clone());
-        self.analysis.events.push(Event {
+        let event = Event {
             seq,
             span,
             session,
             kind,
+        };
+        self.events_seen += 1;
+        let State {
+            window,
+            analysis,
+            session_index,
+            message_index,
+            id_hasher,
+            ..
+        } = self;
+        if let Some(w) = window {
+            let find = |session: &str, id: &str| {
+                let si = *session_index.get(session)?;
+                let messages = &analysis.sessions.get(si)?.messages;
+                let hit = message_index.get(si)?.get(&id_hasher.hash_one(id)).copied();
+                hashed_position(hit, messages, |m| m.id == id).map(|mi| &messages[mi])
+            };
+            match w.rules.event(&event, &find) {
+                Verdict::Loud => self.not_quiet(),
+                Verdict::Kept => self.freeze(),
+                Verdict::Quiet => {
+                    if w.forgetting && !w.frozen && !w.rules.kept_event(&event.kind) {
+                        return;
+                    }
+                }
+            }
+        }
+        self.analysis.events.push(event);
+    }
+
+    /// Something a rule may report with what surrounds it: nothing may be forgotten, and the log
+    /// is read again when something was.
+    fn not_quiet(&mut self) {
+        match &mut self.window {
+            Some(w) if w.forgetting => w.again = true,
+            _ => self.window = None,
+        }
+    }
+
+    /// Something the rules report from what is kept and what comes after: nothing more may be
+    /// forgotten, but what was is not needed.
+    fn freeze(&mut self) {
+        match &mut self.window {
+            Some(w) if w.forgetting => w.frozen = true,
+            _ => self.window = None,
+        }
+    }
+
+    /// Whether the log must be read again without forgetting.
+    fn again(&self) -> bool {
+        self.window.as_ref().is_some_and(|w| w.again)
+    }
+
+    /// What message `mi` of session `si` is to the rules, its tool calls counted as the
+    /// session's.
+    fn verdict(&mut self, si: usize, mi: usize) -> Verdict {
+        let Some(w) = &mut self.window else {
+            return Verdict::Loud;
+        };
+        if w.calls.len() <= si {
+            w.calls.resize_with(si + 1, crate::FastSet::default);
+        }
+        let calls = &mut w.calls[si];
+        let hasher = &self.id_hasher;
+        let message = &self.analysis.sessions[si].messages[mi];
+        (w.rules).message(message, &mut |call| calls.insert(hasher.hash_one(call)))
+    }
+
+    /// A message is starting in session `si`: forgets the session's messages that are closed and
+    /// quiet, and puts aside those that are kept, once the model is large enough (see
+    /// [`replay_forgetting`]).
+    fn closing(&mut self, si: usize, new_id: &str) {
+        let Some(w) = &mut self.window else {
+            return;
+        };
+        if !w.forgetting {
+            if w.live_parts < w.from {
+                return;
+            }
+            w.forgetting = true;
+            // Every other session's messages but its newest are closed, if their tools are.
+            let rules = &w.rules;
+            self.analysis.events.retain(|e| rules.kept_event(&e.kind));
+            for other in 0..self.analysis.sessions.len() {
+                if other != si {
+                    self.forget_closed(other, 1);
+                }
+            }
+        }
+        if self.again() {
+            return;
+        }
+        let closed_before = |w: &Window| {
+            let forgotten = (w.highest.get(si))
+                .and_then(Option::as_deref)
+                .is_some_and(|h| new_id <= h);
+            let kept =
+                (w.kept_ids.get(si)).is_some_and(|k| k.contains(&self.id_hasher.hash_one(new_id)));
+            forgotten || kept
+        };
+        if self.window.as_ref().is_some_and(closed_before) {
+            // Maybe a message that was closed written again.
+            self.not_quiet();
+            return;
+        }
+        self.forget_closed(si, 0);
+    }
+
+    /// Forgets the closed messages of session `si` that are quiet, but its `newest` messages.
+    fn forget_closed(&mut self, si: usize, newest: usize) {
+        let messages = &self.analysis.sessions[si].messages;
+        let n = messages.len().saturating_sub(newest);
+        let closed: Vec<usize> = (0..n).filter(|&mi| !has_open_tool(&messages[mi])).collect();
+        // Messages whose tools never end are looked at again at every new message: past a
+        // bound (in number, and in parts against all the parts filed), forgetting would cost
+        // more than the square of the log.
+        let open_parts: usize = (0..n)
+            .filter(|mi| closed.binary_search(mi).is_err())
+            .map(|mi| messages[mi].parts.len())
+            .sum();
+        let too_costly = self.window.as_mut().is_some_and(|w| {
+            w.looked_again += open_parts;
+            w.looked_again > 4 * w.filed + (1 << 16)
         });
+        if n - closed.len() > MAX_OPEN_MESSAGES || too_costly {
+            self.not_quiet();
+            return;
+        }
+        // From the last, so that what `swap_remove` moves is never one of them.
+        for mi in closed.into_iter().rev() {
+            match self.verdict(si, mi) {
+                Verdict::Loud => {
+                    self.not_quiet();
+                    return;
+                }
+                Verdict::Quiet if !self.window.as_ref().is_some_and(|w| w.frozen) => {
+                    self.forget(si, mi);
+                }
+                // Looked at once: its tool calls are the session's now.
+                Verdict::Quiet | Verdict::Kept => self.keep(si, mi),
+            }
+        }
+        self.forget_writes(si);
+    }
+
+    /// Forgets message `mi` of session `si`, counting it in the session's summary.
+    fn forget(&mut self, si: usize, mi: usize) {
+        let message = self.take(si, mi);
+        let Some(w) = &mut self.window else {
+            return;
+        };
+        let session = &mut self.analysis.sessions[si];
+        session.forgotten.add(&message);
+        w.rules.forget(&session.id, &message.id);
+        if w.highest.len() <= si {
+            w.highest.resize(si + 1, None);
+        }
+        if w.highest[si]
+            .as_deref()
+            .is_none_or(|h| h < message.id.as_str())
+        {
+            w.highest[si] = Some(message.id);
+        }
+    }
+
+    /// Puts message `mi` of session `si` aside until the end: a rule reports it, from what it
+    /// holds alone.
+    fn keep(&mut self, si: usize, mi: usize) {
+        let message = self.take(si, mi);
+        let Some(w) = &mut self.window else {
+            return;
+        };
+        if w.kept.len() <= si {
+            w.kept.resize_with(si + 1, Vec::new);
+            w.kept_ids.resize_with(si + 1, crate::FastSet::default);
+        }
+        w.kept_ids[si].insert(self.id_hasher.hash_one(&message.id));
+        w.kept[si].push(message);
+    }
+
+    /// Takes message `mi` out of session `si` and out of the indexes; the session's last message
+    /// takes its place.
+    fn take(&mut self, si: usize, mi: usize) -> Message {
+        let hasher = &self.id_hasher;
+        let session = &mut self.analysis.sessions[si];
+        let message = session.messages.swap_remove(mi);
+        let moved_from = session.messages.len();
+        if let Some(w) = &mut self.window {
+            w.live_parts = w.live_parts.saturating_sub(message.parts.len());
+        }
+        let index = &mut self.message_index[si];
+        // The message leaves the indexes; the one that took its place moves in them.
+        let key = hasher.hash_one(&message.id);
+        if index.get(&key) == Some(&mi) {
+            index.remove(&key);
+        }
+        if message.parts.len() >= INDEXED_FROM {
+            for p in &message.parts {
+                self.part_index
+                    .remove(&(si, mi, hasher.hash_one(&p.part.id)));
+            }
+        }
+        if let Some(moved) = session.messages.get(mi) {
+            let moved_key = hasher.hash_one(&moved.id);
+            if index.get(&moved_key) == Some(&moved_from) {
+                index.insert(moved_key, mi);
+            }
+            if moved.parts.len() >= INDEXED_FROM {
+                for p in &moved.parts {
+                    let h = hasher.hash_one(&p.part.id);
+                    if let Some(pi) = self.part_index.remove(&(si, moved_from, h)) {
+                        self.part_index.insert((si, mi, h), pi);
+                    }
+                }
+            }
+        }
+        // Another message with the same hash (a collision) is found by the index again.
+        let collided = self
+            .window
+            .as_ref()
+            .is_some_and(|w| w.collided.contains(&key));
+        if collided
+            && !index.contains_key(&key)
+            && let Some(j) = (session.messages.iter()).position(|m| hasher.hash_one(&m.id) == key)
+        {
+            index.insert(key, j);
+        }
+        message
+    }
+
+    /// Drops the writes of session `si` that only forgotten parts can ask about (see
+    /// [`State::file_part`]): those before the first write of every part it still has. Once the
+    /// list has doubled since, so that the walk of the session's parts is paid for.
+    fn forget_writes(&mut self, si: usize) {
+        let (Some(w), Some(writes)) = (&mut self.window, self.first_after_event.get_mut(si)) else {
+            return;
+        };
+        if w.writes_kept.len() <= si {
+            w.writes_kept.resize(si + 1, 0);
+        }
+        if writes.len() < 2 * w.writes_kept[si] + 64 {
+            return;
+        }
+        let live = (self.analysis.sessions[si].messages.iter())
+            .flat_map(|m| m.parts.iter().filter_map(|p| p.history.first()))
+            .map(|o| o.seq)
+            .min();
+        let gone = writes.partition_point(|s| live.is_none_or(|first| *s < first));
+        writes.drain(..gone);
+        w.writes_kept[si] = writes.len();
     }
 
     fn apply(&mut self, seq: Seq, record: LogRecord) {
@@ -1442,17 +1806,19 @@ impl State {
     fn file_part(&mut self, si: usize, mi: usize, part: Part, observation: Observation) {
         if self.events_at_write.len() <= si {
             self.events_at_write.resize(si + 1, 0);
+            self.first_after_event.resize_with(si + 1, Vec::new);
         }
-        let events = self.analysis.events.len();
-        if self.events_at_write[si] != events
-            && self.first_after_event.last() != Some(&observation.seq)
+        let events = self.events_seen;
+        let first_after_event = &mut self.first_after_event[si];
+        if self.events_at_write[si] != events && first_after_event.last() != Some(&observation.seq)
         {
-            self.first_after_event.push(observation.seq);
+            first_after_event.push(observation.seq);
         }
         let cleanup = part.tool().and_then(|t| t.state.error_text()) == Some(TOOL_ABORTED);
         if !cleanup {
             self.events_at_write[si] = events;
         }
+        let tool = part.tool().is_some();
         let message = &mut self.analysis.sessions[si].messages[mi];
         let is_it = |r: &PartRecord| r.part.id == part.id;
         // Most messages have a few parts, found faster by their ids than by a hash, and without
@@ -1470,7 +1836,8 @@ impl State {
                 let record = &mut message.parts[pi];
                 record.part = part;
                 let history = &mut record.history;
-                let kept = |o: &Observation| self.first_after_event.binary_search(&o.seq).is_ok();
+                let kept =
+                    |o: &Observation| self.first_after_event[si].binary_search(&o.seq).is_ok();
                 match history.as_mut_slice() {
                     // The last write is neither the first of its status run nor one to keep.
                     [.., before, last]
@@ -1485,6 +1852,10 @@ impl State {
                 pi
             }
             None => {
+                if let Some(w) = &mut self.window {
+                    w.live_parts += 1;
+                    w.filed += 1;
+                }
                 message.parts.push(PartRecord {
                     part,
                     history: vec![observation],
@@ -1508,6 +1879,12 @@ impl State {
                 .and_modify(|at| *at = (*at).min((mi, pi)))
                 .or_insert((mi, pi));
         }
+        if let Some(w) = &mut self.window {
+            let session = &self.analysis.sessions[si];
+            if !w.rules.written(&session.id, &session.messages[mi].id, tool) {
+                self.not_quiet();
+            }
+        }
     }
 
     /// A Claude Code `--output-format stream-json` record: a session per `session_id`, a tool
@@ -1521,6 +1898,8 @@ impl State {
         ty: &str,
         session: &str,
     ) {
+        // Its tool results are filed into older messages (see `claude_tool`).
+        self.not_quiet();
         self.current_session = Some(session.to_owned());
         let si = self.session_slot(session);
         let blocks = obj
@@ -1754,6 +2133,11 @@ impl State {
         if let Some(i) = hashed_position(index.get(&key).copied(), messages, |m| m.id == id) {
             return i;
         }
+        if self.window.is_some() {
+            self.closing(si, id);
+        }
+        let index = &mut self.message_index[si];
+        let messages = &mut self.analysis.sessions[si].messages;
         let i = messages.len();
         // The session's previous message is, as a rule, complete: its parts and their histories
         // give back the room they grew into (up to a quarter of what a session keeps).
@@ -1767,9 +2151,87 @@ impl State {
             id: id.to_owned(),
             ..Message::default()
         });
-        index.entry(key).or_insert(i);
+        match index.entry(key) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(_) => {
+                if let Some(w) = &mut self.window {
+                    w.collided.insert(key);
+                }
+            }
+        }
         i
     }
+}
+
+/// Messages of a session looked at again at every new message while forgetting, at most: past
+/// that, nothing is forgotten (see [`State::forget_closed`]).
+const MAX_OPEN_MESSAGES: usize = 256;
+
+/// What a diagnosis's replay may forget, and what it has (see [`replay_forgetting`]).
+struct Window {
+    /// Live parts from which closed messages are forgotten.
+    from: usize,
+    /// Parts of the messages the model holds, and parts filed in all.
+    live_parts: usize,
+    filed: usize,
+    /// Parts of messages with a tool still open looked at again when another message started.
+    looked_again: usize,
+    /// Something was forgotten.
+    forgetting: bool,
+    /// Something not quiet came after something was forgotten: the log must be read again.
+    again: bool,
+    /// Something the rules report from what is kept came after something was forgotten: every
+    /// message and event is kept from then on.
+    frozen: bool,
+    /// What the rules need.
+    rules: Box<dyn Forgetting>,
+    /// Per session index: hashes of the tool call ids of the messages looked at so far.
+    calls: Vec<crate::FastSet<u64>>,
+    /// Per session index: the highest id of a forgotten message.
+    highest: Vec<Option<String>>,
+    /// Per session index: the messages put aside until the end, and hashes of their ids.
+    kept: Vec<Vec<Message>>,
+    kept_ids: Vec<crate::FastSet<u64>>,
+    /// Hashes of message ids that another message of its session has too (see
+    /// [`State::take`]).
+    collided: crate::FastSet<u64>,
+    /// Per session index: how many of its first-after-event writes were left at its last pruning.
+    writes_kept: Vec<usize>,
+}
+
+impl Window {
+    fn new(from: usize, rules: Box<dyn Forgetting>) -> Self {
+        Self {
+            from,
+            live_parts: 0,
+            filed: 0,
+            looked_again: 0,
+            forgetting: false,
+            again: false,
+            frozen: false,
+            rules,
+            calls: Vec::new(),
+            highest: Vec::new(),
+            kept: Vec::new(),
+            kept_ids: Vec::new(),
+            collided: crate::FastSet::default(),
+            writes_kept: Vec::new(),
+        }
+    }
+}
+
+/// Whether a tool of `message` is still pending or running.
+fn has_open_tool(message: &Message) -> bool {
+    (message.parts.iter()).any(|p| {
+        p.part.tool().is_some_and(|t| {
+            matches!(
+                t.state,
+                crate::model::ToolState::Pending(_) | crate::model::ToolState::Running(_)
+            )
+        })
+    })
 }
 
 /// Gives back the room a vector grew into: its items move to an allocation of their size.

@@ -255,7 +255,10 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
         .map(|s| {
             let mut sum = SessionSummary {
                 id: s.id.clone(),
-                messages: s.messages.len(),
+                messages: s.messages.len() + s.forgotten.messages,
+                steps_started: s.forgotten.steps_started,
+                steps_finished: s.forgotten.steps_finished,
+                tools: s.forgotten.tools.clone(),
                 ..SessionSummary::default()
             };
             if analysis.format == crate::ingest::Format::AgentLog && analysis.stream.is_some() {

@@ -1,0 +1,256 @@
+//! What a diagnosis of an agent log may forget as it reads.
+//!
+//! The checks read the replayed model whole at the end, so a log's model would grow with its
+//! parts. A large log's replay (`replay::agent_log::replay_forgetting`) therefore forgets each
+//! closed message that is *quiet* — no rule that runs on an agent log reports anything about it,
+//! nor about anything else because of it — and every quiet event. A closed message that a rule
+//! reports on its own is *kept* whole: the findings about it depend on nothing but the message,
+//! the events [`Quiet`] keeps and what the session summary holds; so are all messages and events
+//! after an event the rules report from what is kept and what follows (an error). The conditions
+//! below mirror the rules they name; a differential test (whole model against forgetting model,
+//! on every log of the project and the corpus and on thousands of mutations of them) holds them
+//! to it. Anything else — a *loud* message or event — makes the replay keep everything, or read
+//! the log again without forgetting, so the output never depends on what was forgotten.
+
+use super::step_unclosed;
+use super::{incidents, loop_exited_early, model_substituted, reply_truncated, step_merged};
+use crate::model::{PartBody, TOOL_ABORTED, ToolState};
+use crate::replay::agent_log::{Forgetting, Verdict};
+use crate::session::{Event, EventKind, Message, Seq};
+
+/// What a message, with no part written again, is to the rules. `new_call` is told each tool
+/// call id of the message and answers whether the session had not had it yet.
+fn message(message: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict {
+    let mut kept = false;
+    for p in &message.parts {
+        match &p.part.body {
+            // empty-text-part (which also asks whether a later message finished a step: the
+            // forgotten ones are counted in the session's summary)
+            PartBody::Text(t) if t.text.trim().is_empty() => kept = true,
+            PartBody::Tool(t) => {
+                // tool-never-finished, tool-error-dropped (whose labels are the message's own
+                // writes and the stream aborts that `kept_event` keeps)
+                if matches!(t.state, ToolState::Pending(_) | ToolState::Running(_))
+                    || t.state.error_text() == Some(TOOL_ABORTED)
+                {
+                    kept = true;
+                }
+                // tool-call-duplicate: the first part of a call id may be in another message.
+                if !t.call_id.is_empty() && !new_call(&t.call_id) {
+                    return Verdict::Loud;
+                }
+            }
+            _ => {}
+        }
+    }
+    // step-unclosed (labelled with the stream aborts too), reply-truncated, step-merged
+    if kept
+        || !step_unclosed::unclosed(message).is_empty()
+        || reply_truncated::cut_off(message)
+        || (step_merged::replayed(message) && !step_merged::merges(message).is_empty())
+    {
+        Verdict::Kept
+    } else {
+        Verdict::Quiet
+    }
+}
+
+/// A step whose finish reason does not continue the loop: its message, the message's step
+/// finish before it, and whether it recorded zero tokens.
+type Unusable = (String, Option<Seq>, bool);
+
+/// What the rules that run on an agent log need of it, following its events in order.
+#[derive(Debug, Default)]
+pub struct Quiet {
+    /// The model the user asked for in this run (`model-substituted`).
+    requested: Option<String>,
+    /// `loop-exited-early`: the latest step finish of each message held (by id)...
+    last_finish: crate::FastMap<String, Seq>,
+    /// ... the steps with a finish reason that does not continue the loop whose session has not
+    /// written a part since, by session: (message, the message's step finish before, whether
+    /// the step recorded zero tokens) ...
+    unusable: crate::FastMap<String, Vec<Unusable>>,
+    /// ... and the messages (session, id) a loop exit followed such a step of, with no tool
+    /// call the rule reports yet: a tool part written in one of them later may be one.
+    exited: crate::FastSet<(String, String)>,
+    /// `usage-mismatch`: per session, its latest step finish and the latest usage the provider
+    /// sent in it; the latest usage sent with no session; the sessions whose step recorded zero
+    /// tokens and have written no part since.
+    last_step: crate::FastMap<String, Seq>,
+    last_usage: crate::FastMap<String, Seq>,
+    sessionless_usage: Option<Seq>,
+    zero_steps: crate::FastSet<String>,
+}
+
+impl Forgetting for Quiet {
+    fn message(&mut self, m: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict {
+        message(m, new_call)
+    }
+
+    /// [`Verdict::Kept`]: the rules report the event from itself, the events `kept_event` keeps,
+    /// the events after it and the messages held from then on.
+    fn event<'m>(
+        &mut self,
+        e: &Event,
+        find: &dyn Fn(&str, &str) -> Option<&'m Message>,
+    ) -> Verdict {
+        use Verdict::{Kept, Loud, Quiet};
+        let quiet = |q: bool| if q { Quiet } else { Loud };
+        // session-error, stream-error-fatal, validation-crash: incidents are made of these. What
+        // they read of the model is the part writes after an error and the tools still open at
+        // the end, which no forgotten message has.
+        if incidents::error_of(e).is_some() {
+            return Kept;
+        }
+        match &e.kind {
+            EventKind::RunStart => {
+                self.requested = None;
+                Quiet
+            }
+            EventKind::ModelRequested { spec } => {
+                self.requested = Some(spec.clone());
+                Quiet
+            }
+            // model-substituted (which reads the run's kept model events and the steps after)
+            EventKind::ModelResolved(r) => {
+                let same = (self.requested.as_deref())
+                    .is_none_or(|spec| model_substituted::same_model(spec, &r.provider, &r.model));
+                if same { Quiet } else { Kept }
+            }
+            EventKind::StepFinished(step) => {
+                let before = (self.last_finish).insert(step.message_id.clone(), e.seq);
+                let Some(session) = &e.session else {
+                    return Quiet;
+                };
+                // usage-mismatch: a step that recorded zero tokens when the provider sent usage
+                // after the session's step before and before its next part write.
+                let previous = self.last_step.insert(session.clone(), e.seq).unwrap_or(0);
+                if step.zero_usage {
+                    let sent = (self.last_usage.get(session).copied())
+                        .max(self.sessionless_usage)
+                        .is_some_and(|u| u > previous);
+                    if sent {
+                        return Loud;
+                    }
+                    self.zero_steps.insert(session.clone());
+                }
+                // loop-exited-early: reported when the loop exits after the step before its
+                // session writes a part, for the tool calls its message got after its step
+                // before.
+                if loop_exited_early::unusable(step) {
+                    (self.unusable.entry(session.clone()).or_default()).push((
+                        step.message_id.clone(),
+                        before,
+                        step.zero_usage,
+                    ));
+                }
+                Quiet
+            }
+            EventKind::ProviderUsage(u) => {
+                if u.input.saturating_add(u.output) == 0 {
+                    return Quiet;
+                }
+                quiet(match &e.session {
+                    Some(s) => {
+                        self.last_usage.insert(s.clone(), e.seq);
+                        !self.zero_steps.contains(s)
+                    }
+                    None => {
+                        self.sessionless_usage = Some(e.seq);
+                        self.zero_steps.is_empty()
+                    }
+                })
+            }
+            EventKind::LoopExit => {
+                // A loop exit with no session ends the steps of every session.
+                let steps: Vec<(&String, &Unusable)> = match &e.session {
+                    Some(s) => (self.unusable.get_key_value(s).into_iter())
+                        .flat_map(|(s, steps)| steps.iter().map(move |step| (s, step)))
+                        .collect(),
+                    None => (self.unusable.iter())
+                        .flat_map(|(s, steps)| steps.iter().map(move |step| (s, step)))
+                        .collect(),
+                };
+                let mut exited = Vec::new();
+                for (session, (message, before, zero_usage)) in steps {
+                    let Some(m) = find(session, message) else {
+                        return Loud;
+                    };
+                    // Reported when a call of the step completed or runs, or any did with zero
+                    // tokens; one that failed may still be written again (see `written`).
+                    let owed = (m.parts.iter()).any(|p| {
+                        p.part
+                            .tool()
+                            .is_some_and(|t| *zero_usage || !matches!(t.state, ToolState::Error(_)))
+                            && p.history
+                                .first()
+                                .is_some_and(|o| before.is_none_or(|b| o.seq > b))
+                    });
+                    if owed {
+                        return Loud;
+                    }
+                    exited.push((session.clone(), message.clone()));
+                }
+                self.exited.extend(exited);
+                Quiet
+            }
+            // sse-concatenated-events (which reads the event itself)
+            EventKind::Log { error, .. } => {
+                let concatenated = error
+                    .as_ref()
+                    .is_some_and(|i| i.embedded_event.is_some() && i.payload.is_some());
+                if concatenated { Kept } else { Quiet }
+            }
+            // Words and labels of findings that the events above set off.
+            EventKind::Prompt
+            | EventKind::Cancel
+            | EventKind::Idle
+            | EventKind::BusSessionError
+            | EventKind::RetryWait(_)
+            | EventKind::StreamUnhandled { .. }
+            | EventKind::WrapperError { .. }
+            | EventKind::WrapperStatus { .. } => Quiet,
+            // Stream payloads, the processor's own records: what rules report, or what they read
+            // when they report.
+            _ => Loud,
+        }
+    }
+
+    /// A part of message `message` of `session` was written (`tool`: a tool part): whether every
+    /// rule stays quiet.
+    fn written(&mut self, session: &str, message: &str, tool: bool) -> bool {
+        if !self.unusable.is_empty() {
+            self.unusable.remove(session);
+        }
+        if !self.zero_steps.is_empty() {
+            self.zero_steps.remove(session);
+        }
+        !(tool
+            && !self.exited.is_empty()
+            && (self.exited).contains(&(session.to_owned(), message.to_owned())))
+    }
+
+    /// Message `message` of `session` was forgotten: nothing is asked about it any more.
+    fn forget(&mut self, session: &str, message: &str) {
+        self.last_finish.remove(message);
+        if !self.exited.is_empty() {
+            self.exited
+                .remove(&(session.to_owned(), message.to_owned()));
+        }
+    }
+
+    /// Retry waits (`retry-wait-excessive` reports each on its own, `session-error` notes
+    /// the last before a timeout), stream aborts (what ended a step or tool that a kept message
+    /// holds open), new runs and the models asked for and resolved (`model-substituted`, and
+    /// `session-error`'s notes).
+    fn kept_event(&self, kind: &EventKind) -> bool {
+        match kind {
+            EventKind::RetryWait(_)
+            | EventKind::RunStart
+            | EventKind::ModelRequested { .. }
+            | EventKind::ModelResolved(_) => true,
+            EventKind::StreamUnhandled { event_type, .. } => event_type == "abort",
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! A diagnosis that forgets what it no longer needs of a log (`agent_log::replay_forgetting`)
+//! against one that keeps the whole model: the same findings and summaries, on every agent log
+//! of the project and the corpus, and on thousands of mutations of them.
+
+use std::path::{Path, PathBuf};
+
+use crate::ingest::Format;
+use crate::replay::agent_log::{replay, replay_forgetting};
+use crate::session::Analysis;
+use crate::source::FileId;
+
+/// Findings, session summaries and counts: what a diagnosis prints.
+fn outcome(analysis: &Analysis) -> String {
+    let findings = crate::checks::run(analysis, &|_| true);
+    let sessions = crate::report::summarize(analysis, &findings);
+    format!("{findings:#?}\n{sessions:#?}\n{:?}", analysis.counts)
+}
+
+/// The outcome of a forgetting diagnosis (reading the text again when it says so), and whether
+/// it forgot anything.
+fn forgetting(text: &[u8], from: usize) -> (String, bool) {
+    let rules = Box::<crate::checks::quiet::Quiet>::default();
+    match replay_forgetting(text, FileId(0), from, rules).expect("a log in memory reads") {
+        Some(a) => {
+            let forgot = a.sessions.iter().any(|s| s.forgotten.messages > 0);
+            (outcome(&a), forgot)
+        }
+        None => (whole(text), false),
+    }
+}
+
+fn whole(text: &[u8]) -> String {
+    outcome(&replay(text, FileId(0)).expect("a log in memory reads"))
+}
+
+/// Every agent log of the project (fixtures, samples) and of the corpus, when it is there.
+fn logs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let corpus = match std::env::var_os("REWIND_CORPUS") {
+        Some(d) => PathBuf::from(d),
+        None => root.join("../shared/corpus"),
+    };
+    let mut dirs = vec![root.join("tests/fixtures"), root.join("samples")];
+    dirs.push(corpus.join("agent-logs"));
+    let mut out = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if crate::ingest::detect(&p).is_ok_and(|f| f == Format::AgentLog) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn forgetting_changes_no_finding_on_any_log() {
+    let logs = logs();
+    assert!(logs.len() >= 50, "only {} agent logs found", logs.len());
+    let mut forgot = 0;
+    for path in &logs {
+        let text = std::fs::read(path).expect("a fixture reads");
+        let expected = whole(&text);
+        for from in [0, 1, 7] {
+            let (got, did) = forgetting(&text, from);
+            assert_eq!(
+                got,
+                expected,
+                "{} (forgetting from {from} parts)",
+                path.display()
+            );
+            forgot += usize::from(did && from == 0);
+        }
+    }
+    // Most logs have one or two messages, with nothing to forget before the end.
+    assert!(
+        forgot >= 5,
+        "only {forgot} of {} logs forgot anything",
+        logs.len()
+    );
+}
+
+/// `copies` copies of `text` in a row, each with ids of its own that sort after the copy before
+/// (`msg_1…` after `msg_0…`): in the same sessions, or, `sessions`, in sessions of their own.
+fn copies(text: &[u8], copies: usize, sessions: bool) -> Vec<u8> {
+    let text = String::from_utf8_lossy(text);
+    let mut out = String::new();
+    for i in 0..copies {
+        let mut copy = text.to_string();
+        let mut prefixes = vec!["msg_", "prt_", "call_", "toolu_"];
+        if sessions {
+            prefixes.push("ses_");
+        }
+        for p in prefixes {
+            copy = copy.replace(p, &format!("{p}{i}"));
+        }
+        out.push_str(&copy);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn forgetting_changes_no_finding_on_logs_run_again() {
+    // A log's run repeated in the same sessions closes its messages, and forgets or keeps them.
+    let mut forgot = 0;
+    let logs = logs();
+    for path in &logs {
+        let text = std::fs::read(path).expect("a fixture reads");
+        for sessions in [false, true] {
+            let text = copies(&text, 3, sessions);
+            let expected = whole(&text);
+            let (got, did) = forgetting(&text, 0);
+            assert_eq!(got, expected, "{} three times", path.display());
+            forgot += usize::from(did && !sessions);
+        }
+    }
+    assert!(
+        forgot >= 15,
+        "only {forgot} of {} logs forgot anything",
+        logs.len()
+    );
+}
+
+/// A reproducible stream of pseudo-random numbers (xorshift64).
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
+#[test]
+fn forgetting_changes_no_finding_on_mutated_logs() {
+    // Lines dropped, repeated, moved and cut: writes to messages already closed, messages out of
+    // order, tools left open, steps cut in two.
+    let mut next = xorshift(0x5eed_f0a9_e771_0001);
+    let mut checked = 0;
+    let mut forgot = 0;
+    for path in logs() {
+        // Run three times, so that messages close: writes then reach messages already forgotten.
+        let text = copies(&std::fs::read(&path).expect("a fixture reads"), 3, false);
+        let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
+        if lines.len() < 4 {
+            continue;
+        }
+        for _ in 0..16 {
+            let mut mutated: Vec<&[u8]> = lines.clone();
+            for _ in 0..1 + next() % 3 {
+                let n = mutated.len();
+                let i = (next() % n as u64) as usize;
+                let j = (next() % n as u64) as usize;
+                match next() % 4 {
+                    0 => {
+                        mutated.remove(i);
+                    }
+                    1 => mutated.insert(j, lines[i % lines.len()]),
+                    2 => mutated.swap(i, j),
+                    _ => mutated.truncate(i.max(1)),
+                }
+                if mutated.is_empty() {
+                    break;
+                }
+            }
+            let text = mutated.concat();
+            let expected = whole(&text);
+            let (got, did) = forgetting(&text, 0);
+            assert_eq!(got, expected, "a mutation of {}", path.display());
+            checked += 1;
+            forgot += usize::from(did);
+        }
+    }
+    assert!(
+        checked >= 1000 && forgot >= 120,
+        "{checked} mutations, {forgot} forgot"
+    );
+}
