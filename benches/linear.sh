@@ -10,7 +10,9 @@
 # The shapes: many spans on one line of a minified export; many blocks or items in one record
 # of a transcript, a Codex rollout or a stream-json log; many calls in a stream, a stream-json
 # log, a rollout or one message of an export; many failing or crashing sessions, zero-usage
-# steps, empty text parts, unusable steps in one message, turns of a stored session; parse
+# steps, empty text parts, unusable steps in one message, turns of a stored session; the same
+# and messages a large log's diagnosis forgets (after a tool that never ends, or before writes
+# to the messages it forgot); parse
 # errors of distinct payloads; parallel calls, abandoned branches, a dead-end branch and resumed
 # turns in a Claude Code transcript; repair plans for many unclosed steps, running tools and
 # merged steps; issues of one stored row or one stream event; the HTML report of many findings
@@ -164,6 +166,25 @@ elif kind == "empty-text-parts":
         w({"type": "text", "timestamp": 1, "sessionID": "ses_1", "part": {"id": f"prt_{i:08d}",
            "sessionID": "ses_1", "messageID": f"msg_{i:08d}", "type": "text", "text": "",
            "time": {"start": 1, "end": 1}}})
+elif kind in ("steps", "open-tool-then-steps", "late-writes"):
+    # Messages of one step each in one session: what a large log's diagnosis forgets. After a
+    # message whose tool never ends (looked at again at every new message), or followed by a
+    # write to each message already closed (the log is read again).
+    def step(i, kind, extra):
+        w({"type": f"step_{kind}", "timestamp": 1, "sessionID": "ses_1",
+           "part": {"id": f"prt_{i:08d}{kind[0]}", "sessionID": "ses_1",
+                    "messageID": f"msg_{i:08d}", "type": f"step-{kind}", **extra}})
+    if kind == "open-tool-then-steps":
+        w({"type": "tool_use", "timestamp": 1, "sessionID": "ses_1", "part": {
+           "id": "prt_0", "sessionID": "ses_1", "messageID": "msg_0", "type": "tool",
+           "callID": "c0", "tool": "bash", "state": {"status": "running", "input": {"a": 1},
+                                                      "time": {"start": 1}}}})
+    for i in range(n):
+        step(i, "start", {})
+        step(i, "finish", {"reason": "stop", "cost": 0, "tokens": tokens})
+    if kind == "late-writes":
+        for i in range(n):
+            step(i, "finish", {"reason": "stop", "cost": 0.5, "tokens": tokens})
 elif kind == "unusable-steps":
     for i in range(n):
         part = {"sessionID": "ses_1", "messageID": "msg_1"}
@@ -346,6 +367,7 @@ row() {  # kind extension [command words before the file…]
   local label=${cmd[1]}
   [[ " ${cmd[*]} " == *" html "* ]] && label=html
   [[ " ${cmd[*]} " == *" human "* ]] && label=human
+  [[ " ${cmd[*]} " == *" --forget-from-parts "* ]] && label=forget-0
   awk -v k="$kind" -v c="$label" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
     printf "%-22s %-9s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, c, a, b, (a > 0 ? b / a : 0), s }'
   rm -rf "$a" "$b"
@@ -372,6 +394,17 @@ row empty-text-parts log
 row empty-text-parts log "$bin" diagnose --format html
 row sessions-failing log "$bin" diagnose --format html
 row unusable-steps log
+# A large log's diagnosis forgets what no rule needs; from the first part here, so that the
+# shapes are large enough to forget.
+forget=("$bin" diagnose --format json --forget-from-parts 0)
+row steps log "${forget[@]}"
+row open-tool-then-steps log "${forget[@]}"
+row late-writes log "${forget[@]}"
+row sessions-failing log "${forget[@]}"
+row sessions-crashing log "${forget[@]}"
+row zero-usage-steps log "${forget[@]}"
+row empty-text-parts log "${forget[@]}"
+row unusable-steps log "${forget[@]}"
 row issues-on-one-line log "$bin" diagnose --format human
 row parse-errors log
 row stitch-parallel jsonl
