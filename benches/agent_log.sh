@@ -15,8 +15,10 @@
 # read piece by piece. A log of small records (COPIES x 2000 steps, each a step_start and a
 # step_finish event, as a long run writes them) is measured against the same peers, in three
 # rounds. Each BIG_COPIES (e.g. 300 1000: about 270 MB and 900 MB) adds a row to the table of
-# peak memory as the log grows, for copies in sessions of their own and for all copies in one
-# session; those logs are deleted afterwards.
+# peak memory as the log grows, for copies in sessions of their own, for all copies in one
+# session, and for one session whose last run dies of an error (which the diagnosis reports);
+# BIG_COPIES also adds logs of small records of 200,000 and 2,000,000 steps (about 100 MB and
+# 1 GB). Those logs are deleted afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 copies=${1:-100}
@@ -73,7 +75,8 @@ run_once() {  # prints "seconds peak-KiB" of one run of a command (output discar
   t0=$(date +%s%N)
   /usr/bin/time -f "%M" -o "$tmp" "$@" > /dev/null 2>&1 || true
   t1=$(date +%s%N)
-  read -r m < "$tmp"
+  # The last line: /usr/bin/time writes a line before it when the command exits non-zero.
+  m=$(tail -n 1 "$tmp")
   rm -f "$tmp"
   awk -v a="$t0" -v b="$t1" -v m="$m" 'BEGIN{printf "%.3f %d\n", (b-a)/1e9, m}'
 }
@@ -123,7 +126,8 @@ rm -f "$rounds_out"
 echo "-- small records: COPIES x 2000 steps of one session, each a step_start and a step_finish"
 echo "   event of about 300 bytes (where the cost is per record, not per byte; 3 rounds)"
 sm=$dir/steps.jsonl
-python3 - "$sm" "$((copies * 2000))" <<'PY'
+steps_log() {  # file, steps
+python3 - "$1" "$2" <<'PY'
 import json, sys
 out, steps = sys.argv[1], int(sys.argv[2])
 with open(out, "w") as f:
@@ -138,6 +142,8 @@ with open(out, "w") as f:
             f.write(json.dumps({"type": ty, "timestamp": 1771057754652 + i, "sessionID": "ses_1",
                                 "part": part}, separators=(",", ":")) + "\n")
 PY
+}
+steps_log "$sm" "$((copies * 2000))"
 rounds_out=$(mktemp)
 for _ in 1 2 3; do
   read -r js jm <<< "$(run_once jq empty "$sm")"
@@ -158,7 +164,7 @@ o=$dir/one-line.log
 tr -d '\n' < "$c" > "$o"
 report "rewind diagnose (one line)" "$o" "$bin" diagnose --format json "$o"
 rm -f "$o"
-echo "-- the wrapped log's copies all in one session (the model keeps every part of a session)"
+echo "-- the wrapped log's copies all in one session (its messages close, and are forgotten, one after the other)"
 one=$dir/one-session.log
 generate "$copies" "$one" "" one
 report "rewind diagnose (one session)" "$one" "$bin" diagnose --format json "$one"
@@ -174,6 +180,26 @@ if [ "${#bigs[@]}" -gt 0 ]; then
         printf "rewind diagnose, %5s copies (%-5s) in %-4s session(s): %6.2f s  peak %6.1f MiB\n",
           c, n, k, s, m/1024 }'
     done
+  done
+  rm -f "$g"
+  echo "-- one session with an error at the end (its last run dies: what rules report)"
+  for n in "${bigs[@]}"; do
+    generate "$n" "$g" "" one
+    sid=$(grep -o -m1 '"sessionID": *"ses_[^"]*"' "$g" | grep -o 'ses_[^"]*')
+    printf '{"type":"error","timestamp":1771057799999,"sessionID":"%s","error":{"name":"UnknownError","data":{"message":"The operation timed out."}}}\n' "$sid" >> "$g"
+    read -r s m <<< "$(run_once "$bin" diagnose --format json "$g")"
+    awk -v n="$(du -h "$g" | cut -f1)" -v c="$n" -v s="$s" -v m="$m" 'BEGIN{
+      printf "rewind diagnose, %5s copies (%-5s) and an error:      %6.2f s  peak %6.1f MiB\n",
+        c, n, s, m/1024 }'
+  done
+  rm -f "$g"
+  echo "-- peak memory on small records as the log grows (steps of one session, 2 parts each)"
+  for steps in 200000 2000000; do
+    steps_log "$g" "$steps"
+    read -r s m <<< "$(run_once "$bin" diagnose --format json "$g")"
+    awk -v n="$(du -h "$g" | cut -f1)" -v c="$steps" -v s="$s" -v m="$m" 'BEGIN{
+      printf "rewind diagnose, %7d steps (%-5s):                   %6.2f s  peak %6.1f MiB\n",
+        c, n, s, m/1024 }'
   done
   rm -f "$g"
 fi

@@ -187,7 +187,7 @@ pub fn analyze(
             };
             let mut analysis = match forgetting {
                 Some(analysis) => analysis,
-                // Something a rule reports came after something was forgotten.
+                // Something a rule may report with what was forgotten came after it.
                 None => replay::agent_log::replay(ingest::open(path)?, file).map_err(ingest_err)?,
             };
             let embedded = std::mem::take(&mut analysis.embedded_streams);
