@@ -55,6 +55,8 @@ mod report;
 mod request;
 mod session;
 mod source;
+#[cfg(test)]
+mod testing;
 mod text;
 
 pub use cli::{Cli, ExitStatus, run};

@@ -883,6 +883,7 @@ impl SourceCode for Snippet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::xorshift;
 
     /// What is kept of line `n`: each piece's start and bytes, in order.
     fn pieces_of(lines: &Lines, n: u64) -> Vec<(u64, &[u8])> {
@@ -892,16 +893,6 @@ mod tests {
             .chain(farther)
             .map(|p| (p.at, p.bytes.as_slice()))
             .collect()
-    }
-
-    /// A reproducible stream of pseudo-random numbers (xorshift64).
-    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
-        move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        }
     }
 
     /// Positions counted from checkpoints, and the lines kept from where the index puts them, are
