@@ -8,6 +8,7 @@ use crate::ingest::Format;
 use crate::replay::agent_log::{replay, replay_forgetting};
 use crate::session::Analysis;
 use crate::source::FileId;
+use crate::testing::xorshift;
 
 /// Findings, session summaries and counts: what a diagnosis prints.
 fn outcome(analysis: &Analysis) -> String {
@@ -131,42 +132,42 @@ fn forgetting_changes_no_finding_on_logs_run_again() {
     );
 }
 
-/// A reproducible stream of pseudo-random numbers (xorshift64).
-fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
-    move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    }
-}
-
 #[test]
 fn forgetting_changes_no_finding_on_mutated_logs() {
-    // Lines dropped, repeated, moved and cut: writes to messages already closed, messages out of
-    // order, tools left open, steps cut in two.
+    // Lines dropped, repeated, moved, swapped with the next and cut, and part ids moved to the
+    // end of their message's order: writes to messages already closed, messages and parts out
+    // of order (as they arrive, and by id), tools left open, steps cut in two.
     let mut next = xorshift(0x5eed_f0a9_e771_0001);
     let mut checked = 0;
     let mut forgot = 0;
     for path in logs() {
         // Run three times, so that messages close: writes then reach messages already forgotten.
         let text = copies(&std::fs::read(&path).expect("a fixture reads"), 3, false);
-        let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
+        let lines: Vec<Vec<u8>> = (text.split_inclusive(|b| *b == b'\n'))
+            .map(<[u8]>::to_vec)
+            .collect();
         if lines.len() < 4 {
             continue;
         }
         for _ in 0..16 {
-            let mut mutated: Vec<&[u8]> = lines.clone();
+            let mut mutated = lines.clone();
             for _ in 0..1 + next() % 3 {
                 let n = mutated.len();
                 let i = (next() % n as u64) as usize;
                 let j = (next() % n as u64) as usize;
-                match next() % 4 {
+                match next() % 6 {
                     0 => {
                         mutated.remove(i);
                     }
-                    1 => mutated.insert(j, lines[i % lines.len()]),
+                    1 => mutated.insert(j, lines[i % lines.len()].clone()),
                     2 => mutated.swap(i, j),
+                    // Parts of one message arriving out of id order.
+                    3 => mutated.swap(i, (i + 1).min(n - 1)),
+                    // A part whose id sorts after the others of its message.
+                    4 => {
+                        let line = String::from_utf8_lossy(&mutated[i]).into_owned();
+                        mutated[i] = line.replacen("\"prt_", "\"prt_~", 1).into_bytes();
+                    }
                     _ => mutated.truncate(i.max(1)),
                 }
                 if mutated.is_empty() {

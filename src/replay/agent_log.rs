@@ -1076,7 +1076,13 @@ impl State {
         }
         let calls = &mut w.calls[si];
         let hasher = &self.id_hasher;
-        let message = &self.analysis.sessions[si].messages[mi];
+        let message = &mut self.analysis.sessions[si].messages[mi];
+        // The rules read a message's parts in id order, as `finish` sorts them (parts arrive out
+        // of it). The message leaves the model next, or the replay stops: the part index, which
+        // holds positions, is not asked about it again.
+        message
+            .parts
+            .sort_unstable_by(|a, b| a.part.id.cmp(&b.part.id));
         (w.rules).message(message, &mut |call| calls.insert(hasher.hash_one(call)))
     }
 
