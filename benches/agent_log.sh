@@ -169,16 +169,22 @@ one=$dir/one-session.log
 generate "$copies" "$one" "" one
 report "rewind diagnose (one session)" "$one" "$bin" diagnose --format json "$one"
 rm -f "$one"
+peak() {  # file, what (a printf format, then its arguments): one run's time and peak memory
+  local file=$1 what s m; shift
+  # shellcheck disable=SC2059
+  what=$(printf "$@")
+  read -r s m <<< "$(run_once "$bin" diagnose --format json "$file")"
+  awk -v w="$what" -v s="$s" -v m="$m" 'BEGIN{
+    printf "rewind diagnose, %s %6.2f s  peak %6.1f MiB\n", w, s, m/1024 }'
+}
+size() { du -h "$1" | cut -f1; }
 if [ "${#bigs[@]}" -gt 0 ]; then
   echo "-- peak memory as the wrapped log grows (sessions of their own / one session)"
   g=$dir/wrapped-big.log
   for n in "$copies" "${bigs[@]}"; do
     for shape in many one; do
       if [ "$n" = "$copies" ] && [ "$shape" = many ]; then f=$w; else generate "$n" "$g" "" "$shape"; f=$g; fi
-      read -r s m <<< "$(run_once "$bin" diagnose --format json "$f")"
-      awk -v n="$(du -h "$f" | cut -f1)" -v c="$n" -v k="$shape" -v s="$s" -v m="$m" 'BEGIN{
-        printf "rewind diagnose, %5s copies (%-5s) in %-4s session(s): %6.2f s  peak %6.1f MiB\n",
-          c, n, k, s, m/1024 }'
+      peak "$f" "%5s copies (%-5s) in %-4s session(s):" "$n" "$(size "$f")" "$shape"
     done
   done
   rm -f "$g"
@@ -187,19 +193,13 @@ if [ "${#bigs[@]}" -gt 0 ]; then
     generate "$n" "$g" "" one
     sid=$(grep -o -m1 '"sessionID": *"ses_[^"]*"' "$g" | grep -o 'ses_[^"]*')
     printf '{"type":"error","timestamp":1771057799999,"sessionID":"%s","error":{"name":"UnknownError","data":{"message":"The operation timed out."}}}\n' "$sid" >> "$g"
-    read -r s m <<< "$(run_once "$bin" diagnose --format json "$g")"
-    awk -v n="$(du -h "$g" | cut -f1)" -v c="$n" -v s="$s" -v m="$m" 'BEGIN{
-      printf "rewind diagnose, %5s copies (%-5s) and an error:      %6.2f s  peak %6.1f MiB\n",
-        c, n, s, m/1024 }'
+    peak "$g" "%5s copies (%-5s) and an error:     " "$n" "$(size "$g")"
   done
   rm -f "$g"
   echo "-- peak memory on small records as the log grows (steps of one session, 2 parts each)"
   for steps in 200000 2000000; do
     steps_log "$g" "$steps"
-    read -r s m <<< "$(run_once "$bin" diagnose --format json "$g")"
-    awk -v n="$(du -h "$g" | cut -f1)" -v c="$steps" -v s="$s" -v m="$m" 'BEGIN{
-      printf "rewind diagnose, %7d steps (%-5s):                   %6.2f s  peak %6.1f MiB\n",
-        c, n, s, m/1024 }'
+    peak "$g" "%7d steps (%-5s):                  " "$steps" "$(size "$g")"
   done
   rm -f "$g"
 fi
