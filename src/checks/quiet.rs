@@ -30,9 +30,7 @@ fn message(message: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict
             PartBody::Tool(t) => {
                 // tool-never-finished, tool-error-dropped (whose labels are the message's own
                 // writes and the stream aborts that `kept_event` keeps)
-                if matches!(t.state, ToolState::Pending(_) | ToolState::Running(_))
-                    || t.state.error_text() == Some(TOOL_ABORTED)
-                {
+                if t.state.is_open() || t.state.error_text() == Some(TOOL_ABORTED) {
                     kept = true;
                 }
                 // tool-call-duplicate: the first part of a call id may be in another message.

@@ -47,7 +47,7 @@ impl Check for ToolNeverFinished {
         let Some(tool) = ctx.part(part_id).and_then(|r| r.part.tool()) else {
             return Fix::Skipped;
         };
-        if !matches!(tool.state, ToolState::Pending(_) | ToolState::Running(_)) {
+        if !tool.state.is_open() {
             return Fix::Skipped;
         }
         let words = format!(
@@ -75,7 +75,7 @@ impl Check for ToolNeverFinished {
                 continue;
             };
             // Most tools completed: rule them out before anything is looked up or copied.
-            let open = matches!(tool.state, ToolState::Pending(_) | ToolState::Running(_));
+            let open = tool.state.is_open();
             let aborted = tool.state.error_text() == Some(TOOL_ABORTED);
             if !(open || aborted) {
                 continue;

@@ -298,6 +298,11 @@ impl ToolState {
         matches!(self, ToolState::Completed(_) | ToolState::Error(_))
     }
 
+    /// Pending or running: the tool has not ended (an invalid state is neither open nor ended).
+    pub fn is_open(&self) -> bool {
+        matches!(self, ToolState::Pending(_) | ToolState::Running(_))
+    }
+
     /// Whether the input is `{}` (or missing): what a call that never left `pending` keeps.
     pub fn input_is_empty(&self) -> bool {
         match &self.fields().input {

@@ -2230,14 +2230,7 @@ impl Window {
 
 /// Whether a tool of `message` is still pending or running.
 fn has_open_tool(message: &Message) -> bool {
-    (message.parts.iter()).any(|p| {
-        p.part.tool().is_some_and(|t| {
-            matches!(
-                t.state,
-                crate::model::ToolState::Pending(_) | crate::model::ToolState::Running(_)
-            )
-        })
-    })
+    (message.parts.iter()).any(|p| p.part.tool().is_some_and(|t| t.state.is_open()))
 }
 
 /// Gives back the room a vector grew into: its items move to an allocation of their size.
