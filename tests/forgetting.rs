@@ -8,7 +8,7 @@ mod common;
 
 use std::fmt::Write as _;
 
-use common::rewind;
+use common::diagnose_json;
 use serde_json::Value;
 
 const SESSION: &str = "ses_0000000000000000000000001";
@@ -70,28 +70,14 @@ fn healthy(messages: usize) -> String {
     log
 }
 
-/// `rewind diagnose --format json` of `path`, with extra arguments: (exit code, document).
-fn diagnose(path: &std::path::Path, extra: &[&str]) -> (i32, Value) {
-    let out = rewind()
-        .args(["diagnose", "--format", "json"])
-        .args(extra)
-        .arg(path)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        serde_json::from_slice(&out.stdout).unwrap(),
-    )
-}
-
 /// The diagnosis of `log` with the default threshold, after checking that it is the whole
 /// model's.
 fn same_as_whole(log: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agent.log");
     std::fs::write(&path, log).unwrap();
-    let forgetting = diagnose(&path, &[]);
-    let whole = diagnose(&path, &["--forget-from-parts", "1000000000"]);
+    let forgetting = diagnose_json(&path, &[]);
+    let whole = diagnose_json(&path, &["--forget-from-parts", "1000000000"]);
     assert_eq!(forgetting, whole);
     forgetting.1
 }
