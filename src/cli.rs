@@ -65,15 +65,13 @@ impl From<ExitStatus> for std::process::ExitCode {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
-    crate::ingest::private::install_signal_cleanup();
-    crate::ingest::private::sweep_stale();
     let result = dispatch(cli);
     crate::ingest::input::forget_all();
     result
 }
 
-/// Runs a parsed command line without the process-wide set-up of [`run`] (signal handler,
-/// sweeping earlier runs' leftovers).
+/// Runs a parsed command line without the process-wide clean-up of [`run`] (removing the copies
+/// of inputs read once).
 pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
     let color = cli.color.enabled();
     match cli.command {

@@ -553,12 +553,25 @@ fn copies_left_by_killed_runs_are_swept() {
     let other = tmp.path().join("not-rewind-4294967295");
     std::fs::write(&other, b"x").unwrap();
     other_file_old(&other, two_hours_ago);
+    // A run that makes no private copy leaves the folder alone (it does not even list it).
     let out = rewind()
         .env("TMPDIR", tmp.path())
         .arg("rules")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stale.exists(),
+        "only a run that makes a private copy sweeps"
+    );
+    // Standard input is copied to a private file: that run sweeps.
+    let out = rewind()
+        .env("TMPDIR", tmp.path())
+        .args(["diagnose", "-"])
+        .write_stdin("{\"type\":\"log\",\"level\":\"info\",\"message\":\"hi\"}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(!stale.exists(), "a stale copy is removed");
     assert!(young.exists(), "a young one is kept");
     assert!(other.exists(), "files rewind did not make are kept");

@@ -1,6 +1,10 @@
 //! Private temporary copies rewind makes (a database snapshot, a spooled pipe): created under
 //! one recognisable prefix, removed when done, on SIGINT/SIGTERM/SIGHUP, and — when an earlier
-//! run was killed outright — swept by the next run.
+//! run was killed outright — swept by the next run that makes one.
+//!
+//! Both the signal handler and the sweep are set up by the first private path (or tracked
+//! backup) of a run, not at start: a run that makes none (most diagnoses) pays for neither a
+//! handler thread nor a listing of the temporary folder, and has nothing to clean up on a signal.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -21,7 +25,11 @@ pub struct PrivatePath(PathBuf);
 
 impl PrivatePath {
     /// A new, not yet created, private path in the temporary folder: `rewind-private-PID-N-what`.
+    /// The first one of a run installs the signal handler and sweeps earlier runs' leftovers.
     pub fn new(what: &str) -> PrivatePath {
+        install_signal_cleanup();
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(sweep_stale);
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let nanos = SystemTime::now()
@@ -56,6 +64,7 @@ pub struct Tracked(Vec<PathBuf>);
 
 impl Tracked {
     pub fn new(paths: &[PathBuf]) -> Tracked {
+        install_signal_cleanup();
         if let Ok(mut live) = LIVE.lock() {
             live.extend(paths.iter().cloned());
         }
@@ -92,7 +101,7 @@ pub fn remove_all() {
 
 /// Installs a handler for SIGINT, SIGTERM and SIGHUP that removes the private copies and exits
 /// with 128 + 2 (the shell's convention for an interrupt). Safe to call more than once.
-pub fn install_signal_cleanup() {
+fn install_signal_cleanup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = ctrlc::set_handler(|| {
@@ -105,7 +114,7 @@ pub fn install_signal_cleanup() {
 /// Removes private copies left by earlier runs that were killed before they could clean up:
 /// entries of the temporary folder named `rewind-private-PID-…`, older than an hour, whose
 /// process is gone. Best effort: failures are ignored.
-pub fn sweep_stale() {
+fn sweep_stale() {
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
         return;
     };
