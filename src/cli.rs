@@ -63,8 +63,18 @@ impl From<ExitStatus> for std::process::ExitCode {
     }
 }
 
-/// Runs a parsed command line.
+/// Whether the process exits when the command is done ([`run`], the binary's way), as opposed
+/// to running commands one after the other in process ([`dispatch`], `rewind::run_args`): only
+/// then may a command leave what it built to the operating system instead of freeing it.
+static EXITS_AFTER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub(crate) fn exits_after() -> bool {
+    EXITS_AFTER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs a parsed command line, as the last thing the process does.
 pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
+    EXITS_AFTER.store(true, std::sync::atomic::Ordering::Relaxed);
     let result = dispatch(cli);
     crate::ingest::input::forget_all();
     result

@@ -115,7 +115,8 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         ..RunSummary::default()
     };
     let mut totals = Totals::default();
-    for file in &args.files {
+    for (n, file) in args.files.iter().enumerate() {
+        options.exit_after = crate::cli::exits_after() && n + 1 == args.files.len();
         let file_policy = policy.for_path(file);
         let progress = crate::progress::Progress::input(file);
         let result = pipeline::diagnose_file(
