@@ -1021,6 +1021,49 @@ mod tests {
     }
 
     #[test]
+    fn checks_side_by_side_find_what_they_find_one_after_the_other() {
+        // Every input of the project and the corpus: the same findings, in the same order.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut dirs = vec![
+            root.join("tests/fixtures"),
+            root.join("samples"),
+            root.join("../shared/corpus"),
+        ];
+        let (mut files, mut found) = (0, 0);
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for path in entries.flatten().map(|e| e.path()) {
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let mut sources = SourceMap::new();
+                let _ = analyze(&path, &Options::default(), &mut sources, &mut |_, unit| {
+                    for analysis in &unit.analyses {
+                        let serial = checks::run_in(analysis, &|_| true, false);
+                        let parallel = checks::run_in(analysis, &|_| true, true);
+                        assert_eq!(
+                            format!("{serial:?}"),
+                            format!("{parallel:?}"),
+                            "{}",
+                            path.display()
+                        );
+                        files += 1;
+                        found += serial.len();
+                    }
+                    Ok(())
+                });
+            }
+        }
+        assert!(
+            files >= 200 && found >= 200,
+            "{files} analyses, {found} findings"
+        );
+    }
+
+    #[test]
     fn hands_results_over_in_order_and_within_the_window() {
         for threads in [1, 2, 4] {
             let pushed = Cell::new(0);

@@ -287,11 +287,53 @@ impl<'de> serde::Deserialize<'de> for Rule {
     }
 }
 
+/// Records from which the checks of one analysis run side by side on rayon's pool (below, the
+/// pool's start-up and hand-overs cost more than the checks).
+const PARALLEL_FROM: usize = 4096;
+
 /// Runs every check `enabled` accepts, and returns the findings in source order.
-pub fn run(analysis: &Analysis, enabled: &dyn Fn(Rule) -> bool) -> Vec<Finding> {
+///
+/// The checks are independent readers of the analysis. On a large one, and when not already on
+/// a worker of the pool (`check` diagnoses its files side by side), they run in parallel; their
+/// findings are joined in rule order, as the serial loop makes them, before the stable sort.
+pub fn run(analysis: &Analysis, enabled: &(dyn Fn(Rule) -> bool + Sync)) -> Vec<Finding> {
+    let large = || {
+        analysis.events.len()
+            + analysis
+                .sessions
+                .iter()
+                .map(|s| s.messages.len())
+                .sum::<usize>()
+            >= PARALLEL_FROM
+    };
+    run_in(
+        analysis,
+        enabled,
+        rayon::current_thread_index().is_none() && large(),
+    )
+}
+
+/// [`run`], with the checks side by side on rayon's pool or one after the other.
+pub(crate) fn run_in(
+    analysis: &Analysis,
+    enabled: &(dyn Fn(Rule) -> bool + Sync),
+    parallel: bool,
+) -> Vec<Finding> {
+    use rayon::prelude::*;
+    let rules: Vec<Rule> = Rule::ALL.iter().copied().filter(|&r| enabled(r)).collect();
     let mut out = Vec::new();
-    for &rule in Rule::ALL {
-        if enabled(rule) {
+    if parallel {
+        let each: Vec<Vec<Finding>> = rules
+            .par_iter()
+            .map(|rule| {
+                let mut found = Vec::new();
+                rule.check().run(analysis, &mut found);
+                found
+            })
+            .collect();
+        out = each.into_iter().flatten().collect();
+    } else {
+        for rule in rules {
             rule.check().run(analysis, &mut out);
         }
     }
