@@ -182,18 +182,15 @@ pub fn analyze(
     match format {
         Format::AgentLog => {
             let file = sources.add_file(path);
-            let reader = ingest::open(path)?;
-            let forgetting = match options.forget_logs_from {
+            let mut analysis = match options.forget_logs_from {
                 Some(from) => {
-                    let rules = Box::<checks::quiet::Quiet>::default();
-                    replay::agent_log::replay_forgetting(reader, file, from, rules)
-                        .map_err(ingest_err)?
+                    let open = || ingest::open(path).map_err(RewindError::from);
+                    let rules = || -> Box<dyn replay::agent_log::Forgetting> {
+                        Box::<checks::quiet::Quiet>::default()
+                    };
+                    replay::agent_log::replay_forgetting_again(open, file, from, rules, ingest_err)?
+                        .0
                 }
-                None => Some(replay::agent_log::replay(reader, file).map_err(ingest_err)?),
-            };
-            let mut analysis = match forgetting {
-                Some(analysis) => analysis,
-                // Something a rule may report with what was forgotten came after it.
                 None => replay::agent_log::replay(ingest::open(path)?, file).map_err(ingest_err)?,
             };
             let embedded = std::mem::take(&mut analysis.embedded_streams);

@@ -150,3 +150,25 @@ fn a_write_to_a_forgotten_message_reads_the_log_again() {
         "{doc:#}"
     );
 }
+
+#[test]
+fn a_late_duplicate_call_id_is_reported_as_with_the_whole_model() {
+    // Two new messages at the end share a call id: the log is read again, keeping everything
+    // from the first of them on.
+    let mut log = healthy(6000);
+    for m in [6000, 6001] {
+        for line in [
+            step_start(m),
+            tool(m, "call_twice", "completed"),
+            step_finish(m),
+        ] {
+            writeln!(log, "{line}").unwrap();
+        }
+    }
+    let doc = same_as_whole(&log);
+    assert!(
+        rules(&doc).contains(&"tool-call-duplicate".to_owned()),
+        "{doc:#}"
+    );
+    assert_eq!(doc["files"][0]["sessions"][0]["messages"], 6002);
+}

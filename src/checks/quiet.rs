@@ -9,8 +9,12 @@
 //! after an event the rules report from what is kept and what follows (an error). The conditions
 //! below mirror the rules they name; a differential test (whole model against forgetting model,
 //! on every log of the project and the corpus and on thousands of mutations of them) holds them
-//! to it. Anything else — a *loud* message or event — makes the replay keep everything, or read
-//! the log again without forgetting, so the output never depends on what was forgotten.
+//! to it. A message or event that rules report from what the log holds from some earlier record
+//! on (a tool call id another message had first, a step of zero tokens next to the provider's
+//! usage, a loop exit owed a tool result) *needs* that record: the replay keeps everything from
+//! there on, reading the log again to do so when it forgot some of it already. Anything else — a
+//! *loud* message or event — makes the replay keep everything, or read the log again without
+//! forgetting, so the output never depends on what was forgotten.
 
 use super::step_unclosed;
 use super::{incidents, loop_exited_early, model_substituted, reply_truncated, step_merged};
@@ -18,10 +22,25 @@ use crate::model::{PartBody, TOOL_ABORTED, ToolState};
 use crate::replay::agent_log::{Forgetting, Verdict};
 use crate::session::{Event, EventKind, Message, Seq};
 
+/// The earlier of two records a rule needs, either of them possibly none.
+fn earlier(a: Option<Seq>, b: Seq) -> Option<Seq> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
 /// What a message, with no part written again, is to the rules. `new_call` is told each tool
-/// call id of the message and answers whether the session had not had it yet.
-fn message(message: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict {
+/// call id of the message with the record the message starts at, and answers where the message
+/// of the session that had it first starts (`None`: it is new to the session).
+fn message(message: &Message, new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>) -> Verdict {
     let mut kept = false;
+    // tool-call-duplicate reads the two messages that have a call id: a second part of the
+    // message itself keeps the message; one of another message needs everything from the
+    // earlier of the two on.
+    let start = (message.parts.iter())
+        .filter_map(|p| p.history.first().map(|o| o.seq))
+        .min()
+        .unwrap_or(0);
+    let mut needs: Option<Seq> = None;
+    let mut own_calls: Vec<&str> = Vec::new();
     for p in &message.parts {
         match &p.part.body {
             // empty-text-part (which also asks whether a later message finished a step: the
@@ -33,13 +52,22 @@ fn message(message: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict
                 if t.state.is_open() || t.state.error_text() == Some(TOOL_ABORTED) {
                     kept = true;
                 }
-                // tool-call-duplicate: the first part of a call id may be in another message.
-                if !t.call_id.is_empty() && !new_call(&t.call_id) {
-                    return Verdict::Loud;
+                if !t.call_id.is_empty() {
+                    if own_calls.contains(&t.call_id.as_str()) {
+                        kept = true;
+                    } else {
+                        own_calls.push(&t.call_id);
+                        if let Some(first) = new_call(&t.call_id, start) {
+                            needs = earlier(needs, first.min(start));
+                        }
+                    }
                 }
             }
             _ => {}
         }
+    }
+    if let Some(from) = needs {
+        return Verdict::Needs(from);
     }
     // step-unclosed (labelled with the stream aborts too), reply-truncated, step-merged
     if kept
@@ -73,15 +101,40 @@ pub struct Quiet {
     exited: crate::FastSet<(String, String)>,
     /// `usage-mismatch`: per session, its latest step finish and the latest usage the provider
     /// sent in it; the latest usage sent with no session; the sessions whose step recorded zero
-    /// tokens and have written no part since.
+    /// tokens and have written no part since, each with its step finish before that step (where
+    /// the rule starts looking for the provider's usage).
     last_step: crate::FastMap<String, Seq>,
     last_usage: crate::FastMap<String, Seq>,
     sessionless_usage: Option<Seq>,
-    zero_steps: crate::FastSet<String>,
+    zero_steps: crate::FastMap<String, Seq>,
+    /// The first event of each session, and the first usage the provider sent with no session:
+    /// where `usage-mismatch` and `loop-exited-early` start reading for a session's first step.
+    session_first: crate::FastMap<String, Seq>,
+    first_sessionless_usage: Option<Seq>,
+}
+
+impl Quiet {
+    /// Where the rules start reading the events of the step of `session` whose step before (of
+    /// the session, or of the message) is `before`: there, or, for a first step, from the
+    /// session's first event and the first usage sent with no session (which the rules read
+    /// with the session's).
+    fn step_reading(&self, session: &str, before: Option<Seq>, now: Seq) -> Seq {
+        match before {
+            Some(b) if b > 0 => b,
+            _ => {
+                let first = self.session_first.get(session).copied().unwrap_or(now);
+                self.first_sessionless_usage.map_or(first, |u| u.min(first))
+            }
+        }
+    }
 }
 
 impl Forgetting for Quiet {
-    fn message(&mut self, m: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict {
+    fn message(
+        &mut self,
+        m: &Message,
+        new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>,
+    ) -> Verdict {
         message(m, new_call)
     }
 
@@ -92,8 +145,19 @@ impl Forgetting for Quiet {
         e: &Event,
         find: &dyn Fn(&str, &str) -> Option<&'m Message>,
     ) -> Verdict {
-        use Verdict::{Kept, Loud, Quiet};
-        let quiet = |q: bool| if q { Quiet } else { Loud };
+        use Verdict::{Kept, Loud, Needs, Quiet};
+        match &e.session {
+            Some(s) => {
+                if !self.session_first.contains_key(s) {
+                    self.session_first.insert(s.clone(), e.seq);
+                }
+            }
+            None => {
+                if matches!(e.kind, EventKind::ProviderUsage(_)) {
+                    self.first_sessionless_usage.get_or_insert(e.seq);
+                }
+            }
+        }
         // session-error, stream-error-fatal, validation-crash: incidents are made of these. What
         // they read of the model is the part writes after an error and the tools still open at
         // the end, which no forgotten message has.
@@ -121,16 +185,20 @@ impl Forgetting for Quiet {
                     return Quiet;
                 };
                 // usage-mismatch: a step that recorded zero tokens when the provider sent usage
-                // after the session's step before and before its next part write.
-                let previous = self.last_step.insert(session.clone(), e.seq).unwrap_or(0);
+                // after the session's step before and before its next part write. The rule reads
+                // the events from the step before on (and the session's writes after).
+                let before_step = self.last_step.insert(session.clone(), e.seq);
+                let previous = before_step.unwrap_or(0);
+                let mut verdict = Quiet;
                 if step.zero_usage {
                     let sent = (self.last_usage.get(session).copied())
                         .max(self.sessionless_usage)
                         .is_some_and(|u| u > previous);
+                    let reading = self.step_reading(session, before_step, e.seq);
                     if sent {
-                        return Loud;
+                        verdict = Needs(reading);
                     }
-                    self.zero_steps.insert(session.clone());
+                    self.zero_steps.insert(session.clone(), reading);
                 }
                 // loop-exited-early: reported when the loop exits after the step before its
                 // session writes a part, for the tool calls its message got after its step
@@ -142,22 +210,25 @@ impl Forgetting for Quiet {
                         step.zero_usage,
                     ));
                 }
-                Quiet
+                verdict
             }
+            // usage-mismatch: usage sent after a step that recorded zero tokens, before its
+            // session wrote a part (the rule reads the events from that step's step before on).
             EventKind::ProviderUsage(u) => {
                 if u.input.saturating_add(u.output) == 0 {
                     return Quiet;
                 }
-                quiet(match &e.session {
+                let from = match &e.session {
                     Some(s) => {
                         self.last_usage.insert(s.clone(), e.seq);
-                        !self.zero_steps.contains(s)
+                        self.zero_steps.get(s).copied()
                     }
                     None => {
                         self.sessionless_usage = Some(e.seq);
-                        self.zero_steps.is_empty()
+                        self.zero_steps.values().copied().min()
                     }
-                })
+                };
+                from.map_or(Quiet, Needs)
             }
             EventKind::LoopExit => {
                 // A loop exit with no session ends the steps of every session.
@@ -170,6 +241,7 @@ impl Forgetting for Quiet {
                         .collect(),
                 };
                 let mut exited = Vec::new();
+                let mut needs = None;
                 for (session, (message, before, zero_usage)) in steps {
                     let Some(m) = find(session, message) else {
                         return Loud;
@@ -184,13 +256,16 @@ impl Forgetting for Quiet {
                                 .first()
                                 .is_some_and(|o| before.is_none_or(|b| o.seq > b))
                     });
+                    // The rule reads the message (which the model holds) and the events from its
+                    // step before on.
                     if owed {
-                        return Loud;
+                        needs = earlier(needs, self.step_reading(session, *before, e.seq));
+                    } else {
+                        exited.push((session.clone(), message.clone()));
                     }
-                    exited.push((session.clone(), message.clone()));
                 }
                 self.exited.extend(exited);
-                Quiet
+                needs.map_or(Quiet, Needs)
             }
             // sse-concatenated-events (which reads the event itself)
             EventKind::Log { error, .. } => {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::ingest::Format;
-use crate::replay::agent_log::{replay, replay_forgetting};
+use crate::replay::agent_log::{Readings, replay, replay_forgetting_again};
 use crate::session::Analysis;
 use crate::source::FileId;
 use crate::testing::xorshift;
@@ -17,17 +17,22 @@ fn outcome(analysis: &Analysis) -> String {
     format!("{findings:#?}\n{sessions:#?}\n{:?}", analysis.counts)
 }
 
-/// The outcome of a forgetting diagnosis (reading the text again when it says so), and whether
-/// it forgot anything.
+/// The outcome of a forgetting diagnosis (reading the text again as often as it says), and
+/// whether it forgot anything.
 fn forgetting(text: &[u8], from: usize) -> (String, bool) {
-    let rules = Box::<crate::checks::quiet::Quiet>::default();
-    match replay_forgetting(text, FileId(0), from, rules).expect("a log in memory reads") {
-        Some(a) => {
-            let forgot = a.sessions.iter().any(|s| s.forgotten.messages > 0);
-            (outcome(&a), forgot)
-        }
-        None => (whole(text), false),
-    }
+    let (outcome, forgot, _) = forgetting_read(text, from);
+    (outcome, forgot)
+}
+
+/// [`forgetting`], with how the text was read.
+fn forgetting_read(text: &[u8], from: usize) -> (String, bool, Readings) {
+    let rules = || -> Box<dyn crate::replay::agent_log::Forgetting> {
+        Box::<crate::checks::quiet::Quiet>::default()
+    };
+    let (a, readings) = replay_forgetting_again(|| Ok(text), FileId(0), from, rules, |e| e)
+        .expect("a log in memory reads");
+    let forgot = a.sessions.iter().any(|s| s.forgotten.messages > 0);
+    (outcome(&a), forgot, readings)
 }
 
 fn whole(text: &[u8]) -> String {
@@ -186,4 +191,62 @@ fn forgetting_changes_no_finding_on_mutated_logs() {
         checked >= 1000 && forgot >= 120,
         "{checked} mutations, {forgot} forgot"
     );
+}
+
+/// `text` with its message, part and session ids renamed by `tag` (call ids kept).
+fn renamed(text: &[u8], tag: &str) -> Vec<u8> {
+    let mut copy = String::from_utf8_lossy(text).into_owned();
+    for p in ["msg_", "prt_", "ses_"] {
+        copy = copy.replace(p, &format!("{p}{tag}"));
+    }
+    copy.into_bytes()
+}
+
+#[test]
+fn a_late_incident_is_read_again_keeping_only_what_it_needs() {
+    // A long healthy prefix (copies in sessions of their own), then a step of zero tokens next to
+    // the provider's usage, a loop exit owed a tool result, or a call id that two messages have.
+    // Each needs records the prefix's forgetting went past: the log is read a second time, that
+    // keeps everything from the incident's own start, so the prefix is still forgotten, and the
+    // findings are the whole model's.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read(root.join(p)).expect("a fixture reads");
+    let healthy = read("samples/clean-session.log");
+    let prefix = copies(&healthy, 20, true);
+    let cases = [
+        (
+            "usage-mismatch",
+            read("tests/fixtures/checks/usage-mismatch.log"),
+        ),
+        (
+            "loop-exited-early",
+            read("tests/fixtures/checks/loop-exited-early.log"),
+        ),
+        // The same call ids, in a session's second run, in new messages.
+        (
+            "tool-call-duplicate",
+            [renamed(&healthy, "x"), renamed(&healthy, "y")].concat(),
+        ),
+    ];
+    for (rule, incident) in cases {
+        // One session for both runs: the second run's session id is the first's.
+        let incident = String::from_utf8_lossy(&incident)
+            .replace("ses_y", "ses_x")
+            .into_bytes();
+        let text = [prefix.clone(), incident].concat();
+        let analysis = replay(text.as_slice(), FileId(0)).expect("a log in memory reads");
+        let found = crate::checks::run(&analysis, &|_| true);
+        assert!(
+            found.iter().any(|f| f.rule.as_str() == rule),
+            "{rule} is not reported"
+        );
+        let (got, forgot, readings) = forgetting_read(&text, 0);
+        assert_eq!(got, outcome(&analysis), "{rule}");
+        assert_eq!(
+            (readings.times, readings.whole),
+            (2, false),
+            "{rule}: {readings:?}"
+        );
+        assert!(forgot, "{rule}: the second reading kept the prefix");
+    }
 }

@@ -92,7 +92,10 @@ pub const FORGET_FROM_PARTS: usize = 16_384;
 /// Builds the session model of an agent log: the whole model, every part of every message.
 pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
     // Without a window nothing is forgotten, so nothing asks for a second reading.
-    Ok(run(input, file, None)?.unwrap_or_else(|| Analysis::new(file, Format::AgentLog)))
+    Ok(match run(input, file, None)? {
+        Forgot::Done(analysis) => *analysis,
+        Forgot::Again(_) => Analysis::new(file, Format::AgentLog),
+    })
 }
 
 /// Builds the session model of an agent log for a diagnosis, in memory that stops growing with
@@ -102,10 +105,10 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
 /// its own is put aside whole until the end. The session summaries count what was forgotten.
 ///
 /// What is loud before anything was forgotten makes the replay keep everything from there on,
-/// as [`replay`] does; after, it stops the replay, and `None` says to read the log again with
-/// [`replay`]. An event the rules report from what is kept and what follows (an error, say)
-/// stops the forgetting there. So the findings never depend on what was forgotten: they are
-/// those of the whole model.
+/// as [`replay`] does; after, it stops the replay with [`Forgot::Again`]. An event the rules
+/// report from what is kept and what follows (an error, say) stops the forgetting there, and so
+/// does the record `keep_from` (a reading again after [`Forgot::Again`] with a record). So the
+/// findings never depend on what was forgotten: they are those of the whole model.
 ///
 /// Forgetting needs each message closed for good: a write to a message put aside, or to a
 /// message id at or below the highest forgotten one of its session (OpenCode's ids ascend),
@@ -115,8 +118,62 @@ pub fn replay_forgetting<R: BufRead + Send>(
     file: FileId,
     from: usize,
     rules: Box<dyn Forgetting>,
-) -> Result<Option<Analysis>, IngestError> {
-    run(input, file, Some(Window::new(from, rules)))
+    keep_from: Option<Seq>,
+) -> Result<Forgot, IngestError> {
+    let mut window = Window::new(from, rules);
+    window.keep_from = keep_from;
+    run(input, file, Some(window))
+}
+
+/// What a replay that forgets ends with.
+#[derive(Debug)]
+pub enum Forgot {
+    /// The model: its findings are those of the whole model.
+    Done(Box<Analysis>),
+    /// Something a rule reports with what was forgotten came after it: the log must be read
+    /// again, keeping everything from this record on (`Some`), or the whole model (`None`).
+    Again(Option<Seq>),
+}
+
+/// How [`replay_forgetting_again`] got its model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readings {
+    /// Times the log was read (1 to 3).
+    pub times: u8,
+    /// The last reading kept everything from this record on.
+    pub kept_from: Option<Seq>,
+    /// The last reading kept the whole model.
+    pub whole: bool,
+}
+
+/// [`replay_forgetting`], reading the log again (`open`) as often as it asks: keeping everything
+/// from the record a loud one needs, then, if that is not enough, with the whole model
+/// ([`replay`]). `rules` makes the rules' tracker of each reading.
+pub fn replay_forgetting_again<R: BufRead + Send, E>(
+    mut open: impl FnMut() -> Result<R, E>,
+    file: FileId,
+    from: usize,
+    rules: impl Fn() -> Box<dyn Forgetting>,
+    error: impl Fn(IngestError) -> E,
+) -> Result<(Analysis, Readings), E> {
+    let mut readings = Readings::default();
+    loop {
+        readings.times += 1;
+        let forgot = replay_forgetting(open()?, file, from, rules(), readings.kept_from);
+        match forgot.map_err(&error)? {
+            Forgot::Done(analysis) => return Ok((*analysis, readings)),
+            // Once: a second reading that needs still more reads the whole model.
+            Forgot::Again(Some(record)) if readings.kept_from.is_none() => {
+                readings.kept_from = Some(record);
+            }
+            Forgot::Again(_) => {
+                readings.times += 1;
+                readings.whole = true;
+                let analysis = replay(open()?, file).map_err(&error)?;
+                return Ok((analysis, readings));
+            }
+        }
+    }
 }
 
 /// What a closed message or an event is to the rules (see [`Forgetting`]).
@@ -129,14 +186,22 @@ pub enum Verdict {
     Kept,
     /// A rule may report it with what surrounds it: nothing may be forgotten.
     Loud,
+    /// Rules report it from what the log holds from this record on: everything from there on
+    /// must be kept (the log is read again to keep it when some of it was forgotten already).
+    Needs(Seq),
 }
 
 /// What the rules need of a log, for a replay that forgets the rest (implemented by the
 /// checks, which know what each rule reads: `checks::quiet`).
 pub trait Forgetting: Send {
-    /// What `message`, closed, is to the rules. `new_call` is told each of its tool call ids and
-    /// answers whether its session had not had it yet.
-    fn message(&mut self, message: &Message, new_call: &mut dyn FnMut(&str) -> bool) -> Verdict;
+    /// What `message`, closed, is to the rules. `new_call` is told each of its tool call ids with
+    /// the record the message starts at, and answers where the message of the session that had
+    /// the id first starts (`None`: the id is new to the session).
+    fn message(
+        &mut self,
+        message: &Message,
+        new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>,
+    ) -> Verdict;
 
     /// What `event` is to the rules, given the events before it. `find` finds a message the
     /// model holds by session and id.
@@ -167,7 +232,7 @@ fn run<R: BufRead + Send>(
     input: R,
     file: FileId,
     window: Option<Window>,
-) -> Result<Option<Analysis>, IngestError> {
+) -> Result<Forgot, IngestError> {
     // On a rayon worker (files diagnosed in parallel), the pool may be busy with replays waiting
     // for their batches: decode on the reading thread itself rather than queue work behind them.
     let parallel = rayon::current_thread_index().is_none();
@@ -240,6 +305,7 @@ fn run<R: BufRead + Send>(
                 if let Some(kind) = kind {
                     decoded_stats.count_decoded(kind);
                 }
+                state.reach(seq);
                 match record? {
                     Ready::Record(record) => state.apply(seq, record),
                     Ready::Part(event) => state.apply_part_event(seq, *event),
@@ -256,8 +322,9 @@ fn run<R: BufRead + Send>(
             Ok(stats) => stats,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        let Some(mut analysis) = state.finish() else {
-            return Ok(None);
+        let mut analysis = match state.finish() {
+            Ok(analysis) => analysis,
+            Err(keep_from) => return Ok(Forgot::Again(keep_from)),
         };
         let counts = &mut analysis.counts;
         counts.insert("lines", stats.lines);
@@ -275,7 +342,7 @@ fn run<R: BufRead + Send>(
         );
         counts.insert("text lines", stats.text_lines + decoded_stats.text_lines);
         counts.insert("rejoined splits", stats.rejoined_splits);
-        Ok(Some(analysis))
+        Ok(Forgot::Done(Box::new(analysis)))
     })
 }
 
@@ -966,22 +1033,29 @@ impl State {
         }
     }
 
-    /// The model, or `None` when the log must be read again without forgetting (see
-    /// [`replay_forgetting`]).
-    fn finish(mut self) -> Option<Analysis> {
+    /// The model, or, when the log must be read again, from which record on it must be kept
+    /// (`None`: all of it; see [`Forgot::Again`]).
+    fn finish(mut self) -> Result<Analysis, Option<Seq>> {
         // What is left after forgetting must not be loud either: it would be reported with what
         // was forgotten around it.
         if self.window.as_ref().is_some_and(|w| w.forgetting) {
-            for si in 0..self.analysis.sessions.len() {
+            'sessions: for si in 0..self.analysis.sessions.len() {
                 for mi in 0..self.analysis.sessions[si].messages.len() {
-                    if self.verdict(si, mi) == Verdict::Loud {
-                        return None;
+                    match self.verdict(si, mi) {
+                        Verdict::Loud => {
+                            self.not_quiet();
+                            break 'sessions;
+                        }
+                        Verdict::Needs(from) => self.needs(from),
+                        Verdict::Quiet | Verdict::Kept => {}
                     }
                 }
             }
         }
-        if self.again() {
-            return None;
+        if let Some(w) = &self.window
+            && w.again
+        {
+            return Err(w.needs);
         }
         // The kept messages go back into their sessions.
         if let Some(w) = &mut self.window {
@@ -1002,7 +1076,7 @@ impl State {
             }
         }
         self.analysis.counts.insert("bus events", self.bus_events);
-        Some(self.analysis)
+        Ok(self.analysis)
     }
 
     fn event(&mut self, seq: Seq, span: Span, session: Option<String>, kind: EventKind) {
@@ -1031,9 +1105,11 @@ impl State {
             };
             match w.rules.event(&event, &find) {
                 Verdict::Loud => self.not_quiet(),
-                Verdict::Kept => self.freeze(),
+                // Other events of this record may have been forgotten already.
+                Verdict::Kept => self.freeze(seq + 1),
+                Verdict::Needs(from) => self.needs(from),
                 Verdict::Quiet => {
-                    if w.forgetting && !w.frozen && !w.rules.kept_event(&event.kind) {
+                    if w.forgetting && w.frozen.is_none() && !w.rules.kept_event(&event.kind) {
                         return;
                     }
                 }
@@ -1043,20 +1119,54 @@ impl State {
     }
 
     /// Something a rule may report with what surrounds it: nothing may be forgotten, and the log
-    /// is read again when something was.
+    /// is read again, whole, when something was.
     fn not_quiet(&mut self) {
         match &mut self.window {
-            Some(w) if w.forgetting => w.again = true,
+            Some(w) if w.forgetting => {
+                w.again = true;
+                w.whole = true;
+                w.needs = None;
+            }
             _ => self.window = None,
         }
     }
 
     /// Something the rules report from what is kept and what comes after: nothing more may be
-    /// forgotten, but what was is not needed.
-    fn freeze(&mut self) {
+    /// forgotten from record `at` on, but what was is not needed.
+    fn freeze(&mut self, at: Seq) {
         match &mut self.window {
-            Some(w) if w.forgetting => w.frozen = true,
+            Some(w) if w.forgetting => {
+                w.frozen.get_or_insert(at);
+            }
             _ => self.window = None,
+        }
+    }
+
+    /// Something the rules report from what the log holds from record `from` on: fine when
+    /// nothing was forgotten from there on, and nothing will be; otherwise the log is read again,
+    /// keeping everything from there on.
+    fn needs(&mut self, from: Seq) {
+        match &mut self.window {
+            Some(w) if w.forgetting => {
+                if w.frozen.is_some_and(|at| at <= from) || w.whole {
+                    return;
+                }
+                w.again = true;
+                w.needs = Some(w.needs.map_or(from, |n| n.min(from)));
+            }
+            // Nothing was forgotten: keep everything from here on.
+            _ => self.window = None,
+        }
+    }
+
+    /// Record `seq` is next: from the record a reading again must keep everything from, nothing
+    /// more is forgotten.
+    fn reach(&mut self, seq: Seq) {
+        if let Some(w) = &self.window
+            && w.frozen.is_none()
+            && w.keep_from.is_some_and(|k| k <= seq)
+        {
+            self.freeze(seq);
         }
     }
 
@@ -1072,7 +1182,7 @@ impl State {
             return Verdict::Loud;
         };
         if w.calls.len() <= si {
-            w.calls.resize_with(si + 1, crate::FastSet::default);
+            w.calls.resize_with(si + 1, crate::FastMap::default);
         }
         let calls = &mut w.calls[si];
         let hasher = &self.id_hasher;
@@ -1083,7 +1193,14 @@ impl State {
         message
             .parts
             .sort_unstable_by(|a, b| a.part.id.cmp(&b.part.id));
-        (w.rules).message(message, &mut |call| calls.insert(hasher.hash_one(call)))
+        let mut new_call = |call: &str, at: Seq| match calls.entry(hasher.hash_one(call)) {
+            std::collections::hash_map::Entry::Occupied(first) => Some(*first.get()),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(at);
+                None
+            }
+        };
+        (w.rules).message(message, &mut new_call)
     }
 
     /// A message is starting in session `si`: forgets the session's messages that are closed and
@@ -1153,7 +1270,14 @@ impl State {
                     self.not_quiet();
                     return;
                 }
-                Verdict::Quiet if !self.window.as_ref().is_some_and(|w| w.frozen) => {
+                Verdict::Needs(from) => {
+                    self.needs(from);
+                    if self.window.as_ref().is_none_or(|w| w.again) {
+                        return;
+                    }
+                    self.keep(si, mi);
+                }
+                Verdict::Quiet if self.window.as_ref().is_some_and(|w| w.frozen.is_none()) => {
                     self.forget(si, mi);
                 }
                 // Looked at once: its tool calls are the session's now.
@@ -2186,15 +2310,22 @@ struct Window {
     looked_again: usize,
     /// Something was forgotten.
     forgetting: bool,
-    /// Something not quiet came after something was forgotten: the log must be read again.
+    /// Something not quiet came after something was forgotten: the log must be read again...
     again: bool,
+    /// ... keeping everything from this record on ...
+    needs: Option<Seq>,
+    /// ... or whole.
+    whole: bool,
     /// Something the rules report from what is kept came after something was forgotten: every
-    /// message and event is kept from then on.
-    frozen: bool,
+    /// message and event is kept from this record on.
+    frozen: Option<Seq>,
+    /// A reading again keeps everything from this record on.
+    keep_from: Option<Seq>,
     /// What the rules need.
     rules: Box<dyn Forgetting>,
-    /// Per session index: hashes of the tool call ids of the messages looked at so far.
-    calls: Vec<crate::FastSet<u64>>,
+    /// Per session index: hashes of the tool call ids of the messages looked at so far, each
+    /// with the record the first message that had it starts at.
+    calls: Vec<crate::FastMap<u64, Seq>>,
     /// Per session index: the highest id of a forgotten message.
     highest: Vec<Option<String>>,
     /// Per session index: the messages put aside until the end, and hashes of their ids.
@@ -2216,7 +2347,10 @@ impl Window {
             looked_again: 0,
             forgetting: false,
             again: false,
-            frozen: false,
+            needs: None,
+            whole: false,
+            frozen: None,
+            keep_from: None,
             rules,
             calls: Vec::new(),
             highest: Vec::new(),
