@@ -16,7 +16,9 @@
 # step_finish event, as a long run writes them) is measured against the same peers, in three
 # rounds. Each BIG_COPIES (e.g. 300 1000: about 270 MB and 900 MB) adds a row to the table of
 # peak memory as the log grows, for copies in sessions of their own, for all copies in one
-# session, and for one session whose last run dies of an error (which the diagnosis reports);
+# session, for one session whose last run dies of an error (which the diagnosis reports), and
+# for one session whose last two messages share a tool call id (read a second time, keeping only
+# the end);
 # BIG_COPIES also adds logs of small records of 200,000 and 2,000,000 steps (about 100 MB and
 # 1 GB). Those logs are deleted afterwards.
 set -euo pipefail
@@ -194,6 +196,15 @@ if [ "${#bigs[@]}" -gt 0 ]; then
     sid=$(grep -o -m1 '"sessionID": *"ses_[^"]*"' "$g" | grep -o 'ses_[^"]*')
     printf '{"type":"error","timestamp":1771057799999,"sessionID":"%s","error":{"name":"UnknownError","data":{"message":"The operation timed out."}}}\n' "$sid" >> "$g"
     peak "$g" "%5s copies (%-5s) and an error:     " "$n" "$(size "$g")"
+  done
+  echo "-- one session whose last two messages share a tool call id (read again, keeping the end)"
+  for n in "${bigs[@]}"; do
+    generate "$n" "$g" "" one
+    sid=$(grep -o -m1 '"sessionID": *"ses_[^"]*"' "$g" | grep -o 'ses_[^"]*')
+    for m in 1 2; do
+      printf '{"type":"tool_use","timestamp":1771057799999,"sessionID":"%s","part":{"id":"prt_zzzz%s","sessionID":"%s","messageID":"msg_zzzz%s","type":"tool","callID":"call_twice","tool":"bash","state":{"status":"completed","input":{"command":"ls"},"output":"a","title":"ls","metadata":{},"time":{"start":1,"end":2}}}}\n' "$sid" "$m" "$sid" "$m" >> "$g"
+    done
+    peak "$g" "%5s copies (%-5s), a call id twice: " "$n" "$(size "$g")"
   done
   rm -f "$g"
   echo "-- peak memory on small records as the log grows (steps of one session, 2 parts each)"

@@ -11,8 +11,8 @@
 # of a transcript, a Codex rollout or a stream-json log; many calls in a stream, a stream-json
 # log, a rollout or one message of an export; many failing or crashing sessions, zero-usage
 # steps, empty text parts, unusable steps in one message, turns of a stored session; the same
-# and messages a large log's diagnosis forgets (after a tool that never ends, or before writes
-# to the messages it forgot); parse
+# and messages a large log's diagnosis forgets (after a tool that never ends, before writes
+# to the messages it forgot, or each with a call id the one before had); parse
 # errors of distinct payloads; parallel calls, abandoned branches, a dead-end branch and resumed
 # turns in a Claude Code transcript; repair plans for many unclosed steps, running tools and
 # merged steps; issues of one stored row or one stream event; the HTML report of many findings
@@ -166,10 +166,11 @@ elif kind == "empty-text-parts":
         w({"type": "text", "timestamp": 1, "sessionID": "ses_1", "part": {"id": f"prt_{i:08d}",
            "sessionID": "ses_1", "messageID": f"msg_{i:08d}", "type": "text", "text": "",
            "time": {"start": 1, "end": 1}}})
-elif kind in ("steps", "open-tool-then-steps", "late-writes"):
+elif kind in ("steps", "open-tool-then-steps", "late-writes", "duplicate-calls"):
     # Messages of one step each in one session: what a large log's diagnosis forgets. After a
-    # message whose tool never ends (looked at again at every new message), or followed by a
-    # write to each message already closed (the log is read again).
+    # message whose tool never ends (looked at again at every new message), followed by a write
+    # to each message already closed (the log is read again), or each with a tool call of the
+    # same id (each message needs the first: read again, keeping from there).
     def step(i, kind, extra):
         w({"type": f"step_{kind}", "timestamp": 1, "sessionID": "ses_1",
            "part": {"id": f"prt_{i:08d}{kind[0]}", "sessionID": "ses_1",
@@ -181,6 +182,12 @@ elif kind in ("steps", "open-tool-then-steps", "late-writes"):
                                                       "time": {"start": 1}}}})
     for i in range(n):
         step(i, "start", {})
+        if kind == "duplicate-calls":
+            w({"type": "tool_use", "timestamp": 1, "sessionID": "ses_1", "part": {
+               "id": f"prt_{i:08d}t", "sessionID": "ses_1", "messageID": f"msg_{i:08d}",
+               "type": "tool", "callID": "c_same", "tool": "bash",
+               "state": {"status": "completed", "input": {"a": 1}, "output": "o", "title": "t",
+                         "metadata": {}, "time": {"start": 1, "end": 2}}}})
         step(i, "finish", {"reason": "stop", "cost": 0, "tokens": tokens})
     if kind == "late-writes":
         for i in range(n):
@@ -400,6 +407,7 @@ forget=("$bin" diagnose --format json --forget-from-parts 0)
 row steps log "${forget[@]}"
 row open-tool-then-steps log "${forget[@]}"
 row late-writes log "${forget[@]}"
+row duplicate-calls log "${forget[@]}"
 row sessions-failing log "${forget[@]}"
 row sessions-crashing log "${forget[@]}"
 row zero-usage-steps log "${forget[@]}"

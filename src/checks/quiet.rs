@@ -40,7 +40,7 @@ fn message(message: &Message, new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>
         .min()
         .unwrap_or(0);
     let mut needs: Option<Seq> = None;
-    let mut own_calls: Vec<&str> = Vec::new();
+    let mut own_calls: crate::FastSet<&str> = crate::FastSet::default();
     for p in &message.parts {
         match &p.part.body {
             // empty-text-part (which also asks whether a later message finished a step: the
@@ -53,13 +53,10 @@ fn message(message: &Message, new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>
                     kept = true;
                 }
                 if !t.call_id.is_empty() {
-                    if own_calls.contains(&t.call_id.as_str()) {
+                    if !own_calls.insert(&t.call_id) {
                         kept = true;
-                    } else {
-                        own_calls.push(&t.call_id);
-                        if let Some(first) = new_call(&t.call_id, start) {
-                            needs = earlier(needs, first.min(start));
-                        }
+                    } else if let Some(first) = new_call(&t.call_id, start) {
+                        needs = earlier(needs, first.min(start));
                     }
                 }
             }
@@ -107,6 +104,9 @@ pub struct Quiet {
     last_usage: crate::FastMap<String, Seq>,
     sessionless_usage: Option<Seq>,
     zero_steps: crate::FastMap<String, Seq>,
+    /// At or before the least of `zero_steps` (the least of those put there since it was last
+    /// empty): what usage sent with no session needs, found without a walk of `zero_steps`.
+    zero_floor: Option<Seq>,
     /// The first event of each session, and the first usage the provider sent with no session:
     /// where `usage-mismatch` and `loop-exited-early` start reading for a session's first step.
     session_first: crate::FastMap<String, Seq>,
@@ -199,6 +199,7 @@ impl Forgetting for Quiet {
                         verdict = Needs(reading);
                     }
                     self.zero_steps.insert(session.clone(), reading);
+                    self.zero_floor = Some(self.zero_floor.map_or(reading, |f| f.min(reading)));
                 }
                 // loop-exited-early: reported when the loop exits after the step before its
                 // session writes a part, for the tool calls its message got after its step
@@ -225,7 +226,7 @@ impl Forgetting for Quiet {
                     }
                     None => {
                         self.sessionless_usage = Some(e.seq);
-                        self.zero_steps.values().copied().min()
+                        self.zero_floor
                     }
                 };
                 from.map_or(Quiet, Needs)
@@ -297,6 +298,9 @@ impl Forgetting for Quiet {
         }
         if !self.zero_steps.is_empty() {
             self.zero_steps.remove(session);
+            if self.zero_steps.is_empty() {
+                self.zero_floor = None;
+            }
         }
         !(tool
             && !self.exited.is_empty()
