@@ -20,7 +20,7 @@
 # for one session whose last two messages share a tool call id (read a second time, keeping only
 # the end);
 # BIG_COPIES also adds logs of small records of 200,000 and 2,000,000 steps (about 100 MB and
-# 1 GB). Those logs are deleted afterwards.
+# 1 GB), alone and with a call id used twice at the end. Those logs are deleted afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 copies=${1:-100}
@@ -70,6 +70,8 @@ with open(compact_out, "w") as f:
 PY
 }
 generate "$copies" "$dir/wrapped.log" "$dir/compact.jsonl"
+# Written back before the timed runs, not during them.
+sync
 
 run_once() {  # prints "seconds peak-KiB" of one run of a command (output discarded), to the ms
   local tmp t0 t1 m
@@ -146,6 +148,7 @@ with open(out, "w") as f:
 PY
 }
 steps_log "$sm" "$((copies * 2000))"
+sync
 rounds_out=$(mktemp)
 for _ in 1 2 3; do
   read -r js jm <<< "$(run_once jq empty "$sm")"
@@ -180,6 +183,12 @@ peak() {  # file, what (a printf format, then its arguments): one run's time and
     printf "rewind diagnose, %s %6.2f s  peak %6.1f MiB\n", w, s, m/1024 }'
 }
 size() { du -h "$1" | cut -f1; }
+call_twice() {  # file, session: two last messages, a tool call of the same id in each
+  local m
+  for m in 1 2; do
+    printf '{"type":"tool_use","timestamp":1771057799999,"sessionID":"%s","part":{"id":"prt_zzzz%s","sessionID":"%s","messageID":"msg_zzzz%s","type":"tool","callID":"call_twice","tool":"bash","state":{"status":"completed","input":{"command":"ls"},"output":"a","title":"ls","metadata":{},"time":{"start":1,"end":2}}}}\n' "$2" "$m" "$2" "$m" >> "$1"
+  done
+}
 if [ "${#bigs[@]}" -gt 0 ]; then
   echo "-- peak memory as the wrapped log grows (sessions of their own / one session)"
   g=$dir/wrapped-big.log
@@ -201,9 +210,7 @@ if [ "${#bigs[@]}" -gt 0 ]; then
   for n in "${bigs[@]}"; do
     generate "$n" "$g" "" one
     sid=$(grep -o -m1 '"sessionID": *"ses_[^"]*"' "$g" | grep -o 'ses_[^"]*')
-    for m in 1 2; do
-      printf '{"type":"tool_use","timestamp":1771057799999,"sessionID":"%s","part":{"id":"prt_zzzz%s","sessionID":"%s","messageID":"msg_zzzz%s","type":"tool","callID":"call_twice","tool":"bash","state":{"status":"completed","input":{"command":"ls"},"output":"a","title":"ls","metadata":{},"time":{"start":1,"end":2}}}}\n' "$sid" "$m" "$sid" "$m" >> "$g"
-    done
+    call_twice "$g" "$sid"
     peak "$g" "%5s copies (%-5s), a call id twice: " "$n" "$(size "$g")"
   done
   rm -f "$g"
@@ -211,6 +218,8 @@ if [ "${#bigs[@]}" -gt 0 ]; then
   for steps in 200000 2000000; do
     steps_log "$g" "$steps"
     peak "$g" "%7d steps (%-5s):                  " "$steps" "$(size "$g")"
+    call_twice "$g" ses_1
+    peak "$g" "%7d steps, a call id twice:        " "$steps"
   done
   rm -f "$g"
 fi
