@@ -12,9 +12,9 @@
 //! to it. A message or event that rules report from what the log holds from some earlier record
 //! on (a tool call id another message had first, a step of zero tokens next to the provider's
 //! usage, a loop exit owed a tool result) *needs* that record: the replay keeps everything from
-//! there on, reading the log again to do so when it forgot some of it already. Anything else — a
-//! *loud* message or event — makes the replay keep everything, or read the log again without
-//! forgetting, so the output never depends on what was forgotten.
+//! there on, reading the log again to do so when it may have forgotten some of it. Anything
+//! else — a *loud* message or event — makes the replay keep everything, or read the log again
+//! without forgetting, so the output never depends on what was forgotten.
 
 use super::step_unclosed;
 use super::{incidents, loop_exited_early, model_substituted, reply_truncated, step_merged};

@@ -187,7 +187,8 @@ pub enum Verdict {
     /// A rule may report it with what surrounds it: nothing may be forgotten.
     Loud,
     /// Rules report it from what the log holds from this record on: everything from there on
-    /// must be kept (the log is read again to keep it when some of it was forgotten already).
+    /// must be kept (the log is read again to keep it when forgetting had begun and had not
+    /// stopped by then).
     Needs(Seq),
 }
 
@@ -1143,8 +1144,8 @@ impl State {
     }
 
     /// Something the rules report from what the log holds from record `from` on: fine when
-    /// nothing was forgotten from there on, and nothing will be; otherwise the log is read again,
-    /// keeping everything from there on.
+    /// forgetting stopped at or before it (or never began: then nothing more is forgotten);
+    /// otherwise the log is read again, keeping everything from there on.
     fn needs(&mut self, from: Seq) {
         match &mut self.window {
             Some(w) if w.forgetting => {
