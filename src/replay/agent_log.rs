@@ -1053,10 +1053,8 @@ impl State {
                 }
             }
         }
-        if let Some(w) = &self.window
-            && w.again
-        {
-            return Err(w.needs);
+        if let Some(again) = self.window.as_ref().and_then(|w| w.again) {
+            return Err(again);
         }
         // The kept messages go back into their sessions.
         if let Some(w) = &mut self.window {
@@ -1123,11 +1121,7 @@ impl State {
     /// is read again, whole, when something was.
     fn not_quiet(&mut self) {
         match &mut self.window {
-            Some(w) if w.forgetting => {
-                w.again = true;
-                w.whole = true;
-                w.needs = None;
-            }
+            Some(w) if w.forgetting => w.again = Some(None),
             _ => self.window = None,
         }
     }
@@ -1149,11 +1143,15 @@ impl State {
     fn needs(&mut self, from: Seq) {
         match &mut self.window {
             Some(w) if w.forgetting => {
-                if w.frozen.is_some_and(|at| at <= from) || w.whole {
+                if w.frozen.is_some_and(|at| at <= from) {
                     return;
                 }
-                w.again = true;
-                w.needs = Some(w.needs.map_or(from, |n| n.min(from)));
+                w.again = match w.again {
+                    // Whole already.
+                    Some(None) => Some(None),
+                    Some(Some(n)) => Some(Some(n.min(from))),
+                    None => Some(Some(from)),
+                };
             }
             // Nothing was forgotten: keep everything from here on.
             _ => self.window = None,
@@ -1173,7 +1171,7 @@ impl State {
 
     /// Whether the log must be read again without forgetting.
     fn again(&self) -> bool {
-        self.window.as_ref().is_some_and(|w| w.again)
+        self.window.as_ref().is_some_and(|w| w.again.is_some())
     }
 
     /// What message `mi` of session `si` is to the rules, its tool calls counted as the
@@ -1273,7 +1271,7 @@ impl State {
                 }
                 Verdict::Needs(from) => {
                     self.needs(from);
-                    if self.window.as_ref().is_none_or(|w| w.again) {
+                    if self.window.as_ref().is_none_or(|w| w.again.is_some()) {
                         return;
                     }
                     self.keep(si, mi);
@@ -2311,12 +2309,9 @@ struct Window {
     looked_again: usize,
     /// Something was forgotten.
     forgetting: bool,
-    /// Something not quiet came after something was forgotten: the log must be read again...
-    again: bool,
-    /// ... keeping everything from this record on ...
-    needs: Option<Seq>,
-    /// ... or whole.
-    whole: bool,
+    /// Something not quiet came after something was forgotten: the log must be read again,
+    /// keeping everything from this record on, or whole (`Some(None)`; see [`Forgot::Again`]).
+    again: Option<Option<Seq>>,
     /// Something the rules report from what is kept came after something was forgotten: every
     /// message and event is kept from this record on.
     frozen: Option<Seq>,
@@ -2347,9 +2342,7 @@ impl Window {
             filed: 0,
             looked_again: 0,
             forgetting: false,
-            again: false,
-            needs: None,
-            whole: false,
+            again: None,
             frozen: None,
             keep_from: None,
             rules,
