@@ -372,18 +372,27 @@ pub struct Forgotten {
 }
 
 impl Forgotten {
-    /// Counts `message` in.
+    /// Counts forgotten `message` in.
     pub fn add(&mut self, message: &Message) {
+        if self.count(message)
+            && (self.highest_finished.as_deref()).is_none_or(|h| h < message.id.as_str())
+        {
+            self.highest_finished = Some(message.id.clone());
+        }
+    }
+
+    /// Counts `message`'s steps and tools in (the session summary counts the messages held this
+    /// way too); whether it has a `step-finish`.
+    pub fn count(&mut self, message: &Message) -> bool {
         use crate::model::PartBody;
         self.messages += 1;
+        let mut finished = false;
         for p in &message.parts {
             match &p.part.body {
                 PartBody::StepStart(_) => self.steps_started += 1,
                 PartBody::StepFinish(_) => {
                     self.steps_finished += 1;
-                    if (self.highest_finished.as_deref()).is_none_or(|h| h < message.id.as_str()) {
-                        self.highest_finished = Some(message.id.clone());
-                    }
+                    finished = true;
                 }
                 PartBody::Tool(t) => {
                     if let Some(n) = self.tools.get_mut(t.state.status()) {
@@ -395,6 +404,7 @@ impl Forgotten {
                 _ => {}
             }
         }
+        finished
     }
 }
 

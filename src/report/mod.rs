@@ -21,7 +21,6 @@ use std::io;
 
 use crate::diagnostic::{Finding, Severity};
 use crate::ingest::Format;
-use crate::model::PartBody;
 use crate::session::Analysis;
 use crate::source::{FileId, SourceKind, SourceMap, Span};
 use record::FindingRecord;
@@ -253,12 +252,17 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
         .sessions
         .iter()
         .map(|s| {
+            // What a forgetting replay forgot, and the messages held, counted alike.
+            let mut counted = s.forgotten.clone();
+            for m in &s.messages {
+                counted.count(m);
+            }
             let mut sum = SessionSummary {
                 id: s.id.clone(),
-                messages: s.messages.len() + s.forgotten.messages,
-                steps_started: s.forgotten.steps_started,
-                steps_finished: s.forgotten.steps_finished,
-                tools: s.forgotten.tools.clone(),
+                messages: counted.messages,
+                steps_started: counted.steps_started,
+                steps_finished: counted.steps_finished,
+                tools: counted.tools,
                 ..SessionSummary::default()
             };
             if analysis.format == crate::ingest::Format::AgentLog && analysis.stream.is_some() {
@@ -271,16 +275,6 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                     .is_some_and(|e| e.name == "MessageAbortedError")
                 {
                     sum.stopped_by_user += 1;
-                }
-                for p in &m.parts {
-                    match &p.part.body {
-                        PartBody::StepStart(_) => sum.steps_started += 1,
-                        PartBody::StepFinish(_) => sum.steps_finished += 1,
-                        PartBody::Tool(t) => {
-                            *sum.tools.entry(t.state.status().to_owned()).or_default() += 1;
-                        }
-                        _ => {}
-                    }
                 }
             }
             if let Some(totals) = by_session.get(s.id.as_str()) {
