@@ -31,7 +31,94 @@ impl Depth {
     }
 
     /// Feeds bytes of a value that started with `{` or `[` (the opening bracket must be fed too).
+    ///
+    /// The bytes are read 64 at a time: one pass classifies a block into bit masks of quotes,
+    /// backslashes and brackets ([`Masks`]), the escapes and the string state follow from the
+    /// masks with a few word operations, and only brackets outside strings are looked at one by
+    /// one. A block with a backslash outside a string (not JSON, but a log holds anything) is
+    /// read byte by byte instead, exactly as before; both ways agree on every input (tested
+    /// against [`Depth::feed_bytewise`]).
     pub fn feed(&mut self, bytes: &[u8]) -> Fed {
+        let mut at = 0;
+        for block in bytes.chunks(64) {
+            let closed = match self.block(&Masks::of(block), block.len()) {
+                Some(closed) => closed,
+                None => match self.feed_bytewise(block) {
+                    Fed::Open => None,
+                    Fed::Closed(k) => Some(k),
+                },
+            };
+            if let Some(k) = closed {
+                return Fed::Closed(at + k);
+            }
+            at += block.len();
+        }
+        Fed::Open
+    }
+
+    /// Reads one block of `len` (1 to 64) bytes from its masks: `Some(Some(k))` when the value
+    /// closes `k` bytes into it, `Some(None)` when it stays open, `None` (nothing changed) when
+    /// a backslash lies outside a string, which the masks cannot tell apart from an escape.
+    fn block(&mut self, m: &Masks, len: usize) -> Option<Option<usize>> {
+        // The escaped bytes: each backslash not escaped itself escapes the byte after it.
+        let mut escaped: u64 = u64::from(self.escape);
+        let mut escape_out = false;
+        let mut backslashes = m.backslash;
+        while backslashes != 0 {
+            let p = backslashes.trailing_zeros();
+            let bit = 1u64 << p;
+            if escaped & bit == 0 {
+                if p as usize + 1 >= len {
+                    escape_out = true;
+                } else {
+                    escaped |= bit << 1;
+                }
+            }
+            backslashes &= backslashes - 1;
+        }
+        // Inside a string after each byte: the running parity of the unescaped quotes.
+        let mut inside = m.quote & !escaped;
+        for shift in [1, 2, 4, 8, 16, 32] {
+            inside ^= inside << shift;
+        }
+        if self.in_string {
+            inside = !inside;
+        }
+        let before = (inside << 1) | u64::from(self.in_string);
+        if m.backslash & !before != 0 {
+            return None;
+        }
+        let opens = m.open & !inside;
+        let closes = m.close & !inside;
+        let mut brackets = opens | closes;
+        if brackets != 0 && self.depth as usize <= closes.count_ones() as usize {
+            while brackets != 0 {
+                let p = brackets.trailing_zeros();
+                if opens & (1 << p) != 0 {
+                    self.depth += 1;
+                } else {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        self.in_string = false;
+                        self.escape = false;
+                        return Some(Some(p as usize + 1));
+                    }
+                }
+                brackets &= brackets - 1;
+            }
+        } else {
+            // Fewer closing brackets than the depth: the value cannot close in this block.
+            self.depth += opens.count_ones();
+            self.depth -= closes.count_ones();
+        }
+        self.in_string = inside >> (len - 1) & 1 == 1;
+        self.escape = escape_out;
+        Some(None)
+    }
+
+    /// [`Depth::feed`] one byte at a time: the fallback for a block the masks cannot read, and
+    /// the reference the block reading is tested against.
+    fn feed_bytewise(&mut self, bytes: &[u8]) -> Fed {
         let mut i = 0;
         while i < bytes.len() {
             if self.in_string {
@@ -69,6 +156,53 @@ impl Depth {
             i += 1;
         }
         Fed::Open
+    }
+}
+
+/// Where a block of up to 64 bytes holds each byte [`Depth`] reads: bit `i` of a mask is byte
+/// `i` of the block. Bytes past the block's end are in no mask.
+struct Masks {
+    quote: u64,
+    backslash: u64,
+    open: u64,
+    close: u64,
+}
+
+impl Masks {
+    /// Sixteen bytes at a time, with the processor's vector instructions where it has them
+    /// (SSE2 on every x86-64, NEON on AArch64).
+    fn of(block: &[u8]) -> Masks {
+        use wide::u8x16;
+        let mut padded = [b' '; 64];
+        let full: &[u8] = match block.get(..64) {
+            Some(full) => full,
+            None => {
+                padded[..block.len()].copy_from_slice(block);
+                &padded
+            }
+        };
+        let (quote, backslash) = (u8x16::splat(b'"'), u8x16::splat(b'\\'));
+        // `[` and `{` differ only in bit 0x20, as do `]` and `}`, and no other byte sets it to
+        // either.
+        let (open, close, case) = (u8x16::splat(b'{'), u8x16::splat(b'}'), u8x16::splat(0x20));
+        let mut m = Masks {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        for (k, lane) in full.chunks_exact(16).enumerate() {
+            let mut bytes = [0; 16];
+            bytes.copy_from_slice(lane);
+            let v = u8x16::new(bytes);
+            let folded = v | case;
+            let bits = |eq: u8x16| u64::from(eq.to_bitmask()) << (16 * k);
+            m.quote |= bits(v.simd_eq(quote));
+            m.backslash |= bits(v.simd_eq(backslash));
+            m.open |= bits(folded.simd_eq(open));
+            m.close |= bits(folded.simd_eq(close));
+        }
+        m
     }
 }
 
@@ -389,6 +523,47 @@ fn value_end(b: &[u8], pos: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reading 64 bytes at a time from masks finds what reading byte by byte finds: the same
+    /// end and the same state after every piece, for inputs dense in quotes, backslashes and
+    /// brackets (in and out of strings), cut into pieces at every kind of place.
+    #[test]
+    fn the_block_lexer_agrees_with_the_bytewise_one() {
+        const ALPHABET: &[u8] = b"{}[]\"\"\\\\ab:,0\n\xc3\xa9 ";
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        for round in 0..20_000 {
+            let len = 1 + next(if round % 10 == 0 { 700 } else { 150 });
+            let mut bytes = vec![b'{'];
+            // Mostly plain text with the special bytes sprinkled in, or dense in them.
+            let dense = round % 3 == 0;
+            for _ in 0..len {
+                if dense || next(8) == 0 {
+                    bytes.push(ALPHABET[next(ALPHABET.len())]);
+                } else {
+                    bytes.push(b'a' + next(26) as u8);
+                }
+            }
+            let (mut fast, mut slow) = (Depth::default(), Depth::default());
+            let mut at = 0;
+            while at < bytes.len() {
+                let end = (at + 1 + next(130)).min(bytes.len());
+                let piece = &bytes[at..end];
+                let (f, s) = (fast.feed(piece), slow.feed_bytewise(piece));
+                assert_eq!(f, s, "{:?} at {at}", String::from_utf8_lossy(&bytes));
+                if f != Fed::Open {
+                    break;
+                }
+                assert_eq!(fast, slow, "{:?} at {at}", String::from_utf8_lossy(&bytes));
+                at = end;
+            }
+        }
+    }
 
     /// Locating inside an item found by `array_items` finds what a path with the item's index
     /// finds, for items of every kind, spaced or not, at the top and nested.
