@@ -364,8 +364,10 @@ impl Buffer {
         let seg_cut = segment
             .saturating_sub(self.segment_base)
             .min(self.segments.len());
-        // The next batch's texts are about as long as this one's.
-        let mut rest = String::with_capacity(self.text.len().clamp(4096, 4 << 20));
+        // The next batch's texts are about as long as this one's; a quarter more, so that the
+        // record that ends a batch of the same size does not make it grow (and copy it all).
+        let mut rest =
+            String::with_capacity((self.text.len() + self.text.len() / 4).clamp(4096, 5 << 20));
         rest.push_str(self.text.get(cut..).unwrap_or_default());
         let mut rest_segments = Vec::with_capacity(self.segments.len().clamp(64, 1 << 16));
         rest_segments.extend_from_slice(self.segments.get(seg_cut..).unwrap_or_default());

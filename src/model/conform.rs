@@ -68,10 +68,25 @@ impl<'a> Sink<'a> for NoSink {
 /// Deepest field path told to a [`Sink`].
 pub const MAX_PATH: usize = 8;
 
-/// The index of the first `"`, `\\` or control byte (< 0x20) at or after `i`. Eight bytes at a
-/// time: in each word, a byte that matches sets its high bit in `hits`, and the lowest one set is
-/// always a true match (borrows only run upward, past it).
+/// The index of the first `"`, `\\` or control byte (< 0x20) at or after `i`. Sixteen bytes at a
+/// time with the processor's vector instructions, then eight at a time: in each word, a byte
+/// that matches sets its high bit in `hits`, and the lowest one set is always a true match
+/// (borrows only run upward, past it).
 pub(crate) fn special(b: &[u8], mut i: usize) -> Option<usize> {
+    use wide::u8x16;
+    let (quote, backslash, control) = (u8x16::splat(b'"'), u8x16::splat(b'\\'), u8x16::splat(0x1f));
+    while let Some(chunk) = b.get(i..i + 16) {
+        let Ok(bytes) = <[u8; 16]>::try_from(chunk) else {
+            break;
+        };
+        let v = u8x16::new(bytes);
+        let hits = v.simd_eq(quote) | v.simd_eq(backslash) | v.max(control).simd_eq(control);
+        let mask = hits.to_bitmask();
+        if mask != 0 {
+            return Some(i + mask.trailing_zeros() as usize);
+        }
+        i += 16;
+    }
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |w: u64| w.wrapping_sub(ONES) & !w;
@@ -463,8 +478,9 @@ mod tests {
             (i..b.len()).find(|&k| b[k] == b'"' || b[k] == b'\\' || b[k] < 0x20)
         };
         let alphabet: &[u8] = b"a\"\\\x00\x1f\x20\x7f\x80\xa0\xe9\xff!";
-        // Every string of up to 3 interesting bytes, in every position of a 19-byte buffer.
-        for len in 0..=19 {
+        // Every string of up to 2 interesting bytes, in every position of a buffer of up to 35
+        // bytes (vector, word and byte steps).
+        for len in 0..=35 {
             for pos in 0..len.max(1) {
                 for &c in alphabet {
                     for &d in alphabet {
