@@ -122,6 +122,10 @@ impl LineIndex {
     /// Bytes between checkpoints (16 KiB: 24 bytes of index per 16 KiB of file).
     pub const STEP: usize = 16 * 1024;
 
+    /// Steps read at a time while building (each read starts again at the last checkpoint, so
+    /// it re-reads what followed it: read far enough that this is little).
+    const READ_STEPS: usize = 16;
+
     pub fn with_step(step: usize) -> Self {
         Self {
             points: vec![Checkpoint::START],
@@ -199,18 +203,19 @@ impl LineIndex {
         file: &mut (impl Read + Seek),
         more: impl Fn(&Checkpoint) -> bool,
     ) -> io::Result<()> {
-        let mut want = 4 * self.step as u64;
+        // The buffer is filled in place, not zeroed again.
+        let mut want = self.step.saturating_mul(Self::READ_STEPS);
         let mut buf = Vec::new();
         while self.len.is_none() && more(&self.last()) {
             let from = self.last();
             file.seek(SeekFrom::Start(from.offset))?;
-            buf.clear();
-            file.by_ref().take(want).read_to_end(&mut buf)?;
-            let at_end = (buf.len() as u64) < want;
+            buf.resize(want, 0);
+            let got = fill(file, &mut buf)?;
+            let at_end = got < want;
             let before = self.points.len();
-            self.count(from, &buf);
+            self.count(from, &buf[..got]);
             if at_end {
-                self.len = Some(from.offset + buf.len() as u64);
+                self.len = Some(from.offset + got as u64);
             } else if self.points.len() == before {
                 // No line start or ASCII byte far enough on: read further.
                 want = want.saturating_mul(2);
@@ -260,6 +265,20 @@ impl LineIndex {
             }
         }
     }
+}
+
+/// Reads into the whole of `buf` unless the file ends first; how much it read.
+fn fill(file: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// A buffered file that keeps its buffer when a seek lands inside it (`BufReader::seek` drops
