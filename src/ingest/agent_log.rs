@@ -364,12 +364,12 @@ impl Buffer {
         let seg_cut = segment
             .saturating_sub(self.segment_base)
             .min(self.segments.len());
-        // The next batch's texts are about as long as this one's; a quarter more, so that the
-        // record that ends a batch of the same size does not make it grow (and copy it all).
-        let mut rest =
-            String::with_capacity((self.text.len() + self.text.len() / 4).clamp(4096, 5 << 20));
+        // Room for as much as this batch came to hold (batches of many small records are
+        // shorter than those that reach the byte limit, and growing copies the text), up to
+        // 2 MiB: a batch handed on keeps its room while it is decoded.
+        let mut rest = String::with_capacity(self.text.capacity().clamp(4096, 2 << 20));
         rest.push_str(self.text.get(cut..).unwrap_or_default());
-        let mut rest_segments = Vec::with_capacity(self.segments.len().clamp(64, 1 << 16));
+        let mut rest_segments = Vec::with_capacity(self.segments.capacity().clamp(64, 1 << 16));
         rest_segments.extend_from_slice(self.segments.get(seg_cut..).unwrap_or_default());
         let mut text_taken = std::mem::replace(&mut self.text, rest);
         text_taken.truncate(cut);
