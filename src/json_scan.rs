@@ -41,7 +41,8 @@ impl Depth {
     pub fn feed(&mut self, bytes: &[u8]) -> Fed {
         let mut at = 0;
         for block in bytes.chunks(64) {
-            let closed = match self.block(&Masks::of(block), block.len()) {
+            let masks = Masks::at(bytes, at, block.len());
+            let closed = match self.block(&masks, block.len()) {
                 Some(closed) => closed,
                 None => match self.feed_bytewise(block) {
                     Fed::Open => None,
@@ -90,26 +91,21 @@ impl Depth {
         }
         let opens = m.open & !inside;
         let closes = m.close & !inside;
+        // Brackets are few (a handful per record): each is looked at.
         let mut brackets = opens | closes;
-        if brackets != 0 && self.depth as usize <= closes.count_ones() as usize {
-            while brackets != 0 {
-                let p = brackets.trailing_zeros();
-                if opens & (1 << p) != 0 {
-                    self.depth += 1;
-                } else {
-                    self.depth = self.depth.saturating_sub(1);
-                    if self.depth == 0 {
-                        self.in_string = false;
-                        self.escape = false;
-                        return Some(Some(p as usize + 1));
-                    }
+        while brackets != 0 {
+            let p = brackets.trailing_zeros();
+            if opens & (1 << p) != 0 {
+                self.depth += 1;
+            } else {
+                self.depth = self.depth.saturating_sub(1);
+                if self.depth == 0 {
+                    self.in_string = false;
+                    self.escape = false;
+                    return Some(Some(p as usize + 1));
                 }
-                brackets &= brackets - 1;
             }
-        } else {
-            // Fewer closing brackets than the depth: the value cannot close in this block.
-            self.depth += opens.count_ones();
-            self.depth -= closes.count_ones();
+            brackets &= brackets - 1;
         }
         self.in_string = inside >> (len - 1) & 1 == 1;
         self.escape = escape_out;
@@ -169,6 +165,26 @@ struct Masks {
 }
 
 impl Masks {
+    /// The masks of the `len` (1 to 64) bytes of `bytes` from `start`. A block shorter than 64
+    /// bytes at the end of a longer input is read as the input's last 64 bytes, the masks then
+    /// shifted to start at `start`; only an input shorter than 64 bytes is copied.
+    fn at(bytes: &[u8], start: usize, len: usize) -> Masks {
+        if len < 64
+            && let Some(last) = bytes.len().checked_sub(64)
+            && let Some(tail) = bytes.get(last..)
+        {
+            let shift = 64 - len;
+            let m = Masks::of(tail);
+            return Masks {
+                quote: m.quote >> shift,
+                backslash: m.backslash >> shift,
+                open: m.open >> shift,
+                close: m.close >> shift,
+            };
+        }
+        Masks::of(bytes.get(start..start + len).unwrap_or_default())
+    }
+
     /// Sixteen bytes at a time, with the processor's vector instructions where it has them
     /// (SSE2 on every x86-64, NEON on AArch64).
     fn of(block: &[u8]) -> Masks {
