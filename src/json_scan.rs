@@ -170,6 +170,7 @@ impl Masks {
     /// shifted to start at `start`; only an input shorter than 64 bytes is copied.
     fn at(bytes: &[u8], start: usize, len: usize) -> Masks {
         if len < 64
+            && start + len == bytes.len()
             && let Some(last) = bytes.len().checked_sub(64)
             && let Some(tail) = bytes.get(last..)
         {
