@@ -190,10 +190,12 @@ impl Masks {
     /// (SSE2 on every x86-64, NEON on AArch64).
     fn of(block: &[u8]) -> Masks {
         use wide::u8x16;
-        let mut padded = [b' '; 64];
+        // Set up only for an input shorter than a block.
+        let mut padded;
         let full: &[u8] = match block.get(..64) {
             Some(full) => full,
             None => {
+                padded = [b' '; 64];
                 padded[..block.len()].copy_from_slice(block);
                 &padded
             }
