@@ -203,14 +203,12 @@ impl LineIndex {
         file: &mut (impl Read + Seek),
         more: impl Fn(&Checkpoint) -> bool,
     ) -> io::Result<()> {
-        // The buffer is filled in place, not zeroed again.
         let mut want = self.step.saturating_mul(Self::READ_STEPS);
         let mut buf = Vec::new();
         while self.len.is_none() && more(&self.last()) {
             let from = self.last();
             file.seek(SeekFrom::Start(from.offset))?;
-            buf.resize(want, 0);
-            let got = fill(file, &mut buf)?;
+            let got = fill(file, &mut buf, want)?;
             let at_end = got < want;
             let before = self.points.len();
             self.count(from, &buf[..got]);
@@ -267,11 +265,18 @@ impl LineIndex {
     }
 }
 
-/// Reads into the whole of `buf` unless the file ends first; how much it read.
-fn fill(file: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+/// Reads up to `want` bytes into the start of `buf`, unless the file ends first; how much it
+/// read. The buffer is filled in place (what it holds from an earlier read is not zeroed again)
+/// and grows only as the file turns out to hold more, so a large `want` near the end of a file
+/// costs no more memory than what is there.
+fn fill(file: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     let mut got = 0;
-    while got < buf.len() {
-        match file.read(&mut buf[got..]) {
+    while got < want {
+        if got == buf.len() {
+            buf.resize((2 * got).clamp(4096.min(want), want), 0);
+        }
+        let room = buf.len().min(want);
+        match file.read(&mut buf[got..room]) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -420,6 +425,33 @@ mod tests {
         assert_eq!(a.cover(&b), Span::new(f, 10, 22));
         assert_eq!(b.cover(&a), Span::new(f, 10, 22));
         assert_eq!(a.head(), Span::new(f, 10, 1));
+    }
+
+    /// `fill` reads what the file holds up to what is asked, keeps the bytes of an earlier read
+    /// that it is not asked to overwrite, and grows its buffer only with what the file holds: a
+    /// gigabyte asked of a 10,000-byte file takes less than twice that.
+    #[test]
+    fn fill_reads_what_is_there_and_grows_with_it() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let mut buf = Vec::new();
+        let got = fill(&mut io::Cursor::new(&data), &mut buf, 1 << 30).unwrap_or_default();
+        assert_eq!(got, data.len());
+        assert_eq!(&buf[..got], &data[..]);
+        assert!(buf.len() < 2 * data.len() + 4096, "{}", buf.len());
+        let got = fill(&mut io::Cursor::new(&data[5..]), &mut buf, 100).unwrap_or_default();
+        assert_eq!((got, &buf[..got]), (100, &data[5..105]));
+        // A reader that hands out seven bytes at a time still fills what is asked.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = out.len().min(7).min(self.0.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let got = fill(&mut Trickle(&data), &mut buf, 9_999).unwrap_or_default();
+        assert_eq!((got, &buf[..got]), (9_999, &data[..9_999]));
     }
 
     #[test]
