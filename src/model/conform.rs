@@ -110,6 +110,137 @@ pub(crate) fn special(b: &[u8], mut i: usize) -> Option<usize> {
         .map(|k| i + k)
 }
 
+/// The end of the JSON string whose contents start at `start` (after its opening quote): the
+/// index of its closing quote, and whether it has escapes. `None` for a string serde_json might
+/// not read the same: one with a control byte, an unknown escape or a `\uD…` escape (a lone
+/// surrogate fails there), or no end.
+///
+/// Long strings (a tool's output, a file's text) are mostly plain text with an escape every few
+/// dozen bytes (`\n`, `\"`): they are read 64 bytes at a time, from masks of the quotes,
+/// backslashes and control bytes of each block, and an escape costs a few bit operations rather
+/// than a new scan. The last bytes before `b`'s end (less than a block) are read with
+/// [`special`]. [`string_end_bytewise`] is the reference the tests hold this to.
+#[inline(always)]
+pub(crate) fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    // Most strings are short (keys, ids, names) and plain: their end is in their first sixteen
+    // bytes.
+    if let Some(lane) = b.get(start..start + 16)
+        && let Some(k) = lane_special(lane)
+        && lane.get(k) == Some(&b'"')
+    {
+        return Some((start + k, false));
+    }
+    long_string_end(b, start)
+}
+
+/// [`string_end`] past its first sixteen bytes.
+#[inline(never)]
+fn long_string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    let mut i = start;
+    let mut escaped = false;
+    'blocks: while let Some(block) = b.get(i..i + 64) {
+        let (stop, backslash) = string_masks(block);
+        // Bits below `from` are consumed (an escape's bytes).
+        let mut from = 0;
+        loop {
+            let live = !0u64 << from;
+            let (s, e) = (stop & live, backslash & live);
+            if e != 0 && e.trailing_zeros() < s.trailing_zeros() {
+                escaped = true;
+                let next = escape_end(b, i + e.trailing_zeros() as usize)?;
+                from = next - i;
+                if from >= 64 {
+                    i = next;
+                    continue 'blocks;
+                }
+                continue;
+            }
+            if s != 0 {
+                let k = i + s.trailing_zeros() as usize;
+                return (b.get(k) == Some(&b'"')).then_some((k, escaped));
+            }
+            i += 64;
+            continue 'blocks;
+        }
+    }
+    loop {
+        i = special(b, i)?;
+        match b.get(i)? {
+            b'"' => return Some((i, escaped)),
+            b'\\' => {
+                escaped = true;
+                i = escape_end(b, i)?;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The index after the escape whose backslash is at `i`, if it is one serde_json reads as
+/// [`string_end`] requires.
+fn escape_end(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(i + 2),
+        b'u' => {
+            let hex = b.get(i + 2..i + 6)?;
+            // Lone surrogates make serde_json fail: leave them to it.
+            (hex.iter().all(u8::is_ascii_hexdigit) && !matches!(hex[0], b'd' | b'D'))
+                .then_some(i + 6)
+        }
+        _ => None,
+    }
+}
+
+/// The index in `lane` (16 bytes) of its first quote, backslash or control byte.
+#[inline(always)]
+fn lane_special(lane: &[u8]) -> Option<usize> {
+    use wide::u8x16;
+    let mut bytes = [0; 16];
+    bytes.copy_from_slice(lane.get(..16)?);
+    let v = u8x16::new(bytes);
+    let control = u8x16::splat(0x1f);
+    let hits = v.simd_eq(u8x16::splat(b'"'))
+        | v.simd_eq(u8x16::splat(b'\\'))
+        | v.max(control).simd_eq(control);
+    let mask = hits.to_bitmask();
+    (mask != 0).then(|| mask.trailing_zeros() as usize)
+}
+
+/// The masks of the quotes and control bytes (`stop`), and of the backslashes, of a 64-byte
+/// block, sixteen bytes at a time with the processor's vector instructions.
+fn string_masks(block: &[u8]) -> (u64, u64) {
+    use wide::u8x16;
+    let (quote, backslash, control) = (u8x16::splat(b'"'), u8x16::splat(b'\\'), u8x16::splat(0x1f));
+    let (mut stop, mut escapes) = (0, 0);
+    for (k, lane) in block.chunks_exact(16).take(4).enumerate() {
+        let mut bytes = [0; 16];
+        bytes.copy_from_slice(lane);
+        let v = u8x16::new(bytes);
+        let s = v.simd_eq(quote) | v.max(control).simd_eq(control);
+        stop |= u64::from(s.to_bitmask()) << (16 * k);
+        escapes |= u64::from(v.simd_eq(backslash).to_bitmask()) << (16 * k);
+    }
+    (stop, escapes)
+}
+
+/// [`string_end`] one special byte at a time: the reference.
+#[cfg(test)]
+fn string_end_bytewise(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    let mut i = start;
+    let mut escaped = false;
+    loop {
+        match *b.get(i)? {
+            b'"' => return Some((i, escaped)),
+            b'\\' => {
+                escaped = true;
+                i = escape_end(b, i)?;
+            }
+            c if c < 0x20 => return None,
+            _ => i += 1,
+        }
+    }
+}
+
 struct Parser<'a, 's, S> {
     b: &'a [u8],
     text: &'a str,
@@ -160,41 +291,13 @@ impl<'a, S: Sink<'a>> Parser<'a, '_, S> {
 
     /// A string; returns its raw content (between the quotes) when it has no escapes.
     fn string(&mut self) -> Option<Option<&'a str>> {
-        let text: &'a str = self.text;
         if self.peek() != Some(b'"') {
             return None;
         }
         let start = self.pos + 1;
-        let mut i = start;
-        let mut escaped = false;
-        loop {
-            // Jump to the next quote, backslash or control byte (not allowed in a string).
-            i = special(self.b, i)?;
-            match self.b[i] {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    match *self.b.get(i + 1)? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                        b'u' => {
-                            let hex = self.b.get(i + 2..i + 6)?;
-                            if !hex.iter().all(u8::is_ascii_hexdigit) {
-                                return None;
-                            }
-                            // Lone surrogates make serde_json fail: leave them to it.
-                            if matches!(hex[0], b'd' | b'D') {
-                                return None;
-                            }
-                            i += 6;
-                        }
-                        _ => return None,
-                    }
-                }
-                _ => return None,
-            }
-        }
-        self.pos = i + 1;
-        Some((!escaped).then(|| &text[start..i]))
+        let (end, escaped) = string_end(self.b, start)?;
+        self.pos = end + 1;
+        Some((!escaped).then(|| self.text.get(start..end)).flatten())
     }
 
     /// A number: an optional minus, digits, an optional fraction; no exponent (left to serde).
@@ -496,6 +599,57 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_block_string_reader_agrees_with_the_bytewise_one() {
+        // Escapes whole and cut, surrogates, control bytes, multi-byte characters.
+        const PIECES: &[&[u8]] = &[
+            b"\"",
+            b"\\",
+            b"\\n",
+            b"\\\"",
+            b"\\\\",
+            b"\\u00e9",
+            b"\\uD83D",
+            b"\\ud8",
+            b"\\u12",
+            b"\\x",
+            b"\\/",
+            b"\x01",
+            b"\x1f",
+            b"\t",
+            b"\xc3\xa9",
+            b" ",
+            b"\x7f",
+        ];
+        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        for round in 0..30_000 {
+            let len = next(if round % 10 == 0 { 400 } else { 140 });
+            let mut bytes = b"\"".to_vec();
+            let dense = round % 3 == 0;
+            while bytes.len() < len {
+                if dense || next(12) == 0 {
+                    bytes.extend_from_slice(PIECES[next(PIECES.len())]);
+                } else {
+                    bytes.push(b'a' + next(26) as u8);
+                }
+            }
+            for start in 1..bytes.len().min(70) {
+                assert_eq!(
+                    string_end(&bytes, start),
+                    string_end_bytewise(&bytes, start),
+                    "{:?} from {start}",
+                    String::from_utf8_lossy(&bytes)
+                );
             }
         }
     }
