@@ -536,10 +536,12 @@ enum Flat<'a> {
     Unsure,
 }
 
-/// Most logger entries and bus events are flat objects of plain values: keys and strings
-/// without escapes, short decimal numbers, `true`, `false`, `null`. Such an object is read here
-/// byte by byte, much faster than through serde; anything else (an escape, a control character,
-/// a nested value, an exponent, a long number, a key met twice) is [`Flat::Unsure`], and what is
+/// Most logger entries and bus events are flat objects of plain values: keys without escapes,
+/// strings (with escapes only where their text is not read: a git hash's `\n`), short decimal
+/// numbers, `true`, `false`, `null`. Such an object is read here byte by byte, much faster than
+/// through serde; anything else (an escaped key or read string, a control character, a lone
+/// surrogate, a nested value, an exponent, a long number, a key met twice) is [`Flat::Unsure`],
+/// and what is
 /// read is what reading it as a [`Peek`] would read, so an object this takes also reads as a
 /// `Value`.
 fn flat_peek(text: &str) -> Flat<'_> {
@@ -550,23 +552,35 @@ fn flat_peek(text: &str) -> Flat<'_> {
         }
         i
     };
-    // A string without escapes or control characters starting at `i` (a `"`): its contents and
-    // the index after it.
-    let string = |i: usize| -> Option<(&str, usize)> {
-        let k = crate::model::conform::special(b, i + 1)?;
-        if b.get(k) != Some(&b'"') {
-            return None;
-        }
+    // A string starting at `i` (a `"`) that serde_json reads the same: its contents when it has
+    // no escapes, and the index after it.
+    let string = |i: usize| -> Option<(Option<&str>, usize)> {
+        let (k, escaped) = crate::model::conform::string_end(b, i + 1)?;
         // The cut falls on ASCII `"`: a character boundary.
-        Some((text.get(i + 1..k)?, k + 1))
+        let contents = if escaped {
+            None
+        } else {
+            Some(text.get(i + 1..k)?)
+        };
+        Some((contents, k + 1))
     };
-    // The index after a plain value (number, literal or string) starting at `i`.
-    let plain = |i: usize| -> Option<usize> {
+    // The index after a plain value (number, literal or string) starting at `i`, and whether it
+    // is a string with escapes.
+    let plain = |i: usize| -> Option<(usize, bool)> {
         match *b.get(i)? {
-            b'"' => string(i).map(|(_, end)| end),
-            b't' => b.get(i..i + 4).filter(|w| *w == b"true").map(|_| i + 4),
-            b'f' => b.get(i..i + 5).filter(|w| *w == b"false").map(|_| i + 5),
-            b'n' => b.get(i..i + 4).filter(|w| *w == b"null").map(|_| i + 4),
+            b'"' => string(i).map(|(contents, end)| (end, contents.is_none())),
+            b't' => b
+                .get(i..i + 4)
+                .filter(|w| *w == b"true")
+                .map(|_| (i + 4, false)),
+            b'f' => b
+                .get(i..i + 5)
+                .filter(|w| *w == b"false")
+                .map(|_| (i + 5, false)),
+            b'n' => b
+                .get(i..i + 4)
+                .filter(|w| *w == b"null")
+                .map(|_| (i + 4, false)),
             _ => {
                 // -?(0|[1-9][0-9]*)(\.[0-9]+)?, at most 15 digits on each side.
                 let mut j = i + usize::from(b.get(i) == Some(&b'-'));
@@ -588,7 +602,7 @@ fn flat_peek(text: &str) -> Flat<'_> {
                 }
                 match b.get(j) {
                     Some(b'e' | b'E') => None,
-                    _ => Some(j),
+                    _ => Some((j, false)),
                 }
             }
         }
@@ -610,7 +624,8 @@ fn flat_peek(text: &str) -> Flat<'_> {
         if b.get(i) != Some(&b'"') {
             return Flat::Unsure;
         }
-        let Some((key, after)) = string(i) else {
+        // An escaped key is left to serde_json, which decodes it.
+        let Some((Some(key), after)) = string(i) else {
             return Flat::Unsure;
         };
         i = ws(after);
@@ -624,9 +639,14 @@ fn flat_peek(text: &str) -> Flat<'_> {
             PeekKey::Other => 8,
         };
         let value_start = i;
-        let Some(end) = plain(i) else {
+        let Some((end, escaped)) = plain(i) else {
             return Flat::Unsure;
         };
+        // A field read as a string must be decoded: left to serde_json. A field only seen, or a
+        // member not read, may have escapes.
+        if field < 5 && escaped {
+            return Flat::Unsure;
+        }
         if field < 8 {
             if std::mem::replace(&mut met[field], true) {
                 return Flat::Unsure;
@@ -712,17 +732,21 @@ fn light(text: &str) -> Option<Light> {
     plain.then_some(Light { session, bus: None })
 }
 
-/// Whether a logger message speaks of a retry or a sleep (in any case), what `apply_log` looks
-/// for. The lower-case copy is only made for a message with upper-case letters.
+/// Whether a logger message speaks of a retry or a sleep (in ASCII letters of any case), what
+/// `apply_log` looks for: one pass over the message, without a copy (messages are short).
 fn mentions_retry(message: &str) -> bool {
-    let lower: std::borrow::Cow<'_, str> = if message.bytes().any(|b| b.is_ascii_uppercase()) {
-        message.to_ascii_lowercase().into()
-    } else {
-        message.into()
+    let b = message.as_bytes();
+    let at = |i: usize, word: &[u8]| {
+        b.get(i..i + word.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(word))
     };
-    ["retry-after", "will retry", "retrying", "sleep"]
-        .iter()
-        .any(|k| lower.contains(k))
+    // `| 0x20` is the lower case of an ASCII letter (and of no other byte but itself).
+    (0..b.len()).any(|i| match b[i] | 0x20 {
+        b'r' => at(i, b"retry-after") || at(i, b"retrying"),
+        b'w' => at(i, b"will retry"),
+        b's' => at(i, b"sleep"),
+        _ => false,
+    })
 }
 
 /// Decodes the pending JSON values of `batch`, each with how [`LogStats`] counts it.
@@ -2859,6 +2883,36 @@ mod tests {
         }
     }
 
+    /// The look for retry words finds what a search of the lower-case copy finds.
+    #[test]
+    fn mentions_retry_is_a_search_in_any_case() {
+        let copy = |m: &str| {
+            let lower = m.to_ascii_lowercase();
+            ["retry-after", "will retry", "retrying", "sleep"]
+                .iter()
+                .any(|k| lower.contains(k))
+        };
+        let seeds = [
+            "Rate limited, WILL RETRY in 5s",
+            "using Retry-After value",
+            "retrying é request",
+            "SLeeP 100",
+            "sleeping",
+            "will retr",
+            "retry",
+            "ré-try sleep",
+            "",
+        ];
+        let mut found = 0;
+        for seed in seeds {
+            for m in std::iter::once(seed.to_owned()).chain(crate::text::one_byte_mutations(seed)) {
+                assert_eq!(mentions_retry(&m), copy(&m), "{m:?}");
+                found += usize::from(copy(&m));
+            }
+        }
+        assert!(found > 100, "{found}");
+    }
+
     /// The flat reading reads what serde's does, or leaves the object to it: every one-byte
     /// mutation of flat logger entries and bus events.
     #[test]
@@ -2868,9 +2922,13 @@ mod tests {
             "{ \"type\" : \"session.idle\" ,\n \"service\":\"bus\",\t\"message\":\"publishing\" }\r\n",
             r#"{"type":"log","part":{"id":"p"},"message":"m"}"#,
             r#"{"type":"log","level":"info","message":"m","n":0}"#,
+            // Escapes where the text is not read, and where it is.
+            r#"{"type":"log","service":"snapshot","hash":"01fc\n","cwd":"/a \"b\" \u00e9 \\ \/","providerID":"\u0061","message":"tracking"}"#,
+            r#"{"type":"log","x":"\ud83d\ude00","message":"m"}"#,
+            r#"{"type":"log","service":"snap\u0073hot","message":"tracking"}"#,
             "{}",
         ];
-        let (mut flat, mut ruled_out) = (0, 0);
+        let (mut flat, mut ruled_out, mut escaped) = (0, 0, 0);
         for seed in seeds {
             for text in
                 std::iter::once(seed.to_owned()).chain(crate::text::one_byte_mutations(seed))
@@ -2880,6 +2938,7 @@ mod tests {
                     Flat::Peek(p) => {
                         assert_eq!(serde.as_ref().ok(), Some(&p), "{text}");
                         flat += 1;
+                        escaped += usize::from(text.contains('\\'));
                     }
                     Flat::RuledOut => {
                         assert!(serde.is_err(), "{text}");
@@ -2889,7 +2948,10 @@ mod tests {
                 }
             }
         }
-        assert!(flat > 500 && ruled_out > 50, "{flat} {ruled_out}");
+        assert!(
+            flat > 500 && ruled_out > 50 && escaped > 100,
+            "{flat} {ruled_out} {escaped}"
+        );
     }
 
     /// An object the light filter takes always reads as a `Value` too: every one-byte mutation
