@@ -389,7 +389,8 @@ impl Buffer {
 
 /// Streams [`LogRecord`]s out of an agent log.
 pub struct AgentLogReader<R> {
-    input: R,
+    /// Always there but while [`Self::step`] reads a line in its buffer.
+    input: Option<R>,
     file: FileId,
     /// File offset of the next physical line.
     offset: u64,
@@ -447,7 +448,7 @@ fn incomplete_char_len(bytes: &[u8]) -> usize {
 impl<R: BufRead> AgentLogReader<R> {
     pub fn new(input: R, file: FileId) -> Self {
         Self {
-            input,
+            input: Some(input),
             file,
             offset: 0,
             line_no: 0,
@@ -471,8 +472,11 @@ impl<R: BufRead> AgentLogReader<R> {
     /// Appends the rest of the physical line to `self.buf`, or as much of it as fits in a
     /// [`PIECE`]; whether a newline ended it.
     fn read_piece(&mut self) -> std::io::Result<bool> {
+        let Some(input) = self.input.as_mut() else {
+            return Ok(false);
+        };
         loop {
-            let available = match self.input.fill_buf() {
+            let available = match input.fill_buf() {
                 Ok(bytes) => bytes,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
@@ -484,12 +488,12 @@ impl<R: BufRead> AgentLogReader<R> {
             let window = &available[..available.len().min(room)];
             if let Some(i) = memchr::memchr(b'\n', window) {
                 self.buf.extend_from_slice(&window[..=i]);
-                self.input.consume(i + 1);
+                input.consume(i + 1);
                 return Ok(true);
             }
             let n = window.len();
             self.buf.extend_from_slice(window);
-            self.input.consume(n);
+            input.consume(n);
             if self.buf.len() >= self.piece {
                 return Ok(false);
             }
@@ -535,14 +539,58 @@ impl<R: BufRead> AgentLogReader<R> {
     /// Reads the next physical line (or piece of one, see [`PIECE`]) and turns it into zero or
     /// more ready records.
     fn step(&mut self) -> Result<bool, IngestError> {
+        // A whole line in the input's buffer is read where it is, not copied into `self.buf`
+        // first: what `read_piece` would have copied, it is the same line.
+        if self.buf.is_empty()
+            && let Some(mut input) = self.input.take()
+        {
+            let done = match input.fill_buf() {
+                Ok(available) => {
+                    let window = available.get(..self.piece).unwrap_or(available);
+                    match memchr::memchr(b'\n', window) {
+                        Some(i) => {
+                            let line = window.get(..=i).unwrap_or_default();
+                            Some((self.line(line, true, 0), i + 1))
+                        }
+                        None => None,
+                    }
+                }
+                // Left to `read_piece`, which retries an interruption and reports the rest.
+                Err(_) => None,
+            };
+            if let Some((_, used)) = &done {
+                input.consume(*used);
+            }
+            self.input = Some(input);
+            if let Some((result, _)) = done {
+                return result.map(|_| true);
+            }
+        }
         // `self.buf` may start with the incomplete character the last piece ended in.
         let carried = self.buf.len();
         let has_newline = self.read_piece().map_err(IngestError::Io)?;
-        let n = self.buf.len();
-        if n == 0 {
+        if self.buf.is_empty() {
             self.finish_at_eof();
             return Ok(false);
         }
+        let mut line = std::mem::take(&mut self.buf);
+        let keep = self.line(&line, has_newline, carried)?;
+        // The incomplete character the piece ended in starts the next piece.
+        line.drain(..line.len() - keep);
+        self.buf = line;
+        Ok(true)
+    }
+
+    /// Reads a physical line or a piece of one (`line`, with its newline if `has_newline`), of
+    /// which the first `carried` bytes were carried over from the last piece. Returns how many
+    /// bytes at its end (an incomplete character) start the next piece.
+    fn line(
+        &mut self,
+        line: &[u8],
+        has_newline: bool,
+        carried: usize,
+    ) -> Result<usize, IngestError> {
+        let n = line.len();
         // Cut before the end of its line: more of the line follows.
         let partial = !has_newline && n > carried && n >= self.piece;
         let start = self.offset;
@@ -552,7 +600,6 @@ impl<R: BufRead> AgentLogReader<R> {
             self.stats.lines += 1;
             self.line_start = start;
         }
-        let mut line = std::mem::take(&mut self.buf);
         let mut content_len = line.len() - usize::from(has_newline);
         let keep = if partial {
             incomplete_char_len(&line[..content_len])
@@ -625,10 +672,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 truncated: true,
             });
         }
-        // The incomplete character the piece ended in starts the next piece.
-        line.drain(..line.len() - keep);
-        self.buf = line;
-        Ok(true)
+        Ok(keep)
     }
 
     /// Handles the content of one physical line (prefix already stripped), or of a piece of
