@@ -122,18 +122,22 @@ pub(crate) fn special(b: &[u8], mut i: usize) -> Option<usize> {
 /// [`special`]. [`string_end_bytewise`] is the reference the tests hold this to.
 #[inline(always)]
 pub(crate) fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
-    // Most strings are short (keys, ids, names) and plain: their end is in their first sixteen
-    // bytes.
-    if let Some(lane) = b.get(start..start + 16)
-        && let Some(k) = lane_special(lane)
-        && lane.get(k) == Some(&b'"')
+    // Most strings are short (keys, ids, names, timestamps) and plain: their end is in their
+    // first 32 bytes.
+    let mut i = start;
+    while i < start + 32
+        && let Some(lane) = b.get(i..i + 16)
     {
-        return Some((start + k, false));
+        match lane_special(lane) {
+            None => i += 16,
+            Some(k) if lane.get(k) == Some(&b'"') => return Some((i + k, false)),
+            Some(_) => break,
+        }
     }
     long_string_end(b, start)
 }
 
-/// [`string_end`] past its first sixteen bytes.
+/// [`string_end`] for a string that is long or has escapes.
 #[inline(never)]
 fn long_string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut i = start;
