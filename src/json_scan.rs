@@ -549,13 +549,7 @@ mod tests {
     #[test]
     fn the_block_lexer_agrees_with_the_bytewise_one() {
         const ALPHABET: &[u8] = b"{}[]\"\"\\\\ab:,0\n\xc3\xa9 ";
-        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut next = crate::text::xorshift(0x9E37_79B9_7F4A_7C15);
         for round in 0..20_000 {
             let len = 1 + next(if round % 10 == 0 { 700 } else { 150 });
             let mut bytes = vec![b'{'];

@@ -60,6 +60,17 @@ pub fn excerpt(s: &str, at: usize) -> String {
     )
 }
 
+/// A seeded xorshift generator for tests: each call gives a number below its bound.
+#[cfg(test)]
+pub fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
+    move |bound: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % bound as u64) as usize
+    }
+}
+
 /// Every text `seed` becomes with one byte replaced by a JSON-significant one (quotes, brackets,
 /// separators, escapes, digits, exponents, letters, spaces), that is still UTF-8.
 #[cfg(test)]

@@ -73,17 +73,9 @@ pub const MAX_PATH: usize = 8;
 /// that matches sets its high bit in `hits`, and the lowest one set is always a true match
 /// (borrows only run upward, past it).
 pub(crate) fn special(b: &[u8], mut i: usize) -> Option<usize> {
-    use wide::u8x16;
-    let (quote, backslash, control) = (u8x16::splat(b'"'), u8x16::splat(b'\\'), u8x16::splat(0x1f));
-    while let Some(chunk) = b.get(i..i + 16) {
-        let Ok(bytes) = <[u8; 16]>::try_from(chunk) else {
-            break;
-        };
-        let v = u8x16::new(bytes);
-        let hits = v.simd_eq(quote) | v.simd_eq(backslash) | v.max(control).simd_eq(control);
-        let mask = hits.to_bitmask();
-        if mask != 0 {
-            return Some(i + mask.trailing_zeros() as usize);
+    while let Some(lane) = b.get(i..i + 16) {
+        if let Some(k) = lane_special(lane) {
+            return Some(i + k);
         }
         i += 16;
     }
@@ -629,13 +621,7 @@ mod tests {
             b" ",
             b"\x7f",
         ];
-        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut next = move |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut next = crate::text::xorshift(0x2545_F491_4F6C_DD1D);
         for round in 0..30_000 {
             let len = next(if round % 10 == 0 { 400 } else { 140 });
             let mut bytes = b"\"".to_vec();
