@@ -204,7 +204,7 @@ fn lane_special(lane: &[u8]) -> Option<usize> {
 
 /// The masks of the quotes and control bytes (`stop`), and of the backslashes, of a 64-byte
 /// block, sixteen bytes at a time with the processor's vector instructions.
-fn string_masks(block: &[u8]) -> (u64, u64) {
+pub(crate) fn string_masks(block: &[u8]) -> (u64, u64) {
     use wide::u8x16;
     let (quote, backslash, control) = (u8x16::splat(b'"'), u8x16::splat(b'\\'), u8x16::splat(0x1f));
     let (mut stop, mut escapes) = (0, 0);
