@@ -500,8 +500,26 @@ fn skip_ws(b: &[u8], mut pos: usize) -> usize {
     pos
 }
 
-/// Range of the string starting at `pos` (quotes included).
+/// Range of the string starting at `pos` (quotes included). A backslash escapes the byte after
+/// it, whatever it is; the bytes between are skipped with [`quote_or_backslash`] (an id or a key
+/// takes a few word compares, not a step per byte).
 fn string_range(b: &[u8], pos: usize) -> Option<(usize, usize)> {
+    if *b.get(pos)? != b'"' {
+        return None;
+    }
+    let mut i = pos + 1;
+    loop {
+        i = quote_or_backslash(b, i)?;
+        match b.get(i)? {
+            b'\\' => i += 2,
+            _ => return Some((pos, i + 1)),
+        }
+    }
+}
+
+/// [`string_range`] one byte at a time: the reference.
+#[cfg(test)]
+fn string_range_bytewise(b: &[u8], pos: usize) -> Option<(usize, usize)> {
     if *b.get(pos)? != b'"' {
         return None;
     }
@@ -542,6 +560,38 @@ fn value_end(b: &[u8], pos: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Strings end where reading them byte by byte ends them: random strings dense in quotes and
+    /// backslashes, long and short, with and without an end, read from every start.
+    #[test]
+    fn strings_end_where_the_bytewise_reading_ends_them() {
+        const ALPHABET: &[u8] = b"\"\\\\ab\n\xc3\xa9 ";
+        let mut next = crate::text::xorshift(0x2545_F491_4F6C_DD1D);
+        let mut ended = 0;
+        for round in 0..5_000 {
+            let len = next(if round % 10 == 0 { 300 } else { 60 });
+            let dense = round % 3 == 0;
+            let mut bytes = vec![b'"'];
+            for _ in 0..len {
+                let plain = !dense && next(6) != 0;
+                bytes.push(if plain {
+                    b'x'
+                } else {
+                    ALPHABET[next(ALPHABET.len())]
+                });
+            }
+            for pos in 0..bytes.len() {
+                let fast = string_range(&bytes, pos);
+                assert_eq!(
+                    fast,
+                    string_range_bytewise(&bytes, pos),
+                    "{bytes:?} at {pos}"
+                );
+                ended += usize::from(fast.is_some());
+            }
+        }
+        assert!(ended > 5_000, "{ended}");
+    }
 
     /// Reading 64 bytes at a time from masks finds what reading byte by byte finds: the same
     /// end and the same state after every piece, for inputs dense in quotes, backslashes and
