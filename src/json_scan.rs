@@ -40,21 +40,33 @@ impl Depth {
     /// against [`Depth::feed_bytewise`]).
     pub fn feed(&mut self, bytes: &[u8]) -> Fed {
         let mut at = 0;
-        for block in bytes.chunks(64) {
-            let masks = Masks::at(bytes, at, block.len());
-            let closed = match self.block(&masks, block) {
-                Some(closed) => closed,
-                None => match self.feed_bytewise(block) {
-                    Fed::Open => None,
-                    Fed::Closed(k) => Some(k),
-                },
-            };
-            if let Some(k) = closed {
+        let mut blocks = bytes.chunks_exact(64);
+        for block in &mut blocks {
+            if let Some(k) = self.read(&Masks::of(block), block) {
                 return Fed::Closed(at + k);
             }
-            at += block.len();
+            at += 64;
+        }
+        let rest = blocks.remainder();
+        if !rest.is_empty()
+            && let Some(k) = self.read(&Masks::at(bytes, at, rest.len()), rest)
+        {
+            return Fed::Closed(at + k);
         }
         Fed::Open
+    }
+
+    /// Reads one block from its masks, or byte by byte where they cannot tell: where in it the
+    /// value closes, if it does.
+    #[inline(always)]
+    fn read(&mut self, masks: &Masks, block: &[u8]) -> Option<usize> {
+        match self.block(masks, block) {
+            Some(closed) => closed,
+            None => match self.feed_bytewise(block) {
+                Fed::Open => None,
+                Fed::Closed(k) => Some(k),
+            },
+        }
     }
 
     /// Reads one block (1 to 64 bytes) from its masks: `Some(Some(k))` when the value closes
