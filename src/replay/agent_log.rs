@@ -2755,6 +2755,80 @@ fn usage_total(v: &Value) -> u64 {
 /// `None` when the text is not one JSON value, or when an object in it repeats a key (its value
 /// would keep only the last).
 fn usage_total_of(text: &str) -> Option<u64> {
+    // What a provider's counts nearly always are: read at once, else through serde.
+    match plain_usage(text.as_bytes(), 0, 0) {
+        Some((total, repeated, end)) if end == text.len() => (!repeated).then_some(total),
+        _ => usage_total_serde(text),
+    }
+}
+
+/// A token object in its commonest form, read byte by byte: compact, of keys without escapes
+/// (at most sixteen to an object) and values that are unsigned integers of at most 15 digits or
+/// such objects. Gives the sum of the counts, whether an object repeats a key, and the index
+/// after the object starting at `i`; `None` for any other text (read by
+/// [`usage_total_serde`]).
+fn plain_usage(b: &[u8], mut i: usize, depth: usize) -> Option<(u64, bool, usize)> {
+    if depth > 8 || b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    if b.get(i) == Some(&b'}') {
+        return Some((0, false, i + 1));
+    }
+    let mut keys: [&[u8]; 16] = [&[]; 16];
+    let (mut n, mut total, mut repeated) = (0, 0u64, false);
+    loop {
+        if b.get(i) != Some(&b'"') || n == keys.len() {
+            return None;
+        }
+        let len = b
+            .get(i + 1..)?
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        let end = i + 1 + len;
+        if b.get(end) != Some(&b'"') || b.get(end + 1) != Some(&b':') {
+            return None;
+        }
+        let key = b.get(i + 1..end)?;
+        repeated |= keys[..n].contains(&key);
+        keys[n] = key;
+        n += 1;
+        i = end + 2;
+        match *b.get(i)? {
+            b'{' => {
+                let (inner, again, after) = plain_usage(b, i, depth + 1)?;
+                total = total.saturating_add(inner);
+                repeated |= again;
+                i = after;
+            }
+            b'0'..=b'9' => {
+                let digits = b
+                    .get(i..)?
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                if digits > 15 || (digits > 1 && b.get(i) == Some(&b'0')) {
+                    return None;
+                }
+                let count: u64 = std::str::from_utf8(b.get(i..i + digits)?)
+                    .ok()?
+                    .parse()
+                    .ok()?;
+                total = total.saturating_add(count);
+                i += digits;
+            }
+            _ => return None,
+        }
+        match *b.get(i)? {
+            b',' => i += 1,
+            b'}' => return Some((total, repeated, i + 1)),
+            _ => return None,
+        }
+    }
+}
+
+/// [`usage_total_of`] through serde, for any JSON text.
+fn usage_total_serde(text: &str) -> Option<u64> {
     use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
     struct Total;
     impl<'de> DeserializeSeed<'de> for Total {
@@ -3406,6 +3480,39 @@ mod tests {
         assert_eq!(usage_total_of(&many), Some(50_002));
         let repeated = format!(r#"{},"k0":1}}"#, &many[..many.len() - 1]);
         assert_eq!(usage_total_of(&repeated), None);
+    }
+
+    /// The byte-by-byte reading of a plain token object reads what serde's does: every one-byte
+    /// mutation of token objects.
+    #[test]
+    fn plain_token_objects_read_as_serde_reads_them() {
+        let seeds = [
+            r#"{"input":15835,"output":199,"reasoning":0,"cache":{"read":0,"write":0}}"#,
+            r#"{"input":1,"total":999999999999999,"cache":{"read":1,"read":2}}"#,
+            r#"{"a":{"b":{"c":{"d":7,"e":10}}},"f":{}}"#,
+            // Numbers serde reads otherwise or not at all.
+            r#"{"input":007}"#,
+            r#"{"output":1.5}"#,
+            r#"{"reasoning":-1}"#,
+            r#"{"x":1e2}"#,
+        ];
+        let (mut plain, mut repeated) = (0, 0);
+        for seed in seeds {
+            for text in
+                std::iter::once(seed.to_owned()).chain(crate::text::one_byte_mutations(seed))
+            {
+                let serde = usage_total_serde(&text);
+                match plain_usage(text.as_bytes(), 0, 0) {
+                    Some((_, _, end)) if end == text.len() => {
+                        assert_eq!(usage_total_of(&text), serde, "{text}");
+                        plain += 1;
+                        repeated += usize::from(serde.is_none());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(plain > 300 && repeated > 30, "{plain} {repeated}");
     }
 
     /// Histories keep what the checks read of every write, whatever the order of writes and
