@@ -106,7 +106,7 @@ impl Depth {
         let mut brackets = m.bracket & !inside;
         while brackets != 0 {
             let p = brackets.trailing_zeros();
-            // `[` and `{` have bit 0x20 set by `| 0x20`, as `]` and `}` do.
+            // `[` | 0x20 is `{`, and `]` | 0x20 is `}`.
             if block.get(p as usize).is_some_and(|&c| c | 0x20 == b'{') {
                 self.depth += 1;
             } else {
