@@ -472,6 +472,24 @@ struct Peek<'a> {
     raw_model: Seen,
 }
 
+impl<'a> Peek<'a> {
+    /// Sets the field of index `field` (in [`peek_key`]'s order) as the flat readings read it:
+    /// `value` is a string's contents, `None` another plain value.
+    fn set(&mut self, field: usize, value: Option<&'a str>) {
+        let lenient = Lenient(value.map(std::borrow::Cow::Borrowed));
+        match field {
+            0 => self.ty = lenient,
+            1 => self.level = lenient,
+            2 => self.service = lenient,
+            3 => self.message = lenient,
+            4 => self.session_id = lenient,
+            5 => self.provider_id = Seen(true),
+            6 => self.model_id = Seen(true),
+            _ => self.raw_model = Seen(true),
+        }
+    }
+}
+
 impl<'de: 'a, 'a> serde::Deserialize<'de> for Peek<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -595,17 +613,7 @@ fn flat_fast(text: &str) -> Option<Flat<'_>> {
             if std::mem::replace(&mut met[field], true) {
                 return None;
             }
-            let lenient = Lenient(value.map(std::borrow::Cow::Borrowed));
-            match field {
-                0 => p.ty = lenient,
-                1 => p.level = lenient,
-                2 => p.service = lenient,
-                3 => p.message = lenient,
-                4 => p.session_id = lenient,
-                5 => p.provider_id = Seen(true),
-                6 => p.model_id = Seen(true),
-                _ => p.raw_model = Seen(true),
-            }
+            p.set(field, value);
         }
         match b.get(end) {
             Some(b',') => i = end + 1,
@@ -781,23 +789,11 @@ fn flat_slow(text: &str) -> Flat<'_> {
             if std::mem::replace(&mut met[field], true) {
                 return Flat::Unsure;
             }
-            let lenient = match b.get(value_start) {
-                Some(b'"') => Lenient(
-                    text.get(value_start + 1..end - 1)
-                        .map(std::borrow::Cow::Borrowed),
-                ),
-                _ => Lenient(None),
+            let value = match b.get(value_start) {
+                Some(b'"') => text.get(value_start + 1..end - 1),
+                _ => None,
             };
-            match field {
-                0 => p.ty = lenient,
-                1 => p.level = lenient,
-                2 => p.service = lenient,
-                3 => p.message = lenient,
-                4 => p.session_id = lenient,
-                5 => p.provider_id = Seen(true),
-                6 => p.model_id = Seen(true),
-                _ => p.raw_model = Seen(true),
-            }
+            p.set(field, value);
         }
         i = ws(end);
         match b.get(i) {
