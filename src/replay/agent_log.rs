@@ -636,37 +636,12 @@ impl Quotes<'_> {
     /// The index of the first quote at or after `from`; `None` when there is none, or a block
     /// it reads holds a backslash, or a control byte comes first.
     #[inline(always)]
-    fn next(&mut self, from: usize) -> Option<usize> {
-        // Most strings end in the block they start in, whose masks are at hand.
-        if from / 64 == self.block {
-            let live = self.stops & (!0u64 << (from % 64));
-            if live != 0 {
-                let k = self.block * 64 + live.trailing_zeros() as usize;
-                return (self.b.get(k) == Some(&b'"')).then_some(k);
-            }
-        }
-        self.next_in_blocks(from)
-    }
-
-    /// [`Quotes::next`] reading the masks of the blocks it needs.
-    #[inline(never)]
-    fn next_in_blocks(&mut self, mut from: usize) -> Option<usize> {
+    fn next(&mut self, mut from: usize) -> Option<usize> {
         loop {
+            // Most strings end in the block they start in, whose masks are at hand.
             let block = from / 64;
             if block != self.block {
-                let bytes = self.b.get(block * 64..)?;
-                let (stops, backslashes) = match bytes.get(..64) {
-                    Some(full) => crate::model::conform::string_masks(full),
-                    None => {
-                        let mut padded = [b' '; 64];
-                        padded[..bytes.len()].copy_from_slice(bytes);
-                        crate::model::conform::string_masks(&padded)
-                    }
-                };
-                if backslashes != 0 {
-                    return None;
-                }
-                (self.block, self.stops) = (block, stops);
+                self.load(block)?;
             }
             let live = self.stops & (!0u64 << (from % 64));
             if live != 0 {
@@ -675,6 +650,25 @@ impl Quotes<'_> {
             }
             from = (block + 1) * 64;
         }
+    }
+
+    /// Reads the masks of block `block`: `None` past the end, or when it holds a backslash.
+    #[inline(never)]
+    fn load(&mut self, block: usize) -> Option<()> {
+        let bytes = self.b.get(block * 64..)?;
+        let (stops, backslashes) = match bytes.get(..64) {
+            Some(full) => crate::model::conform::string_masks(full),
+            None => {
+                let mut padded = [b' '; 64];
+                padded[..bytes.len()].copy_from_slice(bytes);
+                crate::model::conform::string_masks(&padded)
+            }
+        };
+        if backslashes != 0 {
+            return None;
+        }
+        (self.block, self.stops) = (block, stops);
+        Some(())
     }
 }
 
@@ -2777,12 +2771,9 @@ fn plain_usage(b: &[u8], mut i: usize, depth: usize) -> Option<(u64, bool, usize
         if b.get(i) != Some(&b'"') || n == keys.len() {
             return None;
         }
-        let len = b
-            .get(i + 1..)?
-            .iter()
-            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-        let end = i + 1 + len;
-        if b.get(end) != Some(&b'"') || b.get(end + 1) != Some(&b':') {
+        // An escaped key is left to serde, which decodes it before comparing.
+        let (end, escaped) = crate::model::conform::string_end(b, i + 1)?;
+        if escaped || b.get(end + 1) != Some(&b':') {
             return None;
         }
         let key = b.get(i + 1..end)?;
