@@ -137,6 +137,35 @@ impl std::fmt::Debug for RecordText {
     }
 }
 
+/// A JSON value's span, text and segments, borrowed from a [`JsonRecord`] or, before it is
+/// decoded, from the [`Texts`] of its batch ([`Pending::view`]).
+#[derive(Clone, Copy)]
+pub struct RecordView<'a> {
+    /// From the opening bracket to the closing one, in the file.
+    pub span: Span,
+    /// The re-joined JSON text (prefixes and split artifacts removed).
+    pub text: &'a str,
+    /// Where each piece of `text` came from: `(offset in text, offset in file)`, ascending.
+    segments: &'a [(usize, u64)],
+}
+
+impl RecordView<'_> {
+    /// The file span of `text[start..end]`.
+    pub fn span_of(&self, start: usize, end: usize) -> Span {
+        let from = self.file_offset(start);
+        let to = self.file_offset(end.max(start + 1) - 1) + 1;
+        Span::new(self.span.file, from, to.saturating_sub(from))
+    }
+
+    fn file_offset(&self, pos: usize) -> u64 {
+        let i = self.segments.partition_point(|(t, _)| *t <= pos);
+        match self.segments.get(i.saturating_sub(1)) {
+            Some(&(t, f)) => f + pos.saturating_sub(t) as u64,
+            None => self.span.offset + pos as u64,
+        }
+    }
+}
+
 /// A JSON value re-joined from one or more physical lines.
 #[derive(Debug, Clone)]
 pub struct JsonRecord {
@@ -155,17 +184,15 @@ impl JsonRecord {
 
     /// The file span of `text[start..end]`.
     pub fn span_of(&self, start: usize, end: usize) -> Span {
-        let from = self.file_offset(start);
-        let to = self.file_offset(end.max(start + 1) - 1) + 1;
-        Span::new(self.span.file, from, to.saturating_sub(from))
+        self.view().span_of(start, end)
     }
 
-    fn file_offset(&self, pos: usize) -> u64 {
-        let segments = self.segments();
-        let i = segments.partition_point(|(t, _)| *t <= pos);
-        match segments.get(i.saturating_sub(1)) {
-            Some(&(t, f)) => f + pos.saturating_sub(t) as u64,
-            None => self.span.offset + pos as u64,
+    /// The record borrowed: its span, text and segments.
+    pub fn view(&self) -> RecordView<'_> {
+        RecordView {
+            span: self.span,
+            text: &self.text,
+            segments: self.segments(),
         }
     }
 
@@ -884,6 +911,11 @@ impl<R: BufRead> AgentLogReader<R> {
     }
 }
 
+/// `r`, a range in everything the reader re-joined, in a [`Texts`] that starts at `base`.
+fn local(r: &Range<usize>, base: usize) -> Range<usize> {
+    r.start.saturating_sub(base)..r.end.saturating_sub(base)
+}
+
 /// A JSON value re-joined but not decoded yet (see [`AgentLogReader::deferred`]): where its
 /// text and segments are in the [`Texts`] the reader hands over with it.
 #[derive(Debug, Clone)]
@@ -900,22 +932,26 @@ impl Pending {
         self.text.len()
     }
 
-    /// The object as a record whose value is not read (`null`), for a reader that reads what it
-    /// needs of the text itself; `None` for a raw error dump.
-    pub fn unread(&self, texts: &Arc<Texts>) -> Option<JsonRecord> {
-        matches!(self.kind, OpenKind::Object).then(|| JsonRecord {
+    /// The object's text, for a reader that reads what it needs of it itself; `None` for a raw
+    /// error dump. `texts` are those [`AgentLogReader::take_texts`] handed over after the reader
+    /// yielded this value.
+    pub fn view<'t>(&self, texts: &'t Texts) -> Option<RecordView<'t>> {
+        matches!(self.kind, OpenKind::Object).then(|| RecordView {
             span: self.span,
-            text: self.text_in(texts),
-            value: Value::Null,
+            text: texts
+                .text
+                .get(local(&self.text, texts.text_base))
+                .unwrap_or_default(),
+            segments: texts
+                .segments
+                .get(local(&self.segments, texts.segment_base))
+                .unwrap_or_default(),
         })
     }
 
     /// The value's text in `texts` (those [`AgentLogReader::take_texts`] handed over after the
     /// reader yielded this value).
     fn text_in(&self, texts: &Arc<Texts>) -> RecordText {
-        let local = |r: &Range<usize>, base: usize| {
-            r.start.saturating_sub(base)..r.end.saturating_sub(base)
-        };
         RecordText {
             texts: Arc::clone(texts),
             text: local(&self.text, texts.text_base),

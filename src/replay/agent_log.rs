@@ -23,7 +23,8 @@ use serde_json::Value;
 use super::log_value::{self, Discard};
 use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
 use crate::ingest::agent_log::{
-    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats, Texts,
+    AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats, Pending,
+    RecordView, Texts,
 };
 use crate::ingest::capture;
 use crate::ingest::{Format, IngestError};
@@ -57,6 +58,7 @@ type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
 /// the model, a `step_finish`'s step read) while its batch is decoded in parallel, and its value
 /// is freed there: the replay's thread, which applies the records one after the other, only
 /// files what was read.
+#[derive(Debug)]
 enum Ready {
     Record(LogRecord),
     Part(Box<PartEvent>),
@@ -875,16 +877,39 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
         .into_iter()
         .map(|record| match record {
             Ok(LogRecord::Pending(p)) => {
-                if let Some(event) = p.unread(&texts).and_then(|rec| part_event(&rec)) {
-                    return (Ok(Ready::Part(Box::new(event))), Some(Decoded::JsonObject));
-                }
-                let decoded = p.decode(&texts, decoding);
-                let kind = decoded.decoded();
-                (Ok(ready(decoded)), Some(kind))
+                let (ready, kind) = decode_pending(p, &texts, decoding);
+                (Ok(ready), Some(kind))
             }
             other => (other.map(Ready::Record), None),
         })
         .collect()
+}
+
+/// What [`ready`] makes of a value decoded, read without building its value where it can be: a
+/// light record (`decoding.light`) or a part event ([`part_event`]) is read from its text. The
+/// text is borrowed from the batch's `texts`, not shared, until a record keeps it.
+fn decode_pending(
+    p: Pending,
+    texts: &std::sync::Arc<Texts>,
+    mut decoding: Decoding,
+) -> (Ready, Decoded) {
+    if let Some(view) = p.view(texts) {
+        if let Some(light) = decoding.light.and_then(|filter| filter(view.text)) {
+            let record = LogRecord::Light {
+                span: view.span,
+                light,
+            };
+            return (Ready::Record(record), Decoded::JsonObject);
+        }
+        if let Some(event) = part_event(&view) {
+            return (Ready::Part(Box::new(event)), Decoded::JsonObject);
+        }
+        // Not light: `decode` need not ask again.
+        decoding.light = None;
+    }
+    let decoded = p.decode(texts, decoding);
+    let kind = decoded.decoded();
+    (ready(decoded), kind)
 }
 
 /// A part event (`step_start`, `step_finish`, `tool_use`, `text`, `reasoning`) read from its
@@ -904,15 +929,13 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
 /// The record is walked by `model::conform`, which says yes only to JSON that serde_json reads
 /// (and no to anything it is not sure of), so a record this reads is one `log_value::parse`
 /// reads too. The test `part_events_read_as_ready_reads_them` holds the two readings together.
-fn part_event(rec: &JsonRecord) -> Option<PartEvent> {
-    let text: &str = &rec.text;
+fn part_event(rec: &RecordView<'_>) -> Option<PartEvent> {
+    let text = rec.text;
     // Most records are not part events: a look for the key costs less than reading the
-    // envelope. A light record (none has a `part`) is read as one. The finder is built once.
+    // envelope. The finder is built once.
     static PART: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"part\""));
-    if PART.find(text.as_bytes()).is_none() || light(text).is_some() {
-        return None;
-    }
+    PART.find(text.as_bytes())?;
     // The record is walked once: validated, its part read, and where its members are found.
     let logged = crate::model::read::logged_part(text, MAX_KEPT_STRING)?;
     let raw = |r: Option<(usize, usize)>| r.and_then(|(s, e)| text.get(s..e));
@@ -3358,9 +3381,20 @@ mod tests {
         }
     }
 
-    /// Reads a one-record log both ways: [`part_event`] on the record unread, and [`ready`] on
+    /// Reads a one-record log both ways: [`part_event`] on the record's text, and [`ready`] on
     /// it decoded.
     fn both_ways(text: &str) -> Option<(Option<PartEvent>, Ready)> {
+        let (p, texts, decoding) = pending(text)?;
+        // As `decode_pending` tries it: after the light reading.
+        let fast = p
+            .view(&texts)
+            .filter(|rec| light(rec.text).is_none())
+            .and_then(|rec| part_event(&rec));
+        Some((fast, ready(p.decode(&texts, decoding))))
+    }
+
+    /// The first value of a log, not decoded yet, as the replay's reader yields it.
+    fn pending(text: &str) -> Option<(Pending, std::sync::Arc<Texts>, Decoding)> {
         let mut reader = AgentLogReader::new(text.as_bytes(), FileId(0))
             .with_light(light)
             .with_object_parser(parse_object)
@@ -3369,9 +3403,43 @@ mod tests {
         let Some(Ok(LogRecord::Pending(p))) = reader.next() else {
             return None;
         };
-        let texts = reader.take_texts();
-        let fast = p.unread(&texts).and_then(|rec| part_event(&rec));
-        Some((fast, ready(p.decode(&texts, decoding))))
+        Some((p, reader.take_texts(), decoding))
+    }
+
+    /// [`decode_pending`], which reads a light record or a part event from its text, reads every
+    /// record as [`ready`] reads it decoded: logger entries, bus events, part events, a raw
+    /// error dump, and every one-byte mutation of them.
+    #[test]
+    fn records_read_from_their_text_read_as_decoded() {
+        let seeds = [
+            r#"{"type":"log","level":"info","timestamp":"2026-03-30T12:02:32.919Z","service":"session.prompt","step":10,"sessionID":"ses_1","message":"loop"}"#,
+            r#"{"type":"message.part.updated","level":"info","timestamp":"2026-03-30T12:02:33.088Z","service":"bus","message":"publishing"}"#,
+            r#"{"type":"session.status","properties":{"sessionID":"ses_1","status":{"type":"busy"}}}"#,
+            r#"{"type":"log","part":{"id":"p"},"message":"m "part""}"#,
+            r#"{"type":"text","sessionID":"ses_1","part":{"id":"prt_1","sessionID":"ses_1","messageID":"msg_1","type":"text","text":"hi","time":{"start":1,"end":2}}}"#,
+            r#"{"type":"step_finish","sessionID":"ses_1","part":{"id":"prt_2","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}"#,
+            "ZodError: [\n  {\n    \"code\": \"invalid_union\"\n  }\n]\n",
+        ];
+        let (mut light_read, mut parts, mut all) = (0, 0, 0);
+        for seed in seeds {
+            for text in
+                std::iter::once(seed.to_owned()).chain(crate::text::one_byte_mutations(seed))
+            {
+                let Some((p, texts, decoding)) = pending(&text) else {
+                    continue;
+                };
+                all += 1;
+                let slow = ready(p.clone().decode(&texts, decoding));
+                let (either, _) = decode_pending(p, &texts, decoding);
+                light_read += usize::from(matches!(either, Ready::Record(LogRecord::Light { .. })));
+                parts += usize::from(matches!(either, Ready::Part(_)));
+                assert_eq!(format!("{either:?}"), format!("{slow:?}"), "{text}");
+            }
+        }
+        assert!(
+            light_read > 300 && parts > 300 && all > 1500,
+            "{light_read} {parts} {all}"
+        );
     }
 
     /// A part event read from its text is what [`ready`] reads of it decoded: real step, tool,
