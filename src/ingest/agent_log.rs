@@ -271,14 +271,18 @@ fn plain_value(text: &str) -> serde_json::Result<Value> {
 /// One record of an agent log.
 #[derive(Debug, Clone)]
 pub enum LogRecord {
-    /// A JSON object (pretty-printed or compact).
-    Json(JsonRecord),
+    /// A JSON object (pretty-printed or compact). Boxed, as is a raw error's: most records
+    /// are pending or light, and a record is moved several times on its way.
+    Json(Box<JsonRecord>),
     /// A JSON object the reader's [`LightFilter`] took: a plain logger entry or a bus event.
     Light { span: Span, light: Light },
     /// A JSON value not decoded yet, from a [deferred](AgentLogReader::deferred) reader.
     Pending(Pending),
     /// A runtime error printed raw, e.g. `ZodError: [ … ]` (the name, then the JSON after it).
-    RawError { name: String, record: JsonRecord },
+    RawError {
+        name: String,
+        record: Box<JsonRecord>,
+    },
     /// A line that is not part of any JSON value (wrapper status text, blank line, …).
     #[allow(
         dead_code,
@@ -982,11 +986,11 @@ impl Pending {
         };
         match parse(text) {
             Ok(value) => {
-                let record = JsonRecord {
+                let record = Box::new(JsonRecord {
                     span,
                     text: self.text_in(texts),
                     value,
-                };
+                });
                 match self.kind {
                     OpenKind::Object => LogRecord::Json(record),
                     OpenKind::RawError(name) => LogRecord::RawError { name, record },
@@ -1120,7 +1124,7 @@ mod tests {
     fn jsons(recs: &[LogRecord]) -> Vec<&JsonRecord> {
         recs.iter()
             .filter_map(|r| match r {
-                LogRecord::Json(j) => Some(j),
+                LogRecord::Json(j) => Some(&**j),
                 _ => None,
             })
             .collect()
