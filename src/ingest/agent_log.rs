@@ -332,6 +332,8 @@ pub struct LogStats {
 #[derive(Debug, Clone)]
 enum OpenKind {
     Object,
+    /// An object taken as its whole line, not framed (see [`AgentLogReader::with_whole_lines`]).
+    Line,
     RawError(String),
 }
 
@@ -435,6 +437,8 @@ pub struct AgentLogReader<R> {
     frame: Option<u64>,
     decoding: Decoding,
     deferred: bool,
+    /// See [`AgentLogReader::with_whole_lines`].
+    whole_lines: bool,
     buffer: Buffer,
     /// The ends (in `buffer`'s positions) of the text and segments of the values yielded so far.
     yielded: (usize, usize),
@@ -491,6 +495,7 @@ impl<R: BufRead> AgentLogReader<R> {
             frame: None,
             decoding: Decoding::default(),
             deferred: false,
+            whole_lines: false,
             buffer: Buffer::default(),
             yielded: (0, 0),
             mid_line: false,
@@ -542,6 +547,19 @@ impl<R: BufRead> AgentLogReader<R> {
     /// threads) with [`Pending::decode`] and counted with [`LogStats::count_decoded`].
     pub fn deferred(mut self) -> Self {
         self.deferred = true;
+        self
+    }
+
+    /// A deferred reader yields a line that starts with `{` and ends with `}` (a compact log's
+    /// line), complete and outside any value, as one object without framing it: framing (where
+    /// each value ends, through its strings and brackets) is most of the reading of a compact
+    /// log, and the decoding reads the whole text again anyway. Such an object is framing's
+    /// object exactly when its text is one JSON object (a valid object closes at its last byte,
+    /// and not before); the decoding must check that, and when it is not (it does not decode,
+    /// [`Pending::whole_line`]) the log must be read again without this: framed, the line may
+    /// hold two values, or begin one that continues on the next lines.
+    pub fn with_whole_lines(mut self) -> Self {
+        self.whole_lines = true;
         self
     }
 
@@ -720,6 +738,29 @@ impl<R: BufRead> AgentLogReader<R> {
         newline_at: Option<u64>,
     ) {
         let line_start = self.line_start;
+        if self.whole_lines
+            && self.deferred
+            && self.open.is_none()
+            && !continues
+            && !partial
+            && newline_at.is_some()
+            && content.len() >= 2
+            && content.starts_with('{')
+            && content.ends_with('}')
+        {
+            // What framing yields of a line that is one object (see `with_whole_lines`).
+            self.frame = None;
+            let (text, segments) = (self.buffer.text_end(), self.buffer.segment_end());
+            self.buffer.segments.push((0, at));
+            self.buffer.text.push_str(content);
+            self.ready.push_back(LogRecord::Pending(Pending {
+                span: Span::new(self.file, at, content.len() as u64),
+                kind: OpenKind::Line,
+                text: text..self.buffer.text_end(),
+                segments: segments..self.buffer.segment_end(),
+            }));
+            return;
+        }
         let mut content = content;
         let mut at = at;
         if let Some(open) = &self.open
@@ -871,7 +912,7 @@ impl<R: BufRead> AgentLogReader<R> {
         self.buffer.truncate(open.text, open.segments);
         let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
         match open.kind {
-            OpenKind::Object => {
+            OpenKind::Object | OpenKind::Line => {
                 self.stats.undecodable += 1;
                 self.ready.push_back(LogRecord::Undecodable {
                     span,
@@ -896,7 +937,7 @@ impl<R: BufRead> AgentLogReader<R> {
             self.buffer.truncate(open.text, open.segments);
             let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
             match open.kind {
-                OpenKind::Object => {
+                OpenKind::Object | OpenKind::Line => {
                     self.stats.undecodable += 1;
                     self.stats.truncated = true;
                     self.ready.push_back(LogRecord::Undecodable {
@@ -936,11 +977,17 @@ impl Pending {
         self.text.len()
     }
 
+    /// Whether the value is a line taken whole, not framed (see
+    /// [`AgentLogReader::with_whole_lines`]): it is one JSON object only if it decodes.
+    pub fn whole_line(&self) -> bool {
+        matches!(self.kind, OpenKind::Line)
+    }
+
     /// The object's text, for a reader that reads what it needs of it itself; `None` for a raw
     /// error dump. `texts` are those [`AgentLogReader::take_texts`] handed over after the reader
     /// yielded this value.
     pub fn view<'t>(&self, texts: &'t Texts) -> Option<RecordView<'t>> {
-        matches!(self.kind, OpenKind::Object).then(|| RecordView {
+        matches!(self.kind, OpenKind::Object | OpenKind::Line).then(|| RecordView {
             span: self.span,
             text: texts
                 .text
@@ -975,13 +1022,13 @@ impl Pending {
             .get(self.text.start.saturating_sub(texts.text_base)..)
             .and_then(|t| t.get(..self.text.len()))
             .unwrap_or_default();
-        if let (OpenKind::Object, Some(filter)) = (&self.kind, decoding.light)
+        if let (OpenKind::Object | OpenKind::Line, Some(filter)) = (&self.kind, decoding.light)
             && let Some(light) = filter(text)
         {
             return LogRecord::Light { span, light };
         }
         let parse = match &self.kind {
-            OpenKind::Object => decoding.object,
+            OpenKind::Object | OpenKind::Line => decoding.object,
             OpenKind::RawError(_) => Decoding::default().object,
         };
         match parse(text) {
@@ -992,12 +1039,12 @@ impl Pending {
                     value,
                 });
                 match self.kind {
-                    OpenKind::Object => LogRecord::Json(record),
+                    OpenKind::Object | OpenKind::Line => LogRecord::Json(record),
                     OpenKind::RawError(name) => LogRecord::RawError { name, record },
                 }
             }
             Err(err) => match self.kind {
-                OpenKind::Object => {
+                OpenKind::Object | OpenKind::Line => {
                     let record = JsonRecord {
                         span,
                         text: self.text_in(texts),

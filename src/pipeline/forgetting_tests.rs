@@ -250,3 +250,53 @@ fn a_late_incident_is_read_again_keeping_only_what_it_needs() {
         assert!(forgot, "{rule}: the second reading kept the prefix");
     }
 }
+
+#[test]
+fn lines_taken_whole_read_as_framed_lines() {
+    // A forgetting diagnosis takes a compact log's lines whole, without framing them, and reads
+    // the log again, framed, when one is not a JSON object after all. Lines that hold two
+    // objects, close in a string, carry something after the object, or begin an object the next
+    // lines continue; then byte mutations of a compact log: the outcome is the whole model's
+    // (whose reader frames every line).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let log = std::fs::read_to_string(root.join("tests/fixtures/checks/loop-exited-early.log"))
+        .expect("a fixture reads");
+    let (_, _, readings) = forgetting_read(log.as_bytes(), 0);
+    assert!(!readings.reframed, "a log of JSON lines is read once");
+    let tricky = [
+        r#"{"type":"log","level":"info","message":"a"}{"type":"log","level":"info","message":"b"}"#,
+        r#"{"type":"log","level":"info","message":"}"}"#,
+        r#"{"type":"log","level":"warn","message":"x"}}"#,
+        "{\"type\":\"log\",\"level\":\"warn\",\"data\":{\"n\":1}\n}",
+        "{\"type\":\"log\",\"level\":\"warn\",\"message\":\"x}\n\"}",
+        "{}\n{ }\n{\"a\":[1,{}]}",
+    ];
+    let mut reframed = 0;
+    for line in tricky {
+        let lines: Vec<&str> = log.lines().collect();
+        let text = format!(
+            "{}\n{line}\n{}\n",
+            lines[..6].join("\n"),
+            lines[6..].join("\n")
+        );
+        let (got, _, readings) = forgetting_read(text.as_bytes(), 0);
+        assert_eq!(got, whole(text.as_bytes()), "{line}");
+        reframed += usize::from(readings.reframed);
+    }
+    assert!(
+        reframed >= 4,
+        "{reframed} of the tricky lines were read again"
+    );
+    let mut checked = 0;
+    for i in (0..log.len()).step_by(9) {
+        for b in [b'"', b'}', b'{', b'\\', b'\n', b'x'] {
+            let mut bytes = log.clone().into_bytes();
+            bytes[i] = b;
+            let (got, _, readings) = forgetting_read(&bytes, 0);
+            assert_eq!(got, whole(&bytes), "byte {i} set to {}", b as char);
+            checked += 1;
+            reframed += usize::from(readings.reframed);
+        }
+    }
+    assert!(checked > 1500 && reframed > 400, "{checked} {reframed}");
+}

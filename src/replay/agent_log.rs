@@ -62,6 +62,9 @@ type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
 enum Ready {
     Record(LogRecord),
     Part(Box<PartEvent>),
+    /// A line taken whole that is not one JSON object (see
+    /// [`AgentLogReader::with_whole_lines`]): the log must be read again, framed.
+    Unframed,
 }
 
 /// A part event as [`State::apply_part_event`] applies it.
@@ -94,9 +97,9 @@ pub const FORGET_FROM_PARTS: usize = 16_384;
 /// Builds the session model of an agent log: the whole model, every part of every message.
 pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, IngestError> {
     // Without a window nothing is forgotten, so nothing asks for a second reading.
-    Ok(match run(input, file, None)? {
+    Ok(match run(input, file, None, false)? {
         Forgot::Done(analysis) => *analysis,
-        Forgot::Again(_) => Analysis::new(file, Format::AgentLog),
+        Forgot::Again(_) | Forgot::Reframe => Analysis::new(file, Format::AgentLog),
     })
 }
 
@@ -115,16 +118,21 @@ pub fn replay<R: BufRead + Send>(input: R, file: FileId) -> Result<Analysis, Ing
 /// Forgetting needs each message closed for good: a write to a message put aside, or to a
 /// message id at or below the highest forgotten one of its session (OpenCode's ids ascend),
 /// reads the log again.
+///
+/// With `whole_lines`, a compact log's lines are taken whole rather than framed
+/// ([`AgentLogReader::with_whole_lines`]); when one is not a JSON object after all, the replay
+/// stops with [`Forgot::Reframe`].
 pub fn replay_forgetting<R: BufRead + Send>(
     input: R,
     file: FileId,
     from: usize,
     rules: Box<dyn Forgetting>,
     keep_from: Option<Seq>,
+    whole_lines: bool,
 ) -> Result<Forgot, IngestError> {
     let mut window = Window::new(from, rules);
     window.keep_from = keep_from;
-    run(input, file, Some(window))
+    run(input, file, Some(window), whole_lines)
 }
 
 /// What a replay that forgets ends with.
@@ -135,13 +143,18 @@ pub enum Forgot {
     /// Something a rule reports with what was forgotten came after it: the log must be read
     /// again, keeping everything from this record on (`Some`), or the whole model (`None`).
     Again(Option<Seq>),
+    /// A line taken whole was not one JSON object: the log must be read again, framed.
+    Reframe,
 }
 
 /// How [`replay_forgetting_again`] got its model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Readings {
-    /// Times the log was read (1 to 3).
+    /// Times the log was read (1 to 4).
     pub times: u8,
+    /// A line taken whole was not one JSON object: the log was read again, framed (see
+    /// [`replay_forgetting`]).
+    pub reframed: bool,
     /// The last reading kept everything from this record on.
     pub kept_from: Option<Seq>,
     /// The last reading kept the whole model.
@@ -161,9 +174,19 @@ pub fn replay_forgetting_again<R: BufRead + Send, E>(
     let mut readings = Readings::default();
     loop {
         readings.times += 1;
-        let forgot = replay_forgetting(open()?, file, from, rules(), readings.kept_from);
+        let whole_lines = !readings.reframed;
+        let forgot = replay_forgetting(
+            open()?,
+            file,
+            from,
+            rules(),
+            readings.kept_from,
+            whole_lines,
+        );
         match forgot.map_err(&error)? {
             Forgot::Done(analysis) => return Ok((*analysis, readings)),
+            // Once: a framed reading takes no line whole.
+            Forgot::Reframe => readings.reframed = true,
             // Once: a second reading that needs still more reads the whole model.
             Forgot::Again(Some(record)) if readings.kept_from.is_none() => {
                 readings.kept_from = Some(record);
@@ -235,6 +258,7 @@ fn run<R: BufRead + Send>(
     input: R,
     file: FileId,
     window: Option<Window>,
+    whole_lines: bool,
 ) -> Result<Forgot, IngestError> {
     // On a rayon worker (files diagnosed in parallel), the pool may be busy with replays waiting
     // for their batches: decode on the reading thread itself rather than queue work behind them.
@@ -246,6 +270,9 @@ fn run<R: BufRead + Send>(
                 .with_light(light)
                 .with_object_parser(parse_object)
                 .deferred();
+            if whole_lines {
+                reader = reader.with_whole_lines();
+            }
             let decoding = reader.decoding();
             let mut batch = Vec::with_capacity(BATCH_RECORDS);
             let mut bytes = 0;
@@ -294,7 +321,8 @@ fn run<R: BufRead + Send>(
         state.window = window;
         let mut decoded_stats = LogStats::default();
         let mut seq: Seq = 0;
-        for in_flight in rx.iter() {
+        let mut reframe = false;
+        'batches: for in_flight in rx.iter() {
             let batch = match in_flight {
                 InFlight::Decoded(batch) => batch,
                 InFlight::Decoding(decoded) => match decoded.recv() {
@@ -312,6 +340,10 @@ fn run<R: BufRead + Send>(
                 match record? {
                     Ready::Record(record) => state.apply(seq, record),
                     Ready::Part(event) => state.apply_part_event(seq, *event),
+                    Ready::Unframed => {
+                        reframe = true;
+                        break 'batches;
+                    }
                 }
                 seq += 1;
             }
@@ -325,6 +357,9 @@ fn run<R: BufRead + Send>(
             Ok(stats) => stats,
             Err(panic) => std::panic::resume_unwind(panic),
         };
+        if reframe {
+            return Ok(Forgot::Reframe);
+        }
         let mut analysis = match state.finish() {
             Ok(analysis) => analysis,
             Err(keep_from) => return Ok(Forgot::Again(keep_from)),
@@ -907,8 +942,12 @@ fn decode_pending(
         // Not light: `decode` need not ask again.
         decoding.light = None;
     }
+    let whole_line = p.whole_line();
     let decoded = p.decode(texts, decoding);
     let kind = decoded.decoded();
+    if whole_line && kind == Decoded::Undecodable {
+        return (Ready::Unframed, kind);
+    }
     (ready(decoded), kind)
 }
 
