@@ -551,7 +551,7 @@ impl<R: BufRead> AgentLogReader<R> {
     }
 
     /// A deferred reader yields a line that starts with `{` and ends with `}` (a compact log's
-    /// line), complete and outside any value, as one object without framing it: framing (where
+    /// line), complete, unprefixed and outside any value, as one object without framing it: framing (where
     /// each value ends, through its strings and brackets) is most of the reading of a compact
     /// log, and the decoding reads the whole text again anyway. Such an object is framing's
     /// object exactly when its text is one JSON object (a valid object closes at its last byte,
@@ -738,9 +738,12 @@ impl<R: BufRead> AgentLogReader<R> {
         newline_at: Option<u64>,
     ) {
         let line_start = self.line_start;
+        // A line the wrapper prefixed may be the first half of a 64 KiB split, which can end in
+        // `}` inside a string: only unprefixed lines (an agent's own NDJSON) are taken whole.
         if self.whole_lines
             && self.deferred
             && self.open.is_none()
+            && at == line_start
             && !continues
             && !partial
             && newline_at.is_some()

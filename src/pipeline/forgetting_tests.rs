@@ -287,6 +287,13 @@ fn lines_taken_whole_read_as_framed_lines() {
         reframed >= 4,
         "{reframed} of the tricky lines were read again"
     );
+    // A wrapper's 64 KiB split right after a `}` in a string: prefixed lines are framed.
+    let p = "[2026-02-16T10:12:30.000Z] [INFO] ";
+    let split =
+        format!("{log}{p}{{\"type\":\"log\",\"level\":\"warn\",\"message\":\"a}}\n{p}b\"}}\n");
+    let (got, _, readings) = forgetting_read(split.as_bytes(), 0);
+    assert_eq!(got, whole(split.as_bytes()));
+    assert!(!readings.reframed, "a split line was taken whole");
     let mut checked = 0;
     for i in (0..log.len()).step_by(9) {
         for b in [b'"', b'}', b'{', b'\\', b'\n', b'x'] {
