@@ -922,7 +922,8 @@ fn decode_batch((records, texts): Batch, decoding: Decoding) -> ReadyBatch {
 
 /// What [`ready`] makes of a value decoded, read without building its value where it can be: a
 /// light record (`decoding.light`) or a part event ([`part_event`]) is read from its text. The
-/// text is borrowed from the batch's `texts`, not shared, until a record keeps it.
+/// text is borrowed from the batch's `texts`, not shared, until a record keeps it. A line taken
+/// whole that does not decode is [`Ready::Unframed`].
 fn decode_pending(
     p: Pending,
     texts: &std::sync::Arc<Texts>,
@@ -3454,7 +3455,7 @@ mod tests {
             r#"{"type":"log","level":"info","timestamp":"2026-03-30T12:02:32.919Z","service":"session.prompt","step":10,"sessionID":"ses_1","message":"loop"}"#,
             r#"{"type":"message.part.updated","level":"info","timestamp":"2026-03-30T12:02:33.088Z","service":"bus","message":"publishing"}"#,
             r#"{"type":"session.status","properties":{"sessionID":"ses_1","status":{"type":"busy"}}}"#,
-            r#"{"type":"log","part":{"id":"p"},"message":"m "part""}"#,
+            r#"{"type":"log","part":{"id":"p"},"message":"m \"part\""}"#,
             r#"{"type":"text","sessionID":"ses_1","part":{"id":"prt_1","sessionID":"ses_1","messageID":"msg_1","type":"text","text":"hi","time":{"start":1,"end":2}}}"#,
             r#"{"type":"step_finish","sessionID":"ses_1","part":{"id":"prt_2","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}}}}"#,
             "ZodError: [\n  {\n    \"code\": \"invalid_union\"\n  }\n]\n",
