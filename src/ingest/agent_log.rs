@@ -751,7 +751,10 @@ impl<R: BufRead> AgentLogReader<R> {
             && content.starts_with('{')
             && content.ends_with('}')
         {
-            // What framing yields of a line that is one object (see `with_whole_lines`).
+            // What framing yields of a line that is one object (see `with_whole_lines`):
+            // `open_at`, `push_piece` and a deferred `close_open` in one step (through them, a
+            // compact log costs 1.5% more instructions); the test
+            // `lines_taken_whole_read_as_framed_lines` holds the two to the same records.
             self.frame = None;
             let (text, segments) = (self.buffer.text_end(), self.buffer.segment_end());
             self.buffer.segments.push((0, at));
@@ -821,14 +824,7 @@ impl<R: BufRead> AgentLogReader<R> {
             // No open value: start one, or this line is text.
             if content.starts_with('{') {
                 self.frame = None;
-                self.open = Some(Open {
-                    kind: OpenKind::Object,
-                    start: at,
-                    text: self.buffer.text_end(),
-                    segments: self.buffer.segment_end(),
-                    lexer: Depth::default(),
-                    end: at,
-                });
+                self.open_at(OpenKind::Object, at);
                 continue;
             }
             if let Some(re) = RAW_ERROR.as_ref()
@@ -836,16 +832,10 @@ impl<R: BufRead> AgentLogReader<R> {
                 && let Some(name) = caps.get(1)
             {
                 let bracket = caps.get(0).map_or(0, |m| m.end() - 1);
-                self.open = Some(Open {
-                    kind: OpenKind::RawError(String::from_utf8_lossy(name.as_bytes()).into()),
-                    start: at + bracket as u64,
-                    text: self.buffer.text_end(),
-                    segments: self.buffer.segment_end(),
-                    lexer: Depth::default(),
-                    end: at,
-                });
                 content = content.get(bracket..).unwrap_or(content);
                 at += bracket as u64;
+                let kind = OpenKind::RawError(String::from_utf8_lossy(name.as_bytes()).into());
+                self.open_at(kind, at);
                 continue;
             }
             let end = newline_at.unwrap_or(at + content.len() as u64);
@@ -884,6 +874,18 @@ impl<R: BufRead> AgentLogReader<R> {
             self.ready.push_back(LogRecord::Text(span));
             return;
         }
+    }
+
+    /// Opens a value of `kind` whose opening bracket is at `at`.
+    fn open_at(&mut self, kind: OpenKind, at: u64) {
+        self.open = Some(Open {
+            kind,
+            start: at,
+            text: self.buffer.text_end(),
+            segments: self.buffer.segment_end(),
+            lexer: Depth::default(),
+            end: at,
+        });
     }
 
     fn close_open(&mut self) {
@@ -1020,10 +1022,8 @@ impl Pending {
     /// `texts` are those [`AgentLogReader::take_texts`] handed over after the reader yielded it.
     pub fn decode(self, texts: &Arc<Texts>, decoding: Decoding) -> LogRecord {
         let span = self.span;
-        let text = texts
-            .text
-            .get(self.text.start.saturating_sub(texts.text_base)..)
-            .and_then(|t| t.get(..self.text.len()))
+        let text = (texts.text)
+            .get(local(&self.text, texts.text_base))
             .unwrap_or_default();
         if let (OpenKind::Object | OpenKind::Line, Some(filter)) = (&self.kind, decoding.light)
             && let Some(light) = filter(text)
