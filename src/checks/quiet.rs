@@ -93,9 +93,10 @@ pub struct Quiet {
     /// written a part since, by session: (message, the message's step finish before, whether
     /// the step recorded zero tokens) ...
     unusable: crate::FastMap<String, Vec<Unusable>>,
-    /// ... and the messages (session, id) a loop exit followed such a step of, with no tool
-    /// call the rule reports yet: a tool part written in one of them later may be one.
-    exited: crate::FastSet<(String, String)>,
+    /// ... and the messages (ids by session) a loop exit followed such a step of, with no tool
+    /// call the rule reports yet: a tool part written in one of them later may be one. (By
+    /// session, so that a write is looked up without building a key.)
+    exited: crate::FastMap<String, crate::FastSet<String>>,
     /// `usage-mismatch`: per session, its latest step finish and the latest usage the provider
     /// sent in it; the latest usage sent with no session; the sessions whose step recorded zero
     /// tokens and have written no part since, each with its step finish before that step (where
@@ -187,7 +188,11 @@ impl Forgetting for Quiet {
                 // usage-mismatch: a step that recorded zero tokens when the provider sent usage
                 // after the session's step before and before its next part write. The rule reads
                 // the events from the step before on (and the session's writes after).
-                let before_step = self.last_step.insert(session.clone(), e.seq);
+                // A session's key is built once, not at each of its steps.
+                let before_step = match self.last_step.get_mut(session) {
+                    Some(last) => Some(std::mem::replace(last, e.seq)),
+                    None => self.last_step.insert(session.clone(), e.seq),
+                };
                 let previous = before_step.unwrap_or(0);
                 let mut verdict = Quiet;
                 if step.zero_usage {
@@ -265,7 +270,9 @@ impl Forgetting for Quiet {
                         exited.push((session.clone(), message.clone()));
                     }
                 }
-                self.exited.extend(exited);
+                for (session, message) in exited {
+                    self.exited.entry(session).or_default().insert(message);
+                }
                 needs.map_or(Quiet, Needs)
             }
             // sse-concatenated-events (which reads the event itself)
@@ -302,17 +309,17 @@ impl Forgetting for Quiet {
                 self.zero_floor = None;
             }
         }
-        !(tool
-            && !self.exited.is_empty()
-            && (self.exited).contains(&(session.to_owned(), message.to_owned())))
+        !(tool && (self.exited.get(session)).is_some_and(|messages| messages.contains(message)))
     }
 
     /// Message `message` of `session` was forgotten: nothing is asked about it any more.
     fn forget(&mut self, session: &str, message: &str) {
         self.last_finish.remove(message);
-        if !self.exited.is_empty() {
-            self.exited
-                .remove(&(session.to_owned(), message.to_owned()));
+        if let Some(messages) = self.exited.get_mut(session) {
+            messages.remove(message);
+            if messages.is_empty() {
+                self.exited.remove(session);
+            }
         }
     }
 

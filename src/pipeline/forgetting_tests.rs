@@ -252,6 +252,53 @@ fn a_late_incident_is_read_again_keeping_only_what_it_needs() {
 }
 
 #[test]
+fn a_tool_written_after_its_loop_exited_is_not_forgotten() {
+    // A step of unusable reason whose only tool failed: the loop exit owes it nothing, and the
+    // message may be forgotten once closed. Then the tool is written again, completed, after the
+    // exit (which `loop-exited-early` reports), and the session's next run closes the message:
+    // the write must keep it, or the finding would go with it.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).expect("a fixture reads");
+    let fixture = read("tests/fixtures/checks/loop-exited-early.log");
+    let mut lines = Vec::new();
+    let mut completed = None;
+    for line in fixture.lines() {
+        let mut line = line.to_owned();
+        if line.contains(r#""status": "completed""#) {
+            completed = Some(line.clone());
+            line = line.replace(
+                r#""status": "completed", "input": {"todos": []}, "output": "ok", "title": "1 todo""#,
+                r#""status": "error", "input": {"todos": []}, "error": "failed""#,
+            );
+            assert!(line.contains(r#""status": "error""#), "the fixture changed");
+        }
+        if line.contains(r#""type": "step_finish""#) {
+            // Tokens counted: a step of zero tokens owes even its failed calls.
+            line = line.replacen(r#""input": 0"#, r#""input": 10"#, 1);
+        }
+        lines.push(line);
+    }
+    lines.push(completed.expect("the fixture has a completed tool"));
+    let session = "ses_3f2a1b0c9ffeA1b2C3d4E5f6G7";
+    let next_run = read("samples/clean-session.log");
+    let sample_session = (next_run.split('"'))
+        .find(|w| w.starts_with("ses_"))
+        .expect("the sample names its session");
+    let next_run = next_run
+        .replace(sample_session, session)
+        .replace("msg_", "msg_z")
+        .replace("prt_", "prt_z");
+    let text = format!("{}\n{next_run}", lines.join("\n"));
+    let analysis = replay(text.as_bytes(), FileId(0)).expect("a log in memory reads");
+    let found = crate::checks::run(&analysis, &|_| true);
+    assert!(
+        found.iter().any(|f| f.rule.as_str() == "loop-exited-early"),
+        "{found:#?}"
+    );
+    assert_eq!(forgetting(text.as_bytes(), 0).0, outcome(&analysis));
+}
+
+#[test]
 fn lines_taken_whole_read_as_framed_lines() {
     // A forgetting diagnosis takes a compact log's lines whole, without framing them, and reads
     // the log again, framed, when one is not a JSON object after all. Lines that hold two
