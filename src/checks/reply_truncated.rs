@@ -90,30 +90,37 @@ impl Check for ReplyTruncated {
 
 /// Whether the rule reports a step of `message`: it depends on the message alone.
 pub(super) fn cut_off(message: &Message) -> bool {
-    steps(message).iter().any(|s| truncated(s).is_some())
+    steps(message).any(|s| truncated(&s).is_some())
 }
 
 /// A closed step: its parts (after the `step-start`) and its `step-finish`.
 struct Step<'a> {
-    parts: Vec<&'a PartRecord>,
+    parts: &'a [PartRecord],
     finish: &'a PartRecord,
 }
 
-/// The closed steps of a message.
-fn steps(message: &Message) -> Vec<Step<'_>> {
-    let mut out = Vec::new();
-    let mut parts = Vec::new();
-    for p in &message.parts {
-        match p.part.body {
-            PartBody::StepStart(_) => parts.clear(),
-            PartBody::StepFinish(_) => out.push(Step {
-                parts: std::mem::take(&mut parts),
-                finish: p,
-            }),
-            _ => parts.push(p),
+/// The closed steps of a message. A step's parts are those since the last `step-start` or
+/// `step-finish` before its `step-finish`: a run of the message's parts, borrowed, not gathered
+/// (`cut_off` asks this of every message a diagnosis forgets).
+fn steps(message: &Message) -> impl Iterator<Item = Step<'_>> {
+    let parts = &message.parts;
+    // Where the parts of the step being read start.
+    let mut from = 0;
+    parts.iter().enumerate().filter_map(move |(i, p)| match p.part.body {
+        PartBody::StepStart(_) => {
+            from = i + 1;
+            None
         }
-    }
-    out
+        PartBody::StepFinish(_) => {
+            let step = Step {
+                parts: parts.get(from..i).unwrap_or_default(),
+                finish: p,
+            };
+            from = i + 1;
+            Some(step)
+        }
+        _ => None,
+    })
 }
 
 fn reason_of(p: &PartRecord) -> Option<&str> {
@@ -150,7 +157,7 @@ fn truncated<'a>(step: &Step<'a>) -> Option<&'a PartRecord> {
     let PartBody::Text(t) = &last.part.body else {
         return None;
     };
-    (!ends_a_sentence(&t.text)).then_some(*last)
+    (!ends_a_sentence(&t.text)).then_some(last)
 }
 
 /// Whether text ends where a reply may end: on anything but a letter, a digit, a comma or a
