@@ -73,10 +73,41 @@ struct PartEvent {
     /// The whole record.
     span: Span,
     /// The record's `sessionID`, when it is a string.
-    session_id: Option<String>,
+    session: RecordSession,
     prepared: PreparedPart,
     /// What a `step_finish` recorded.
     step: Option<Box<crate::session::StepFinish>>,
+}
+
+/// A part event's `sessionID`. It is nearly always its part's own, which the event then does not
+/// copy: the copy would be made on the decoding thread and freed on the replay's, which costs
+/// more than the copy.
+#[derive(Debug)]
+enum RecordSession {
+    /// Not there, or not a string.
+    Absent,
+    /// The part's `sessionID`.
+    Part,
+    Other(String),
+}
+
+impl RecordSession {
+    fn new(id: Option<std::borrow::Cow<'_, str>>, part: &Part) -> Self {
+        match id {
+            None => Self::Absent,
+            Some(id) if id == part.session_id.as_str() => Self::Part,
+            Some(id) => Self::Other(id.into_owned()),
+        }
+    }
+
+    /// The record's session, given its part's.
+    fn get<'a>(&'a self, part: &'a str) -> Option<&'a str> {
+        match self {
+            Self::Absent => None,
+            Self::Part => Some(part),
+            Self::Other(id) => Some(id),
+        }
+    }
 }
 
 /// A part event's part as [`State::apply_part`] records it, with its schema issues located.
@@ -1023,7 +1054,7 @@ fn part_event(rec: &RecordView<'_>) -> Option<PartEvent> {
     let status_span = part.tool().and_then(|_| span(members.status));
     Some(PartEvent {
         span: rec.span,
-        session_id: str_at(logged.top.session_id).map(std::borrow::Cow::into_owned),
+        session: RecordSession::new(str_at(logged.top.session_id), &part),
         prepared: PreparedPart {
             part,
             issues: Vec::new(),
@@ -1077,7 +1108,7 @@ fn ready(record: LogRecord) -> Ready {
     };
     Ready::Part(Box::new(PartEvent {
         span: rec.span,
-        session_id,
+        session: RecordSession::new(session_id.map(Into::into), &prepared.part),
         prepared,
         step,
     }))
@@ -2065,16 +2096,22 @@ impl State {
     fn apply_part_event(&mut self, seq: Seq, event: PartEvent) {
         let PartEvent {
             span,
-            session_id,
+            session,
             prepared,
             step,
         } = event;
-        if let Some(id) = &session_id {
+        // Copied for the step's event only (events are kept).
+        let step_session = step
+            .as_ref()
+            .and_then(|_| session.get(&prepared.part.session_id).map(str::to_owned));
+        if let Some(id) = session.get(&prepared.part.session_id) {
             self.enter_session(id);
         }
-        self.apply_part(seq, span, prepared, session_id.as_deref());
+        // `apply_part` reads the record's session only where the part has none: when the
+        // record's is the part's, empty as well.
+        self.apply_part(seq, span, prepared, session.get(""));
         if let Some(step) = step {
-            self.event(seq, span, session_id, EventKind::StepFinished(step));
+            self.event(seq, span, step_session, EventKind::StepFinished(step));
         }
     }
 
