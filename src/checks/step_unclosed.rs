@@ -114,21 +114,24 @@ impl Check for StepUnclosed {
 /// the message (if any), in part order: what the rule reports, before it leaves out the last step
 /// of a reply the user stopped. Depends on the message alone.
 pub(super) fn unclosed(message: &Message) -> Vec<(&PartRecord, Option<&PartRecord>)> {
-    let mut open: Option<&PartRecord> = None;
+    // Each step-start with where it is in the message: steps are put in part order by that, not
+    // by looking each part up again (a merged message of many steps made that quadratic).
+    let mut open: Option<(usize, &PartRecord)> = None;
     let mut open_has_tools = false;
     let mut unclosed = Vec::new();
     // Steps left open by an attempt the processor retried in the same message: no
     // tool ran in them, and a later step of the message finished. (OpenCode retries
-    // a failed stream this way, keeping the attempt's step-start and partial text.)
-    let mut attempts: Vec<&PartRecord> = Vec::new();
-    for part in &message.parts {
+    // a failed stream this way, keeping the attempt's step-start and partial text.) Each with
+    // the step-start that followed it: the one that replaced it as the open step.
+    let mut attempts = Vec::new();
+    for (at, part) in message.parts.iter().enumerate() {
         match part.part.body {
             PartBody::StepStart(_) => {
-                if let Some(prev) = open.replace(part) {
+                if let Some((prev_at, prev)) = open.replace((at, part)) {
                     if open_has_tools {
-                        unclosed.push((prev, Some(part)));
+                        unclosed.push((prev_at, prev, Some(part)));
                     } else {
-                        attempts.push(prev);
+                        attempts.push((prev_at, prev, Some(part)));
                     }
                 }
                 open_has_tools = false;
@@ -142,29 +145,13 @@ pub(super) fn unclosed(message: &Message) -> Vec<(&PartRecord, Option<&PartRecor
         }
     }
     // Attempts no finished step followed were interruptions after all.
-    for prev in attempts {
-        unclosed.push((prev, next_step(message, prev)));
-    }
-    unclosed.sort_by_key(|(p, _)| position(message, p));
-    if let Some(prev) = open {
+    unclosed.append(&mut attempts);
+    unclosed.sort_by_key(|(at, ..)| *at);
+    let mut unclosed: Vec<_> = (unclosed.into_iter())
+        .map(|(_, part, next)| (part, next))
+        .collect();
+    if let Some((_, prev)) = open {
         unclosed.push((prev, None));
     }
     unclosed
-}
-
-fn position(message: &crate::session::Message, part: &PartRecord) -> usize {
-    message
-        .parts
-        .iter()
-        .position(|q| std::ptr::eq(q, part))
-        .unwrap_or(usize::MAX)
-}
-
-/// The step-start that follows `part` in its message.
-fn next_step<'a>(message: &'a crate::session::Message, part: &PartRecord) -> Option<&'a PartRecord> {
-    message
-        .parts
-        .iter()
-        .skip(position(message, part).saturating_add(1))
-        .find(|p| matches!(p.part.body, PartBody::StepStart(_)))
 }
