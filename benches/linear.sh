@@ -375,9 +375,10 @@ row() {  # kind extension [command words before the file…]
   [[ " ${cmd[*]} " == *" html "* ]] && label=html
   [[ " ${cmd[*]} " == *" human "* ]] && label=human
   [[ " ${cmd[*]} " == *" --forget-from-parts "* ]] && label=forget-0
+  [[ ${cmd[1]} == repair && " ${cmd[*]} " != *" --dry-run "* ]] && label=apply
   awk -v k="$kind" -v c="$label" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
     printf "%-22s %-9s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, c, a, b, (a > 0 ? b / a : 0), s }'
-  rm -rf "$a" "$b"
+  rm -rf "$a" "$b" "$dir/$kind"-[14].repaired*
 }
 row export-one-line json
 row har-one-line har
@@ -423,6 +424,11 @@ row many-files d "$bin" check --format json
 row repair-unclosed json "$bin" repair --dry-run
 row repair-running json "$bin" repair --dry-run
 row repair-merged json "$bin" repair --dry-run
+# Applying the plans: an export is rewritten whole (searching each change's message and part
+# made these quadratic).
+row repair-unclosed json "$bin" repair
+row repair-running json "$bin" repair
+row repair-merged json "$bin" repair
 row row-issues json
 row payload-issues sse
 # What the human output of the issues-on-one-line shape weighs, at 4N: its size, not its time, once grew

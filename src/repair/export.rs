@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Edit, Options, SessionPlan, plan, verify};
 use crate::checks;
+use crate::checks::fix::Change;
 use crate::ingest::{Format, opencode_export};
 use crate::reconstruct::opencode as rebuild;
 use crate::replay::opencode::{Render, replay};
@@ -87,47 +88,7 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         .get_mut("messages")
         .and_then(Value::as_array_mut)
         .ok_or("no `messages` array")?;
-    for change in &plan.changes {
-        let Some(m) = messages
-            .iter_mut()
-            .find(|m| m["info"]["id"] == change.message_id.as_str())
-        else {
-            continue;
-        };
-        match &change.edit {
-            Edit::UpdateMessage { data } => m["info"] = data.clone(),
-            Edit::UpdatePart { data } => {
-                if let Some(p) = m["parts"].as_array_mut().and_then(|ps| {
-                    ps.iter_mut()
-                        .find(|p| p["id"] == change.part_id.as_deref().unwrap_or_default())
-                }) {
-                    *p = data.clone();
-                }
-            }
-            Edit::DeletePart => {
-                if let Some(parts) = m["parts"].as_array_mut() {
-                    parts.retain(|p| p["id"] != change.part_id.as_deref().unwrap_or_default());
-                }
-            }
-            // An export has no project rows, so `session-hidden` plans nothing for it; and
-            // `opencode import` files the session under the importing folder's project anyway.
-            Edit::UpdateSession { .. } => {}
-            Edit::InsertPart { data } => {
-                let id = change.part_id.clone().unwrap_or_default();
-                let mut part = json!({"id": id, "sessionID": change.session_id, "messageID": change.message_id});
-                if let (Some(o), Some(d)) = (part.as_object_mut(), data.as_object()) {
-                    o.extend(d.clone());
-                }
-                if let Some(parts) = m["parts"].as_array_mut() {
-                    let at = parts
-                        .iter()
-                        .position(|p| p["id"].as_str().is_some_and(|x| x > id.as_str()))
-                        .unwrap_or(parts.len());
-                    parts.insert(at, part);
-                }
-            }
-        }
-    }
+    apply(messages, &plan.changes);
     let repaired = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
     let (_, after, _) = diagnose(&repaired, options)?;
     verify(&before, &after, &plan.fixes)?;
@@ -137,4 +98,222 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         plan,
         output: Some(output),
     })
+}
+
+/// Applies `changes` in order to an export's messages: each goes to the first message of its
+/// message id. Changes of different messages commute, so they are applied message by message,
+/// found through an index rather than a search each (which made a repair of many messages
+/// quadratic); a run of inserted parts into a message whose parts are in id order is merged in
+/// at once, as inserting them one by one would place them (one message of many merged steps
+/// made that quadratic too). A change of a message's id, which would move later changes to
+/// another message, is applied one change at a time, as written.
+fn apply(messages: &mut [Value], changes: &[Change]) {
+    let renames = changes.iter().any(
+        |c| matches!(&c.edit, Edit::UpdateMessage { data } if data["id"] != c.message_id.as_str()),
+    );
+    if renames {
+        for change in changes {
+            if let Some(m) =
+                (messages.iter_mut()).find(|m| m["info"]["id"] == change.message_id.as_str())
+            {
+                apply_one(m, change);
+            }
+        }
+        return;
+    }
+    let mut first: crate::FastMap<&str, usize> = crate::FastMap::default();
+    for (i, m) in messages.iter().enumerate() {
+        if let Some(id) = m["info"]["id"].as_str() {
+            first.entry(id).or_insert(i);
+        }
+    }
+    let mut by_message: Vec<(usize, Vec<&Change>)> = Vec::new();
+    let mut slot: crate::FastMap<usize, usize> = crate::FastMap::default();
+    for change in changes {
+        let Some(&mi) = first.get(change.message_id.as_str()) else {
+            continue;
+        };
+        let k = *slot.entry(mi).or_insert_with(|| {
+            by_message.push((mi, Vec::new()));
+            by_message.len() - 1
+        });
+        by_message[k].1.push(change);
+    }
+    drop(first);
+    for (mi, changes) in by_message {
+        let Some(m) = messages.get_mut(mi) else {
+            continue;
+        };
+        let mut i = 0;
+        while i < changes.len() {
+            let run = (changes[i..].iter())
+                .take_while(|c| matches!(c.edit, Edit::InsertPart { .. }))
+                .count();
+            if run > 1 && insert_sorted(m, &changes[i..i + run]) {
+                i += run;
+            } else {
+                apply_one(m, changes[i]);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// The part an [`Edit::InsertPart`] adds.
+fn inserted(change: &Change, data: &Value) -> Value {
+    let id = change.part_id.clone().unwrap_or_default();
+    let mut part =
+        json!({"id": id, "sessionID": change.session_id, "messageID": change.message_id});
+    if let (Some(o), Some(d)) = (part.as_object_mut(), data.as_object()) {
+        o.extend(d.clone());
+    }
+    part
+}
+
+/// Inserts the parts of `inserts` (all [`Edit::InsertPart`]) into `m` at once, when its parts
+/// all have string ids in ascending order: then inserting each before the first part of a
+/// greater id, one after the other, keeps them in order, and places each after every part of an
+/// id not greater than its own (those inserted before it included), which a merge does. `false`
+/// (nothing done) otherwise.
+fn insert_sorted(m: &mut Value, inserts: &[&Change]) -> bool {
+    let Some(parts) = m["parts"].as_array_mut() else {
+        return false;
+    };
+    let ids: Option<Vec<&str>> = parts.iter().map(|p| p["id"].as_str()).collect();
+    if !ids.is_some_and(|ids| ids.windows(2).all(|w| w[0] <= w[1])) {
+        return false;
+    }
+    let mut new: Vec<(String, Value)> = Vec::with_capacity(inserts.len());
+    for change in inserts {
+        let Edit::InsertPart { data } = &change.edit else {
+            return false;
+        };
+        new.push((
+            change.part_id.clone().unwrap_or_default(),
+            inserted(change, data),
+        ));
+    }
+    // Equal ids keep the order they were inserted in.
+    new.sort_by(|a, b| a.0.cmp(&b.0));
+    let old = std::mem::take(parts);
+    parts.reserve(old.len() + new.len());
+    let mut new = new.into_iter().peekable();
+    for part in old {
+        let id = part["id"].as_str().unwrap_or_default();
+        while let Some((_, p)) = new.next_if(|(n, _)| n.as_str() < id) {
+            parts.push(p);
+        }
+        parts.push(part);
+    }
+    parts.extend(new.map(|(_, p)| p));
+    true
+}
+
+/// Applies one change to its message, as written.
+fn apply_one(m: &mut Value, change: &Change) {
+    match &change.edit {
+        Edit::UpdateMessage { data } => m["info"] = data.clone(),
+        Edit::UpdatePart { data } => {
+            if let Some(p) = m["parts"].as_array_mut().and_then(|ps| {
+                ps.iter_mut()
+                    .find(|p| p["id"] == change.part_id.as_deref().unwrap_or_default())
+            }) {
+                *p = data.clone();
+            }
+        }
+        Edit::DeletePart => {
+            if let Some(parts) = m["parts"].as_array_mut() {
+                parts.retain(|p| p["id"] != change.part_id.as_deref().unwrap_or_default());
+            }
+        }
+        // An export has no project rows, so `session-hidden` plans nothing for it; and
+        // `opencode import` files the session under the importing folder's project anyway.
+        Edit::UpdateSession { .. } => {}
+        Edit::InsertPart { data } => {
+            let id = change.part_id.clone().unwrap_or_default();
+            let part = inserted(change, data);
+            if let Some(parts) = m["parts"].as_array_mut() {
+                let at = parts
+                    .iter()
+                    .position(|p| p["id"].as_str().is_some_and(|x| x > id.as_str()))
+                    .unwrap_or(parts.len());
+                parts.insert(at, part);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Rule;
+
+    fn change(message: &str, part: &str, edit: Edit) -> Change {
+        Change {
+            session_id: "ses_1".into(),
+            message_id: message.into(),
+            part_id: Some(part.into()),
+            rule: Rule::StepMerged,
+            change: String::new(),
+            edit,
+        }
+    }
+
+    #[test]
+    fn changes_applied_by_message_are_applied_one_by_one() {
+        // Messages of parts in id order or not, a message id written twice, inserts with ids
+        // before, between, equal to and after the parts' (and to each other's), updates and
+        // deletes between them: the same document either way.
+        let mut next = crate::text::xorshift(0x5eed_e4a0_0000_0001);
+        for round in 0..400 {
+            let ids = ["m1", "m2", "m3", "m1"];
+            let mut messages: Vec<Value> = (0..4)
+                .map(|k| {
+                    let mut parts: Vec<String> =
+                        (0..next(6)).map(|_| format!("p{}", next(10))).collect();
+                    if round % 3 != 0 {
+                        parts.sort();
+                    }
+                    let parts: Vec<Value> = (parts.iter())
+                        .map(|id| json!({"id": id, "text": format!("{k}{id}")}))
+                        .collect();
+                    json!({"info": {"id": ids[k]}, "parts": parts})
+                })
+                .collect();
+            if round % 7 == 0
+                && let Some(part) = messages[1]["parts"].get_mut(0)
+            {
+                *part = json!({"text": "no id"});
+            }
+            let changes: Vec<Change> = (0..next(12))
+                .map(|n| {
+                    let message = ["m1", "m2", "m3", "m4"][next(4)];
+                    let part = format!("p{}", next(10));
+                    let edit = match next(6) {
+                        0 => Edit::UpdatePart {
+                            data: json!({"id": part, "text": format!("u{n}")}),
+                        },
+                        1 => Edit::DeletePart,
+                        2 if round % 5 == 0 => Edit::UpdateMessage {
+                            data: json!({"id": message, "n": n}),
+                        },
+                        _ => Edit::InsertPart {
+                            data: json!({"type": "step-start", "n": n}),
+                        },
+                    };
+                    change(message, &part, edit)
+                })
+                .collect();
+            let mut expected = messages.clone();
+            for change in &changes {
+                if let Some(m) =
+                    (expected.iter_mut()).find(|m| m["info"]["id"] == change.message_id.as_str())
+                {
+                    apply_one(m, change);
+                }
+            }
+            apply(&mut messages, &changes);
+            assert_eq!(messages, expected, "round {round}");
+        }
+    }
 }
