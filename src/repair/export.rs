@@ -5,8 +5,10 @@
 //! over the broken session changes nothing: delete the session first
 //! (`opencode session delete ID`), then `opencode import COPY`.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::{Edit, Options, SessionPlan, plan, verify};
@@ -46,6 +48,8 @@ pub fn output_path(path: &Path) -> PathBuf {
     }
 }
 
+/// Reads the export whose whole text is `text` and diagnoses it: the stored session the repair
+/// plans against, the findings and the analysis they came from.
 fn diagnose(
     text: &str,
     options: &Options,
@@ -60,37 +64,51 @@ fn diagnose(
     let mut sources = SourceMap::new();
     let file = sources.add_file(Path::new("export"));
     let stored = opencode_export::load(text, file).map_err(|e| e.to_string())?;
-    let mut a = replay(
-        stored.clone(),
-        Format::OpencodeExport,
-        file,
-        &Render::Placeholder(file),
-        &mut sources,
-    );
-    rebuild::rebuild(
-        &mut a,
-        &options.rebuild_options(stored.version.as_deref(), None),
-    );
-    let findings = checks::run(&a, &|_| true);
+    let (findings, a) = analyse(stored.clone(), options, file, &mut sources);
     Ok((stored, findings, a))
 }
 
+/// Replays and rebuilds a stored session and runs the checks on it.
+fn analyse(
+    stored: crate::ingest::stored::StoredSession,
+    options: &Options,
+    file: crate::source::FileId,
+    sources: &mut SourceMap,
+) -> (Vec<crate::diagnostic::Finding>, crate::session::Analysis) {
+    let version = stored.version.clone();
+    let mut a = replay(
+        stored,
+        Format::OpencodeExport,
+        file,
+        &Render::Placeholder(file),
+        sources,
+    );
+    rebuild::rebuild(&mut a, &options.rebuild_options(version.as_deref(), None));
+    let findings = checks::run(&a, &|_| true);
+    (findings, a)
+}
+
 /// Plans the repair of the export at `path`, and unless `dry_run` writes the repaired copy.
+///
+/// Each stage drops what the next does not need before that one starts (the stored session and
+/// its analysis once the plan is made, the text once it is parsed, the parsed document once it
+/// is written out), so the peak is the largest stage's, not their sum.
 pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let (stored, before, analysis) = diagnose(&text, options)?;
-    let plan = plan(&stored, &analysis, &before, &options.relink);
+    let (plan, before) = {
+        let (stored, before, analysis) = diagnose(&text, options)?;
+        (plan(&stored, &analysis, &before, &options.relink), before)
+    };
     if dry_run || plan.changes.is_empty() {
         return Ok(Outcome { plan, output: None });
     }
-    let mut doc: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let messages = doc
-        .get_mut("messages")
-        .and_then(Value::as_array_mut)
-        .ok_or("no `messages` array")?;
-    apply(messages, &plan.changes);
-    let repaired = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-    let (_, after, _) = diagnose(&repaired, options)?;
+    let repaired = rewrite(text, &plan.changes)?;
+    let after = {
+        let mut sources = SourceMap::new();
+        let file = sources.add_file(Path::new("export"));
+        let stored = opencode_export::load(&repaired, file).map_err(|e| e.to_string())?;
+        analyse(stored, options, file, &mut sources).0
+    };
     verify(&before, &after, &plan.fixes)?;
     let output = output_path(path);
     std::fs::write(&output, repaired + "\n").map_err(|e| e.to_string())?;
@@ -98,6 +116,121 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         plan,
         output: Some(output),
     })
+}
+
+/// The export `text` with `changes` applied, pretty-printed.
+///
+/// Message by message ([`Rewritten`]): only one message is parsed at a time, not the whole
+/// document, which took about 14 times the text's size. Plans that change a message's id (none
+/// of rewind's do today) and documents that are not an object go through [`apply`] on the whole
+/// parsed document; both ways write the same bytes.
+fn rewrite(text: String, changes: &[Change]) -> Result<String, String> {
+    if !renames(changes)
+        && let Ok(top) = serde_json::from_str::<Top>(&text)
+    {
+        let messages = (top.0.iter().find(|(k, _)| k == "messages"))
+            .and_then(|(_, raw)| serde_json::from_str::<Vec<&RawValue>>(raw.get()).ok())
+            .ok_or("no `messages` array")?;
+        let mut by_id: crate::FastMap<&str, Vec<&Change>> = crate::FastMap::default();
+        for change in changes {
+            by_id.entry(&change.message_id).or_default().push(change);
+        }
+        let out = Rewritten {
+            top: &top.0,
+            messages: &messages,
+            changes: RefCell::new(by_id),
+        };
+        return serde_json::to_string_pretty(&out).map_err(|e| e.to_string());
+    }
+    let mut doc: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    drop(text);
+    let messages = doc
+        .get_mut("messages")
+        .and_then(Value::as_array_mut)
+        .ok_or("no `messages` array")?;
+    apply(messages, changes);
+    serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())
+}
+
+/// Whether a change gives a message another id (which moves later changes to another message).
+fn renames(changes: &[Change]) -> bool {
+    changes.iter().any(
+        |c| matches!(&c.edit, Edit::UpdateMessage { data } if data["id"] != c.message_id.as_str()),
+    )
+}
+
+/// A JSON object's members, each value left unparsed, in order; a repeated key's last value
+/// takes its first place (as parsing it into a [`Value`] does).
+struct Top<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> serde::Deserialize<'de> for Top<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Top<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Top<'de>, A::Error> {
+                let mut members: Vec<(String, &'de RawValue)> = Vec::new();
+                let mut at: crate::FastMap<String, usize> = crate::FastMap::default();
+                while let Some((k, v)) = a.next_entry::<String, &'de RawValue>()? {
+                    match at.get(&k) {
+                        Some(&i) => members[i].1 = v,
+                        None => {
+                            at.insert(k.clone(), members.len());
+                            members.push((k, v));
+                        }
+                    }
+                }
+                Ok(Top(members))
+            }
+        }
+        d.deserialize_map(Members)
+    }
+}
+
+/// An export written out with its changes: each message is parsed, changed and written in turn;
+/// a message id's changes go to its first message, as [`apply`] does.
+struct Rewritten<'a> {
+    top: &'a [(String, &'a RawValue)],
+    messages: &'a [&'a RawValue],
+    changes: RefCell<crate::FastMap<&'a str, Vec<&'a Change>>>,
+}
+
+impl serde::Serialize for Rewritten<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap, SerializeSeq};
+        struct Messages<'b, 'a>(&'b Rewritten<'a>);
+        impl serde::Serialize for Messages<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.messages.len()))?;
+                for raw in self.0.messages {
+                    let mut m: Value = serde_json::from_str(raw.get()).map_err(S::Error::custom)?;
+                    let mine = (m["info"]["id"].as_str())
+                        .and_then(|id| self.0.changes.borrow_mut().remove(id));
+                    if let Some(changes) = mine {
+                        apply_to_message(&mut m, &changes);
+                    }
+                    seq.serialize_element(&m)?;
+                }
+                seq.end()
+            }
+        }
+        let mut map = s.serialize_map(Some(self.top.len()))?;
+        for (k, raw) in self.top {
+            if k == "messages" {
+                map.serialize_entry(k, &Messages(self))?;
+            } else {
+                let v: Value = serde_json::from_str(raw.get()).map_err(S::Error::custom)?;
+                map.serialize_entry(k, &v)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// Applies `changes` in order to an export's messages: each goes to the first message of its
@@ -108,10 +241,7 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
 /// made that quadratic too). A change of a message's id, which would move later changes to
 /// another message, is applied one change at a time, as written.
 fn apply(messages: &mut [Value], changes: &[Change]) {
-    let renames = changes.iter().any(
-        |c| matches!(&c.edit, Edit::UpdateMessage { data } if data["id"] != c.message_id.as_str()),
-    );
-    if renames {
+    if renames(changes) {
         for change in changes {
             if let Some(m) =
                 (messages.iter_mut()).find(|m| m["info"]["id"] == change.message_id.as_str())
@@ -141,20 +271,25 @@ fn apply(messages: &mut [Value], changes: &[Change]) {
     }
     drop(first);
     for (mi, changes) in by_message {
-        let Some(m) = messages.get_mut(mi) else {
-            continue;
-        };
-        let mut i = 0;
-        while i < changes.len() {
-            let run = (changes[i..].iter())
-                .take_while(|c| matches!(c.edit, Edit::InsertPart { .. }))
-                .count();
-            if run > 1 && insert_sorted(m, &changes[i..i + run]) {
-                i += run;
-            } else {
-                apply_one(m, changes[i]);
-                i += 1;
-            }
+        if let Some(m) = messages.get_mut(mi) {
+            apply_to_message(m, &changes);
+        }
+    }
+}
+
+/// Applies `changes` (all of one message) to `m` in order, a run of inserts at once when
+/// [`insert_sorted`] can.
+fn apply_to_message(m: &mut Value, changes: &[&Change]) {
+    let mut i = 0;
+    while i < changes.len() {
+        let run = (changes[i..].iter())
+            .take_while(|c| matches!(c.edit, Edit::InsertPart { .. }))
+            .count();
+        if run > 1 && insert_sorted(m, &changes[i..i + run]) {
+            i += run;
+        } else {
+            apply_one(m, changes[i]);
+            i += 1;
         }
     }
 }
@@ -304,6 +439,7 @@ mod tests {
                     change(message, &part, edit)
                 })
                 .collect();
+            let original = messages.clone();
             let mut expected = messages.clone();
             for change in &changes {
                 if let Some(m) =
@@ -314,6 +450,40 @@ mod tests {
             }
             apply(&mut messages, &changes);
             assert_eq!(messages, expected, "round {round}");
+            // Written message by message: the same bytes as the whole document changed and
+            // written out, whatever the input's layout and other members.
+            let doc = |messages: Vec<Value>| json!({"info": {"id": "ses", "title": "t"}, "messages": messages, "extra": [{}, []]});
+            let text = if round % 2 == 0 {
+                serde_json::to_string(&doc(original)).unwrap()
+            } else {
+                serde_json::to_string_pretty(&doc(original)).unwrap()
+            };
+            let want = serde_json::to_string_pretty(&doc(expected)).unwrap();
+            assert_eq!(rewrite(text, &changes).unwrap(), want, "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_member_is_written_where_parsing_the_whole_document_puts_it() {
+        let text = r#"{"messages": [], "info": {"id": "s"}, "messages": [{"info": {"id": "m"}, "parts": []}]}"#;
+        let part = change(
+            "m",
+            "p1",
+            Edit::InsertPart {
+                data: json!({"type": "step-start"}),
+            },
+        );
+        let mut doc: Value = serde_json::from_str(text).unwrap();
+        apply(
+            doc["messages"].as_array_mut().unwrap(),
+            std::slice::from_ref(&part),
+        );
+        let want = serde_json::to_string_pretty(&doc).unwrap();
+        assert_eq!(rewrite(text.into(), &[part]).unwrap(), want);
+        assert!(want.find("\"messages\"") < want.find("\"info\""));
+        for bad in [r#"[1]"#, r#"{"messages": 1}"#, r#"{"info": {}}"#] {
+            let err = rewrite(bad.into(), &[]).unwrap_err();
+            assert_eq!(err, "no `messages` array", "{bad}");
         }
     }
 }
