@@ -339,6 +339,55 @@ elif kind == "row-issues":
     m["parts"].append({"id": "prt_1", "sessionID": S, "messageID": "msg_00000000000000",
                        "type": "patch", "hash": "h", "files": [0] * n})
     export([m])
+elif kind in ("repair-db", "repair-db-unindexed"):
+    # An OpenCode 1.18 database (the tables tests/common/opencode.rs creates, as OpenCode does)
+    # of one session whose event log records every message and part: many steps, each left
+    # unclosed. The unindexed one lacks the indexes on `event` a migrated database may lack.
+    # Written to PATH.orig and copied to PATH; each timed repair copies it again first (an
+    # applied repair leaves nothing to repair).
+    import os, sqlite3
+    out.close()
+    os.remove(path)
+    ddl = open("tests/common/opencode.rs").read().split('SCHEMA_CURRENT: &str = r#"')[1].split('"#;')[0]
+    if kind == "repair-db-unindexed":
+        ddl = "\n".join(l for l in ddl.splitlines() if "ON `event`" not in l)
+    c = sqlite3.connect(path + ".orig")
+    c.executescript(ddl)
+    T0 = 1771000000000
+    c.execute("INSERT INTO project VALUES ('prj_1', '/w', 'git', NULL, NULL, NULL, NULL, ?, ?, NULL, '[]', NULL)", (T0, T0))
+    c.execute("INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) VALUES (?, 'prj_1', 's', '/w', 't', '1.18.33', ?, ?)", (S, T0, T0))
+    seq = 0
+    def row(table, values, ty, data):
+        global seq
+        seq += 1
+        c.execute(f"INSERT INTO {table} VALUES ({','.join('?' * len(values))})", values)
+        c.execute("INSERT INTO event VALUES (?, ?, ?, ?, ?, ?)",
+                  (f"evt_{seq:026d}", S, seq, T0 + seq, ty, json.dumps(data)))
+    def msg(mid, info, parts, ms):
+        row("message", (mid, S, ms, ms, json.dumps(info)), "message.updated.1",
+            {"sessionID": S, "info": dict(info, id=mid, sessionID=S)})
+        for pid, p in parts:
+            row("part", (pid, mid, S, ms, ms, json.dumps(p)), "message.part.updated.1",
+                {"sessionID": S, "part": dict(p, id=pid, messageID=mid, sessionID=S), "time": ms})
+    u = "msg_00000000000000"
+    msg(u, {"role": "user", "time": {"created": T0}, "agent": "build",
+            "model": {"providerID": "p", "modelID": "m"}},
+        [("prt_0000000000000000", {"type": "text", "text": "go"})], T0)
+    for i in range(1, n + 1):
+        info = {"role": "assistant", "time": {"created": T0 + i, "completed": T0 + i},
+                "parentID": u, "modelID": "m", "providerID": "p", "mode": "build",
+                "agent": "build", "path": {"cwd": "/w", "root": "/w"}, "cost": 0,
+                "tokens": tokens, "finish": "tool-calls"}
+        state = {"status": "completed", "input": {"filePath": "/a"}, "output": "ok",
+                 "title": "a", "metadata": {}, "time": {"start": 1, "end": 2}}
+        msg(f"msg_{i:014d}", info, [(f"prt_{i:014d}00", {"type": "step-start"}),
+            (f"prt_{i:014d}01", {"type": "tool", "callID": f"call_{i:08d}", "tool": "read",
+                                 "state": state})], T0 + i)
+    c.execute("INSERT INTO event_sequence VALUES (?, ?, NULL)", (S, seq))
+    c.commit()
+    c.close()
+    import shutil
+    shutil.copy(path + ".orig", path)
 elif kind == "payload-issues":
     # One stream event with an issue per item of an array.
     d({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
@@ -347,6 +396,11 @@ elif kind == "payload-issues":
        "choices": [0] * n})
     out.write("data: [DONE]\n\n")
 PY
+}
+
+# A database repair from the generated PATH.orig each time.
+repair_db() {
+  cp "$1.orig" "$1" && rm -f "$1".rewind-backup-* && "$bin" repair "$1"
 }
 
 best() {  # prints the best wall time in seconds of ROUNDS runs of a command (output discarded)
@@ -371,14 +425,15 @@ row() {  # kind extension [command words before the file…]
   local ta tb
   ta=$(best "${cmd[@]}" "$a")
   tb=$(best "${cmd[@]}" "$b")
-  local label=${cmd[1]}
+  local label=${cmd[1]:-}
   [[ " ${cmd[*]} " == *" html "* ]] && label=html
   [[ " ${cmd[*]} " == *" human "* ]] && label=human
   [[ " ${cmd[*]} " == *" --forget-from-parts "* ]] && label=forget-0
-  [[ ${cmd[1]} == repair && " ${cmd[*]} " != *" --dry-run "* ]] && label=apply
+  [[ $label == repair && " ${cmd[*]} " != *" --dry-run "* ]] && label=apply
+  [[ ${cmd[0]} == repair_db ]] && label=apply
   awk -v k="$kind" -v c="$label" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
     printf "%-22s %-9s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, c, a, b, (a > 0 ? b / a : 0), s }'
-  rm -rf "$a" "$b" "$dir/$kind"-[14].repaired*
+  rm -rf "$a" "$b" "$dir/$kind"-[14].repaired* "$a".* "$b".*
 }
 row export-one-line json
 row har-one-line har
@@ -429,6 +484,11 @@ row repair-merged json "$bin" repair --dry-run
 row repair-unclosed json "$bin" repair
 row repair-running json "$bin" repair
 row repair-merged json "$bin" repair
+# And to a database, in one transaction that appends an event per change (a query per change
+# for the event log's latest entry made the one without indexes quadratic).
+row repair-db db "$bin" repair --dry-run
+row repair-db db repair_db
+row repair-db-unindexed db repair_db
 row row-issues json
 row payload-issues sse
 # What the human output of the issues-on-one-line shape weighs, at 4N: its size, not its time, once grew

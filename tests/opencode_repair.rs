@@ -506,6 +506,90 @@ fn a_deleted_part_is_logged_like_the_sessions_earlier_removals() {
     );
 }
 
+/// Every session's events: (session, seq, type, data), with the repair's time masked.
+fn events(db: &Path) -> Vec<(String, i64, String, String)> {
+    let time = regex::Regex::new(r"\b1[0-9]{12}\b").unwrap();
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT aggregate_id, seq, type, data FROM event ORDER BY aggregate_id, seq")
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?))
+    })
+    .unwrap()
+    .map(|r| {
+        let (s, q, t, d) = r.unwrap();
+        (s, q, t, time.replace_all(&d, "T").into_owned())
+    })
+    .collect()
+}
+
+#[test]
+fn a_store_without_event_indexes_gets_the_same_events() {
+    // Not every migrated database has OpenCode's indexes on `event`: a repair reads each
+    // session's log once, the same way with and without them, and appends one event per
+    // change with the next seq (an event left at a higher seq than the sequence row counts).
+    let (_a, indexed) = fixture();
+    let (_b, bare) = fixture();
+    for db in [&indexed, &bare] {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .execute_batch(
+                "INSERT INTO event (id, aggregate_id, seq, created, type, data) SELECT 'evt_late', aggregate_id, seq + 5, 1, 'session.updated', '{}' FROM event_sequence WHERE aggregate_id = 'ses_crash';",
+            )
+            .unwrap();
+    }
+    rusqlite::Connection::open(&bare)
+        .unwrap()
+        .execute_batch(
+            "DROP INDEX event_aggregate_seq_idx; DROP INDEX event_aggregate_type_seq_idx;",
+        )
+        .unwrap();
+    let before = events(&indexed);
+    for db in [&indexed, &bare] {
+        let (code, doc) = repair(db, &[]);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(doc["applied"], true);
+    }
+    let after = events(&indexed);
+    assert_eq!(events(&bare), after);
+    assert!(after.len() > before.len() + 3, "events appended: {after:?}");
+    // Each session's seqs run on without a gap or a repeat from where its log stood.
+    let conn = rusqlite::Connection::open(&indexed).unwrap();
+    for (session, n) in conn
+        .prepare("SELECT aggregate_id, count(*) FROM event GROUP BY aggregate_id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+    {
+        let seqs: Vec<i64> = (after.iter())
+            .filter(|e| e.0 == session)
+            .map(|e| e.1)
+            .collect();
+        let old = (before.iter()).filter(|e| e.0 == session).count();
+        assert_eq!(seqs.len() as i64, n);
+        let first_new = before.iter().filter(|e| e.0 == session).map(|e| e.1).max();
+        for (k, seq) in seqs[old..].iter().enumerate() {
+            assert_eq!(
+                Some(*seq),
+                first_new.map(|f| f + 1 + k as i64),
+                "{session}: {seqs:?}"
+            );
+        }
+        let stored: i64 = conn
+            .query_row(
+                "SELECT seq FROM event_sequence WHERE aggregate_id = ?1",
+                [&session],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if seqs.len() > old {
+            assert_eq!(Some(&stored), seqs.last(), "{session}");
+        }
+    }
+}
+
 fn now_ms() -> i64 {
     i64::try_from(
         std::time::SystemTime::now()
