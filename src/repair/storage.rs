@@ -261,7 +261,7 @@ fn verify(outcome: &Outcome) -> Result<usize, StorageRepairError> {
         }
     }
     let still = storage::damaged(&outcome.root).map_err(StorageRepairError::Scan)?;
-    let left: Vec<&str> = outcome.left.iter().map(|l| l.file.as_str()).collect();
+    let left: crate::FastSet<&str> = outcome.left.iter().map(|l| l.file.as_str()).collect();
     for d in &still {
         if !left.contains(&d.rel.as_str()) {
             problems.push(format!("`{}` is still damaged", d.rel));
