@@ -15,9 +15,11 @@
 # to the messages it forgot, or each with a call id the one before had); parse
 # errors of distinct payloads; parallel calls, abandoned branches, a dead-end branch and resumed
 # turns in a Claude Code transcript; repair plans for many unclosed steps, running tools and
-# merged steps; issues of one stored row or one stream event; the HTML report of many findings
-# or sessions; `rewind check` over a folder of many files; and a payload with an issue per array
-# item in the human output (where the size of the output is what grows).
+# merged steps, and their application to an export, a database (with and without the indexes
+# on its event log), a transcript of orphan results and a rollout of unanswered calls; issues
+# of one stored row or one stream event; the HTML report of many findings or sessions; `rewind
+# check` over a folder of many files; and a payload with an issue per array item in the human
+# output (where the size of the output is what grows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5000}
@@ -343,8 +345,7 @@ elif kind in ("repair-db", "repair-db-unindexed"):
     # An OpenCode 1.18 database (the tables tests/common/opencode.rs creates, as OpenCode does)
     # of one session whose event log records every message and part: many steps, each left
     # unclosed. The unindexed one lacks the indexes on `event` a migrated database may lack.
-    # Written to PATH.orig and copied to PATH; each timed repair copies it again first (an
-    # applied repair leaves nothing to repair).
+    # Written to PATH.orig and copied to PATH (see repair_fresh).
     import os, sqlite3
     out.close()
     os.remove(path)
@@ -388,6 +389,28 @@ elif kind in ("repair-db", "repair-db-unindexed"):
     c.close()
     import shutil
     shutil.copy(path + ".orig", path)
+elif kind == "transcript-orphans":
+    # A Claude Code transcript of turns each with a result whose call is nowhere (a repair
+    # drops them all).
+    prev = None
+    for i in range(n):
+        for t, u, p, content, mid in (
+                ("user", f"p{i}", prev, "go", None),
+                ("assistant", f"a{i}", f"p{i}", [{"type": "text", "text": "ok"}], f"m{i}"),
+                ("user", f"r{i}", f"a{i}", [{"type": "tool_result", "tool_use_id": f"gone{i}",
+                                             "content": "ok"}], None),
+                ("assistant", f"b{i}", f"r{i}", [{"type": "text", "text": "ok"}], f"n{i}")):
+            m = ({"id": mid, "model": "claude", "content": content} if mid
+                 else {"role": t, "content": content})
+            w({"type": t, "uuid": u, "parentUuid": p, "sessionId": "s", "message": m})
+        prev = f"b{i}"
+elif kind == "codex-unanswered-end":
+    # A Codex rollout that ends in many calls without output (a repair answers them all).
+    w({"timestamp": "t", "type": "session_meta",
+       "payload": {"id": "s", "cwd": "/tmp", "cli_version": "0.169.0"}})
+    for i in range(n):
+        w({"timestamp": "t", "type": "response_item", "payload": {"type": "function_call",
+           "name": "shell", "arguments": "{}", "call_id": f"call_{i:08d}"}})
 elif kind == "payload-issues":
     # One stream event with an issue per item of an array.
     d({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
@@ -398,9 +421,11 @@ elif kind == "payload-issues":
 PY
 }
 
-# A database repair from the generated PATH.orig each time.
-repair_db() {
-  cp "$1.orig" "$1" && rm -f "$1".rewind-backup-* && "$bin" repair "$1"
+# A repair applied to a fresh copy of the generated file each time (PATH.orig; an applied
+# repair leaves nothing to repair), with --force: the file was written moments ago.
+repair_fresh() {
+  [ -e "$1.orig" ] || cp "$1" "$1.orig"
+  cp "$1.orig" "$1" && rm -f "$1".rewind-backup-* && "$bin" repair --force "$1"
 }
 
 best() {  # prints the best wall time in seconds of ROUNDS runs of a command (output discarded)
@@ -430,7 +455,7 @@ row() {  # kind extension [command words before the file…]
   [[ " ${cmd[*]} " == *" human "* ]] && label=human
   [[ " ${cmd[*]} " == *" --forget-from-parts "* ]] && label=forget-0
   [[ $label == repair && " ${cmd[*]} " != *" --dry-run "* ]] && label=apply
-  [[ ${cmd[0]} == repair_db ]] && label=apply
+  [[ ${cmd[0]} == repair_fresh ]] && label=apply
   awk -v k="$kind" -v c="$label" -v a="$ta" -v b="$tb" -v s="$(du -h "$b" | cut -f1)" 'BEGIN{
     printf "%-22s %-9s %8.3fs %8.3fs %7.1f  (4N: %s)\n", k, c, a, b, (a > 0 ? b / a : 0), s }'
   rm -rf "$a" "$b" "$dir/$kind"-[14].repaired* "$a".* "$b".*
@@ -487,8 +512,11 @@ row repair-merged json "$bin" repair
 # And to a database, in one transaction that appends an event per change (a query per change
 # for the event log's latest entry made the one without indexes quadratic).
 row repair-db db "$bin" repair --dry-run
-row repair-db db repair_db
-row repair-db-unindexed db repair_db
+row repair-db db repair_fresh
+row repair-db-unindexed db repair_fresh
+# And to transcripts, rewritten whole.
+row transcript-orphans jsonl repair_fresh
+row codex-unanswered-end jsonl repair_fresh
 row row-issues json
 row payload-issues sse
 # What the human output of the issues-on-one-line shape weighs, at 4N: its size, not its time, once grew
