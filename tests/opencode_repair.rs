@@ -268,6 +268,58 @@ fn exports_get_a_repaired_copy_next_to_them() {
     assert!(left.is_empty(), "{}", describe(&left));
 }
 
+#[test]
+fn a_killed_export_repair_leaves_no_copy_and_the_next_run_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.json");
+    std::fs::copy(repo("tests/fixtures/checks/message-incomplete.json"), &path).unwrap();
+    let names = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // A partial copy a killed run left (another process id).
+    std::fs::write(
+        dir.path().join("session.repaired.json.partial-1"),
+        "{\"info\"",
+    )
+    .unwrap();
+    let out = rewind()
+        .env("REWIND_TEST_ABORT_AT", "before-rename")
+        .arg("repair")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the hook did not abort");
+    // Nothing under the copy's name: only this run's partial copy (SIGABRT is not cleaned up).
+    let left = names();
+    assert!(
+        !left.iter().any(|f| f.ends_with(".repaired.json")),
+        "{left:?}"
+    );
+    assert!(
+        !left.contains(&"session.repaired.json.partial-1".to_owned()),
+        "{left:?}"
+    );
+    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(names(), ["session.json", "session.repaired.json"]);
+    let copy: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("session.repaired.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(copy["messages"].is_array());
+}
+
 /// The next request `rewind request` rebuilds for `session`, as JSON.
 fn next_request(db: &Path, session: &str) -> Value {
     let out = rewind()

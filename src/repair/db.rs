@@ -38,7 +38,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use super::{Edit, Options, SessionPlan, live, plan, verify};
+use super::{Edit, Options, SessionPlan, fault, live, plan, verify};
 use crate::checks;
 use crate::ingest::Format;
 use crate::ingest::opencode_db::{Db, DbError};
@@ -111,12 +111,6 @@ pub struct Outcome {
 impl Outcome {
     pub fn changes(&self) -> usize {
         self.plans.iter().map(|p| p.changes.len()).sum()
-    }
-}
-
-fn fault(point: &str) {
-    if std::env::var("REWIND_TEST_ABORT_AT").is_ok_and(|p| p == point) {
-        std::process::abort();
     }
 }
 

@@ -4,6 +4,9 @@
 //! OpenCode's `import` skips messages and parts whose ids already exist, so importing the copy
 //! over the broken session changes nothing: delete the session first
 //! (`opencode session delete ID`), then `opencode import COPY`.
+//!
+//! The copy is written under a temporary name and renamed when whole (see [`write_copy`]);
+//! `REWIND_TEST_ABORT_AT=before-rename` aborts the process just before the rename (a test hook).
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -11,9 +14,10 @@ use std::path::{Path, PathBuf};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::{Edit, Options, SessionPlan, plan, verify};
+use super::{Edit, Options, Scratch, SessionPlan, fault, plan, sync_dir, verify, write_synced};
 use crate::checks;
 use crate::checks::fix::Change;
+use crate::ingest::opencode_db::companion;
 use crate::ingest::{Format, opencode_export};
 use crate::reconstruct::opencode as rebuild;
 use crate::replay::opencode::{Render, replay};
@@ -110,12 +114,50 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         analyse(stored, options, file, &mut sources).0
     };
     verify(&before, &after, &plan.fixes)?;
-    let output = output_path(path);
-    std::fs::write(&output, repaired + "\n").map_err(|e| e.to_string())?;
+    let output = write_copy(path, repaired + "\n").map_err(|e| e.to_string())?;
     Ok(Outcome {
         plan,
         output: Some(output),
     })
+}
+
+/// Writes the repaired copy of the export at `path` next to it ([`output_path`]) and returns
+/// its path. The copy is written under a temporary name (`<copy>.partial-<pid>`, removed on
+/// failure and on SIGINT/SIGTERM), flushed to disk and only then renamed: a file under the
+/// copy's name is always whole. Partial copies a killed repair left are removed first.
+fn write_copy(path: &Path, text: String) -> std::io::Result<PathBuf> {
+    remove_partial_copies(path);
+    let output = output_path(path);
+    let mut tmp = Scratch::new(companion(
+        &output,
+        &format!(".partial-{}", std::process::id()),
+    ));
+    write_synced(&tmp.path, text.as_bytes())?;
+    fault("before-rename");
+    std::fs::rename(&tmp.path, &output)?;
+    tmp.keep = true;
+    sync_dir(&output);
+    Ok(output)
+}
+
+/// Removes `<stem>.repaired….json.partial-*` files next to the export at `path`.
+fn remove_partial_copies(path: &Path) {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let prefix = format!("{}.repaired", stem.as_deref().unwrap_or("session"));
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(f) = name.to_str() else { continue };
+        if f.starts_with(&prefix) && f.contains(".json.partial-") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 /// The export `text` with `changes` applied, pretty-printed.

@@ -22,10 +22,13 @@ pub mod storage;
 pub mod transcript;
 
 use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use crate::checks::fix::{FixContext, key, now_ms};
 use crate::diagnostic::Finding;
 use crate::ingest::opencode_db::Schema;
+use crate::ingest::private::Tracked;
 use crate::ingest::stored::StoredSession;
 use crate::reconstruct::opencode::{self as rebuild, ProviderChoice};
 use crate::session::Analysis;
@@ -123,5 +126,54 @@ pub fn verify(
         Ok(())
     } else {
         Err(problems.join("; "))
+    }
+}
+
+/// A test hook: `REWIND_TEST_ABORT_AT=<point>` aborts the process at that point of a repair.
+pub(crate) fn fault(point: &str) {
+    if std::env::var("REWIND_TEST_ABORT_AT").is_ok_and(|p| p == point) {
+        std::process::abort();
+    }
+}
+
+/// A file being written: removed when dropped unless kept, and on SIGINT/SIGTERM.
+pub(crate) struct Scratch {
+    pub(crate) path: PathBuf,
+    pub(crate) keep: bool,
+    _signal: Tracked,
+}
+
+impl Scratch {
+    pub(crate) fn new(path: PathBuf) -> Scratch {
+        Scratch {
+            _signal: Tracked::new(std::slice::from_ref(&path)),
+            path,
+            keep: false,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Writes `bytes` to a new file at `path` and flushes it to disk.
+pub(crate) fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
+
+/// Flushes the folder holding `path` (so that a rename in it is on disk).
+pub(crate) fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
     }
 }

@@ -38,7 +38,6 @@
 //! hook for the fault tests.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -47,11 +46,11 @@ use serde_json::{Map, Value, json};
 
 use crate::replay::str_of;
 
+use super::{Scratch, fault, sync_dir, write_synced};
 use crate::checks::Rule;
 use crate::diagnostic::Finding;
 use crate::ingest::Format;
 use crate::ingest::opencode_db::companion;
-use crate::ingest::private::Tracked;
 
 /// The content Claude Code gives the result of a tool call it interrupted
 /// (`[Request interrupted by user for tool use]`, its own constant).
@@ -1005,46 +1004,6 @@ fn backup_path(path: &Path) -> PathBuf {
     p
 }
 
-/// A file being written: removed when dropped unless kept, and on SIGINT/SIGTERM.
-struct Scratch {
-    path: PathBuf,
-    keep: bool,
-    _signal: Tracked,
-}
-
-impl Scratch {
-    fn new(path: PathBuf) -> Scratch {
-        Scratch {
-            _signal: Tracked::new(std::slice::from_ref(&path)),
-            path,
-            keep: false,
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
-}
-
-fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
-    }
-}
-
 /// Removes `<file>.rewind-backup-….partial-*` and `<file>.rewind-tmp-*` files a killed repair left.
 fn remove_leftovers(path: &Path) {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
@@ -1066,12 +1025,6 @@ fn remove_leftovers(path: &Path) {
         if (f.starts_with(&backup) && f.contains(".partial-")) || f.starts_with(&tmp) {
             let _ = std::fs::remove_file(e.path());
         }
-    }
-}
-
-fn fault(point: &str) {
-    if std::env::var("REWIND_TEST_ABORT_AT").is_ok_and(|p| p == point) {
-        std::process::abort();
     }
 }
 
