@@ -642,6 +642,37 @@ fn a_store_without_event_indexes_gets_the_same_events() {
     }
 }
 
+#[test]
+fn an_event_table_of_another_shape_gets_no_events_and_a_caveat() {
+    // An `event` table without the `type` column rewind reads: nothing is appended to it, the
+    // plan says so, and the repair itself goes through.
+    let (_dir, db) = fixture();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "DROP INDEX event_aggregate_type_seq_idx; ALTER TABLE event DROP COLUMN type;",
+        )
+        .unwrap();
+    let before: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM event", [], |r| r.get(0))
+        .unwrap();
+    let (code, doc) = repair(&db, &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["applied"], true);
+    assert!(
+        doc["caveats"]
+            .to_string()
+            .contains("no `message.part.updated.1` event to follow"),
+        "{doc}"
+    );
+    let after: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM event", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(after, before);
+}
+
 fn now_ms() -> i64 {
     i64::try_from(
         std::time::SystemTime::now()

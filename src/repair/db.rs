@@ -684,7 +684,9 @@ impl EventLogs {
                     [s],
                     |r| Ok(r.get::<_, i64>(0).unwrap_or(0)),
                 )
-                .optional()?;
+                .optional()
+                .ok()
+                .flatten();
             logs.logs.insert(
                 s.to_owned(),
                 seq.map(|seq| EventLog {
@@ -703,9 +705,13 @@ impl EventLogs {
         let ids = serde_json::to_string(&with_log).unwrap_or_default();
         // The latest event of each session and type (SQLite takes the bare columns from the
         // row of the `max`).
-        let mut stmt = conn.prepare(
+        // A store whose `event` table this query does not fit gets no events appended (and a
+        // caveat saying so), as before; an error reading it refuses the repair.
+        let Ok(mut stmt) = conn.prepare(
             "SELECT aggregate_id, type, max(seq), id, data FROM event WHERE aggregate_id IN (SELECT value FROM json_each(?1)) GROUP BY aggregate_id, type",
-        )?;
+        ) else {
+            return Ok(logs);
+        };
         let mut rows = stmt.query([ids])?;
         while let Some(r) = rows.next()? {
             // Whatever a column holds: a value of another type counts as none.
