@@ -653,10 +653,13 @@ fn an_event_table_of_another_shape_gets_no_events_and_a_caveat() {
             "DROP INDEX event_aggregate_type_seq_idx; ALTER TABLE event DROP COLUMN type;",
         )
         .unwrap();
-    let before: i64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT count(*) FROM event", [], |r| r.get(0))
-        .unwrap();
+    let count = || -> i64 {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT count(*) FROM event", [], |r| r.get(0))
+            .unwrap()
+    };
+    let before = count();
     let (code, doc) = repair(&db, &[]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["applied"], true);
@@ -666,11 +669,7 @@ fn an_event_table_of_another_shape_gets_no_events_and_a_caveat() {
             .contains("no `message.part.updated.1` event to follow"),
         "{doc}"
     );
-    let after: i64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT count(*) FROM event", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(after, before);
+    assert_eq!(count(), before);
 }
 
 fn now_ms() -> i64 {

@@ -384,25 +384,9 @@ fn remove_with_companions(path: &Path) {
 /// Removes `<db>.rewind-backup-….partial` files (and their companions) that a killed repair of
 /// this database left.
 fn remove_partial_backups(db: &Path) {
-    let (Some(dir), Some(name)) = (db.parent(), db.file_name().and_then(|n| n.to_str())) else {
-        return;
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let prefix = format!("{name}.rewind-backup-");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let file = e.file_name();
-        let Some(f) = file.to_str() else { continue };
-        if f.starts_with(&prefix) && f.contains(".partial") {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    super::remove_next_to(db, |name, f| {
+        f.starts_with(&format!("{name}.rewind-backup-")) && f.contains(".partial")
+    });
 }
 
 /// A backup being written: removed (with its companions) when dropped, unless kept; and on

@@ -144,20 +144,9 @@ fn write_copy(path: &Path, text: String) -> std::io::Result<PathBuf> {
 fn remove_partial_copies(path: &Path) {
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
     let prefix = format!("{}.repaired", stem.as_deref().unwrap_or("session"));
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(f) = name.to_str() else { continue };
-        if f.starts_with(&prefix) && f.contains(".json.partial-") {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    super::remove_next_to(path, |_, f| {
+        f.starts_with(&prefix) && f.contains(".json.partial-")
+    });
 }
 
 /// The export `text` with `changes` applied, pretty-printed.

@@ -177,3 +177,26 @@ pub(crate) fn sync_dir(path: &Path) {
         let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
     }
 }
+
+/// Removes the files next to `path` that `stale` picks, given `path`'s file name and each one's:
+/// what a killed repair of `path` left behind (partial backups, temporary files).
+pub(crate) fn remove_next_to(path: &Path, stale: impl Fn(&str, &str) -> bool) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let Some(f) = file.to_str() else { continue };
+        if stale(name, f) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}

@@ -1006,26 +1006,10 @@ fn backup_path(path: &Path) -> PathBuf {
 
 /// Removes `<file>.rewind-backup-….partial-*` and `<file>.rewind-tmp-*` files a killed repair left.
 fn remove_leftovers(path: &Path) {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
-        return;
-    };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let backup = format!("{name}.rewind-backup-");
-    let tmp = format!("{name}.rewind-tmp-");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let file = e.file_name();
-        let Some(f) = file.to_str() else { continue };
-        if (f.starts_with(&backup) && f.contains(".partial-")) || f.starts_with(&tmp) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    super::remove_next_to(path, |name, f| {
+        (f.starts_with(&format!("{name}.rewind-backup-")) && f.contains(".partial-"))
+            || f.starts_with(&format!("{name}.rewind-tmp-"))
+    });
 }
 
 /// The file's length and modification time: what tells that a client wrote to it.
