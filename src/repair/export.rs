@@ -18,10 +18,11 @@ use super::{Edit, Options, Scratch, SessionPlan, fault, plan, sync_dir, verify, 
 use crate::checks;
 use crate::checks::fix::Change;
 use crate::ingest::opencode_db::companion;
+use crate::ingest::stored::StoredSession;
 use crate::ingest::{Format, opencode_export};
 use crate::reconstruct::opencode as rebuild;
 use crate::replay::opencode::{Render, replay};
-use crate::source::SourceMap;
+use crate::source::{FileId, SourceMap};
 
 /// What an export repair did.
 #[derive(Debug, Default, serde::Serialize)]
@@ -52,32 +53,22 @@ pub fn output_path(path: &Path) -> PathBuf {
     }
 }
 
-/// Reads the export whose whole text is `text` and diagnoses it: the stored session the repair
-/// plans against, the findings and the analysis they came from.
-fn diagnose(
-    text: &str,
-    options: &Options,
-) -> Result<
-    (
-        crate::ingest::stored::StoredSession,
-        Vec<crate::diagnostic::Finding>,
-        crate::session::Analysis,
-    ),
-    String,
-> {
+/// Reads the session of the export whose whole text is `text`, with the source map its
+/// records' places refer to.
+fn load(text: &str) -> Result<(StoredSession, FileId, SourceMap), String> {
     let mut sources = SourceMap::new();
     let file = sources.add_file(Path::new("export"));
     let stored = opencode_export::load(text, file).map_err(|e| e.to_string())?;
-    let (findings, a) = analyse(stored.clone(), options, file, &mut sources);
-    Ok((stored, findings, a))
+    Ok((stored, file, sources))
 }
 
-/// Replays and rebuilds a stored session and runs the checks on it.
+/// Replays and rebuilds a stored session and runs the checks on it: the findings and the
+/// analysis they came from.
 fn analyse(
-    stored: crate::ingest::stored::StoredSession,
-    options: &Options,
-    file: crate::source::FileId,
+    stored: StoredSession,
+    file: FileId,
     sources: &mut SourceMap,
+    options: &Options,
 ) -> (Vec<crate::diagnostic::Finding>, crate::session::Analysis) {
     let version = stored.version.clone();
     let mut a = replay(
@@ -100,18 +91,17 @@ fn analyse(
 pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let (plan, before) = {
-        let (stored, before, analysis) = diagnose(&text, options)?;
+        let (stored, file, mut sources) = load(&text)?;
+        let (before, analysis) = analyse(stored.clone(), file, &mut sources, options);
         (plan(&stored, &analysis, &before, &options.relink), before)
     };
     if dry_run || plan.changes.is_empty() {
         return Ok(Outcome { plan, output: None });
     }
     let repaired = rewrite(text, &plan.changes)?;
-    let after = {
-        let mut sources = SourceMap::new();
-        let file = sources.add_file(Path::new("export"));
-        let stored = opencode_export::load(&repaired, file).map_err(|e| e.to_string())?;
-        analyse(stored, options, file, &mut sources).0
+    let (after, _) = {
+        let (stored, file, mut sources) = load(&repaired)?;
+        analyse(stored, file, &mut sources, options)
     };
     verify(&before, &after, &plan.fixes)?;
     let output = write_copy(path, repaired + "\n").map_err(|e| e.to_string())?;
@@ -152,9 +142,10 @@ fn remove_partial_copies(path: &Path) {
 /// The export `text` with `changes` applied, pretty-printed.
 ///
 /// Message by message ([`Rewritten`]): only one message is parsed at a time, not the whole
-/// document, which took about 14 times the text's size. Plans that change a message's id (none
-/// of rewind's do today) and documents that are not an object go through [`apply`] on the whole
-/// parsed document; both ways write the same bytes.
+/// document, which took about 14 times the text's size, and a message's changes are applied
+/// together (runs of inserts merged in at once), not searched for one by one. Plans that change
+/// a message's id (none of rewind's do today) go through [`apply`] on the whole parsed document,
+/// as does a text that is not a JSON object (to the same error); both ways write the same bytes.
 fn rewrite(text: String, changes: &[Change]) -> Result<String, String> {
     if !renames(changes)
         && let Ok(top) = serde_json::from_str::<Top>(&text)
@@ -264,46 +255,15 @@ impl serde::Serialize for Rewritten<'_> {
     }
 }
 
-/// Applies `changes` in order to an export's messages: each goes to the first message of its
-/// message id. Changes of different messages commute, so they are applied message by message,
-/// found through an index rather than a search each (which made a repair of many messages
-/// quadratic); a run of inserted parts into a message whose parts are in id order is merged in
-/// at once, as inserting them one by one would place them (one message of many merged steps
-/// made that quadratic too). A change of a message's id, which would move later changes to
-/// another message, is applied one change at a time, as written.
+/// Applies `changes` in order to an export's messages, each to the first message of its id at
+/// that point (a change of a message's id moves later changes to another message): the
+/// definition [`Rewritten`] follows when no change renames a message, one search per change.
 fn apply(messages: &mut [Value], changes: &[Change]) {
-    if renames(changes) {
-        for change in changes {
-            if let Some(m) =
-                (messages.iter_mut()).find(|m| m["info"]["id"] == change.message_id.as_str())
-            {
-                apply_one(m, change);
-            }
-        }
-        return;
-    }
-    let mut first: crate::FastMap<&str, usize> = crate::FastMap::default();
-    for (i, m) in messages.iter().enumerate() {
-        if let Some(id) = m["info"]["id"].as_str() {
-            first.entry(id).or_insert(i);
-        }
-    }
-    let mut by_message: Vec<(usize, Vec<&Change>)> = Vec::new();
-    let mut slot: crate::FastMap<usize, usize> = crate::FastMap::default();
     for change in changes {
-        let Some(&mi) = first.get(change.message_id.as_str()) else {
-            continue;
-        };
-        let k = *slot.entry(mi).or_insert_with(|| {
-            by_message.push((mi, Vec::new()));
-            by_message.len() - 1
-        });
-        by_message[k].1.push(change);
-    }
-    drop(first);
-    for (mi, changes) in by_message {
-        if let Some(m) = messages.get_mut(mi) {
-            apply_to_message(m, &changes);
+        if let Some(m) =
+            (messages.iter_mut()).find(|m| m["info"]["id"] == change.message_id.as_str())
+        {
+            apply_one(m, change);
         }
     }
 }
@@ -471,16 +431,8 @@ mod tests {
                 })
                 .collect();
             let original = messages.clone();
-            let mut expected = messages.clone();
-            for change in &changes {
-                if let Some(m) =
-                    (expected.iter_mut()).find(|m| m["info"]["id"] == change.message_id.as_str())
-                {
-                    apply_one(m, change);
-                }
-            }
-            apply(&mut messages, &changes);
-            assert_eq!(messages, expected, "round {round}");
+            let mut expected = messages;
+            apply(&mut expected, &changes);
             // Written message by message: the same bytes as the whole document changed and
             // written out, whatever the input's layout and other members.
             let doc = |messages: Vec<Value>| json!({"info": {"id": "ses", "title": "t"}, "messages": messages, "extra": [{}, []]});
