@@ -596,12 +596,14 @@ impl<R: BufRead> AgentLogReader<R> {
             let done = match input.fill_buf() {
                 Ok(available) => {
                     let window = available.get(..self.piece).unwrap_or(available);
-                    match memchr::memchr(b'\n', window) {
-                        Some(i) => {
+                    // One look finds the line's end and any NUL byte before it, which `line`
+                    // then need not look for; a line with one is left to the other path.
+                    match memchr::memchr2(b'\n', 0, window) {
+                        Some(i) if window.get(i) == Some(&b'\n') => {
                             let line = window.get(..=i).unwrap_or_default();
-                            Some((self.line(line, true, 0), i + 1))
+                            Some((self.line_without_nul(line), i + 1))
                         }
-                        None => None,
+                        _ => None,
                     }
                 }
                 // Left to `read_piece`, which retries an interruption and reports the rest.
@@ -639,6 +641,23 @@ impl<R: BufRead> AgentLogReader<R> {
         has_newline: bool,
         carried: usize,
     ) -> Result<usize, IngestError> {
+        self.line_checked(line, has_newline, carried, true)
+    }
+
+    /// [`Self::line`] of a whole line (with its newline) known to hold no NUL byte.
+    fn line_without_nul(&mut self, line: &[u8]) -> Result<usize, IngestError> {
+        self.line_checked(line, true, 0, false)
+    }
+
+    /// [`Self::line`], looking for NUL bytes if `nul`.
+    #[inline(always)]
+    fn line_checked(
+        &mut self,
+        line: &[u8],
+        has_newline: bool,
+        carried: usize,
+        nul: bool,
+    ) -> Result<usize, IngestError> {
         let n = line.len();
         // Cut before the end of its line: more of the line follows.
         let partial = !has_newline && n > carried && n >= self.piece;
@@ -672,7 +691,7 @@ impl<R: BufRead> AgentLogReader<R> {
             ));
             content_len = e.valid_up_to();
         }
-        if let Some(k) = memchr::memchr(0, &line[..content_len]) {
+        if nul && let Some(k) = memchr::memchr(0, &line[..content_len]) {
             return Err(IngestError::Binary {
                 offset: start + k as u64,
                 line: self.line_no,
@@ -1561,5 +1580,19 @@ mod tests {
             r.find_map(Result::err),
             Some(IngestError::Binary { offset: 1, line: 1 })
         ));
+        // A NUL on a later line, in the same buffer as a whole line read where it is: the first
+        // line is read, the NUL reported where it is (before and after a bad character).
+        for (log, offset) in [
+            (&b"{\"a\":1}\nxy\0\xff\n"[..], 10),
+            (&b"{\"a\":1}\nx\xffy\0\n"[..], 11),
+        ] {
+            let mut r = AgentLogReader::new(log, FileId(0));
+            assert!(matches!(r.next(), Some(Ok(LogRecord::Json(_)))));
+            let err = r.find_map(Result::err);
+            assert!(
+                matches!(err, Some(IngestError::Binary { offset: o, line: 2 }) if o == offset),
+                "{err:?}"
+            );
+        }
     }
 }

@@ -506,17 +506,26 @@ enum PeekKey {
     Other,
 }
 
+/// What `key` tells the light readings. This runs on every key of every light record: the length
+/// picks the candidates, compared as fixed-size arrays (a word or two at once), not by `memcmp`.
 fn peek_key(key: &str) -> PeekKey {
-    match key {
-        "type" => PeekKey::Field(0),
-        "level" => PeekKey::Field(1),
-        "service" => PeekKey::Field(2),
-        "message" => PeekKey::Field(3),
-        "sessionID" => PeekKey::Field(4),
-        "providerID" => PeekKey::Field(5),
-        "modelID" => PeekKey::Field(6),
-        "rawModel" => PeekKey::Field(7),
-        "part" | "log" | "session_id" | "providerMetadata" => PeekKey::RuledOut,
+    fn is<const N: usize>(k: &[u8], word: &[u8; N]) -> bool {
+        k.first_chunk::<N>() == Some(word)
+    }
+    let k = key.as_bytes();
+    match k.len() {
+        3 if is(k, b"log") => PeekKey::RuledOut,
+        4 if is(k, b"type") => PeekKey::Field(0),
+        4 if is(k, b"part") => PeekKey::RuledOut,
+        5 if is(k, b"level") => PeekKey::Field(1),
+        7 if is(k, b"service") => PeekKey::Field(2),
+        7 if is(k, b"message") => PeekKey::Field(3),
+        7 if is(k, b"modelID") => PeekKey::Field(6),
+        8 if is(k, b"rawModel") => PeekKey::Field(7),
+        9 if is(k, b"sessionID") => PeekKey::Field(4),
+        10 if is(k, b"providerID") => PeekKey::Field(5),
+        10 if is(k, b"session_id") => PeekKey::RuledOut,
+        16 if is(k, b"providerMetadata") => PeekKey::RuledOut,
         _ => PeekKey::Other,
     }
 }
@@ -3175,6 +3184,57 @@ mod tests {
                 assert_ne!(slim(part.clone()), part, "{part}");
             }
         }
+    }
+
+    /// The keys the light readings look for are told apart as a match on the whole key tells
+    /// them: the keys themselves, and every one-byte mutation of them.
+    #[test]
+    fn peek_key_knows_its_keys_and_nothing_else() {
+        let reference = |key: &str| match key {
+            "type" => Some(0),
+            "level" => Some(1),
+            "service" => Some(2),
+            "message" => Some(3),
+            "sessionID" => Some(4),
+            "providerID" => Some(5),
+            "modelID" => Some(6),
+            "rawModel" => Some(7),
+            "part" | "log" | "session_id" | "providerMetadata" => Some(8),
+            _ => None,
+        };
+        let got = |key: &str| match peek_key(key) {
+            PeekKey::Field(i) => Some(i),
+            PeekKey::RuledOut => Some(8),
+            PeekKey::Other => None,
+        };
+        let keys = [
+            "type",
+            "level",
+            "service",
+            "message",
+            "sessionID",
+            "providerID",
+            "modelID",
+            "rawModel",
+            "part",
+            "log",
+            "session_id",
+            "providerMetadata",
+            "",
+            "t",
+            "types",
+            "messages",
+            "providerMetadat",
+        ];
+        let mut known = 0;
+        for seed in keys {
+            for key in std::iter::once(seed.to_owned()).chain(crate::text::one_byte_mutations(seed))
+            {
+                assert_eq!(got(&key), reference(&key), "{key:?}");
+                known += usize::from(reference(&key).is_some());
+            }
+        }
+        assert!(known >= 12, "{known}");
     }
 
     /// The look for retry words finds what a search of the lower-case copy finds.
