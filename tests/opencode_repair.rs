@@ -25,6 +25,14 @@ fn fixture() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// Runs `batch` (SQL statements) on the database at `db`.
+fn sql(db: &Path, batch: &str) {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute_batch(batch)
+        .unwrap();
+}
+
 /// Every table's rows, as text, in a stable order.
 fn dump(db: &Path) -> Vec<String> {
     let conn =
@@ -584,19 +592,15 @@ fn a_store_without_event_indexes_gets_the_same_events() {
     let (_a, indexed) = fixture();
     let (_b, bare) = fixture();
     for db in [&indexed, &bare] {
-        rusqlite::Connection::open(db)
-            .unwrap()
-            .execute_batch(
-                "INSERT INTO event (id, aggregate_id, seq, created, type, data) SELECT 'evt_late', aggregate_id, seq + 5, 1, 'session.updated', '{}' FROM event_sequence WHERE aggregate_id = 'ses_crash';",
-            )
-            .unwrap();
+        sql(
+            db,
+            "INSERT INTO event (id, aggregate_id, seq, created, type, data) SELECT 'evt_late', aggregate_id, seq + 5, 1, 'session.updated', '{}' FROM event_sequence WHERE aggregate_id = 'ses_crash';",
+        );
     }
-    rusqlite::Connection::open(&bare)
-        .unwrap()
-        .execute_batch(
-            "DROP INDEX event_aggregate_seq_idx; DROP INDEX event_aggregate_type_seq_idx;",
-        )
-        .unwrap();
+    sql(
+        &bare,
+        "DROP INDEX event_aggregate_seq_idx; DROP INDEX event_aggregate_type_seq_idx;",
+    );
     let before = events(&indexed);
     for db in [&indexed, &bare] {
         let (code, doc) = repair(db, &[]);
@@ -647,12 +651,10 @@ fn an_event_table_of_another_shape_gets_no_events_and_a_caveat() {
     // An `event` table without the `type` column rewind reads: nothing is appended to it, the
     // plan says so, and the repair itself goes through.
     let (_dir, db) = fixture();
-    rusqlite::Connection::open(&db)
-        .unwrap()
-        .execute_batch(
-            "DROP INDEX event_aggregate_type_seq_idx; ALTER TABLE event DROP COLUMN type;",
-        )
-        .unwrap();
+    sql(
+        &db,
+        "DROP INDEX event_aggregate_type_seq_idx; ALTER TABLE event DROP COLUMN type;",
+    );
     let count = || -> i64 {
         rusqlite::Connection::open(&db)
             .unwrap()
@@ -687,13 +689,13 @@ fn a_session_opencode_is_writing_is_refused_unless_forced() {
     let (dir, db) = fixture();
     // ses_crash's reply is open (no completion time); make its newest part a few seconds old,
     // as while OpenCode streams into it.
-    rusqlite::Connection::open(&db)
-        .unwrap()
-        .execute(
-            "UPDATE part SET time_updated = ?1 WHERE session_id = 'ses_crash'",
-            [now_ms() - 3_000],
-        )
-        .unwrap();
+    sql(
+        &db,
+        &format!(
+            "UPDATE part SET time_updated = {} WHERE session_id = 'ses_crash'",
+            now_ms() - 3_000
+        ),
+    );
     let original = dump(&db);
 
     let out = rewind().arg("repair").arg(&db).output().unwrap();
@@ -743,13 +745,13 @@ fn a_session_opencode_is_writing_is_refused_unless_forced() {
 #[test]
 fn an_open_reply_silent_for_longer_than_the_window_is_repaired() {
     let (_dir, db) = fixture();
-    rusqlite::Connection::open(&db)
-        .unwrap()
-        .execute(
-            "UPDATE part SET time_updated = ?1 WHERE session_id = 'ses_crash'",
-            [now_ms() - 11 * 60 * 1000],
-        )
-        .unwrap();
+    sql(
+        &db,
+        &format!(
+            "UPDATE part SET time_updated = {} WHERE session_id = 'ses_crash'",
+            now_ms() - 11 * 60 * 1000
+        ),
+    );
     let (code, doc) = repair(&db, &[]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["applied"], true);
