@@ -109,9 +109,9 @@ pub(crate) fn special(b: &[u8], mut i: usize) -> Option<usize> {
 ///
 /// Long strings (a tool's output, a file's text) are mostly plain text with an escape every few
 /// dozen bytes (`\n`, `\"`): they are read 64 bytes at a time, from masks of the quotes,
-/// backslashes and control bytes of each block, and an escape costs a few bit operations rather
-/// than a new scan. The last bytes before `b`'s end (less than a block) are read with
-/// [`special`]. [`string_end_bytewise`] is the reference the tests hold this to.
+/// backslashes and control bytes of each block (see [`long_string_end`]), and an escape costs a
+/// few bit operations rather than a new scan. [`string_end_bytewise`] is the reference the tests
+/// hold this to.
 #[inline(always)]
 pub(crate) fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     // Most strings are short (keys, ids, names, timestamps) and plain: their end is in their
@@ -129,9 +129,116 @@ pub(crate) fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     long_string_end(b, start)
 }
 
-/// [`string_end`] for a string that is long or has escapes.
+/// [`string_end`] for a string that is long or has escapes, a block of 64 bytes at a time
+/// whatever its escapes: which bytes are escaped is worked out from the block's backslashes at
+/// once ([`escaped_by`]), and the end is its first quote or control byte that is not. Each escape
+/// before the end is then checked (one table look-up each); a `\u` escape, whose four digits must
+/// be checked too, leaves the string to [`string_end_by_escape`]. The last bytes of `b` (less
+/// than a block) are read one special byte at a time.
 #[inline(never)]
 fn long_string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    let mut i = start;
+    let mut escaped = false;
+    // Whether the next block's first byte is escaped (by a backslash that ended the last one).
+    let mut carry = 0u64;
+    while let Some(block) = b.get(i..i + 64) {
+        let (stop, backslash) = string_masks(block);
+        let ends = if backslash | carry == 0 {
+            stop
+        } else {
+            let by_escape = escaped_by(backslash, &mut carry);
+            let ends = stop & !by_escape;
+            // The bits before the end (all of them when the string goes on).
+            let before = match ends {
+                0 => !0,
+                _ => (ends & ends.wrapping_neg()) - 1,
+            };
+            let mut check = by_escape & before;
+            while check != 0 {
+                match ESCAPE[usize::from(block[check.trailing_zeros() as usize])] {
+                    Escape::Short => {}
+                    Escape::Unicode => return string_end_by_escape(b, start),
+                    Escape::Invalid => return None,
+                }
+                check &= check - 1;
+            }
+            // (A byte escaped from the block before was counted there.)
+            escaped |= (backslash & before) != 0;
+            ends
+        };
+        if ends != 0 {
+            let k = i + ends.trailing_zeros() as usize;
+            return (b.get(k) == Some(&b'"')).then_some((k, escaped));
+        }
+        i += 64;
+    }
+    // The last bytes (less than a block), one special byte at a time.
+    if carry != 0 {
+        match ESCAPE[usize::from(*b.get(i)?)] {
+            Escape::Short => i += 1,
+            Escape::Unicode => return string_end_by_escape(b, start),
+            Escape::Invalid => return None,
+        }
+    }
+    loop {
+        i = special(b, i)?;
+        match b.get(i)? {
+            b'"' => return Some((i, escaped)),
+            b'\\' => {
+                escaped = true;
+                i = escape_end(b, i)?;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// What may follow a backslash in a string [`string_end`] takes.
+#[derive(Clone, Copy)]
+enum Escape {
+    /// `"`, `\\`, `/`, `b`, `f`, `n`, `r`, `t`: two bytes in all.
+    Short,
+    /// `u`, and four hex digits to check.
+    Unicode,
+    Invalid,
+}
+
+/// [`Escape`] of each byte.
+static ESCAPE: [Escape; 256] = {
+    let mut table = [Escape::Invalid; 256];
+    let short = b"\"\\/bfnrt";
+    let mut k = 0;
+    while k < short.len() {
+        table[short[k] as usize] = Escape::Short;
+        k += 1;
+    }
+    table[b'u' as usize] = Escape::Unicode;
+    table
+};
+
+/// The bytes of a 64-byte block, other than backslashes, that a backslash escapes, from the mask
+/// of its backslashes: a run of backslashes escapes the byte after it when its length is odd
+/// (`\\` is one escaped backslash, `\\\` then escapes what follows). `carry` says
+/// whether the block's first byte is escaped (a run ended the block before), and is set to
+/// whether the next block's is.
+fn escaped_by(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let first = *carry & 1;
+    // An escaped backslash starts no run.
+    let b = backslash & !first;
+    let starts = b & !(b << 1);
+    // Adding a run's first bit to the run carries past its last: the bit after it is set, the
+    // run cleared. A run of odd length that starts on an even bit ends before an odd one, and
+    // the other way round; a run that reaches the block's end carries out of it.
+    let after_even = b.wrapping_add(starts & EVEN) & !b;
+    let (odd_sum, out) = b.overflowing_add(starts & !EVEN);
+    let after_odd = odd_sum & !b;
+    *carry = u64::from(out);
+    (after_even & !EVEN) | (after_odd & EVEN) | (first & !backslash)
+}
+
+/// [`string_end`] one escape at a time, from blocks of masks, for a string with a `\u` escape.
+fn string_end_by_escape(b: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut i = start;
     let mut escaped = false;
     'blocks: while let Some(block) = b.get(i..i + 64) {
@@ -639,6 +746,51 @@ mod tests {
                     string_end_bytewise(&bytes, start),
                     "{:?} from {start}",
                     String::from_utf8_lossy(&bytes)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn escaped_bytes_are_found_a_block_at_a_time() {
+        // Byte by byte: a backslash not itself escaped escapes the byte after it (only bytes
+        // other than backslashes are asked for).
+        fn reference(backslash: u64, carry_in: u64) -> (u64, u64) {
+            let (mut escaped, mut pending) = (0, carry_in == 1);
+            for bit in 0..64 {
+                if pending {
+                    escaped |= 1 << bit;
+                    pending = false;
+                } else if backslash >> bit & 1 == 1 {
+                    pending = true;
+                }
+            }
+            (escaped & !backslash, u64::from(pending))
+        }
+        let mut next = crate::text::xorshift(0x9E37_79B9_7F4A_7C15);
+        for round in 0..20_000 {
+            // Sparse, dense and long runs of backslashes.
+            let mut mask = 0u64;
+            for _ in 0..next(if round % 2 == 0 { 8 } else { 40 }) {
+                let run = next(if round % 5 == 0 { 64 } else { 6 }) + 1;
+                mask |= (u64::MAX >> (64 - run.min(64))) << next(64);
+            }
+            for carry_in in [0, 1] {
+                let mut carry = carry_in;
+                let escaped = escaped_by(mask, &mut carry);
+                assert_eq!(
+                    (escaped, carry),
+                    reference(mask, carry_in),
+                    "{mask:064b} carry {carry_in}"
+                );
+            }
+        }
+        for mask in [0, u64::MAX, 1, 1 << 63, 0x5555_5555_5555_5555, !1] {
+            for carry_in in [0, 1] {
+                let mut carry = carry_in;
+                assert_eq!(
+                    (escaped_by(mask, &mut carry), carry),
+                    reference(mask, carry_in)
                 );
             }
         }
