@@ -555,6 +555,7 @@ struct Peek<'a> {
 impl<'a> Peek<'a> {
     /// Sets the field of index `field` (in [`peek_key`]'s order) as the flat readings read it:
     /// `value` is a string's contents, `None` another plain value.
+    #[inline(always)]
     fn set(&mut self, field: usize, value: Option<&'a str>) {
         let lenient = Lenient(value.map(std::borrow::Cow::Borrowed));
         match field {
@@ -933,19 +934,27 @@ fn light(text: &str) -> Option<Light> {
 }
 
 /// Whether a logger message speaks of a retry or a sleep (in ASCII letters of any case), what
-/// `apply_log` looks for: one pass over the message, without a copy (messages are short).
+/// `apply_log` looks for: one pass over the message, without a copy (messages are short). Each
+/// word's first four letters are compared at once: `| 0x20` lowers an ASCII letter (and makes
+/// no other byte a letter), so four bytes lowered match a word's four lower-case letters only
+/// when they are those letters in any case.
 fn mentions_retry(message: &str) -> bool {
+    const RETR: u32 = u32::from_le_bytes(*b"retr");
+    const WILL: u32 = u32::from_le_bytes(*b"will");
+    const SLEE: u32 = u32::from_le_bytes(*b"slee");
     let b = message.as_bytes();
     let at = |i: usize, word: &[u8]| {
         b.get(i..i + word.len())
             .is_some_and(|w| w.eq_ignore_ascii_case(word))
     };
-    // `| 0x20` is the lower case of an ASCII letter (and of no other byte but itself).
-    (0..b.len()).any(|i| match b[i] | 0x20 {
-        b'r' => at(i, b"retry-after") || at(i, b"retrying"),
-        b'w' => at(i, b"will retry"),
-        b's' => at(i, b"sleep"),
-        _ => false,
+    // Every word has at least five letters.
+    b.windows(5).enumerate().any(|(i, w)| {
+        match u32::from_le_bytes([w[0], w[1], w[2], w[3]]) | 0x2020_2020 {
+            RETR => at(i, b"retry-after") || at(i, b"retrying"),
+            WILL => at(i, b"will retry"),
+            SLEE => w[4] | 0x20 == b'p',
+            _ => false,
+        }
     })
 }
 
@@ -1037,12 +1046,19 @@ fn part_event(rec: &RecordView<'_>) -> Option<PartEvent> {
     let span = |r: Option<(usize, usize)>| r.map(|(s, e)| rec.span_of(s, e));
     let step = match &*ty {
         "step_finish" => {
-            // Small values (a reason, a token count object), read as `ready` reads them.
-            let value = |r| match raw(r) {
-                Some(raw) => serde_json::from_str::<Value>(raw).ok().map(Some),
-                None => Some(None),
+            // Small values (a reason, a token count object, model ids), read as `ready` reads
+            // them, without building a `Value` where it can.
+            let reason = match raw(members.reason) {
+                None | Some("null") => (String::new(), false),
+                Some(raw) => match crate::model::read::json_str(raw) {
+                    Some(reason) => (reason.into_owned(), false),
+                    None => reason_of(Some(&serde_json::from_str::<Value>(raw).ok()?)),
+                },
             };
-            let (reason, model) = (value(members.reason)?, value(members.model)?);
+            let model = match raw(members.model) {
+                Some(raw) => serde_json::from_str::<ModelIds>(raw).ok()?,
+                None => ModelIds::default(),
+            };
             let zero_usage = match raw(members.tokens) {
                 Some(raw) => usage_total_of(raw)? == 0,
                 None => true,
@@ -1050,11 +1066,11 @@ fn part_event(rec: &RecordView<'_>) -> Option<PartEvent> {
             let read = StepRead {
                 message_id: &part.message_id,
                 part_id: &part.id,
-                reason: reason.as_ref(),
+                reason,
                 reason_span: span(members.reason),
                 zero_usage,
                 tokens_span: span(members.tokens),
-                model: model.as_ref(),
+                model,
             };
             Some(Box::new(read.finish()))
         }
@@ -1130,13 +1146,104 @@ fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
     let read = StepRead {
         message_id: s("messageID"),
         part_id: s("id"),
-        reason: part.get("reason"),
+        reason: reason_of(part.get("reason")),
         reason_span: rec.locate(&["part".into(), "reason".into()]),
         zero_usage: part.get("tokens").is_none_or(|t| usage_total(t) == 0),
         tokens_span: rec.locate(&["part".into(), "tokens".into()]),
-        model: part.get("model"),
+        model: ModelIds::of(part.get("model")),
     };
     read.finish()
+}
+
+/// A step's reason as kept, and whether it was not a string (it is then kept as JSON).
+fn reason_of(reason: Option<&Value>) -> (String, bool) {
+    match reason {
+        Some(Value::String(r)) => (r.clone(), false),
+        Some(Value::Null) | None => (String::new(), false),
+        Some(other) => (other.to_string(), true),
+    }
+}
+
+/// The model ids of a `step_finish`'s `model`: its `requestedModelID` and `respondedModelID`
+/// when they are strings, and nothing of any other value. Read from the text (by
+/// `part_event`) as from a `Value` (by `ready`): a key written twice counts as its last value,
+/// as in a `Value`.
+#[derive(Debug, Default, PartialEq)]
+struct ModelIds {
+    requested: Option<String>,
+    responded: Option<String>,
+}
+
+impl ModelIds {
+    fn of(model: Option<&Value>) -> Self {
+        let id = |k: &str| {
+            model
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        ModelIds {
+            requested: id("requestedModelID"),
+            responded: id("respondedModelID"),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ModelIds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ModelIds;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ModelIds, A::Error> {
+                let mut ids = ModelIds::default();
+                while let Some(Lenient(key)) = map.next_key::<Lenient<'de>>()? {
+                    let slot = match key.as_deref() {
+                        Some("requestedModelID") => &mut ids.requested,
+                        Some("respondedModelID") => &mut ids.responded,
+                        _ => {
+                            map.next_value_seed(Discard)?;
+                            continue;
+                        }
+                    };
+                    let Lenient(id) = map.next_value()?;
+                    *slot = id.map(std::borrow::Cow::into_owned);
+                }
+                Ok(ids)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<ModelIds, A::Error> {
+                while a.next_element_seed(Discard)?.is_some() {}
+                Ok(ModelIds::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<ModelIds, E> {
+                Ok(ModelIds::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<ModelIds, E> {
+                Ok(ModelIds::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<ModelIds, E> {
+                Ok(ModelIds::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<ModelIds, E> {
+                Ok(ModelIds::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<ModelIds, E> {
+                Ok(ModelIds::default())
+            }
+            fn visit_unit<E>(self) -> Result<ModelIds, E> {
+                Ok(ModelIds::default())
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// The members of a `step_finish`'s part a [`crate::session::StepFinish`] is made of, however
@@ -1144,29 +1251,20 @@ fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
 struct StepRead<'a> {
     message_id: &'a str,
     part_id: &'a str,
-    reason: Option<&'a Value>,
+    /// See [`reason_of`].
+    reason: (String, bool),
     /// Where the reason is.
     reason_span: Option<Span>,
     /// Every token count is zero, or there are none.
     zero_usage: bool,
     /// Where the token counts are.
     tokens_span: Option<Span>,
-    model: Option<&'a Value>,
+    model: ModelIds,
 }
 
 impl StepRead<'_> {
     fn finish(self) -> crate::session::StepFinish {
-        let (reason, reason_not_string) = match self.reason {
-            Some(Value::String(r)) => (r.clone(), false),
-            Some(Value::Null) | None => (String::new(), false),
-            Some(other) => (other.to_string(), true),
-        };
-        let model_s = |k: &str| {
-            (self.model)
-                .and_then(|m| m.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
+        let (reason, reason_not_string) = self.reason;
         crate::session::StepFinish {
             message_id: self.message_id.to_owned(),
             part_id: self.part_id.to_owned(),
@@ -1175,8 +1273,8 @@ impl StepRead<'_> {
             reason_span: self.reason_span,
             zero_usage: self.zero_usage,
             tokens_span: self.tokens_span.map(|t| t.head()),
-            requested_model: model_s("requestedModelID"),
-            responded_model: model_s("respondedModelID"),
+            requested_model: self.model.requested,
+            responded_model: self.model.responded,
         }
     }
 }
@@ -3593,6 +3691,12 @@ mod tests {
             r#"{"type":"step_finish","sessionID":"ses_1","part":{"id":"prt_3","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"requestedModelID":"a","respondedModelID":"b"}},"level":"info"}"#,
             "{ \"type\" : \"step_finish\",\n \"part\": {\"type\":\"step-finish\",\"id\":\"p\\u00e9\",\"messageID\":\"m\",\"sessionID\":\"s\",\"reason\":\"st\\nop\",\"cost\":0.5,\"tokens\":{\"input\":1,\"output\":2,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0}}}, \"sessionID\": \"ses_é\" }",
             "{\"type\":\"step_finish\",\"part\" : { \"reason\" : \"length\" , \"id\" : \"prt_9\", \"type\" : \"step-finish\", \"sessionID\":\"ses_9\",\"messageID\":\"msg_9\", \"model\" : {\"requestedModelID\":\"m1\", \"respondedModelID\" : \"m2\"}, \"cost\" : 1.5 , \"tokens\" : { \"input\" : 3, \"output\":4,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0} } } , \"sessionID\":\"ses_9\"}",
+            // Models of every shape (a key written twice counts as its last value), an escaped
+            // reason.
+            r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"requestedModelID":"a","requestedModelID":"b","respondedModelID":5,"x":[1,{"y":null}]}}}"#,
+            r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"length","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":"opencode/x"}}"#,
+            r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":[{"requestedModelID":"a"}]}}"#,
+            r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"a\"b","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"respondedModelID":"m\u00e9","requestedModelID":null}}}"#,
             // Tool, text and reasoning events of a real log.
             r#"{"type":"tool_use","timestamp":1774872162685,"sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","part":{"id":"prt_0000d3e9ff17b001n5aezfoA0LPbIK","sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","messageID":"msg_0000d3e9fcc06001VD5n7TeV1J94hI","type":"tool","callID":"call_function_7h2yanagmomm_1","tool":"bash","state":{"status":"pending","input":{},"raw":""}}}"#,
             r#"{"type":"tool_use","timestamp":1774872215835,"sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","part":{"id":"prt_0000d3ea0c050001M4O7kbREQ0fpjm","sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","messageID":"msg_0000d3ea0adb0001Krbkwq2lpK0suw","type":"tool","callID":"call_function_dsio76bonyjn_1","tool":"grep","state":{"status":"completed","input":{"pattern":"ACAD_GROUP","include":"*.pas"},"output":"No files found","title":"ACAD_GROUP","metadata":{"matches":0,"truncated":false},"time":{"start":1774872215812,"end":1774872215834}}}}"#,
