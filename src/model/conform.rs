@@ -180,6 +180,13 @@ fn long_string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
             Escape::Invalid => return None,
         }
     }
+    last_bytes_end(b, i, escaped)
+}
+
+/// The end of a string read from `i` (not inside an escape) to `b`'s end, one special byte at a
+/// time: what [`long_string_end`] and [`string_end_by_escape`] do with the last bytes, less
+/// than a block. `escaped` says whether an escape came before `i`.
+fn last_bytes_end(b: &[u8], mut i: usize, mut escaped: bool) -> Option<(usize, bool)> {
     loop {
         i = special(b, i)?;
         match b.get(i)? {
@@ -266,17 +273,7 @@ fn string_end_by_escape(b: &[u8], start: usize) -> Option<(usize, bool)> {
             continue 'blocks;
         }
     }
-    loop {
-        i = special(b, i)?;
-        match b.get(i)? {
-            b'"' => return Some((i, escaped)),
-            b'\\' => {
-                escaped = true;
-                i = escape_end(b, i)?;
-            }
-            _ => return None,
-        }
-    }
+    last_bytes_end(b, i, escaped)
 }
 
 /// The index after the escape whose backslash is at `i`, if it is one serde_json reads as
