@@ -1167,7 +1167,8 @@ fn reason_of(reason: Option<&Value>) -> (String, bool) {
 /// The model ids of a `step_finish`'s `model`: its `requestedModelID` and `respondedModelID`
 /// when they are strings, and nothing of any other value. Read from the text (by
 /// `part_event`) as from a `Value` (by `ready`): a key written twice counts as its last value,
-/// as in a `Value`.
+/// as in a `Value`. Only an object is read from the text; a model of another shape (none seen
+/// in a real log) fails there, and `part_event` leaves the record to `ready`.
 #[derive(Debug, Default, PartialEq)]
 struct ModelIds {
     requested: Option<String>,
@@ -1195,7 +1196,7 @@ impl<'de> serde::Deserialize<'de> for ModelIds {
         impl<'de> serde::de::Visitor<'de> for V {
             type Value = ModelIds;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
+                f.write_str("a JSON object")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
@@ -1216,33 +1217,8 @@ impl<'de> serde::Deserialize<'de> for ModelIds {
                 }
                 Ok(ids)
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut a: A,
-            ) -> Result<ModelIds, A::Error> {
-                while a.next_element_seed(Discard)?.is_some() {}
-                Ok(ModelIds::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<ModelIds, E> {
-                Ok(ModelIds::default())
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<ModelIds, E> {
-                Ok(ModelIds::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<ModelIds, E> {
-                Ok(ModelIds::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<ModelIds, E> {
-                Ok(ModelIds::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<ModelIds, E> {
-                Ok(ModelIds::default())
-            }
-            fn visit_unit<E>(self) -> Result<ModelIds, E> {
-                Ok(ModelIds::default())
-            }
         }
-        d.deserialize_any(V)
+        d.deserialize_map(V)
     }
 }
 
@@ -3691,11 +3667,8 @@ mod tests {
             r#"{"type":"step_finish","sessionID":"ses_1","part":{"id":"prt_3","sessionID":"ses_1","messageID":"msg_1","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"requestedModelID":"a","respondedModelID":"b"}},"level":"info"}"#,
             "{ \"type\" : \"step_finish\",\n \"part\": {\"type\":\"step-finish\",\"id\":\"p\\u00e9\",\"messageID\":\"m\",\"sessionID\":\"s\",\"reason\":\"st\\nop\",\"cost\":0.5,\"tokens\":{\"input\":1,\"output\":2,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0}}}, \"sessionID\": \"ses_é\" }",
             "{\"type\":\"step_finish\",\"part\" : { \"reason\" : \"length\" , \"id\" : \"prt_9\", \"type\" : \"step-finish\", \"sessionID\":\"ses_9\",\"messageID\":\"msg_9\", \"model\" : {\"requestedModelID\":\"m1\", \"respondedModelID\" : \"m2\"}, \"cost\" : 1.5 , \"tokens\" : { \"input\" : 3, \"output\":4,\"reasoning\":0,\"cache\":{\"read\":0,\"write\":0} } } , \"sessionID\":\"ses_9\"}",
-            // Models of every shape (a key written twice counts as its last value), an escaped
-            // reason.
+            // Models whose keys repeat (the last counts) or are escaped, an escaped reason.
             r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"requestedModelID":"a","requestedModelID":"b","respondedModelID":5,"x":[1,{"y":null}]}}}"#,
-            r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"length","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":"opencode/x"}}"#,
-            r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":[{"requestedModelID":"a"}]}}"#,
             r#"{"type":"step_finish","part":{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"a\"b","cost":0,"tokens":{"input":0,"output":0,"reasoning":0,"cache":{"read":0,"write":0}},"model":{"respondedModelID":"m\u00e9","requestedModelID":null}}}"#,
             // Tool, text and reasoning events of a real log.
             r#"{"type":"tool_use","timestamp":1774872162685,"sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","part":{"id":"prt_0000d3e9ff17b001n5aezfoA0LPbIK","sessionID":"ses_00002c160341bffe1NPdaoYQqSbTsz","messageID":"msg_0000d3e9fcc06001VD5n7TeV1J94hI","type":"tool","callID":"call_function_7h2yanagmomm_1","tool":"bash","state":{"status":"pending","input":{},"raw":""}}}"#,
@@ -3742,6 +3715,26 @@ mod tests {
             }
         }
         assert!(fast * 4 > all, "{fast} of {all}");
+        // A model that is not an object is left to the full reading, which reads no ids from it.
+        for model in [
+            r#""opencode/x""#,
+            r#"[{"requestedModelID":"a"}]"#,
+            "null",
+            "7",
+        ] {
+            let text = format!(
+                r#"{{"type":"step_finish","part":{{"id":"p","sessionID":"s","messageID":"m","type":"step-finish","reason":"stop","cost":0,"tokens":{{"input":0,"output":0,"reasoning":0,"cache":{{"read":0,"write":0}}}},"model":{model}}}}}"#
+            );
+            let Some((None, Ready::Part(slow))) = both_ways(&text) else {
+                panic!("read from its text, or not as a part event: {text}");
+            };
+            let step = slow.step.expect("a step_finish's step");
+            assert_eq!(
+                (step.requested_model, step.responded_model),
+                (None, None),
+                "{text}"
+            );
+        }
     }
 
     /// The total read from a token object's text is the total of its value, or `None` where an
