@@ -187,8 +187,10 @@ fn forgetting_changes_no_finding_on_mutated_logs() {
             forgot += usize::from(did);
         }
     }
+    // The project's own logs give about 900 mutations; the corpus adds a few hundred more.
+    let least = if cfg!(rewind_corpus) { 1000 } else { 800 };
     assert!(
-        checked >= 1000 && forgot >= 120,
+        checked >= least && forgot >= 120,
         "{checked} mutations, {forgot} forgot"
     );
 }
