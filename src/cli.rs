@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 use crate::report::ColorChoice;
 
@@ -48,33 +49,9 @@ pub enum Command {
     Man(commands::completions::ManArgs),
 }
 
-/// The exit status contract: 0 clean, 1 findings at or above `--fail-on`, 2 usage, I/O or
-/// format errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExitStatus {
-    Clean = 0,
-    Findings = 1,
-    Error = 2,
-}
-
-impl From<ExitStatus> for std::process::ExitCode {
-    fn from(s: ExitStatus) -> Self {
-        std::process::ExitCode::from(s as u8)
-    }
-}
-
-/// Whether the process exits when the command is done ([`run`], the binary's way), as opposed
-/// to running commands one after the other in process ([`dispatch`], `rewind::run_args`): only
-/// then may a command leave what it built to the operating system instead of freeing it.
-static EXITS_AFTER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-pub(crate) fn exits_after() -> bool {
-    EXITS_AFTER.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Runs a parsed command line, as the last thing the process does.
 pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
-    EXITS_AFTER.store(true, std::sync::atomic::Ordering::Relaxed);
+    crate::core::set_exits_after();
     let result = dispatch(cli);
     crate::ingest::input::forget_all();
     result

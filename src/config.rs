@@ -26,7 +26,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 
 use crate::checks::Rule;
-use crate::diagnostic::{Finding, Severity};
+use crate::checks::diagnostic::{Finding, Severity};
 use crate::error::RewindError;
 
 /// The name of the configuration file.

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use crate::ingest::{DetectError, Format, IngestError};
+use crate::core::Format;
+use crate::ingest::{DetectError, IngestError};
 
 #[derive(Debug, Error)]
 pub enum RewindError {

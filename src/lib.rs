@@ -40,11 +40,11 @@ mod checks;
 mod cli;
 mod commands;
 mod config;
-mod diagnostic;
+mod core;
 mod discover;
 mod error;
 mod ingest;
-mod json_scan;
+mod json;
 mod model;
 mod pipeline;
 mod progress;
@@ -59,14 +59,16 @@ mod source;
 mod testing;
 mod text;
 
-pub use cli::{Cli, ExitStatus, run};
+pub use cli::{Cli, run};
 pub use commands::print_error;
+pub use core::ExitStatus;
 
 /// Stream framing and replay, driven directly by the SSE benchmark and the chunk-boundary tests.
 pub mod streams {
+    pub use crate::core::Format;
     pub use crate::ingest::capture::{Envelope, Framing, Locator, Payload};
     pub use crate::ingest::recording;
-    pub use crate::ingest::{Format, sniff};
+    pub use crate::ingest::sniff;
     pub use crate::replay::stream::{Profile, StreamOptions, replay_reader};
     pub use crate::source::FileId;
 }
@@ -94,10 +96,10 @@ where
     let color = cli.color.enabled();
     let (status, out, err) = commands::capture(|| match cli::dispatch(cli) {
         Ok(status) => status,
-        Err(err) if err.is_broken_pipe() => cli::ExitStatus::Clean,
+        Err(err) if err.is_broken_pipe() => core::ExitStatus::Clean,
         Err(err) => {
             commands::print_error(&err, color);
-            cli::ExitStatus::Error
+            core::ExitStatus::Error
         }
     });
     let _ = stdout.write_all(&out);

@@ -10,14 +10,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use crate::checks;
+use crate::checks::diagnostic::Finding;
 use crate::config::FilePolicy;
-use crate::diagnostic::Finding;
+use crate::core::Format;
 use crate::error::RewindError;
+use crate::ingest;
 use crate::ingest::capture::{self, Envelope, Locator};
 use crate::ingest::opencode_db::{Db, DbError, Schema, SessionRow};
 use crate::ingest::recording::{self, Exchange};
 use crate::ingest::stored::{Keep, StoredSession, load_db_session};
-use crate::ingest::{self, Format};
 use crate::reconstruct::opencode::{self as rebuild, ProviderChoice};
 use crate::reconstruct::{RecordedResponse, request};
 use crate::replay;
@@ -1052,6 +1053,7 @@ mod tests {
                 });
             }
         }
+        // The project's fixtures and samples alone give over 200 of each; the corpus adds more.
         assert!(
             files >= 200 && found >= 200,
             "{files} analyses, {found} findings"

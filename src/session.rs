@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::model::schema::SchemaIssue;
 use crate::model::{MessageInfo, Part};
 use crate::request::ModelRequest;

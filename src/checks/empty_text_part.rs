@@ -3,7 +3,7 @@ use std::collections::{HashMap, HashSet};
 use super::fix::{Fix, FixContext};
 use super::Check;
 use super::step_merged::{rebuilt, with_request_view};
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
 use crate::session::{Analysis, Session};
 

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::Rule;
 use crate::FastMap;
-use crate::diagnostic::Finding;
+use crate::checks::diagnostic::Finding;
 use crate::ingest::stored::StoredSession;
 use crate::model::{REPAIR_MARKER, schema};
 use crate::session::{Message, PartRecord, Session};
@@ -428,8 +428,8 @@ pub fn recovery_start(rule: Rule) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnostic::{Ids, Severity};
-    use crate::ingest::Format;
+    use crate::checks::diagnostic::{Ids, Severity};
+    use crate::core::Format;
     use crate::ingest::stored::{Place, StoredMessage, StoredRecord};
     use crate::replay::opencode::{Render, replay};
     use crate::source::{FileId, SourceMap};

@@ -368,7 +368,7 @@ impl<'a> Endings<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::Format;
+    use crate::core::Format;
     use crate::session::LogLevel;
     use crate::source::{FileId, Span};
 

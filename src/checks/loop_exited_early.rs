@@ -1,7 +1,7 @@
 use crate::FastMap;
 
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::session::{
     Analysis, Event, EventKind, Message, SDK_FINISH_REASONS, Seq, Session, StepFinish,
 };

@@ -2,7 +2,7 @@ use serde_json::{Value, json};
 
 use super::fix::{Fix, FixContext, marker};
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::model::{MessageBody, REPAIR_MARKER};
 use crate::session::Analysis;
 
@@ -130,7 +130,7 @@ fn unanswered(facts: &crate::session::TranscriptFacts, out: &mut Vec<Finding>) {
                 .help("the client was stopped while the reply streamed, and the partial reply was not written; resume the session to ask again"),
             Some((span, words)) => MessageIncomplete::META
                 .finding("this user turn was never answered; the session was resumed after it")
-                .severity(crate::diagnostic::Severity::Info)
+                .severity(crate::checks::diagnostic::Severity::Info)
                 .at(turn.span, "no reply follows this message")
                 .also(Some(*span), words.clone())
                 .help("nothing to do: the resumed request is valid; the reply that was cut off is lost"),

@@ -10,6 +10,7 @@
 //! The `rules!` list registers every check once and generates [`Rule`], the typed identity of a
 //! rule used by findings, configuration, baselines, SARIF and repair.
 
+pub mod diagnostic;
 pub mod fix;
 mod incidents;
 pub mod quiet;
@@ -19,7 +20,7 @@ mod streams;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::diagnostic::{Finding, Severity};
+use crate::checks::diagnostic::{Finding, Severity};
 use crate::session::Analysis;
 
 pub use fix::{Fix, FixContext};
@@ -116,7 +117,7 @@ macro_rules! declare_check {
             pub const META: $crate::checks::CheckMeta = $crate::checks::CheckMeta {
                 rule: $crate::checks::Rule::$name,
                 name: $rule,
-                severity: $crate::diagnostic::Severity::$sev,
+                severity: $crate::checks::diagnostic::Severity::$sev,
                 summary: $summary,
                 doc: concat!($($doc, "\n"),*),
                 fix: $crate::checks::optional_str!($($fix)?),
@@ -350,7 +351,7 @@ pub(crate) fn run_in(
 /// it), but it no longer breaks the session. Findings about the store itself (a row that does
 /// not decode or does not satisfy the schema, usage accounting) keep their severity.
 fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
-    use crate::ingest::Format;
+    use crate::core::Format;
     if !matches!(
         analysis.format,
         Format::OpencodeDb

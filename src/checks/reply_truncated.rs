@@ -1,5 +1,5 @@
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
 use crate::session::{Analysis, Message, PartRecord};
 

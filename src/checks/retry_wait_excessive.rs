@@ -1,5 +1,5 @@
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, EventKind};
 
 /// Longer than anyone waits for an interactive or CI agent run.

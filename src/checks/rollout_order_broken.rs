@@ -1,6 +1,6 @@
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
-use crate::ingest::Format;
+use crate::checks::diagnostic::{Finding, Ids};
+use crate::core::Format;
 use crate::session::Analysis;
 
 declare_check! {

@@ -2,7 +2,7 @@ use serde_json::{Value, json};
 
 use super::fix::{Fix, FixContext, into_error, marker, time_of};
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::model::{REPAIR_MARKER, ToolState};
 use crate::session::Analysis;
 

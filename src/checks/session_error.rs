@@ -1,6 +1,6 @@
 use super::incidents::{Incident, incidents};
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::model::zod;
 use crate::session::{Analysis, ErrorInfo, Event, EventKind};
 
@@ -39,7 +39,7 @@ declare_check! {
 
 impl Check for SessionError {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        use crate::ingest::Format;
+        use crate::core::Format;
         // A stored reply the user stopped is the user's choice, not a failure: the session
         // summary counts it. (In an agent log an abort may be the agent's own timeout, and stays
         // an information.)

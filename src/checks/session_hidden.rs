@@ -1,6 +1,6 @@
 use super::Check;
 use super::fix::{Fix, FixContext};
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::ingest::git_project;
 use crate::session::{Analysis, Generation, Project, Session};
 

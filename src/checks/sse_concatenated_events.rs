@@ -1,5 +1,5 @@
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, ErrorInfo, Event, EventKind};
 
 declare_check! {

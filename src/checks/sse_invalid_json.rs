@@ -1,6 +1,6 @@
 use super::streams::{alternative_note, event_no, payload_problems, reaction};
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::session::Analysis;
 
 declare_check! {

@@ -1,7 +1,7 @@
 use super::incidents::Endings;
 use super::fix::{Fix, FixContext};
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::model::PartBody;
 use crate::session::{Analysis, Message, PartRecord};
 

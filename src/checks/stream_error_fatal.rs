@@ -1,6 +1,6 @@
 use super::incidents::{incidents, is_stream_parse_error};
 use super::Check;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::session::{Analysis, EventKind};
 
 declare_check! {

@@ -1,6 +1,6 @@
 use super::streams::event_no;
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::session::{Analysis, EventKind};
 
 declare_check! {

@@ -1,6 +1,6 @@
 use super::streams::{facts, payload_problems};
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::session::{Analysis, StreamOutcome};
 
 declare_check! {

@@ -1,7 +1,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::reconstruct::provider::{Violation, ViolationKind};
 use crate::request::{BlockKind, ModelRequest, Provider, Role};
 use crate::session::{Analysis, ThinkingResponse, TranscriptFacts};

@@ -1,7 +1,7 @@
 use super::incidents::Endings;
 use super::Check;
 use crate::FastMap;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::model::{TOOL_ABORTED, ToolState};
 use crate::session::Analysis;
 

@@ -3,8 +3,8 @@ use serde_json::{Value, json};
 
 use super::fix::{Fix, FixContext, into_error, marker, time_of};
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
-use crate::ingest::Format;
+use crate::checks::diagnostic::{Finding, Ids, Severity};
+use crate::core::Format;
 use crate::model::{REPAIR_MARKER, TOOL_ABORTED, ToolState};
 use crate::session::Analysis;
 

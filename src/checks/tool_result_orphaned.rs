@@ -2,7 +2,7 @@ use std::collections::HashSet;
 
 use super::Check;
 use crate::FastMap;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::reconstruct::provider::{self, ViolationKind};
 use crate::request::ModelMessage;
 use crate::session::{Analysis, TranscriptFacts};
@@ -114,7 +114,7 @@ impl Check for ToolResultOrphaned {
                 .severity(Severity::Warning)
                 .at(span, "this result answers no call")
                 .note(match analysis.format {
-                    crate::ingest::Format::CodexRollout => "Codex 0.169.0 removes an output whose call is not in the history when it builds the prompt, and logs \"Orphan function call output\"; a client or tool that sends the rollout as it is gets 400 \"No tool call found for function call output with call_id …\"",
+                    crate::core::Format::CodexRollout => "Codex 0.169.0 removes an output whose call is not in the history when it builds the prompt, and logs \"Orphan function call output\"; a client or tool that sends the rollout as it is gets 400 \"No tool call found for function call output with call_id …\"",
                     _ => "a client or tool that sends this history as it is gets a 400 from the provider",
                 })
                 .help("nothing breaks with this client; remove the orphan output to keep the rollout valid for other readers");

@@ -2,7 +2,7 @@ use std::collections::HashSet;
 
 use super::Check;
 use super::step_merged::with_request_view;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::reconstruct::provider;
 use crate::session::Analysis;
 

@@ -1,6 +1,6 @@
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
-use crate::ingest::Format;
+use crate::checks::diagnostic::{Finding, Ids, Severity};
+use crate::core::Format;
 use crate::session::Analysis;
 
 /// A file this big is read slowly on resume: information (a 12 MB session froze `/resume`,

@@ -1,5 +1,5 @@
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::session::{Analysis, TreeDamageKind};
 
 declare_check! {

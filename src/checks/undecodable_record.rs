@@ -1,5 +1,5 @@
 use super::Check;
-use crate::diagnostic::Finding;
+use crate::checks::diagnostic::Finding;
 use crate::session::Analysis;
 
 declare_check! {

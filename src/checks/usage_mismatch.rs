@@ -1,7 +1,7 @@
 use crate::FastMap;
 
 use super::Check;
-use crate::diagnostic::{Finding, Ids, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::session::{Analysis, EventKind, Seq};
 
 declare_check! {

@@ -1,7 +1,7 @@
 use super::incidents::incidents;
 use super::Check;
 use crate::FastMap;
-use crate::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids};
 use crate::model::zod;
 use crate::session::{Analysis, ErrorInfo, Event, EventKind, PartRecord};
 
@@ -211,7 +211,7 @@ impl<'a> InFlight<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::Format;
+    use crate::core::Format;
     use crate::model::Part;
     use crate::session::{Message, Observation, Session};
     use crate::source::{FileId, Span};

@@ -10,9 +10,9 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 use super::{make_printer, print_error};
-use crate::cli::ExitStatus;
+use crate::checks::diagnostic::Severity;
 use crate::config::{self, Flags, Policy};
-use crate::diagnostic::Severity;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 use crate::ingest::{self, DetectError};
 use crate::pipeline;

@@ -5,7 +5,8 @@ use std::io::Write;
 
 use clap::CommandFactory;
 
-use crate::cli::{Cli, ExitStatus};
+use crate::cli::Cli;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 
 #[derive(Debug, clap::Args)]

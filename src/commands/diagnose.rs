@@ -4,11 +4,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{make_printer, print_error};
-use crate::cli::ExitStatus;
+use crate::checks::diagnostic::Severity;
 use crate::config::{Flags, Policy};
-use crate::diagnostic::Severity;
+use crate::core::ExitStatus;
+use crate::core::Format;
 use crate::error::RewindError;
-use crate::ingest::Format;
 use crate::pipeline::{self, Options};
 use crate::reconstruct::opencode::ProviderChoice;
 use crate::replay::stream::Profile;
@@ -116,7 +116,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     };
     let mut totals = Totals::default();
     for (n, file) in args.files.iter().enumerate() {
-        options.exit_after = crate::cli::exits_after() && n + 1 == args.files.len();
+        options.exit_after = crate::core::exits_after() && n + 1 == args.files.len();
         let file_policy = policy.for_path(file);
         let progress = crate::progress::Progress::input(file);
         let result = pipeline::diagnose_file(

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use crate::checks::Rule;
-use crate::cli::ExitStatus;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 
 #[derive(Debug, clap::Args)]

@@ -9,9 +9,10 @@ use serde_json::json;
 
 use super::HumanOrJson as OutputFormat;
 use super::diagnose::StoreArgs;
-use crate::cli::ExitStatus;
+use crate::core::ExitStatus;
+use crate::core::Format;
 use crate::error::RewindError;
-use crate::ingest::{self, Format};
+use crate::ingest;
 use crate::repair::{self, SessionPlan};
 use crate::report::snippet::escape;
 

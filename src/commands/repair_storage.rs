@@ -7,7 +7,7 @@ use comfy_table::{Table, presets};
 use serde_json::json;
 
 use super::HumanOrJson as OutputFormat;
-use crate::cli::ExitStatus;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 use crate::repair::storage;
 use crate::report::snippet::escape;

@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::print_error;
 use crate::checks;
-use crate::cli::ExitStatus;
-use crate::diagnostic::{Finding, Severity};
+use crate::checks::diagnostic::{Finding, Severity};
+use crate::core::ExitStatus;
+use crate::core::Format;
 use crate::error::RewindError;
-use crate::ingest::Format;
 use crate::model::PartBody;
 use crate::pipeline::{self, Options};
 use crate::replay::stream::Profile;

@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::HumanOrJson;
-use crate::cli::ExitStatus;
+use crate::core::ExitStatus;
+use crate::core::Format;
 use crate::error::RewindError;
-use crate::ingest::{self, Format};
+use crate::ingest;
 use crate::pipeline::{self, Options};
 use crate::reconstruct::opencode::ProviderChoice;
 use crate::reconstruct::provider::{self, Violation};

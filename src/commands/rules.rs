@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::HumanOrJson as Format;
 use crate::checks::Rule;
-use crate::cli::ExitStatus;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 
 #[derive(Debug, clap::Args)]

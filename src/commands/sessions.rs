@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::diagnose::StoreArgs;
 use crate::checks;
-use crate::cli::ExitStatus;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 use crate::ingest::opencode_data;
 use crate::pipeline::{self, Options};

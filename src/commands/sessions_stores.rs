@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use super::HumanOrJson;
 use super::sessions::{Listing, Row, collect, row_json, table, utc_minutes, write_hidden};
-use crate::cli::ExitStatus;
+use crate::core::ExitStatus;
 use crate::error::RewindError;
 use crate::ingest::opencode_data::{self, DEFAULT_DB, StoreKind, WHICH_STORE};
 use crate::pipeline::Options;

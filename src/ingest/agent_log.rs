@@ -22,8 +22,8 @@ use regex::bytes::Regex;
 use serde_json::Value;
 
 use super::IngestError;
-use super::json_position::text_offset;
-use crate::json_scan::{Depth, Fed, Seg, locate};
+use crate::json::position::text_offset;
+use crate::json::scan::{Depth, Fed, Seg, locate};
 use crate::source::{FileId, Span};
 
 /// The `solve.mjs` wrapper prefix: `[ISO timestamp] [LEVEL] `.
@@ -204,13 +204,13 @@ impl JsonRecord {
     /// Where the items of the array at `path` are in the record's text (none when there is no
     /// array there), to locate values inside each with [`JsonRecord::locate_from`].
     pub fn items(&self, path: &[Seg<'_>]) -> Vec<(usize, usize)> {
-        crate::json_scan::array_items(&self.text, path).unwrap_or_default()
+        crate::json::scan::array_items(&self.text, path).unwrap_or_default()
     }
 
     /// The file span of the value at `path` inside the value at `from` (see
-    /// [`crate::json_scan::locate_from`]).
+    /// [`crate::json::scan::locate_from`]).
     pub fn locate_from(&self, from: Option<&(usize, usize)>, path: &[Seg<'_>]) -> Option<Span> {
-        let (s, e) = crate::json_scan::locate_from(&self.text, *from?, path)?;
+        let (s, e) = crate::json::scan::locate_from(&self.text, *from?, path)?;
         Some(self.span_of(s, e))
     }
 

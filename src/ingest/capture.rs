@@ -8,8 +8,8 @@
 //! escapes when there are some, so every span still points at the bytes a user can open.
 
 use super::IngestError;
-use super::json_string::Anchors;
 use super::sse::{LineSplitter, SseEvent, SseFramer, SseStats};
+use crate::json::string::Anchors;
 use crate::source::{FileId, Span};
 
 /// Where a stream's bytes are in its source.
@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn json_string_locator_maps_through_escapes_and_segments() {
         // A body `a\"b` stored at file offset 100 of a text re-joined from two pieces.
-        let (_, anchors) = crate::ingest::json_string::decode(br#"x\"yz"#).unwrap_or_default();
+        let (_, anchors) = crate::json::string::decode(br#"x\"yz"#).unwrap_or_default();
         let loc = Locator::JsonString {
             file: FileId(0),
             anchors,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::IngestError;
-use super::jsonl::{self, Line};
+use crate::json::lines::{self as jsonl, Line};
 use crate::source::FileId;
 
 /// Record types that carry no `uuid` but are Claude Code's own (seen in 2.1.x transcripts).
@@ -84,9 +84,9 @@ pub fn subagent_metas(path: &Path) -> Vec<SubagentMeta> {
                 .get("toolUseId")
                 .and_then(Value::as_str)
                 .and_then(|id| {
-                    let at = crate::json_scan::locate(
+                    let at = crate::json::scan::locate(
                         &text,
-                        &[crate::json_scan::Seg::Key("toolUseId")],
+                        &[crate::json::scan::Seg::Key("toolUseId")],
                     )?;
                     Some((id.to_owned(), at))
                 });

@@ -12,7 +12,7 @@ use std::io::BufRead;
 use serde_json::{Map, Value};
 
 use super::IngestError;
-use super::jsonl::{self, Line};
+use crate::json::lines::{self as jsonl, Line};
 use crate::source::FileId;
 
 /// Line types Codex writes.

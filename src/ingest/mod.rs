@@ -10,10 +10,6 @@ pub mod claude_transcript;
 pub mod codex_rollout;
 pub mod git_project;
 pub mod input;
-pub mod json_position;
-pub mod json_stream;
-pub mod json_string;
-pub mod jsonl;
 pub mod opencode_data;
 pub mod opencode_db;
 pub mod opencode_export;
@@ -30,6 +26,9 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::core::Format;
+pub use crate::core::IngestError;
+
 /// Size of the head read to recognise a format: real logs start with anything (a shell
 /// transcript, a wrapper's header, test-runner output), so the agent's first object can lie
 /// well into the file.
@@ -37,25 +36,6 @@ pub const SNIFF_BYTES: usize = 64 * 1024;
 
 /// How many candidate JSON values the head scan tries before giving up.
 const SNIFF_MAX_VALUES: usize = 400;
-
-/// Errors of the ingest stage. Each one says what is wrong and where.
-#[derive(Debug, Error)]
-pub enum IngestError {
-    #[error("{0}")]
-    Io(#[source] std::io::Error),
-    #[error("invalid UTF-8 at byte {offset} (line {line})")]
-    InvalidUtf8 { offset: u64, line: u64 },
-    #[error("binary data (a NUL byte) at byte {offset} (line {line})")]
-    Binary { offset: u64, line: u64 },
-    #[error("a line longer than {} MiB at byte {offset} (line {line})", max >> 20)]
-    LineTooLong { offset: u64, line: u64, max: usize },
-    #[error("invalid JSON at byte {offset} (line {line}): {reason}")]
-    InvalidJson {
-        offset: u64,
-        line: u64,
-        reason: String,
-    },
-}
 
 /// Why a file could not be recognised or opened.
 #[derive(Debug, Error)]
@@ -97,53 +77,6 @@ pub enum DetectError {
         /// What the head holds, in words.
         found: String,
     },
-}
-
-/// Kinds of input rewind reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Format {
-    /// link-assistant/agent or OpenCode JSON output, optionally under the solve.mjs wrapper.
-    AgentLog,
-    /// A raw `text/event-stream` body.
-    Sse,
-    /// One provider stream event per line (`*.chunks.txt`, `.jsonl` captures).
-    JsonLines,
-    /// An HTTP recording (`{version, metadata, interactions: [...]}`).
-    HttpRecording,
-    /// A HAR 1.2 export.
-    Har,
-    /// An OpenCode SQLite database.
-    OpencodeDb,
-    /// An `opencode export` JSON document.
-    OpencodeExport,
-    /// OpenCode's legacy JSON storage folder (`storage/session|message|part/…`).
-    OpencodeStorage,
-    /// An SQL dump of an OpenCode database (`sqlite3 opencode.db .dump`).
-    OpencodeSqlDump,
-    /// A Claude Code transcript (`~/.claude/projects/…/<sessionId>.jsonl`).
-    ClaudeTranscript,
-    /// A Codex rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
-    CodexRollout,
-}
-
-impl Format {
-    /// The kind in words, with its article.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Format::AgentLog => "an agent log",
-            Format::Sse => "an SSE capture",
-            Format::JsonLines => "a JSON-lines stream capture",
-            Format::HttpRecording => "an HTTP recording",
-            Format::Har => "a HAR file",
-            Format::OpencodeDb => "an OpenCode database",
-            Format::OpencodeExport => "an OpenCode export",
-            Format::OpencodeStorage => "an OpenCode storage folder",
-            Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
-            Format::ClaudeTranscript => "a Claude Code transcript",
-            Format::CodexRollout => "a Codex rollout",
-        }
-    }
 }
 
 /// Opens `path` for streaming with a 64 KiB buffer (a one-shot input such as standard input or

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::stored::{Place, StoredMessage, StoredRecord, StoredSession};
-use crate::json_scan::{self, Seg};
+use crate::json::scan::{self as json_scan, Seg};
 use crate::source::FileId;
 
 /// Why an export could not be read.

@@ -257,7 +257,7 @@ pub fn damage_of(bytes: &[u8]) -> Option<Damage> {
             offset: bytes.len() as u64,
         });
     }
-    let offset = super::json_position::text_offset(&text, e.line(), e.column()).unwrap_or(0);
+    let offset = crate::json::position::text_offset(&text, e.line(), e.column()).unwrap_or(0);
     // serde_json's message without its position (the offset says where).
     let reason = e.to_string();
     let reason = reason

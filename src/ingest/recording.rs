@@ -14,10 +14,11 @@ use std::io::BufRead;
 
 use base64::Engine as _;
 
+use super::IngestError;
 use super::capture::Locator;
-use super::json_stream::{PathSeg, RawString, Visitor, walk};
-use super::json_string;
-use super::{Format, IngestError};
+use crate::core::Format;
+use crate::json::stream::{PathSeg, RawString, Visitor, walk};
+use crate::json::string as json_string;
 use crate::source::{FileId, Span};
 
 /// A body as stored.

@@ -28,8 +28,7 @@ use nom::{IResult, Parser};
 
 use super::IngestError;
 
-/// Longest line kept (a longer one is reported, not buffered without bound).
-pub const MAX_LINE: usize = 256 << 20;
+pub use crate::core::MAX_LINE;
 
 /// What a field line sets.
 #[derive(Clone, Debug, PartialEq, Eq)]

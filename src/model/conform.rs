@@ -12,7 +12,7 @@
 //! [`super::read`]).
 
 use super::schema::{Field, Ty};
-use crate::json_scan::{Seg, locate};
+use crate::json::scan::{Seg, locate};
 
 /// Whether `text` is exactly one JSON value that satisfies `ty` (see the module doc).
 #[cfg(test)]

@@ -401,7 +401,7 @@ impl Part {
     /// left empty (a database row keeps them in columns). `None` when the text does not read
     /// that way; the caller then takes the [`Part::from_value`] route.
     pub fn from_json(text: &str) -> Option<Part> {
-        use crate::json_scan::{Seg, locate};
+        use crate::json::scan::{Seg, locate};
         let (s, e) = locate(text, &[Seg::Key("type")])?;
         let type_name = text[s..e].strip_prefix('"')?.strip_suffix('"')?;
         let read = |t: &str| -> Option<PartBody> {
@@ -607,7 +607,7 @@ impl MessageInfo {
     /// The view of message info read straight from JSON text that satisfies the schema (as
     /// [`Part::from_json`]); ids are left empty. `None` when it does not read that way.
     pub fn from_json(text: &str) -> Option<MessageInfo> {
-        use crate::json_scan::{Seg, locate};
+        use crate::json::scan::{Seg, locate};
         let (s, e) = locate(text, &[Seg::Key("role")])?;
         let body = match text[s..e].strip_prefix('"')?.strip_suffix('"')? {
             "user" => MessageBody::User(serde_json::from_str(text).ok()?),

@@ -286,10 +286,10 @@ impl fmt::Display for Path {
 }
 
 impl Path {
-    pub fn keys(&self) -> impl Iterator<Item = crate::json_scan::Seg<'_>> {
+    pub fn keys(&self) -> impl Iterator<Item = crate::json::scan::Seg<'_>> {
         self.0.iter().map(|s| match s {
-            PathSeg::Key(k) => crate::json_scan::Seg::Key(k),
-            PathSeg::Index(i) => crate::json_scan::Seg::Index(*i),
+            PathSeg::Key(k) => crate::json::scan::Seg::Key(k),
+            PathSeg::Index(i) => crate::json::scan::Seg::Index(*i),
         })
     }
 }

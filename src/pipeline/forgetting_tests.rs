@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::replay::agent_log::{Readings, replay, replay_forgetting_again};
 use crate::session::Analysis;
 use crate::source::FileId;

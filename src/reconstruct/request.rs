@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Block, BlockKind, ModelMessage, ModelRequest, Provider, RecordedResponse, Role};
 use crate::ingest::capture::Locator;
-use crate::json_scan::Seg;
+use crate::json::scan::Seg;
 
 /// The provider a request is for, from its URL, else from its shape.
 pub fn provider_of(url: Option<&str>, body: &Value) -> Option<Provider> {
@@ -73,7 +73,7 @@ impl Spans<'_> {
 
     /// The span of the value at `path` inside the value at `from` (`None` when `from` is).
     fn at(&self, from: Option<&Place>, path: &[Seg<'_>]) -> Option<crate::source::Span> {
-        crate::json_scan::locate_from(self.text, *from?, path)
+        crate::json::scan::locate_from(self.text, *from?, path)
             .map(|(s, e)| self.locator.span(s as u64, e as u64))
     }
 
@@ -81,7 +81,7 @@ impl Spans<'_> {
     /// walk of the array (a path with each item's index would walk the items before it again,
     /// for every item).
     fn items(&self, from: Option<&Place>, path: &[Seg<'_>]) -> Vec<Place> {
-        from.and_then(|&f| crate::json_scan::array_items_from(self.text, f, path))
+        from.and_then(|&f| crate::json::scan::array_items_from(self.text, f, path))
             .unwrap_or_default()
     }
 }

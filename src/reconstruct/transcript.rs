@@ -14,7 +14,7 @@
 //! Attachments, system reminders, instructions and tool definitions are not rebuilt: the request
 //! holds the conversation's roles, block order and ids.
 
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::request::{Block, BlockKind, ModelMessage, ModelRequest, Provider, Role};
 use crate::session::Analysis;
 

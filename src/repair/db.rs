@@ -40,7 +40,7 @@ use serde_json::{Value, json};
 
 use super::{Edit, Options, SessionPlan, fault, live, plan, verify};
 use crate::checks;
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::ingest::opencode_db::{Db, DbError};
 use crate::ingest::stored::{Keep, StoredSession, load_db_session};
 use crate::model::ids;
@@ -115,7 +115,7 @@ impl Outcome {
 }
 
 /// A session's plan and the findings it was planned from.
-type Planned = (SessionPlan, Vec<crate::diagnostic::Finding>);
+type Planned = (SessionPlan, Vec<crate::checks::diagnostic::Finding>);
 
 /// Why each session with changes in `plans` looks like OpenCode is writing it now.
 fn being_written(db: &Db, plans: &[SessionPlan]) -> Vec<String> {
@@ -194,7 +194,7 @@ fn diagnose_session(
     db: &Db,
     options: &Options,
     id: &str,
-) -> Result<Vec<crate::diagnostic::Finding>, DbError> {
+) -> Result<Vec<crate::checks::diagnostic::Finding>, DbError> {
     let mut out = Vec::new();
     for_each_diagnosed(db, options, &[id.to_owned()], |_, _, findings| {
         out = findings;
@@ -208,7 +208,7 @@ fn for_each_diagnosed(
     db: &Db,
     options: &Options,
     only: &[String],
-    mut f: impl FnMut(&StoredSession, &Analysis, Vec<crate::diagnostic::Finding>),
+    mut f: impl FnMut(&StoredSession, &Analysis, Vec<crate::checks::diagnostic::Finding>),
 ) -> Result<(), DbError> {
     let ropts = options.rebuild_options(
         db.schema.newest_session_version.as_deref(),

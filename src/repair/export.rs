@@ -17,9 +17,10 @@ use serde_json::{Value, json};
 use super::{Edit, Options, Scratch, SessionPlan, fault, plan, sync_dir, verify, write_synced};
 use crate::checks;
 use crate::checks::fix::Change;
+use crate::core::Format;
 use crate::ingest::opencode_db::companion;
+use crate::ingest::opencode_export;
 use crate::ingest::stored::StoredSession;
-use crate::ingest::{Format, opencode_export};
 use crate::reconstruct::opencode as rebuild;
 use crate::replay::opencode::{Render, replay};
 use crate::source::{FileId, SourceMap};
@@ -69,7 +70,10 @@ fn analyse(
     file: FileId,
     sources: &mut SourceMap,
     options: &Options,
-) -> (Vec<crate::diagnostic::Finding>, crate::session::Analysis) {
+) -> (
+    Vec<crate::checks::diagnostic::Finding>,
+    crate::session::Analysis,
+) {
     let version = stored.version.clone();
     let mut a = replay(
         stored,

@@ -25,8 +25,8 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::checks::diagnostic::Finding;
 use crate::checks::fix::{FixContext, key, now_ms};
-use crate::diagnostic::Finding;
 use crate::ingest::opencode_db::Schema;
 use crate::ingest::private::Tracked;
 use crate::ingest::stored::StoredSession;

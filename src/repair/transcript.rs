@@ -48,8 +48,8 @@ use crate::replay::str_of;
 
 use super::{Scratch, fault, sync_dir, write_synced};
 use crate::checks::Rule;
-use crate::diagnostic::Finding;
-use crate::ingest::Format;
+use crate::checks::diagnostic::Finding;
+use crate::core::Format;
 use crate::ingest::opencode_db::companion;
 
 /// The content Claude Code gives the result of a tool call it interrupted

@@ -20,15 +20,16 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::log_value::{self, Discard};
 use super::{MAX_KEPT_STRING, cap_strings, cap_strings_in_place};
+use crate::core::Format;
+use crate::ingest::IngestError;
 use crate::ingest::agent_log::{
     AgentLogReader, BusEvent, Decoded, Decoding, JsonRecord, Light, LogRecord, LogStats, Pending,
     RecordView, Texts,
 };
 use crate::ingest::capture;
-use crate::ingest::{Format, IngestError};
-use crate::json_scan::Seg;
+use crate::json::log_value::{self, Discard};
+use crate::json::scan::Seg;
 use crate::model::schema;
 use crate::model::{Part, TOOL_ABORTED};
 use crate::session::{
@@ -1264,7 +1265,7 @@ fn prepare_part(rec: &JsonRecord, raw: Value) -> PreparedPart {
 /// [`prepare_part`], on a part that may be borrowed: it is copied only when [`slim`] changes it.
 fn prepare(rec: &JsonRecord, raw: std::borrow::Cow<'_, Value>) -> PreparedPart {
     // One locator for all the issues: many can be in one long array.
-    let mut locator = crate::json_scan::Locator::new(&rec.text);
+    let mut locator = crate::json::scan::Locator::new(&rec.text);
     let issues = schema::validate_part(&raw)
         .into_iter()
         .map(|issue| {
@@ -1910,13 +1911,13 @@ impl State {
         if capture::sniff_envelope(preview) != Some(capture::Envelope::Sse) {
             return;
         }
-        let Some((s, e)) = crate::json_scan::locate(&rec.text, &[Seg::Key("bodyPreview")]) else {
+        let Some((s, e)) = crate::json::scan::locate(&rec.text, &[Seg::Key("bodyPreview")]) else {
             return;
         };
         let Some(raw) = rec.text.get(s + 1..e.saturating_sub(1)) else {
             return;
         };
-        let Ok((mut text, anchors)) = crate::ingest::json_string::decode(raw.as_bytes()) else {
+        let Ok((mut text, anchors)) = crate::json::string::decode(raw.as_bytes()) else {
             return;
         };
         let locator = capture::Locator::JsonString {

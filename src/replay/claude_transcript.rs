@@ -29,9 +29,10 @@ const END: usize = usize::MAX;
 
 use super::MAX_KEPT_STRING;
 use crate::FastMap;
-use crate::ingest::jsonl::Line;
-use crate::ingest::{Format, IngestError, claude_transcript};
-use crate::json_scan::Seg;
+use crate::core::Format;
+use crate::ingest::{IngestError, claude_transcript};
+use crate::json::lines::Line;
+use crate::json::scan::Seg;
 use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{

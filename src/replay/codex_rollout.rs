@@ -16,9 +16,10 @@ use super::str_of;
 
 use super::MAX_KEPT_STRING;
 use super::claude_transcript::tool_part;
-use crate::ingest::jsonl::Line;
-use crate::ingest::{Format, IngestError, codex_rollout};
-use crate::json_scan::Seg;
+use crate::core::Format;
+use crate::ingest::{IngestError, codex_rollout};
+use crate::json::lines::Line;
+use crate::json::scan::Seg;
 use crate::model::Part;
 use crate::request::{Block as RBlock, BlockKind, ModelMessage, Role};
 use crate::session::{

@@ -10,7 +10,6 @@
 pub mod agent_log;
 pub mod claude_transcript;
 pub mod codex_rollout;
-mod log_value;
 pub mod opencode;
 pub mod stream;
 
@@ -21,10 +20,10 @@ use serde_json::Value;
 /// in a tool output): the length of each one's data and the path to it from `at`.
 pub fn inline_images(
     v: &Value,
-    at: &mut Vec<crate::json_scan::Seg<'static>>,
-    out: &mut Vec<(u64, Vec<crate::json_scan::Seg<'static>>)>,
+    at: &mut Vec<crate::json::scan::Seg<'static>>,
+    out: &mut Vec<(u64, Vec<crate::json::scan::Seg<'static>>)>,
 ) {
-    use crate::json_scan::Seg;
+    use crate::json::scan::Seg;
     let Some(items) = v.as_array() else {
         return;
     };

@@ -22,11 +22,11 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::{MAX_KEPT_STRING, cap_strings_in_place};
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::ingest::stored::{
     Place, Preread, StoredMessage, StoredRecord, StoredSession, fast_info, fast_part,
 };
-use crate::json_scan::{self, Seg};
+use crate::json::scan::{self as json_scan, Seg};
 use crate::model::{MessageInfo, NamedError, Part, PartBody, schema};
 use crate::session::{
     Analysis, ErrorInfo, Event, EventKind, Message, Observation, PartRecord, PayloadIssues, Seq,

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use super::record::FindingRecord;
 use super::{Printer, RunSummary, Totals, UnitOutput, by_rule};
-use crate::diagnostic::Severity;
+use crate::checks::diagnostic::Severity;
 
 /// Escapes a command's message: `%`, CR, LF.
 pub fn escape_data(s: &str) -> String {

@@ -27,8 +27,8 @@ use super::{
     Located, Printer, RunSummary, SessionSummary, Totals, UnitOutput, by_rule, locate_spans,
     root_cause_order, summarize,
 };
-use crate::diagnostic::{Finding, Severity};
-use crate::ingest::Format;
+use crate::checks::diagnostic::{Finding, Severity};
+use crate::core::Format;
 use crate::model::PartBody;
 use crate::session::{Analysis, EventKind, LogLevel, PartRecord, Seq, first_line};
 use crate::source::{SourceKind, SourceMap, Span};
@@ -1187,7 +1187,7 @@ fn finding_card(
 fn snippets(out: &mut String, sources: &SourceMap, located: &Located, f: &Finding) {
     let mut groups: Vec<(
         crate::source::FileId,
-        Vec<(&crate::diagnostic::Label, bool)>,
+        Vec<(&crate::checks::diagnostic::Label, bool)>,
     )> = Vec::new();
     for (l, primary) in f
         .primary
@@ -2211,7 +2211,7 @@ mod tests {
     #[test]
     fn findings_are_pinned_where_walks_of_the_timeline_pinned_them() {
         use crate::checks::Rule;
-        use crate::diagnostic::Ids;
+        use crate::checks::diagnostic::Ids;
         use crate::source::FileId;
         // Entries out of offset order, overlapping and empty spans, two files, repeated part ids.
         for seed in 0..25u64 {

@@ -9,7 +9,7 @@ use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, So
 
 use super::snippet::{self, Snippet, SourceLabel, escape};
 use super::{Located, Printer, RunSummary, SessionSummary, Totals, UnitOutput, by_rule};
-use crate::diagnostic::{Finding, Severity};
+use crate::checks::diagnostic::{Finding, Severity};
 use crate::source::{FileId, SourceMap};
 
 /// Renders findings as text.
@@ -327,8 +327,7 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 format!("{n} JSON objects, {bad} undecodable")
             })
             .unwrap_or_default();
-        let sessionless =
-            unit.format == crate::ingest::Format::AgentLog && unit.sessions.is_empty();
+        let sessionless = unit.format == crate::core::Format::AgentLog && unit.sessions.is_empty();
         match self
             .file_index
             .get(&unit.file)

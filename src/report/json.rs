@@ -15,7 +15,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Serialize)]
 struct FileEntry {
     path: String,
-    format: crate::ingest::Format,
+    format: crate::core::Format,
     counts: std::collections::BTreeMap<&'static str, u64>,
     sessions: Vec<SessionSummary>,
 }

@@ -26,7 +26,7 @@ pub fn xml_escape(s: &str) -> String {
 
 struct Case {
     file: String,
-    format: crate::ingest::Format,
+    format: crate::core::Format,
     records: Vec<FindingRecord>,
 }
 
@@ -68,7 +68,9 @@ impl<W: Write> Printer for JunitPrinter<W> {
     }
 
     fn finish(&mut self, run: &RunSummary) -> io::Result<()> {
-        let fail_on = run.fail_on.unwrap_or(crate::diagnostic::Severity::Error);
+        let fail_on = run
+            .fail_on
+            .unwrap_or(crate::checks::diagnostic::Severity::Error);
         let failures = self
             .cases
             .iter()

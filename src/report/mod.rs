@@ -19,8 +19,8 @@ pub mod snippet;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 
-use crate::diagnostic::{Finding, Severity};
-use crate::ingest::Format;
+use crate::checks::diagnostic::{Finding, Severity};
+use crate::core::Format;
 use crate::session::Analysis;
 use crate::source::{FileId, SourceKind, SourceMap, Span};
 use record::FindingRecord;
@@ -265,7 +265,7 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                 tools: counted.tools,
                 ..SessionSummary::default()
             };
-            if analysis.format == crate::ingest::Format::AgentLog && analysis.stream.is_some() {
+            if analysis.format == crate::core::Format::AgentLog && analysis.stream.is_some() {
                 sum.replayed = Some("replayed HTTP response body".into());
             }
             for m in &s.messages {
@@ -442,7 +442,7 @@ pub fn by_rule<'a>(
 mod tests {
     use super::*;
     use crate::checks::Rule;
-    use crate::diagnostic::Ids;
+    use crate::checks::diagnostic::Ids;
     use crate::session::Session;
 
     #[test]

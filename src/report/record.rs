@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::Located;
 use crate::checks::Rule;
-use crate::diagnostic::{Finding, Ids, Label, Severity};
+use crate::checks::diagnostic::{Finding, Ids, Label, Severity};
 use crate::source::{SourceKind, SourceMap, Span};
 
 /// A byte range.
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn identical_findings_are_numbered_by_occurrence() {
         use crate::checks::Rule;
-        use crate::diagnostic::{Finding, Ids, Severity};
+        use crate::checks::diagnostic::{Finding, Ids, Severity};
         let finding = |part: &str| {
             Finding::new(Rule::StepUnclosed, Severity::Error, "m").ids(Ids {
                 session_id: Some("ses_1".into()),

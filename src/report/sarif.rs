@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::record::FindingRecord;
 use super::{Printer, RunSummary, UnitOutput};
 use crate::checks::Rule;
-use crate::diagnostic::Severity;
+use crate::checks::diagnostic::Severity;
 
 /// Where rule documentation lives: `{base}{rule}` (configurable; see `rewind check --help`).
 pub const DEFAULT_HELP_URI_BASE: &str = "urn:rewind:rule:";
@@ -283,7 +283,7 @@ mod tests {
             fingerprint: "abc".into(),
         };
         if ids {
-            r.ids = crate::diagnostic::Ids::default()
+            r.ids = crate::checks::diagnostic::Ids::default()
                 .session("ses_1")
                 .message("msg_2");
             r.locator = Some("message msg_2".into());

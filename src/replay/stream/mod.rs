@@ -26,11 +26,12 @@ use std::io::Read;
 
 use serde_json::Value;
 
+use crate::core::Format;
+use crate::ingest::IngestError;
 use crate::ingest::capture::{Envelope, Framing, Locator, Payload};
-use crate::ingest::json_position::text_offset;
 use crate::ingest::sse::NamedWithoutData;
-use crate::ingest::{Format, IngestError};
-use crate::json_scan::Seg;
+use crate::json::position::text_offset;
+use crate::json::scan::Seg;
 use crate::model::schema::SchemaIssue;
 use crate::replay::{MAX_KEPT_STRING, cap_strings};
 use crate::session::{
@@ -565,7 +566,7 @@ impl StreamReplay {
         let data_span = self.data_span(p);
         // One locator for the payload: its arrays are walked once, however many issues they
         // hold. A key that reads as a number is an index, as in `Focus::resolve`.
-        let mut locator = crate::json_scan::Locator::new(p.data);
+        let mut locator = crate::json::scan::Locator::new(p.data);
         let located: Vec<(SchemaIssue, Option<Span>)> = issues
             .iter()
             .map(|i| {

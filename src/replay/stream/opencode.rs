@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use super::part::{ErrorKind, PartKind, StreamError};
 use super::store::{Store, Streaming, now};
 use super::{Applied, Processor, Profile};
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::model::{TOOL_ABORTED, schema};
 use crate::session::{Analysis, ErrorInfo, EventKind, LogLevel, Seq, StreamOutcome};
 use crate::source::{FileId, Span};

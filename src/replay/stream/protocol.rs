@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::part::{ErrorKind, PartKind, StreamError};
-use crate::json_scan::{Seg, locate};
+use crate::json::scan::{Seg, locate};
 use crate::model::schema::SchemaIssue;
 use crate::source::Span;
 

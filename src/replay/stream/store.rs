@@ -5,7 +5,7 @@ use std::mem::{Discriminant, discriminant};
 
 use serde_json::{Value, json};
 
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::model::Part;
 use crate::replay::{MAX_KEPT_STRING, cap_strings};
 use crate::session::{Analysis, Event, EventKind, Message, Observation, PartRecord, Seq, Session};

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::part::{PartKind, StreamError};
 use super::store::{Store, Streaming, now};
 use super::{Applied, Processor, Profile};
-use crate::ingest::Format;
+use crate::core::Format;
 use crate::session::{Analysis, ErrorInfo, EventKind, Seq, StreamOutcome};
 use crate::source::{FileId, Span};
 

@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::checks::Rule;
+use super::Rule;
 use crate::source::Span;
 
 /// How serious a finding is. Ordered: `Info < Warning < Error`.

@@ -10,9 +10,9 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::IngestError;
-use super::sse::MAX_LINE;
-use crate::json_scan::{Seg, locate};
+use crate::core::IngestError;
+use crate::core::MAX_LINE;
+use crate::json::scan::{Seg, locate};
 use crate::source::{FileId, Span};
 
 /// One non-blank line.
@@ -38,21 +38,21 @@ impl Line {
     /// Where the items of the array at `path` are in the line's text (none when there is no
     /// array there), to locate values inside each with [`Line::locate_from`].
     pub fn items(&self, path: &[Seg<'_>]) -> Vec<(usize, usize)> {
-        crate::json_scan::array_items(&self.text, path).unwrap_or_default()
+        crate::json::scan::array_items(&self.text, path).unwrap_or_default()
     }
 
     /// The file span of the value at `path` inside the value at `from` (see
-    /// [`crate::json_scan::locate_from`]).
+    /// [`crate::json::scan::locate_from`]).
     pub fn locate_from(&self, from: Option<&(usize, usize)>, path: &[Seg<'_>]) -> Option<Span> {
-        self.span_of(crate::json_scan::locate_from(&self.text, *from?, path)?)
+        self.span_of(crate::json::scan::locate_from(&self.text, *from?, path)?)
     }
 
     /// A locator for many paths into the line: each array on the way is walked once for all
-    /// of them (see [`crate::json_scan::Locator`]).
+    /// of them (see [`crate::json::scan::Locator`]).
     pub fn locator(&self) -> LineLocator<'_> {
         LineLocator {
             line: self,
-            inner: crate::json_scan::Locator::new(&self.text),
+            inner: crate::json::scan::Locator::new(&self.text),
         }
     }
 
@@ -68,7 +68,7 @@ impl Line {
 /// [`Line::locator`]: file spans of many paths into one line.
 pub struct LineLocator<'l> {
     line: &'l Line,
-    inner: crate::json_scan::Locator<'l>,
+    inner: crate::json::scan::Locator<'l>,
 }
 
 impl LineLocator<'_> {

@@ -9,8 +9,8 @@
 
 use std::io::BufRead;
 
-use super::IngestError;
-use super::sse::MAX_LINE;
+use crate::core::IngestError;
+use crate::core::MAX_LINE;
 
 /// One step of a path.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -45,7 +45,7 @@ impl At {
 }
 
 /// `text` as a `Value`, the heavy fields of its `part` stood in for (see the module's doc).
-pub(super) fn parse(text: &str) -> serde_json::Result<Value> {
+pub(crate) fn parse(text: &str) -> serde_json::Result<Value> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = At::Top.deserialize(&mut de)?;
     de.end()?;
@@ -146,7 +146,7 @@ impl<'de> Visitor<'de> for At {
 /// `IgnoredAny` (which serde_json skips without decoding), it asks serde_json to decode every
 /// string, number and nested value, without allocating for them.
 #[derive(Clone, Copy)]
-pub(super) struct Discard;
+pub(crate) struct Discard;
 
 impl<'de> DeserializeSeed<'de> for Discard {
     type Value = ();

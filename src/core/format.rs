@@ -1,0 +1,48 @@
+//! The kinds of input rewind reads: each is read by one unit under `formats/`.
+
+/// Kinds of input rewind reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// link-assistant/agent or OpenCode JSON output, optionally under the solve.mjs wrapper.
+    AgentLog,
+    /// A raw `text/event-stream` body.
+    Sse,
+    /// One provider stream event per line (`*.chunks.txt`, `.jsonl` captures).
+    JsonLines,
+    /// An HTTP recording (`{version, metadata, interactions: [...]}`).
+    HttpRecording,
+    /// A HAR 1.2 export.
+    Har,
+    /// An OpenCode SQLite database.
+    OpencodeDb,
+    /// An `opencode export` JSON document.
+    OpencodeExport,
+    /// OpenCode's legacy JSON storage folder (`storage/session|message|part/…`).
+    OpencodeStorage,
+    /// An SQL dump of an OpenCode database (`sqlite3 opencode.db .dump`).
+    OpencodeSqlDump,
+    /// A Claude Code transcript (`~/.claude/projects/…/<sessionId>.jsonl`).
+    ClaudeTranscript,
+    /// A Codex rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
+    CodexRollout,
+}
+
+impl Format {
+    /// The kind in words, with its article.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Format::AgentLog => "an agent log",
+            Format::Sse => "an SSE capture",
+            Format::JsonLines => "a JSON-lines stream capture",
+            Format::HttpRecording => "an HTTP recording",
+            Format::Har => "a HAR file",
+            Format::OpencodeDb => "an OpenCode database",
+            Format::OpencodeExport => "an OpenCode export",
+            Format::OpencodeStorage => "an OpenCode storage folder",
+            Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
+            Format::ClaudeTranscript => "a Claude Code transcript",
+            Format::CodexRollout => "a Codex rollout",
+        }
+    }
+}

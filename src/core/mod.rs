@@ -1,0 +1,12 @@
+//! The bottom of the crate: the small types every layer above names (the kinds of input, the
+//! exit status contract). Nothing here uses any other module of the crate but `source` and
+//! `text`.
+
+mod error;
+mod exit;
+mod format;
+
+pub use error::{IngestError, MAX_LINE};
+pub use exit::ExitStatus;
+pub(crate) use exit::{exits_after, set_exits_after};
+pub use format::Format;
