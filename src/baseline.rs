@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::checks::Rule;
-use crate::error::RewindError;
+use crate::core::RewindError;
 use crate::report::record::FindingRecord;
 
 #[derive(Debug, Serialize, Deserialize)]

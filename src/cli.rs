@@ -4,7 +4,7 @@ use clap::{Parser, Subcommand};
 
 use crate::commands;
 use crate::core::ExitStatus;
-use crate::error::RewindError;
+use crate::core::RewindError;
 use crate::report::ColorChoice;
 
 /// rewind: forensics and repair for AI coding-agent sessions.

@@ -27,7 +27,7 @@ use serde::Deserialize;
 
 use crate::checks::Rule;
 use crate::checks::diagnostic::{Finding, Severity};
-use crate::error::RewindError;
+use crate::core::RewindError;
 
 /// The name of the configuration file.
 pub const FILE_NAME: &str = "rewind.toml";

@@ -1,20 +1,22 @@
 //! rewind: forensics and repair for AI coding-agent sessions.
 //!
-//! The crate is a one-way pipeline, one module per stage (`tests/layers.rs` holds each stage to
-//! using only the stages before it):
+//! The crate is layered, bottom first (`tests/layers.rs` holds every module to using only its
+//! own layer and the ones below; DEVELOPERS.md, "Layers"):
 //!
-//! * `ingest`: bytes → records with byte spans (agent logs, SSE captures, recordings, stores,
-//!   transcripts);
-//! * `replay`: records → the session model (`session`), re-running the agent's processor;
-//! * `reconstruct`: sessions → the requests the model receives (`request`), and the providers'
-//!   rules;
-//! * `checks`: the session model → findings, one check per file, each owning its fix;
+//! * `core`, `source`, `text`: the kinds of input, the errors and exit status, spans, text;
+//! * `json`, `ingest`: the JSON kernel, opening inputs;
+//! * `model`, `request`, `session`: OpenCode's data model, the model's input, the session model;
+//! * `protocols`: SSE framing, stream decoders and processors, request bodies, provider rules;
+//! * `formats`: one folder per input format (recognition, reading, replay, the rebuilt request,
+//!   repair), registered once in `formats!`;
+//! * `checks`: the session model → findings, one rule per file;
 //! * `report`: findings → people and machines (annotated snippets, JSON, SARIF, HTML…);
-//! * `repair`: findings → a plan of changes asked of each finding's rule, applied safely.
+//! * `pipeline`: the engine, recognise → read → replay → check → report;
+//! * `cli`, `commands`: the binary's front end.
 //!
-//! `pipeline` wires the stages together; `cli` and `commands` are the binary's front end. The
-//! modules are private: the public surface is the binary's entry points, [`run_args`] for running
-//! rewind in process, and [`streams`] for the stream benchmark and the chunk-boundary tests.
+//! The modules are private: the public surface is the binary's entry points, [`run_args`] for
+//! running rewind in process, and [`streams`] for the stream benchmark and the chunk-boundary
+//! tests.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -42,15 +44,13 @@ mod commands;
 mod config;
 mod core;
 mod discover;
-mod error;
+mod formats;
 mod ingest;
 mod json;
 mod model;
 mod pipeline;
 mod progress;
-mod reconstruct;
-mod repair;
-mod replay;
+mod protocols;
 mod report;
 mod request;
 mod session;
@@ -66,10 +66,10 @@ pub use core::ExitStatus;
 /// Stream framing and replay, driven directly by the SSE benchmark and the chunk-boundary tests.
 pub mod streams {
     pub use crate::core::Format;
-    pub use crate::ingest::capture::{Envelope, Framing, Locator, Payload};
-    pub use crate::ingest::recording;
-    pub use crate::ingest::sniff;
-    pub use crate::replay::stream::{Profile, StreamOptions, replay_reader};
+    pub use crate::formats::recognize::sniff;
+    pub use crate::formats::recording::read as recording;
+    pub use crate::protocols::capture::{Envelope, Framing, Locator, Payload};
+    pub use crate::protocols::stream::{Profile, StreamOptions, replay_reader};
     pub use crate::source::FileId;
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use super::Rule;
 use crate::FastMap;
 use crate::checks::diagnostic::Finding;
-use crate::ingest::stored::StoredSession;
+use crate::formats::opencode::stored::StoredSession;
 use crate::model::{REPAIR_MARKER, schema};
 use crate::session::{Message, PartRecord, Session};
 
@@ -430,8 +430,8 @@ mod tests {
     use super::*;
     use crate::checks::diagnostic::{Ids, Severity};
     use crate::core::Format;
-    use crate::ingest::stored::{Place, StoredMessage, StoredRecord};
-    use crate::replay::opencode::{Render, replay};
+    use crate::formats::opencode::replay::{Render, replay};
+    use crate::formats::opencode::stored::{Place, StoredMessage, StoredRecord};
     use crate::source::{FileId, SourceMap};
 
     fn row(id: &str, text: String) -> StoredRecord {

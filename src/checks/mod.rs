@@ -345,7 +345,7 @@ pub(crate) fn run_in(
 }
 
 /// Findings about an OpenCode message that a compaction left out of the next request (as
-/// `reconstruct::opencode` rebuilt it: `Session::compaction`) say so,
+/// `crate::formats::opencode::request` rebuilt it: `Session::compaction`) say so,
 /// one severity lower (an error becomes a warning, a warning information): the record is still
 /// broken as stored (an export, a revert of the compaction, another tool reading the store see
 /// it), but it no longer breaks the session. Findings about the store itself (a row that does

@@ -1,7 +1,7 @@
 use super::Check;
 use super::fix::{Fix, FixContext};
 use crate::checks::diagnostic::{Finding, Ids, Severity};
-use crate::ingest::git_project;
+use crate::formats::opencode::git_project;
 use crate::session::{Analysis, Generation, Project, Session};
 
 declare_check! {

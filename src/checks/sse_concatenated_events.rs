@@ -85,7 +85,7 @@ fn concatenation(payload: &str, at: crate::source::Span, whose: &str) -> Finding
         .min();
     let Some(cut) = field else {
         // No second field: two JSON values written back to back.
-        let cut = crate::replay::second_json_value(payload).unwrap_or(0);
+        let cut = crate::json::value::second_json_value(payload).unwrap_or(0);
         let (first, second) = payload.split_at(cut);
         let second_short: String = second.chars().take(48).collect();
         return SseConcatenatedEvents::META

@@ -7,7 +7,7 @@ use crate::FastMap;
 use crate::checks::diagnostic::{Finding, Ids};
 use crate::core::Format;
 use crate::model::{MessageBody, PartBody, ids};
-use crate::reconstruct::provider;
+use crate::protocols::provider;
 use crate::session::{Analysis, Message, PartRecord};
 
 declare_check! {
@@ -215,7 +215,7 @@ impl Check for StepMerged {
 /// A stream replayed under a TanStack profile: TanStack AI stores no OpenCode step parts.
 fn opencode_steps_absent(analysis: &Analysis) -> bool {
     analysis.stream.as_ref().is_some_and(|f| {
-        use crate::replay::stream::Profile;
+        use crate::protocols::stream::Profile;
         [Profile::Tanstack, Profile::TanstackPre727]
             .iter()
             .any(|p| f.profile == p.name())

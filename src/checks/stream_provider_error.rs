@@ -73,7 +73,7 @@ impl Check for StreamProviderError {
                     );
                 }
             }
-            let retryable = super::super::replay::stream::openai_chat::is_retryable(name);
+            let retryable = crate::protocols::stream::openai_chat::is_retryable(name);
             f = f.note(if retryable {
                 "the error is retryable: the request should be retried with backoff"
             } else {

@@ -2,7 +2,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::Check;
 use crate::checks::diagnostic::{Finding, Ids, Severity};
-use crate::reconstruct::provider::{Violation, ViolationKind};
+use crate::protocols::provider::{Violation, ViolationKind};
 use crate::request::{BlockKind, ModelRequest, Provider, Role};
 use crate::session::{Analysis, ThinkingResponse, TranscriptFacts};
 
@@ -438,8 +438,8 @@ mod tests {
 
     fn findings(text: &str) -> Vec<Finding> {
         let mut analysis =
-            crate::replay::claude_transcript::replay(text.as_bytes(), FileId(0)).unwrap();
-        let next = crate::reconstruct::transcript::next_request(&analysis);
+            crate::formats::claude_code::replay::replay(text.as_bytes(), FileId(0)).unwrap();
+        let next = crate::formats::transcript::request::next_request(&analysis);
         analysis.requests.extend(next);
         let mut out = Vec::new();
         ThinkingModified.run(&analysis, &mut out);

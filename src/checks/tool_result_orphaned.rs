@@ -3,7 +3,7 @@ use std::collections::HashSet;
 use super::Check;
 use crate::FastMap;
 use crate::checks::diagnostic::{Finding, Ids, Severity};
-use crate::reconstruct::provider::{self, ViolationKind};
+use crate::protocols::provider::{self, ViolationKind};
 use crate::request::ModelMessage;
 use crate::session::{Analysis, TranscriptFacts};
 use crate::source::Span;

@@ -3,7 +3,7 @@ use std::collections::HashSet;
 use super::Check;
 use super::step_merged::with_request_view;
 use crate::checks::diagnostic::{Finding, Ids};
-use crate::reconstruct::provider;
+use crate::protocols::provider;
 use crate::session::Analysis;
 
 declare_check! {

@@ -13,8 +13,8 @@ use super::{make_printer, print_error};
 use crate::checks::diagnostic::Severity;
 use crate::config::{self, Flags, Policy};
 use crate::core::ExitStatus;
-use crate::error::RewindError;
-use crate::ingest::{self, DetectError};
+use crate::core::RewindError;
+use crate::ingest::DetectError;
 use crate::pipeline;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals, UnitOutput};
@@ -167,7 +167,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
 
     let renderer = Renderer::for_format(args.format, color);
     let diagnose_one = |path: &PathBuf, explicit: bool| -> Outcome {
-        let format = match ingest::detect(path) {
+        let format = match crate::formats::recognize::detect(path) {
             Ok(f) => f,
             Err(e) => {
                 let e = RewindError::from(e);
@@ -272,7 +272,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     };
     let window = 4 * pool.current_num_threads();
     let printed = pool.in_place_scope(|scope| {
-        pipeline::in_order(
+        crate::core::in_order(
             scope,
             window,
             &work,

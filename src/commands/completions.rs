@@ -7,7 +7,7 @@ use clap::CommandFactory;
 
 use crate::cli::Cli;
 use crate::core::ExitStatus;
-use crate::error::RewindError;
+use crate::core::RewindError;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

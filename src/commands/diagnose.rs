@@ -8,10 +8,10 @@ use crate::checks::diagnostic::Severity;
 use crate::config::{Flags, Policy};
 use crate::core::ExitStatus;
 use crate::core::Format;
-use crate::error::RewindError;
+use crate::core::RewindError;
+use crate::formats::opencode::request::ProviderChoice;
 use crate::pipeline::{self, Options};
-use crate::reconstruct::opencode::ProviderChoice;
-use crate::replay::stream::Profile;
+use crate::protocols::stream::Profile;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals};
 

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use crate::checks::Rule;
 use crate::core::ExitStatus;
-use crate::error::RewindError;
+use crate::core::RewindError;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

@@ -15,7 +15,7 @@ pub mod sessions_stores;
 use std::cell::RefCell;
 use std::io::{BufWriter, Write};
 
-use crate::error::RewindError;
+use crate::core::RewindError;
 use crate::report::github::GithubPrinter;
 use crate::report::html::HtmlPrinter;
 use crate::report::human::{HumanPrinter, Summary};

@@ -1,5 +1,5 @@
 //! `rewind repair STORE`: plan a fix for every fixable finding, print the plan, apply it.
-//! A Claude Code transcript or a Codex rollout is repaired by [`repair::transcript`].
+//! A Claude Code transcript or a Codex rollout is repaired by [`crate::formats::transcript::repair`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,9 +11,9 @@ use super::HumanOrJson as OutputFormat;
 use super::diagnose::StoreArgs;
 use crate::core::ExitStatus;
 use crate::core::Format;
-use crate::error::RewindError;
+use crate::core::RewindError;
+use crate::formats::opencode::repair::{self, SessionPlan};
 use crate::ingest;
-use crate::repair::{self, SessionPlan};
 use crate::report::snippet::escape;
 
 #[derive(Debug, clap::Args)]
@@ -107,10 +107,11 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         )));
     }
     let mut out = super::Out;
-    match ingest::detect(path)? {
+    match crate::formats::recognize::detect(path)? {
         Format::OpencodeDb => {
-            let outcome = repair::db::repair(path, &options, args.dry_run)
-                .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+            let outcome =
+                crate::formats::opencode::repair::db::repair(path, &options, args.dry_run)
+                    .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
             let unfixable: Vec<&String> = outcome.plans.iter().flat_map(|p| &p.unfixable).collect();
             match args.format {
                 OutputFormat::Json => {
@@ -157,8 +158,9 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             Ok(ExitStatus::Clean)
         }
         Format::OpencodeExport => {
-            let outcome = repair::export::repair(path, &options, args.dry_run)
-                .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+            let outcome =
+                crate::formats::opencode::repair::export::repair(path, &options, args.dry_run)
+                    .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
             let plans = [outcome.plan];
             match args.format {
                 OutputFormat::Json => {
@@ -201,8 +203,9 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             format: args.format,
         }),
         format @ (Format::ClaudeTranscript | Format::CodexRollout) => {
-            let outcome = repair::transcript::repair(path, format, args.dry_run, args.force)
-                .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+            let outcome =
+                crate::formats::transcript::repair::repair(path, format, args.dry_run, args.force)
+                    .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
             transcript_report(&mut out, &shown, args.format, args.dry_run, &outcome)?;
             Ok(ExitStatus::Clean)
         }
@@ -218,7 +221,7 @@ fn transcript_report(
     shown: &str,
     format: OutputFormat,
     dry_run: bool,
-    outcome: &repair::transcript::Outcome,
+    outcome: &crate::formats::transcript::repair::Outcome,
 ) -> Result<(), RewindError> {
     let plan = &outcome.plan;
     match format {

@@ -1,5 +1,5 @@
 //! `rewind repair STORAGE` for OpenCode's legacy JSON storage folder: damaged files are moved
-//! aside into a quarantine folder (see `repair::storage`).
+//! aside into a quarantine folder (see `crate::formats::opencode::repair::storage`).
 
 use std::io::Write;
 
@@ -8,8 +8,8 @@ use serde_json::json;
 
 use super::HumanOrJson as OutputFormat;
 use crate::core::ExitStatus;
-use crate::error::RewindError;
-use crate::repair::storage;
+use crate::core::RewindError;
+use crate::formats::opencode::repair::storage;
 use crate::report::snippet::escape;
 use std::path::Path;
 

@@ -13,10 +13,10 @@ use crate::checks;
 use crate::checks::diagnostic::{Finding, Severity};
 use crate::core::ExitStatus;
 use crate::core::Format;
-use crate::error::RewindError;
+use crate::core::RewindError;
 use crate::model::PartBody;
 use crate::pipeline::{self, Options};
-use crate::replay::stream::Profile;
+use crate::protocols::stream::Profile;
 use crate::report::html::{self, CompareRow, CompareRun, Comparison, HtmlPrinter, Side};
 use crate::report::human::{HumanPrinter, Renderer, Summary};
 use crate::report::snippet::escape;
@@ -371,11 +371,11 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
             ),
             EventKind::Log { error: Some(i), .. } => (
                 "threw".to_owned(),
-                crate::replay::stream::opencode::headline(&i.title()),
+                crate::protocols::stream::opencode::headline(&i.title()),
             ),
             EventKind::SessionError(i) => (
                 "session error".to_owned(),
-                crate::replay::stream::opencode::headline(&i.title()),
+                crate::protocols::stream::opencode::headline(&i.title()),
             ),
             EventKind::RawError(i) => ("uncaught".to_owned(), i.title()),
             EventKind::StreamProviderError(i) => ("provider error".to_owned(), i.title()),

@@ -1,9 +1,9 @@
 //! `rewind request STORE --session ID`: the request OpenCode sends for a stored session's next
-//! turn, as rewind rebuilds it (`reconstruct::opencode`), one line per message with the stored
+//! turn, as rewind rebuilds it (`crate::formats::opencode::request`), one line per message with the stored
 //! message and part ids each block comes from, and the provider rules it breaks
-//! (`reconstruct::provider`), each with the provider's error, verbatim. Given a Claude Code
+//! (`crate::protocols::provider`), each with the provider's error, verbatim. Given a Claude Code
 //! transcript or a Codex rollout, the request that client sends on resume
-//! (`reconstruct::transcript`), with the blocks' record ids, and, for Claude Code, the signed
+//! (`crate::formats::transcript::request`), with the blocks' record ids, and, for Claude Code, the signed
 //! thinking it would send changed (`thinking-modified`).
 
 use std::io::Write;
@@ -14,13 +14,12 @@ use serde::Serialize;
 use super::HumanOrJson;
 use crate::core::ExitStatus;
 use crate::core::Format;
-use crate::error::RewindError;
-use crate::ingest;
+use crate::core::RewindError;
+use crate::formats::opencode::request::ProviderChoice;
 use crate::pipeline::{self, Options};
-use crate::reconstruct::opencode::ProviderChoice;
-use crate::reconstruct::provider::{self, Violation};
-use crate::reconstruct::{Block, BlockKind, ModelRequest, Provider, Role};
+use crate::protocols::provider::{self, Violation};
 use crate::report::snippet::escape;
+use crate::request::{Block, BlockKind, ModelRequest, Provider, Role};
 
 /// The rule that reports a broken provider rule in `rewind diagnose`.
 /// The rule a violation is reported under by `diagnose`.
@@ -135,7 +134,7 @@ struct ProblemDoc {
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let format = ingest::detect(&args.store)?;
+    let format = crate::formats::recognize::detect(&args.store)?;
     let transcript = matches!(format, Format::ClaudeTranscript | Format::CodexRollout);
     if !is_store(format) && !transcript {
         return Err(RewindError::Usage(format!(
@@ -486,7 +485,7 @@ mod tests {
         }
     }
 
-    fn chosen(messages: Vec<crate::reconstruct::ModelMessage>) -> Chosen {
+    fn chosen(messages: Vec<crate::request::ModelMessage>) -> Chosen {
         Chosen {
             id: "ses_1".into(),
             title: None,
@@ -506,8 +505,8 @@ mod tests {
         }
     }
 
-    fn message(role: Role, content: Vec<Block>) -> crate::reconstruct::ModelMessage {
-        crate::reconstruct::ModelMessage {
+    fn message(role: Role, content: Vec<Block>) -> crate::request::ModelMessage {
+        crate::request::ModelMessage {
             role,
             content,
             span: None,

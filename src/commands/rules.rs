@@ -8,7 +8,7 @@ use serde_json::json;
 use super::HumanOrJson as Format;
 use crate::checks::Rule;
 use crate::core::ExitStatus;
-use crate::error::RewindError;
+use crate::core::RewindError;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

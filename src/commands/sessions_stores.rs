@@ -8,7 +8,7 @@
 //!   (`xdg-basedir` does not branch by platform; on Windows `~` is `%USERPROFILE%`). Both are
 //!   searched when they differ: a shell that sets `XDG_DATA_HOME` and one that does not write to
 //!   different folders. `OPENCODE_DB` names another database. Which database a build reads is
-//!   in `ingest::opencode_data`.
+//!   in `crate::formats::opencode::data`.
 //! * Claude Code: `$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`: one transcript per
 //!   session (`<project>/<session>.jsonl`), subagents' beside it
 //!   (`<project>/<session>/subagents/agent-*.jsonl`).
@@ -26,8 +26,8 @@ use serde_json::{Value, json};
 use super::HumanOrJson;
 use super::sessions::{Listing, Row, collect, row_json, table, utc_minutes, write_hidden};
 use crate::core::ExitStatus;
-use crate::error::RewindError;
-use crate::ingest::opencode_data::{self, DEFAULT_DB, StoreKind, WHICH_STORE};
+use crate::core::RewindError;
+use crate::formats::opencode::data::{self as opencode_data, DEFAULT_DB, StoreKind, WHICH_STORE};
 use crate::pipeline::Options;
 use crate::report::Totals;
 use crate::report::snippet::escape;

@@ -1,7 +1,11 @@
 //! The errors of reading an input's bytes, shared by the JSON kernel, the protocol decoders and
 //! every format.
 
+use std::path::PathBuf;
+
 use thiserror::Error;
+
+use super::Format;
 
 /// Longest line kept (a longer one is reported, not buffered without bound).
 pub const MAX_LINE: usize = 256 << 20;
@@ -23,4 +27,113 @@ pub enum IngestError {
         line: u64,
         reason: String,
     },
+}
+
+/// Why a file could not be recognised or opened.
+#[derive(Debug, Error)]
+pub enum DetectError {
+    #[error("cannot read `{path}`: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "`{path}` is a directory but not an OpenCode storage folder (no `session/` and `message/` in it or in `storage/`); give a file"
+    )]
+    Directory { path: PathBuf },
+    #[error("`{path}` is empty: there is nothing to diagnose")]
+    Empty { path: PathBuf },
+    #[error(
+        "`{path}` is not text (NUL byte at byte {offset}, line {line}): not a log, capture or recording"
+    )]
+    Binary {
+        path: PathBuf,
+        offset: u64,
+        line: u64,
+    },
+    #[error(
+        "`{path}`: invalid UTF-8 at byte {offset} (line {line}): rewind reads UTF-8 logs and captures"
+    )]
+    InvalidUtf8 {
+        path: PathBuf,
+        offset: u64,
+        line: u64,
+    },
+    #[error(
+        "cannot tell what `{path}` is: expected an agent log, an SSE capture, an HTTP recording or an OpenCode session store (it starts with {head:?}; {found}); if you know what it is, say so with `--input` (e.g. `--input agent-log`)"
+    )]
+    Unknown {
+        path: PathBuf,
+        head: String,
+        /// What the head holds, in words.
+        found: String,
+    },
+}
+
+/// The library's error type. Every variant says what went wrong and where; the binary prints it
+/// on one line and exits with status 2.
+#[derive(Debug, Error)]
+pub enum RewindError {
+    #[error(transparent)]
+    Detect(#[from] DetectError),
+    #[error("`{path}`: {source}")]
+    Ingest {
+        path: PathBuf,
+        #[source]
+        source: IngestError,
+    },
+    #[error("`{path}` is {}, which rewind cannot read yet{hint}", format.describe())]
+    Unsupported {
+        path: PathBuf,
+        format: Format,
+        hint: String,
+    },
+    #[error(
+        "`{path}` is {}: rewind cannot repair that kind of input; it repairs OpenCode databases, `opencode export` documents, storage folders, Claude Code transcripts and Codex rollouts (`rewind diagnose` reads this one)",
+        format.describe()
+    )]
+    CannotRepair { path: PathBuf, format: Format },
+    #[error("`{path}`: {source}")]
+    Db {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error(
+        "`{path}` has no session {} (`rewind sessions {path}` lists them)",
+        crate::text::clip(id)
+    )]
+    NoSuchSession { path: PathBuf, id: String },
+    #[error("unknown rule `{}` (`rewind rules` lists them)", crate::text::clip(.0))]
+    UnknownRule(String),
+    #[error(
+        "unknown rule `{}` in {origin} (`rewind rules` lists them)",
+        crate::text::clip(rule)
+    )]
+    UnknownRuleIn { rule: String, origin: String },
+    #[error("{0}")]
+    Config(String),
+    #[error("{path}: {message}")]
+    Baseline { path: PathBuf, message: String },
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot write output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// The most an error message says, in bytes: input it quotes is cut much shorter (see
+/// [`crate::text::clip`]); this is the last guard against a message that quotes a whole input.
+pub const MAX_MESSAGE: usize = 1000;
+
+impl RewindError {
+    /// The message as printed: at most [`MAX_MESSAGE`] bytes.
+    pub fn message(&self) -> String {
+        crate::text::clip_to(&self.to_string(), MAX_MESSAGE).into_owned()
+    }
+
+    /// Whether this is a broken pipe (the reader went away): not an error for a CLI.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, RewindError::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
+    }
 }

@@ -5,8 +5,10 @@
 mod error;
 mod exit;
 mod format;
+mod order;
 
-pub use error::{IngestError, MAX_LINE};
+pub use error::{DetectError, IngestError, MAX_LINE, RewindError};
 pub use exit::ExitStatus;
 pub(crate) use exit::{exits_after, set_exits_after};
 pub use format::Format;
+pub use order::in_order;

@@ -5,8 +5,10 @@
 //! the parts nobody reads (`log_value`).
 
 pub mod lines;
+pub mod locator;
 pub mod log_value;
 pub mod position;
 pub mod scan;
 pub mod stream;
 pub mod string;
+pub mod value;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::core::Format;
-use crate::replay::agent_log::{Readings, replay, replay_forgetting_again};
+use crate::formats::agent_log::replay::{Readings, replay, replay_forgetting_again};
 use crate::session::Analysis;
 use crate::source::FileId;
 use crate::testing::xorshift;
@@ -26,7 +26,7 @@ fn forgetting(text: &[u8], from: usize) -> (String, bool) {
 
 /// [`forgetting`], with how the text was read.
 fn forgetting_read(text: &[u8], from: usize) -> (String, bool, Readings) {
-    let rules = || -> Box<dyn crate::replay::agent_log::Forgetting> {
+    let rules = || -> Box<dyn crate::formats::agent_log::replay::Forgetting> {
         Box::<crate::checks::quiet::Quiet>::default()
     };
     let (a, readings) = replay_forgetting_again(|| Ok(text), FileId(0), from, rules, |e| e)
@@ -57,7 +57,7 @@ fn logs() -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if crate::ingest::detect(&p).is_ok_and(|f| f == Format::AgentLog) {
+            } else if crate::formats::recognize::detect(&p).is_ok_and(|f| f == Format::AgentLog) {
                 out.push(p);
             }
         }

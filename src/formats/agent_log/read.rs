@@ -1,0 +1,1659 @@
+//! Agent logs: link-assistant/agent (and OpenCode-style) JSON output, optionally wrapped by the
+//! hive-mind `solve.mjs` runner.
+//!
+//! The format (see `agent-log-format.md` in the reference) mixes:
+//! * wrapper lines prefixed `[2026-02-01T12:30:28.417Z] [INFO] ` — and, when the wrapper got a
+//!   multi-line chunk in one write, continuation lines with no prefix at all;
+//! * pretty-printed JSON objects (`{` alone on a line, 2-space indentation, `}` alone) or compact
+//!   NDJSON, one object per line;
+//! * lines longer than ~64 KiB that the wrapper split in two, inserting `\n[ts] [INFO] ` in the
+//!   middle of a JSON string (sometimes right after a backslash);
+//! * non-JSON lines: wrapper status text, blank lines, a raw `ZodError: [` dump from stderr.
+//!
+//! [`AgentLogReader`] streams the file line by line and yields [`LogRecord`]s. A JSON object is
+//! re-joined with a lexer ([`Depth`]): a newline inside a string is a split artifact and is
+//! dropped, any other newline is kept. Memory is bounded by the largest single record.
+
+use std::io::BufRead;
+use std::ops::Range;
+use std::sync::{Arc, LazyLock};
+
+use regex::bytes::Regex;
+use serde_json::Value;
+
+use crate::core::IngestError;
+use crate::json::position::text_offset;
+use crate::json::scan::{Depth, Fed, Seg, locate};
+use crate::source::{FileId, Span};
+
+/// The `solve.mjs` wrapper prefix: `[ISO timestamp] [LEVEL] `.
+static PREFIX: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] \[(?:INFO|WARNING|ERROR|STDOUT|STDERR)\] ",
+    )
+    .ok()
+});
+
+/// A raw error dump printed by the runtime to stderr, e.g. `ZodError: [`.
+static RAW_ERROR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^([A-Za-z_][A-Za-z0-9_]*Error): *[\[{]").ok());
+
+/// A line of a runtime's code frame (Bun prints the source around a throw: `1433 |   throw …`,
+/// then a caret line) — what precedes an uncaught error's `Name: message` line.
+static CODE_FRAME: LazyLock<Option<regex::Regex>> =
+    LazyLock::new(|| regex::Regex::new(r"^\s*(?:\d+ \|.*|\^+)\s*$").ok());
+
+/// The headline of an uncaught error printed raw: `ProviderModelNotFoundError: …`, `error: …`.
+static UNCAUGHT: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(r"^([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Rejection)|error): (.*?)\s*$")
+        .ok()
+});
+
+/// A wrapper's verdict on the agent's command: `✅ Agent command completed`, `Exit Code: 1`.
+static WRAPPER_STATUS: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"^(?:✅ ?(?:[A-Za-z]+ )?command completed(?: successfully)?|Exit Code: (-?\d+))\s*$",
+    )
+    .ok()
+});
+
+/// Largest JSON value rewind re-joins (a single record bigger than this is reported, not read).
+const MAX_RECORD: usize = 256 << 20;
+
+/// Length of the wrapper prefix at the start of `line`, if there is one.
+pub fn prefix_len(line: &[u8]) -> Option<usize> {
+    if line.first() != Some(&b'[') {
+        return None;
+    }
+    // The regex's `\d` also takes other scripts' digits: it decides for non-ASCII heads only.
+    let head = line.get(..64).unwrap_or(line);
+    if !head.is_ascii() {
+        return PREFIX.as_ref()?.find(line).map(|m| m.end());
+    }
+    const STAMP: &[u8; 28] = b"[0000-00-00T00:00:00.000Z] [";
+    let stamp = line.get(..STAMP.len())?;
+    let shaped = stamp.iter().zip(STAMP).all(|(c, s)| match s {
+        b'0' => c.is_ascii_digit(),
+        _ => c == s,
+    });
+    if !shaped {
+        return None;
+    }
+    let rest = &line[STAMP.len()..];
+    ["INFO", "WARNING", "ERROR", "STDOUT", "STDERR"]
+        .iter()
+        .find(|level| {
+            rest.strip_prefix(level.as_bytes())
+                .is_some_and(|after| after.starts_with(b"] "))
+        })
+        .map(|level| STAMP.len() + level.len() + 2)
+}
+
+/// The re-joined texts of the JSON values read together (a batch of records), with where each
+/// piece of them came from. The reader appends every value's text to one buffer rather than
+/// giving each its own allocation; [`AgentLogReader::take_texts`] hands the buffer over.
+#[derive(Debug, Default)]
+pub struct Texts {
+    /// Position of `text[0]` in everything the reader re-joined.
+    text_base: usize,
+    text: String,
+    /// Position of `segments[0]` among all the reader's segments.
+    segment_base: usize,
+    /// `(offset in its value's text, offset in file)`, ascending within each value.
+    segments: Vec<(usize, u64)>,
+}
+
+/// A JSON value's re-joined text (prefixes and split artifacts removed): a piece of the
+/// [`Texts`] of its batch. Dereferences to the text.
+#[derive(Clone)]
+pub struct RecordText {
+    texts: Arc<Texts>,
+    /// In `texts.text`.
+    text: Range<usize>,
+    /// In `texts.segments`.
+    segments: Range<usize>,
+}
+
+impl RecordText {
+    fn segments(&self) -> &[(usize, u64)] {
+        self.texts
+            .segments
+            .get(self.segments.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for RecordText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.texts.text.get(self.text.clone()).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for RecordText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// A JSON value's span, text and segments, borrowed from a [`JsonRecord`] or, before it is
+/// decoded, from the [`Texts`] of its batch ([`Pending::view`]).
+#[derive(Clone, Copy)]
+pub struct RecordView<'a> {
+    /// From the opening bracket to the closing one, in the file.
+    pub span: Span,
+    /// The re-joined JSON text (prefixes and split artifacts removed).
+    pub text: &'a str,
+    /// Where each piece of `text` came from: `(offset in text, offset in file)`, ascending.
+    segments: &'a [(usize, u64)],
+}
+
+impl RecordView<'_> {
+    /// The file span of `text[start..end]`.
+    pub fn span_of(&self, start: usize, end: usize) -> Span {
+        let from = self.file_offset(start);
+        let to = self.file_offset(end.max(start + 1) - 1) + 1;
+        Span::new(self.span.file, from, to.saturating_sub(from))
+    }
+
+    fn file_offset(&self, pos: usize) -> u64 {
+        let i = self.segments.partition_point(|(t, _)| *t <= pos);
+        match self.segments.get(i.saturating_sub(1)) {
+            Some(&(t, f)) => f + pos.saturating_sub(t) as u64,
+            None => self.span.offset + pos as u64,
+        }
+    }
+}
+
+/// A JSON value re-joined from one or more physical lines.
+#[derive(Debug, Clone)]
+pub struct JsonRecord {
+    /// From the opening bracket to the closing one, in the file.
+    pub span: Span,
+    /// The re-joined JSON text (prefixes and split artifacts removed).
+    pub text: RecordText,
+    pub value: Value,
+}
+
+impl JsonRecord {
+    /// Where each piece of `text` came from: `(offset in text, offset in file)`, ascending.
+    pub fn segments(&self) -> &[(usize, u64)] {
+        self.text.segments()
+    }
+
+    /// The file span of `text[start..end]`.
+    pub fn span_of(&self, start: usize, end: usize) -> Span {
+        self.view().span_of(start, end)
+    }
+
+    /// The record borrowed: its span, text and segments.
+    pub fn view(&self) -> RecordView<'_> {
+        RecordView {
+            span: self.span,
+            text: &self.text,
+            segments: self.segments(),
+        }
+    }
+
+    /// The file span of the value at `path` (e.g. `["part", "state", "status"]`).
+    pub fn locate(&self, path: &[Seg<'_>]) -> Option<Span> {
+        locate(&self.text, path).map(|(s, e)| self.span_of(s, e))
+    }
+
+    /// Where the items of the array at `path` are in the record's text (none when there is no
+    /// array there), to locate values inside each with [`JsonRecord::locate_from`].
+    pub fn items(&self, path: &[Seg<'_>]) -> Vec<(usize, usize)> {
+        crate::json::scan::array_items(&self.text, path).unwrap_or_default()
+    }
+
+    /// The file span of the value at `path` inside the value at `from` (see
+    /// [`crate::json::scan::locate_from`]).
+    pub fn locate_from(&self, from: Option<&(usize, usize)>, path: &[Seg<'_>]) -> Option<Span> {
+        let (s, e) = crate::json::scan::locate_from(&self.text, *from?, path)?;
+        Some(self.span_of(s, e))
+    }
+
+    /// The file span of `needle` inside the string value at `path`, searched in the raw (escaped)
+    /// text, so it is exact for needles without characters JSON escapes (`data:`, `event:`).
+    pub fn locate_in_string(&self, path: &[Seg<'_>], needle: &str) -> Option<Span> {
+        let (s, e) = locate(&self.text, path)?;
+        let k = self.text[s..e].find(needle)?;
+        Some(self.span_of(s + k, s + k + needle.len()))
+    }
+}
+
+/// A bus event (`service: bus`, `message: publishing`): its name is all that is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusEvent {
+    SessionError,
+    Idle,
+    Other,
+}
+
+/// All a reader of the log needs of a JSON object that is a plain logger entry or a bus event
+/// (most of a log): decoded without building its value (see [`AgentLogReader::with_light`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Light {
+    /// The OpenCode session (`ses_…`) the entry names.
+    pub session: Option<String>,
+    pub bus: Option<BusEvent>,
+}
+
+/// Decides from a JSON object's text whether it is a [`Light`] one.
+pub type LightFilter = fn(&str) -> Option<Light>;
+
+/// Parses a JSON object's text into its value.
+pub type ObjectParser = fn(&str) -> serde_json::Result<Value>;
+
+/// How [`Pending::decode`] decodes a JSON value.
+#[derive(Clone, Copy)]
+pub struct Decoding {
+    /// Objects it takes become [`LogRecord::Light`].
+    pub light: Option<LightFilter>,
+    /// Parses the other objects (raw error dumps are always read as plain `Value`s).
+    pub object: ObjectParser,
+}
+
+impl Default for Decoding {
+    fn default() -> Self {
+        Self {
+            light: None,
+            object: plain_value,
+        }
+    }
+}
+
+fn plain_value(text: &str) -> serde_json::Result<Value> {
+    serde_json::from_str(text)
+}
+
+/// One record of an agent log.
+#[derive(Debug, Clone)]
+pub enum LogRecord {
+    /// A JSON object (pretty-printed or compact). Boxed, as is a raw error's: most records
+    /// are pending or light, and a record is moved several times on its way.
+    Json(Box<JsonRecord>),
+    /// A JSON object the reader's [`LightFilter`] took: a plain logger entry or a bus event.
+    Light { span: Span, light: Light },
+    /// A JSON value not decoded yet, from a [deferred](AgentLogReader::deferred) reader.
+    Pending(Pending),
+    /// A runtime error printed raw, e.g. `ZodError: [ … ]` (the name, then the JSON after it).
+    RawError {
+        name: String,
+        record: Box<JsonRecord>,
+    },
+    /// A line that is not part of any JSON value (wrapper status text, blank line, …).
+    #[allow(
+        dead_code,
+        reason = "the line's bytes; replay does not read plain text lines yet"
+    )]
+    Text(Span),
+    /// An uncaught error's headline printed raw after a runtime's code frame (Bun prints the
+    /// source lines around the throw, a caret, then `Name: message`).
+    Uncaught {
+        name: String,
+        message: String,
+        /// The headline line (the code frame before it is not kept).
+        span: Span,
+    },
+    /// A wrapper's verdict on the agent's command (`✅ Agent command completed`, `Exit Code: N`).
+    Status {
+        span: Span,
+        success: bool,
+        words: String,
+    },
+    /// Something that looked like a JSON object but could not be decoded.
+    Undecodable {
+        span: Span,
+        reason: String,
+        /// Where the JSON parser stopped, when it got that far.
+        at: Option<Span>,
+        /// The log ends inside this value.
+        truncated: bool,
+    },
+}
+
+/// Counters about what the reader saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LogStats {
+    pub lines: u64,
+    pub prefixed_lines: u64,
+    pub json_objects: u64,
+    pub raw_errors: u64,
+    pub undecodable: u64,
+    pub text_lines: u64,
+    /// Newlines dropped because they fell inside a JSON string (64 KiB split artifacts).
+    pub rejoined_splits: u64,
+    /// The file ends inside a JSON value.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone)]
+enum OpenKind {
+    Object,
+    /// An object taken as its whole line, not framed (see [`AgentLogReader::with_whole_lines`]).
+    Line,
+    RawError(String),
+}
+
+struct Open {
+    kind: OpenKind,
+    start: u64,
+    /// Where its text starts in everything the reader re-joined (see [`Buffer`]).
+    text: usize,
+    /// Where its segments start among all the reader's segments.
+    segments: usize,
+    lexer: Depth,
+    /// One past the last byte consumed, in the file.
+    end: u64,
+}
+
+/// The texts and segments of the values re-joined since the last [`AgentLogReader::take_texts`]
+/// (and of the open one), addressed by their position in everything the reader re-joined.
+#[derive(Default)]
+struct Buffer {
+    text_base: usize,
+    text: String,
+    segment_base: usize,
+    segments: Vec<(usize, u64)>,
+}
+
+impl Buffer {
+    /// Drops the text and segments from the positions `text` and `segment` on (an abandoned
+    /// value's, which is always the last one).
+    fn truncate(&mut self, text: usize, segment: usize) {
+        let mut cut = text.saturating_sub(self.text_base).min(self.text.len());
+        while !self.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.text.truncate(cut);
+        self.segments
+            .truncate(segment.saturating_sub(self.segment_base));
+    }
+
+    fn text_end(&self) -> usize {
+        self.text_base + self.text.len()
+    }
+
+    fn segment_end(&self) -> usize {
+        self.segment_base + self.segments.len()
+    }
+
+    /// The text from position `from` on.
+    fn text_from(&self, from: usize) -> &str {
+        self.text
+            .get(from.saturating_sub(self.text_base)..)
+            .unwrap_or_default()
+    }
+
+    /// Hands over the texts and segments before the positions `text` and `segment`; what comes
+    /// after them stays.
+    fn take(&mut self, text: usize, segment: usize) -> Texts {
+        let mut cut = text.saturating_sub(self.text_base).min(self.text.len());
+        while !self.text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let seg_cut = segment
+            .saturating_sub(self.segment_base)
+            .min(self.segments.len());
+        // Room for as much as this batch came to hold (batches of many small records are
+        // shorter than those that reach the byte limit, and growing copies the text), up to
+        // 2 MiB: a batch handed on keeps its room while it is decoded.
+        let mut rest = String::with_capacity(self.text.capacity().clamp(4096, 2 << 20));
+        rest.push_str(self.text.get(cut..).unwrap_or_default());
+        let mut rest_segments = Vec::with_capacity(self.segments.capacity().clamp(64, 1 << 16));
+        rest_segments.extend_from_slice(self.segments.get(seg_cut..).unwrap_or_default());
+        let mut text_taken = std::mem::replace(&mut self.text, rest);
+        text_taken.truncate(cut);
+        let mut segments_taken = std::mem::replace(&mut self.segments, rest_segments);
+        segments_taken.truncate(seg_cut);
+        let taken = Texts {
+            text_base: self.text_base,
+            text: text_taken,
+            segment_base: self.segment_base,
+            segments: segments_taken,
+        };
+        self.text_base += cut;
+        self.segment_base += seg_cut;
+        taken
+    }
+}
+
+/// Streams [`LogRecord`]s out of an agent log.
+pub struct AgentLogReader<R> {
+    /// Always there but while [`Self::step`] reads a line in its buffer.
+    input: Option<R>,
+    file: FileId,
+    /// File offset of the next physical line.
+    offset: u64,
+    line_no: u64,
+    buf: Vec<u8>,
+    open: Option<Open>,
+    ready: std::collections::VecDeque<LogRecord>,
+    finished: bool,
+    stats: LogStats,
+    /// Start of the code frame the previous text lines formed, if they did.
+    frame: Option<u64>,
+    decoding: Decoding,
+    deferred: bool,
+    /// See [`AgentLogReader::with_whole_lines`].
+    whole_lines: bool,
+    buffer: Buffer,
+    /// The ends (in `buffer`'s positions) of the text and segments of the values yielded so far.
+    yielded: (usize, usize),
+    /// The last piece read was cut before the end of its physical line (see [`PIECE`]).
+    mid_line: bool,
+    /// Where the physical line the reader is in starts.
+    line_start: u64,
+    /// The rest of the physical line is text already recorded (a text line longer than a piece).
+    text_continues: bool,
+    /// [`PIECE`], or less in tests.
+    piece: usize,
+}
+
+/// Longest piece of a physical line handled at once. A longer line (a log written without
+/// newlines, thousands of objects on one line) is read piece by piece, so the reader holds one
+/// piece and the objects it closes, not the whole line: memory stays bounded by the largest
+/// object, whatever the line's length. 128 KiB is above the longest lines loggers write (the
+/// solve.mjs wrapper splits its output at 64 KiB) and small enough that the texts still waiting
+/// when a batch is handed over, which are copied into the next batch's buffer, stay small: with
+/// 1 MiB pieces a log written on one line peaked at twice the memory of the same log with
+/// newlines.
+const PIECE: usize = 1 << 17;
+
+/// How many bytes at the end of `bytes` are an incomplete UTF-8 character (0 to 3).
+fn incomplete_char_len(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(4) {
+        let b = bytes[bytes.len() - back];
+        if b & 0xC0 != 0x80 {
+            // A lead byte (or ASCII): the character it starts needs this many bytes.
+            let needs = match b {
+                0xF0..=0xFF => 4,
+                0xE0..=0xEF => 3,
+                0xC0..=0xDF => 2,
+                _ => 1,
+            };
+            return if needs > back { back } else { 0 };
+        }
+    }
+    0
+}
+
+impl<R: BufRead> AgentLogReader<R> {
+    pub fn new(input: R, file: FileId) -> Self {
+        Self {
+            input: Some(input),
+            file,
+            offset: 0,
+            line_no: 0,
+            buf: Vec::with_capacity(64 * 1024),
+            open: None,
+            ready: std::collections::VecDeque::new(),
+            finished: false,
+            stats: LogStats::default(),
+            frame: None,
+            decoding: Decoding::default(),
+            deferred: false,
+            whole_lines: false,
+            buffer: Buffer::default(),
+            yielded: (0, 0),
+            mid_line: false,
+            line_start: 0,
+            text_continues: false,
+            piece: PIECE,
+        }
+    }
+
+    /// Appends the rest of the physical line to `self.buf`, or as much of it as fits in a
+    /// [`PIECE`]; whether a newline ended it.
+    fn read_piece(&mut self) -> std::io::Result<bool> {
+        let Some(input) = self.input.as_mut() else {
+            return Ok(false);
+        };
+        loop {
+            let available = match input.fill_buf() {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                return Ok(false);
+            }
+            let room = self.piece.saturating_sub(self.buf.len()).max(1);
+            let window = &available[..available.len().min(room)];
+            if let Some(i) = memchr::memchr(b'\n', window) {
+                self.buf.extend_from_slice(&window[..=i]);
+                input.consume(i + 1);
+                return Ok(true);
+            }
+            let n = window.len();
+            self.buf.extend_from_slice(window);
+            input.consume(n);
+            if self.buf.len() >= self.piece {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The texts of the [`LogRecord::Pending`] values yielded since the last call, which
+    /// [`Pending::decode`] reads them from.
+    pub fn take_texts(&mut self) -> Arc<Texts> {
+        let (text, segments) = self.yielded;
+        Arc::new(self.buffer.take(text, segments))
+    }
+
+    /// JSON values are yielded as [`LogRecord::Pending`], to be decoded by the caller (on other
+    /// threads) with [`Pending::decode`] and counted with [`LogStats::count_decoded`].
+    pub fn deferred(mut self) -> Self {
+        self.deferred = true;
+        self
+    }
+
+    /// A deferred reader yields a line that starts with `{` and ends with `}` (a compact log's
+    /// line), complete, unprefixed and outside any value, as one object without framing it: framing (where
+    /// each value ends, through its strings and brackets) is most of the reading of a compact
+    /// log, and the decoding reads the whole text again anyway. Such an object is framing's
+    /// object exactly when its text is one JSON object (a valid object closes at its last byte,
+    /// and not before); the decoding must check that, and when it is not (it does not decode,
+    /// [`Pending::whole_line`]) the log must be read again without this: framed, the line may
+    /// hold two values, or begin one that continues on the next lines.
+    pub fn with_whole_lines(mut self) -> Self {
+        self.whole_lines = true;
+        self
+    }
+
+    /// How JSON values are decoded (set by [`Self::with_light`], [`Self::with_object_parser`]).
+    pub fn decoding(&self) -> Decoding {
+        self.decoding
+    }
+
+    /// Objects `filter` takes are yielded as [`LogRecord::Light`], without building their value
+    /// (which is most of the cost of reading a log).
+    pub fn with_light(mut self, filter: LightFilter) -> Self {
+        self.decoding.light = Some(filter);
+        self
+    }
+
+    /// Other objects are parsed by `parse` instead of `serde_json::from_str`.
+    pub fn with_object_parser(mut self, parse: ObjectParser) -> Self {
+        self.decoding.object = parse;
+        self
+    }
+
+    pub fn stats(&self) -> &LogStats {
+        &self.stats
+    }
+
+    /// Reads the next physical line (or piece of one, see [`PIECE`]) and turns it into zero or
+    /// more ready records.
+    fn step(&mut self) -> Result<bool, IngestError> {
+        // Whole lines in the input's buffer are read where they are, not copied into `self.buf`
+        // first: what `read_piece` would have copied, they are the same lines.
+        if self.buf.is_empty()
+            && let Some(mut input) = self.input.take()
+        {
+            let (used, result) = match input.fill_buf() {
+                Ok(available) => {
+                    let window = available.get(..self.piece).unwrap_or(available);
+                    self.whole_lines_in(window)
+                }
+                // Left to `read_piece`, which retries an interruption and reports the rest.
+                Err(_) => (0, Ok(())),
+            };
+            input.consume(used);
+            self.input = Some(input);
+            result?;
+            if used > 0 {
+                return Ok(true);
+            }
+        }
+        // `self.buf` may start with the incomplete character the last piece ended in.
+        let carried = self.buf.len();
+        let has_newline = self.read_piece().map_err(IngestError::Io)?;
+        if self.buf.is_empty() {
+            self.finish_at_eof();
+            return Ok(false);
+        }
+        let mut line = std::mem::take(&mut self.buf);
+        let keep = self.line(&line, has_newline, carried)?;
+        // The incomplete character the piece ended in starts the next piece.
+        line.drain(..line.len() - keep);
+        self.buf = line;
+        Ok(true)
+    }
+
+    /// Reads a physical line or a piece of one (`line`, with its newline if `has_newline`), of
+    /// which the first `carried` bytes were carried over from the last piece. Returns how many
+    /// bytes at its end (an incomplete character) start the next piece.
+    fn line(
+        &mut self,
+        line: &[u8],
+        has_newline: bool,
+        carried: usize,
+    ) -> Result<usize, IngestError> {
+        self.line_checked(line, has_newline, carried, None)
+    }
+
+    /// Reads the whole lines `window` starts with, up to the first that holds a NUL byte or is
+    /// not UTF-8 (left to [`Self::line`], which reports where): the window is checked at once,
+    /// not line by line, which for the short lines of a compact log costs less than the lines'
+    /// own checks did. Returns how many bytes it read (0: no whole line to read here), and the
+    /// error of the last line read, if it had one.
+    fn whole_lines_in(&mut self, window: &[u8]) -> (usize, Result<(), IngestError>) {
+        let Some(last) = memchr::memrchr(b'\n', window) else {
+            return (0, Ok(()));
+        };
+        let mut checked = window.get(..=last).unwrap_or_default();
+        if let Some(k) = memchr::memchr(0, checked) {
+            checked = checked.get(..k).unwrap_or_default();
+        }
+        let text = match simdutf8::basic::from_utf8(checked) {
+            Ok(text) => text,
+            // Up to the first bad byte (rare: the error's position costs a second look).
+            Err(_) => {
+                let valid = simdutf8::compat::from_utf8(checked)
+                    .map_or_else(|e| e.valid_up_to(), |text| text.len());
+                match std::str::from_utf8(checked.get(..valid).unwrap_or_default()) {
+                    Ok(text) => text,
+                    Err(_) => return (0, Ok(())),
+                }
+            }
+        };
+        let mut used = 0;
+        // The lines' ends, found with memchr's vector search (`str::split_inclusive`'s is a
+        // byte loop), are ASCII: each line is a piece of `text`.
+        for end in memchr::memchr_iter(b'\n', text.as_bytes()) {
+            let Some(line) = text.get(used..=end) else {
+                break;
+            };
+            used = end + 1;
+            if let Err(e) = self.line_checked(line.as_bytes(), true, 0, Some(line)) {
+                return (used, Err(e));
+            }
+        }
+        (used, Ok(()))
+    }
+
+    /// [`Self::line`]; `checked` is the line's text when it is a whole line (with its newline)
+    /// already known to be UTF-8 without NUL bytes.
+    #[inline(always)]
+    fn line_checked(
+        &mut self,
+        line: &[u8],
+        has_newline: bool,
+        carried: usize,
+        checked: Option<&str>,
+    ) -> Result<usize, IngestError> {
+        let n = line.len();
+        // Cut before the end of its line: more of the line follows.
+        let partial = !has_newline && n > carried && n >= self.piece;
+        let start = self.offset;
+        let continues = self.mid_line;
+        if !continues {
+            self.line_no += 1;
+            self.stats.lines += 1;
+            self.line_start = start;
+        }
+        let mut content_len = line.len() - usize::from(has_newline);
+        let keep = if partial {
+            incomplete_char_len(&line[..content_len])
+        } else {
+            0
+        };
+        content_len -= keep;
+        self.offset += (n - keep) as u64;
+        self.mid_line = partial;
+        // The log was cut inside a multi-byte character (`head -c N`): read it up to the cut,
+        // and report the cut (inside an object, the object the log ends inside is reported).
+        let mut cut_char = None;
+        if !has_newline
+            && !partial
+            && let Err(e) = simdutf8::compat::from_utf8(&line[..content_len])
+            && e.error_len().is_none()
+        {
+            cut_char = Some((
+                start + e.valid_up_to() as u64,
+                (content_len - e.valid_up_to()) as u64,
+            ));
+            content_len = e.valid_up_to();
+        }
+        let text = match checked.and_then(|text| text.get(..content_len)) {
+            Some(text) => text,
+            None => {
+                if let Some(k) = memchr::memchr(0, &line[..content_len]) {
+                    return Err(IngestError::Binary {
+                        offset: start + k as u64,
+                        line: self.line_no,
+                    });
+                }
+                match simdutf8::compat::from_utf8(&line[..content_len]) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        return Err(IngestError::InvalidUtf8 {
+                            offset: start + e.valid_up_to() as u64,
+                            line: self.line_no,
+                        });
+                    }
+                }
+            }
+        };
+        // The prefix is ASCII, so it ends on a character boundary.
+        let prefix = match continues {
+            true => 0,
+            false => prefix_len(text.as_bytes()).unwrap_or(0),
+        };
+        if prefix > 0 {
+            self.stats.prefixed_lines += 1;
+        }
+        let newline_at = has_newline.then_some(start + content_len as u64);
+        if continues && self.text_continues {
+            // The rest of a text line longer than a piece: recorded with its first piece.
+            self.text_continues = partial;
+        } else {
+            self.text_continues = false;
+            self.process(
+                text.get(prefix..).unwrap_or(text),
+                start + prefix as u64,
+                continues,
+                partial,
+                newline_at,
+            );
+        }
+        if let Some((offset, len)) = cut_char
+            && self.open.is_none()
+        {
+            self.stats.undecodable += 1;
+            self.stats.truncated = true;
+            self.ready.push_back(LogRecord::Undecodable {
+                span: Span::new(self.file, offset, len),
+                reason: "the log ends inside a multi-byte character: it was cut here".into(),
+                at: None,
+                truncated: true,
+            });
+        }
+        Ok(keep)
+    }
+
+    /// Handles the content of one physical line (prefix already stripped), or of a piece of
+    /// one: `continues` when it is not the line's first piece, `partial` when it is not its last.
+    ///
+    /// Every cut below falls right after an ASCII byte (a bracket, a `\r`, whitespace), so the
+    /// pieces stay `&str` and are copied into the record once, without re-validation.
+    fn process(
+        &mut self,
+        content: &str,
+        at: u64,
+        continues: bool,
+        partial: bool,
+        newline_at: Option<u64>,
+    ) {
+        let line_start = self.line_start;
+        // A line the wrapper prefixed may be the first half of a 64 KiB split, which can end in
+        // `}` inside a string: only unprefixed lines (an agent's own NDJSON) are taken whole.
+        if self.whole_lines
+            && self.deferred
+            && self.open.is_none()
+            && at == line_start
+            && !continues
+            && !partial
+            && newline_at.is_some()
+            && content.len() >= 2
+            && content.starts_with('{')
+            && content.ends_with('}')
+        {
+            // What framing yields of a line that is one object (see `with_whole_lines`):
+            // `open_at`, `push_piece` and a deferred `close_open` in one step (through them, a
+            // compact log costs 1.5% more instructions); the test
+            // `lines_taken_whole_read_as_framed_lines` holds the two to the same records.
+            self.frame = None;
+            let (text, segments) = (self.buffer.text_end(), self.buffer.segment_end());
+            self.buffer.segments.push((0, at));
+            self.buffer.text.push_str(content);
+            self.ready.push_back(LogRecord::Pending(Pending {
+                span: Span::new(self.file, at, content.len() as u64),
+                kind: OpenKind::Line,
+                text: text..self.buffer.text_end(),
+                segments: segments..self.buffer.segment_end(),
+            }));
+            return;
+        }
+        let mut content = content;
+        let mut at = at;
+        if let Some(open) = &self.open
+            && !continues
+            && !open.lexer.in_string()
+            && breaks_value(content, self.buffer.text_from(open.text))
+        {
+            self.abort_open(format!(
+                "this JSON object is cut off: a line that cannot continue it starts at byte {at}"
+            ));
+        }
+        loop {
+            if let Some(open) = &mut self.open {
+                let mut piece = content;
+                // A raw `\r` inside a string can only be a line-ending artifact.
+                if open.lexer.in_string() && !partial {
+                    piece = piece.strip_suffix('\r').unwrap_or(piece);
+                }
+                match open.lexer.feed(piece.as_bytes()) {
+                    Fed::Open => {
+                        let buffer = &mut self.buffer;
+                        push_piece(open, buffer, piece, at);
+                        if open.lexer.in_string() {
+                            if newline_at.is_some() {
+                                self.stats.rejoined_splits += 1;
+                            }
+                        } else if let Some(nl) = newline_at {
+                            buffer.segments.push((buffer.text_end() - open.text, nl));
+                            buffer.text.push('\n');
+                            open.end = nl + 1;
+                        }
+                        if buffer.text_end() - open.text > MAX_RECORD {
+                            self.abort_open(format!(
+                                "a single JSON value larger than {} MiB",
+                                MAX_RECORD >> 20
+                            ));
+                        }
+                        return;
+                    }
+                    Fed::Closed(k) => {
+                        let (value, rest) = piece.split_at_checked(k).unwrap_or((piece, ""));
+                        push_piece(open, &mut self.buffer, value, at);
+                        self.close_open();
+                        at += k as u64;
+                        let trimmed = rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+                        if trimmed.is_empty() {
+                            return;
+                        }
+                        at += (rest.len() - trimmed.len()) as u64;
+                        content = trimmed;
+                    }
+                }
+                continue;
+            }
+            // No open value: start one, or this line is text.
+            if content.starts_with('{') {
+                self.frame = None;
+                self.open_at(OpenKind::Object, at);
+                continue;
+            }
+            if let Some(re) = RAW_ERROR.as_ref()
+                && let Some(caps) = re.captures(content.as_bytes())
+                && let Some(name) = caps.get(1)
+            {
+                let bracket = caps.get(0).map_or(0, |m| m.end() - 1);
+                content = content.get(bracket..).unwrap_or(content);
+                at += bracket as u64;
+                let kind = OpenKind::RawError(String::from_utf8_lossy(name.as_bytes()).into());
+                self.open_at(kind, at);
+                continue;
+            }
+            let end = newline_at.unwrap_or(at + content.len() as u64);
+            // A text line longer than a piece is one text record, spanning its first piece.
+            self.text_continues = partial;
+            self.stats.text_lines += 1;
+            let span = Span::new(self.file, line_start, end - line_start);
+            let text = content;
+            let frame_start = self.frame.take();
+            if text.trim().is_empty() && frame_start.is_some() {
+                // Node prints a blank line between the caret and the error.
+                self.frame = frame_start;
+            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(text)) {
+                self.frame = Some(frame_start.unwrap_or(line_start));
+            } else if frame_start.is_some()
+                && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(text))
+            {
+                let field = |i| caps.get(i).map_or("", |m| m.as_str()).to_owned();
+                self.ready.push_back(LogRecord::Uncaught {
+                    name: field(1),
+                    message: field(2),
+                    span: Span::new(self.file, at, end.saturating_sub(at)),
+                });
+                return;
+            } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(text)) {
+                let success = caps
+                    .get(1)
+                    .is_none_or(|code| code.as_str().parse::<i64>().is_ok_and(|c| c == 0));
+                self.ready.push_back(LogRecord::Status {
+                    span,
+                    success,
+                    words: text.trim().to_owned(),
+                });
+                return;
+            }
+            self.ready.push_back(LogRecord::Text(span));
+            return;
+        }
+    }
+
+    /// Opens a value of `kind` whose opening bracket is at `at`.
+    fn open_at(&mut self, kind: OpenKind, at: u64) {
+        self.open = Some(Open {
+            kind,
+            start: at,
+            text: self.buffer.text_end(),
+            segments: self.buffer.segment_end(),
+            lexer: Depth::default(),
+            end: at,
+        });
+    }
+
+    fn close_open(&mut self) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let pending = Pending {
+            span: Span::new(self.file, open.start, open.end.saturating_sub(open.start)),
+            kind: open.kind,
+            text: open.text..self.buffer.text_end(),
+            segments: open.segments..self.buffer.segment_end(),
+        };
+        if self.deferred {
+            self.ready.push_back(LogRecord::Pending(pending));
+        } else {
+            // Values before this one were decoded when they closed: its text is all there is.
+            self.yielded = (pending.text.end, pending.segments.end);
+            let texts = self.take_texts();
+            let record = pending.decode(&texts, self.decoding);
+            self.stats.count_decoded(record.decoded());
+            self.ready.push_back(record);
+        }
+    }
+
+    fn abort_open(&mut self, reason: String) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        self.buffer.truncate(open.text, open.segments);
+        let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
+        match open.kind {
+            OpenKind::Object | OpenKind::Line => {
+                self.stats.undecodable += 1;
+                self.ready.push_back(LogRecord::Undecodable {
+                    span,
+                    reason,
+                    at: None,
+                    truncated: false,
+                });
+            }
+            OpenKind::RawError(_) => {
+                self.stats.text_lines += 1;
+                self.ready.push_back(LogRecord::Text(span));
+            }
+        }
+    }
+
+    fn finish_at_eof(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        if let Some(open) = self.open.take() {
+            self.buffer.truncate(open.text, open.segments);
+            let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
+            match open.kind {
+                OpenKind::Object | OpenKind::Line => {
+                    self.stats.undecodable += 1;
+                    self.stats.truncated = true;
+                    self.ready.push_back(LogRecord::Undecodable {
+                        span,
+                        reason: "the log ends inside this JSON object".into(),
+                        at: None,
+                        truncated: true,
+                    });
+                }
+                OpenKind::RawError(_) => {
+                    self.stats.text_lines += 1;
+                    self.ready.push_back(LogRecord::Text(span));
+                }
+            }
+        }
+    }
+}
+
+/// `r`, a range in everything the reader re-joined, in a [`Texts`] that starts at `base`.
+fn local(r: &Range<usize>, base: usize) -> Range<usize> {
+    r.start.saturating_sub(base)..r.end.saturating_sub(base)
+}
+
+/// A JSON value re-joined but not decoded yet (see [`AgentLogReader::deferred`]): where its
+/// text and segments are in the [`Texts`] the reader hands over with it.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    span: Span,
+    kind: OpenKind,
+    text: Range<usize>,
+    segments: Range<usize>,
+}
+
+impl Pending {
+    /// Length of the value's text.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Whether the value is a line taken whole, not framed (see
+    /// [`AgentLogReader::with_whole_lines`]): it is one JSON object only if it decodes.
+    pub fn whole_line(&self) -> bool {
+        matches!(self.kind, OpenKind::Line)
+    }
+
+    /// The object's text, for a reader that reads what it needs of it itself; `None` for a raw
+    /// error dump. `texts` are those [`AgentLogReader::take_texts`] handed over after the reader
+    /// yielded this value.
+    pub fn view<'t>(&self, texts: &'t Texts) -> Option<RecordView<'t>> {
+        matches!(self.kind, OpenKind::Object | OpenKind::Line).then(|| RecordView {
+            span: self.span,
+            text: texts
+                .text
+                .get(local(&self.text, texts.text_base))
+                .unwrap_or_default(),
+            segments: texts
+                .segments
+                .get(local(&self.segments, texts.segment_base))
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The value's text in `texts` (those [`AgentLogReader::take_texts`] handed over after the
+    /// reader yielded this value).
+    fn text_in(&self, texts: &Arc<Texts>) -> RecordText {
+        RecordText {
+            texts: Arc::clone(texts),
+            text: local(&self.text, texts.text_base),
+            segments: local(&self.segments, texts.segment_base),
+        }
+    }
+
+    /// Decodes the value: a [`LogRecord::Json`], [`LogRecord::Light`] (objects `light` takes),
+    /// [`LogRecord::RawError`], or, when it is not JSON, [`LogRecord::Undecodable`] (an object)
+    /// or [`LogRecord::Text`] (a raw error dump).
+    ///
+    /// `texts` are those [`AgentLogReader::take_texts`] handed over after the reader yielded it.
+    pub fn decode(self, texts: &Arc<Texts>, decoding: Decoding) -> LogRecord {
+        let span = self.span;
+        let text = (texts.text)
+            .get(local(&self.text, texts.text_base))
+            .unwrap_or_default();
+        if let (OpenKind::Object | OpenKind::Line, Some(filter)) = (&self.kind, decoding.light)
+            && let Some(light) = filter(text)
+        {
+            return LogRecord::Light { span, light };
+        }
+        let parse = match &self.kind {
+            OpenKind::Object | OpenKind::Line => decoding.object,
+            OpenKind::RawError(_) => Decoding::default().object,
+        };
+        match parse(text) {
+            Ok(value) => {
+                let record = Box::new(JsonRecord {
+                    span,
+                    text: self.text_in(texts),
+                    value,
+                });
+                match self.kind {
+                    OpenKind::Object | OpenKind::Line => LogRecord::Json(record),
+                    OpenKind::RawError(name) => LogRecord::RawError { name, record },
+                }
+            }
+            Err(err) => match self.kind {
+                OpenKind::Object | OpenKind::Line => {
+                    let record = JsonRecord {
+                        span,
+                        text: self.text_in(texts),
+                        value: Value::Null,
+                    };
+                    let at = text_offset(&record.text, err.line(), err.column())
+                        .map(|pos| record.span_of(pos, pos + 1));
+                    LogRecord::Undecodable {
+                        span,
+                        reason: format!("invalid JSON: {err}"),
+                        at,
+                        truncated: false,
+                    }
+                }
+                // A raw dump that is not JSON after all is just text.
+                OpenKind::RawError(_) => LogRecord::Text(span),
+            },
+        }
+    }
+}
+
+/// What [`Pending::decode`] made of a value, as [`LogStats`] counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decoded {
+    JsonObject,
+    RawError,
+    Undecodable,
+    TextLine,
+    Other,
+}
+
+impl LogRecord {
+    /// How [`LogStats::count_decoded`] counts this record.
+    pub fn decoded(&self) -> Decoded {
+        match self {
+            LogRecord::Json(_) | LogRecord::Light { .. } => Decoded::JsonObject,
+            LogRecord::RawError { .. } => Decoded::RawError,
+            LogRecord::Undecodable { .. } => Decoded::Undecodable,
+            LogRecord::Text(_) => Decoded::TextLine,
+            _ => Decoded::Other,
+        }
+    }
+}
+
+impl LogStats {
+    /// Counts a record [`Pending::decode`] returned (see [`LogRecord::decoded`]).
+    pub fn count_decoded(&mut self, decoded: Decoded) {
+        match decoded {
+            Decoded::JsonObject => self.json_objects += 1,
+            Decoded::RawError => self.raw_errors += 1,
+            Decoded::Undecodable => self.undecodable += 1,
+            Decoded::TextLine => self.text_lines += 1,
+            Decoded::Other => {}
+        }
+    }
+}
+
+fn push_piece(open: &mut Open, buffer: &mut Buffer, piece: &str, at: u64) {
+    if piece.is_empty() {
+        return;
+    }
+    buffer.segments.push((buffer.text_end() - open.text, at));
+    buffer.text.push_str(piece);
+    open.end = at + piece.len() as u64;
+}
+
+/// Whether a line cannot continue the value whose text so far is `open` (outside a string).
+fn breaks_value(content: &str, open: &str) -> bool {
+    let content = content.as_bytes();
+    if content.first() == Some(&b'{') {
+        // A pretty-printed top-level object starts with `{` alone on its line; nested ones are
+        // indented. A `{` at column 0 can only continue the value if the wrapper split a compact
+        // line right where a value was expected (after `:`, `,` or `[`).
+        let alone = content.iter().skip(1).all(u8::is_ascii_whitespace);
+        let expects_value = matches!(open.trim_end().as_bytes().last(), Some(b':' | b',' | b'['));
+        return alone || !expects_value;
+    }
+    match content.iter().find(|c| !c.is_ascii_whitespace()) {
+        None => false,
+        Some(c) => !matches!(
+            c,
+            b'{' | b'}' | b'[' | b']' | b'"' | b',' | b':' | b'-' | b'0'
+                ..=b'9' | b't' | b'f' | b'n'
+        ),
+    }
+}
+
+impl<R: BufRead> Iterator for AgentLogReader<R> {
+    type Item = Result<LogRecord, IngestError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(rec) = self.ready.pop_front() {
+                if let LogRecord::Pending(p) = &rec {
+                    self.yielded = (p.text.end, p.segments.end);
+                }
+                return Some(Ok(rec));
+            }
+            if self.finished {
+                return None;
+            }
+            match self.step() {
+                Ok(_) => {}
+                Err(e) => {
+                    self.finished = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> (Vec<LogRecord>, LogStats) {
+        let mut r = AgentLogReader::new(text.as_bytes(), FileId(0));
+        let recs = r.by_ref().collect::<Result<Vec<_>, _>>();
+        let stats = r.stats().clone();
+        (recs.unwrap_or_default(), stats)
+    }
+
+    fn jsons(recs: &[LogRecord]) -> Vec<&JsonRecord> {
+        recs.iter()
+            .filter_map(|r| match r {
+                LogRecord::Json(j) => Some(&**j),
+                _ => None,
+            })
+            .collect()
+    }
+
+    const P: &str = "[2026-02-01T12:30:28.417Z] [INFO] ";
+
+    #[test]
+    fn pretty_printed_objects_with_prefixes() {
+        let log = format!(
+            "Solution draft log\n\n{P}{{\n{P}  \"type\": \"tool_use\",\n{P}  \"part\": {{\"id\": \"prt_1\"}}\n{P}}}\n{P}✅ done\n"
+        );
+        let (recs, stats) = read(&log);
+        let js = jsons(&recs);
+        assert_eq!(js.len(), 1);
+        assert_eq!(js[0].value["type"], "tool_use");
+        assert_eq!(stats.json_objects, 1);
+        assert_eq!(stats.text_lines, 3);
+        // The span covers `{` … `}` in the file.
+        let start = js[0].span.offset as usize;
+        assert_eq!(&log[start..start + 1], "{");
+        assert_eq!(
+            &log[js[0].span.end() as usize - 1..js[0].span.end() as usize],
+            "}"
+        );
+    }
+
+    #[test]
+    fn split_inside_a_string_is_rejoined_even_after_a_backslash() {
+        // The wrapper cut the line right after a backslash of `\"`.
+        let log = format!(
+            "{P}{{\"type\":\"text\",\"text\":\"say \\\n[2026-02-01T12:30:29.000Z] [INFO] \"hi\\\" now\"}}\n"
+        );
+        let (recs, stats) = read(&log);
+        let js = jsons(&recs);
+        assert_eq!(js.len(), 1, "{recs:?}");
+        assert_eq!(js[0].value["text"], "say \"hi\" now");
+        assert_eq!(stats.rejoined_splits, 1);
+        assert_eq!(stats.undecodable, 0);
+    }
+
+    #[test]
+    fn unprefixed_continuation_lines_and_compact_lines() {
+        let log = format!(
+            "{P}{{\n  \"type\": \"error\",\n  \"error\": \"The operation timed out.\"\n}}\n{{\"type\":\"step_start\"}}\n{{\"type\":\"a\"}}{{\"type\":\"b\"}}\n"
+        );
+        let (recs, _) = read(&log);
+        let types: Vec<_> = jsons(&recs)
+            .iter()
+            .map(|j| j.value["type"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(types, ["error", "step_start", "a", "b"]);
+    }
+
+    #[test]
+    fn objects_of_one_long_line_hand_over_only_their_own_text() {
+        // A log written without newlines: every object on one line. Each record's texts, taken
+        // as it is yielded, are that object's, not the rest of the line.
+        let object = r#"{"type":"log","level":"info","message":"x"}"#;
+        let line = object.repeat(2000);
+        let mut reader = AgentLogReader::new(line.as_bytes(), FileId(0)).deferred();
+        let mut pending = 0;
+        while let Some(record) = reader.next() {
+            if let Ok(LogRecord::Pending(_)) = record {
+                let texts = reader.take_texts();
+                assert_eq!(texts.text, object);
+                pending += 1;
+            }
+        }
+        assert_eq!(pending, 2000);
+    }
+
+    #[test]
+    fn a_line_longer_than_a_piece_is_read_piece_by_piece() {
+        // Objects on one line, over several pieces, one with a multi-byte character that some
+        // piece boundary cuts, one larger than a piece; then a text line longer than a piece.
+        let mut line = String::new();
+        let mut objects = Vec::new();
+        let mut padded = false;
+        for i in 0..40_000 {
+            let object = format!(r#"{{"type":"log","n":{i},"text":"é€𝄞"}}"#);
+            let clef = object.find('𝄞').unwrap_or_default();
+            if !padded && line.len() + object.len() > PIECE - 100 {
+                // Spaces between two objects, so that the first piece ends inside the `𝄞`.
+                line.push_str(&" ".repeat(PIECE - 2 - (line.len() + clef)));
+                padded = true;
+            }
+            objects.push((line.len(), object.clone()));
+            line.push_str(&object);
+        }
+        assert!(padded && !line.is_char_boundary(PIECE));
+        let big = format!(r#"{{"type":"big","text":"{}"}}"#, "é".repeat(PIECE));
+        objects.push((line.len(), big.clone()));
+        line.push_str(&big);
+        let log = format!(
+            "{line}\n{}\n{{\"type\":\"last\"}}\n",
+            "word ".repeat(PIECE / 2)
+        );
+        let mut reader = AgentLogReader::new(log.as_bytes(), FileId(0));
+        let mut recs = Vec::new();
+        while let Some(Ok(record)) = reader.next() {
+            recs.push(record);
+            // One piece at a time, not the whole line.
+            assert!(
+                reader.buf.capacity() <= 2 * PIECE,
+                "{}",
+                reader.buf.capacity()
+            );
+        }
+        let stats = reader.stats().clone();
+        let js = jsons(&recs);
+        assert_eq!(js.len(), objects.len() + 1);
+        for (record, (offset, text)) in js.iter().zip(&objects) {
+            assert_eq!(record.span.offset, *offset as u64);
+            assert_eq!(&*record.text, text.as_str());
+        }
+        assert_eq!(
+            js[40_000].value["text"].as_str().map(str::len),
+            Some(2 * PIECE)
+        );
+        assert_eq!(js[40_001].value["type"], "last");
+        assert_eq!(stats.lines, 3);
+        assert_eq!(stats.text_lines, 1);
+        assert_eq!(stats.undecodable, 0);
+    }
+
+    /// What a reader makes of `log` read in pieces of `piece` bytes: the JSON records (span and
+    /// text), where the undecodable ones are, and the counts.
+    fn read_in_pieces(log: &[u8], piece: usize) -> (Vec<(Span, String)>, Vec<Span>, LogStats) {
+        let mut reader = AgentLogReader::new(log, FileId(0));
+        reader.piece = piece;
+        let (mut json, mut undecodable) = (Vec::new(), Vec::new());
+        for record in reader.by_ref() {
+            match record {
+                Ok(LogRecord::Json(j)) => json.push((j.span, j.text.to_string())),
+                Ok(LogRecord::Undecodable { span, .. }) => undecodable.push(span),
+                _ => {}
+            }
+        }
+        (json, undecodable, reader.stats().clone())
+    }
+
+    #[test]
+    fn small_pieces_read_the_real_logs_as_whole_lines_do() {
+        // Every agent log of the corpus and the samples, read whole-line and in pieces of a few
+        // KiB (the wrapper's lines are up to 64 KiB): the same records, at the same bytes.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut logs: Vec<std::path::PathBuf> = Vec::new();
+        for dir in [
+            root.join("samples"),
+            root.join("../shared/corpus/agent-logs"),
+        ] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            logs.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "log" || x == "txt")),
+            );
+        }
+        assert!(!logs.is_empty());
+        for path in logs {
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let whole = read_in_pieces(&bytes, PIECE);
+            for piece in [4096, 5000, 65_536] {
+                let pieces = read_in_pieces(&bytes, piece);
+                assert_eq!(pieces.0, whole.0, "{} in pieces of {piece}", path.display());
+                assert_eq!(pieces.1, whole.1, "{} in pieces of {piece}", path.display());
+                assert_eq!(pieces.2, whole.2, "{} in pieces of {piece}", path.display());
+            }
+        }
+    }
+
+    #[test]
+    fn small_pieces_read_every_one_byte_mutation_of_a_log_as_whole_lines_do() {
+        // Prefixed pretty-printed and compact objects, several on a line, multi-byte characters,
+        // a string split over two lines, text: every line longer than a 48-byte piece.
+        let seed = format!(
+            "{P}{{\n{P}  \"type\": \"tool_use\", \"part\": {{\"id\": \"prt_é€𝄞\"}}\n{P}}}\n\
+             {{\"type\":\"log\",\"level\":\"error\",\"message\":\"é€𝄞 é€𝄞\"}}{{\"type\":\"b\"}} {{\"c\":1}}\n\
+             {P}{{\"type\":\"text\",\"text\":\"split here\n{P}and on\"}}\n\
+             plain text longer than one piece of forty-eight bytes, é€𝄞\n"
+        );
+        let mut compared = 0;
+        for log in crate::text::one_byte_mutations(&seed) {
+            assert_eq!(
+                read_in_pieces(log.as_bytes(), 48),
+                read_in_pieces(log.as_bytes(), PIECE),
+                "{log}"
+            );
+            compared += 1;
+        }
+        assert!(compared > 5000, "{compared}");
+    }
+
+    /// Whole lines read where they lie in the input's buffer, checked a window at once, give the
+    /// records, errors and counts the line-by-line reading gives (a buffer of one byte never
+    /// holds a whole line): a NUL byte, a byte that is not UTF-8 and a character cut short, at
+    /// every position of a log of compact, prefixed and text lines.
+    #[test]
+    fn lines_checked_a_window_at_once_read_as_lines_read_one_by_one() {
+        let seed = format!(
+            "{{\"type\":\"log\",\"message\":\"é€𝄞\"}}\n{P}{{\"type\":\"b\"}}\n\
+             plain text é\n{{\"type\":\"c\",\n{P}\"d\":1}}\n{{\"e\":\"𝄞\"}}\n"
+        );
+        let read = |reader: &mut dyn Iterator<Item = Result<LogRecord, IngestError>>| {
+            reader.map(|r| format!("{r:?}")).collect::<Vec<_>>()
+        };
+        let mut compared = 0;
+        for at in 0..=seed.len() {
+            for bad in [&b"\0"[..], b"\xff", b"\xe2\x82", b"\n\0\n"] {
+                let mut log = seed.as_bytes().to_vec();
+                log.splice(at..at, bad.iter().copied());
+                let mut whole = AgentLogReader::new(&log[..], FileId(0));
+                let mut byte_by_byte =
+                    AgentLogReader::new(std::io::BufReader::with_capacity(1, &log[..]), FileId(0));
+                assert_eq!(read(&mut whole), read(&mut byte_by_byte), "{bad:?} at {at}");
+                assert_eq!(whole.stats(), byte_by_byte.stats(), "{bad:?} at {at}");
+                compared += 1;
+            }
+        }
+        assert!(compared > 300, "{compared}");
+    }
+
+    #[test]
+    fn a_long_line_cut_inside_a_character_is_truncated_there() {
+        let object = r#"{"type":"log","text":"€€"}"#;
+        let mut log = object.repeat(PIECE / object.len() + 10);
+        log.push_str(r#"{"type":"log","text":"€"#);
+        let bytes = &log.as_bytes()[..log.len() - 1];
+        let mut reader = AgentLogReader::new(bytes, FileId(0));
+        let recs: Vec<_> = reader.by_ref().filter_map(Result::ok).collect();
+        assert!(matches!(
+            recs.last(),
+            Some(LogRecord::Undecodable {
+                truncated: true,
+                ..
+            })
+        ));
+        assert_eq!(jsons(&recs).len(), PIECE / object.len() + 10);
+    }
+
+    #[test]
+    fn raw_error_dump_is_one_record() {
+        let log = format!("{P}ZodError: [\n  {{\n    \"code\": \"invalid_union\"\n  }}\n]\n\n");
+        let (recs, stats) = read(&log);
+        assert!(
+            matches!(&recs[0], LogRecord::RawError { name, record } if name == "ZodError" && record.value[0]["code"] == "invalid_union")
+        );
+        assert_eq!(stats.raw_errors, 1);
+        assert_eq!(stats.json_objects, 0);
+    }
+
+    #[test]
+    fn truncated_object_is_reported_not_lost() {
+        let log = format!("{P}{{\n{P}  \"type\": \"tool_use\",\n{P}  \"part\": {{");
+        let (recs, stats) = read(&log);
+        assert!(matches!(
+            recs.last(),
+            Some(LogRecord::Undecodable {
+                truncated: true,
+                ..
+            })
+        ));
+        assert!(stats.truncated);
+    }
+
+    #[test]
+    fn object_cut_off_by_a_new_one_is_undecodable_and_the_new_one_survives() {
+        let log = format!(
+            "{P}{{\n{P}  \"type\": \"tool_use\",\n{P}✅ wrapper text\n{P}{{\"type\":\"ok\"}}\n"
+        );
+        let (recs, stats) = read(&log);
+        assert_eq!(stats.undecodable, 1);
+        assert_eq!(jsons(&recs)[0].value["type"], "ok");
+    }
+
+    #[test]
+    fn compact_line_split_before_a_nested_object_is_rejoined() {
+        let log = format!(
+            "{P}{{\"type\":\"tool_use\",\"part\":\n{P}{{\"id\":\"prt_1\",\"state\":{{\"status\":\"running\"}}}}}}\n{P}{{\"type\":\"next\"}}\n"
+        );
+        let (recs, stats) = read(&log);
+        let js = jsons(&recs);
+        assert_eq!(stats.undecodable, 0, "{recs:?}");
+        assert_eq!(js[0].value["part"]["id"], "prt_1");
+        assert_eq!(js[1].value["type"], "next");
+    }
+
+    #[test]
+    fn locate_maps_back_through_prefixes() {
+        let log = format!(
+            "{P}{{\n{P}  \"part\": {{\n{P}    \"state\": {{\"status\": \"running\"}}\n{P}  }}\n{P}}}\n"
+        );
+        let (recs, _) = read(&log);
+        let js = jsons(&recs);
+        let span = js[0]
+            .locate(&["part".into(), "state".into(), "status".into()])
+            .unwrap_or(Span::new(FileId(0), 0, 0));
+        assert_eq!(
+            &log[span.offset as usize..span.end() as usize],
+            "\"running\""
+        );
+    }
+
+    #[test]
+    fn locate_in_string_across_a_split() {
+        let log = format!(
+            "{P}{{\"error\":{{\"text\":\"{{\\\"id\\\":\\\"chat\n{P}cmpl-1data:{{\\\"id\\\":2}}\"}}}}\n"
+        );
+        let (recs, _) = read(&log);
+        let js = jsons(&recs);
+        let span = js[0]
+            .locate_in_string(&["error".into(), "text".into()], "data:")
+            .unwrap_or(Span::new(FileId(0), 0, 0));
+        assert_eq!(&log[span.offset as usize..span.end() as usize], "data:");
+    }
+
+    #[test]
+    fn uncaught_errors_after_a_code_frame() {
+        let bun = format!(
+            "{P}1433 |       throw new ModelNotFoundError({{ providerID }});\n{P}                   ^\n{P}ProviderModelNotFoundError: ProviderModelNotFoundError\n{P} data: {{\n"
+        );
+        let node = "/app/index.js:10\n    throw new Error('boom');\n    ^\n\nTypeError: boom\n    at main (/app/index.js:10:11)\n";
+        for log in [bun.as_str(), node] {
+            let (recs, _) = read(log);
+            let found: Vec<&str> = recs
+                .iter()
+                .filter_map(|r| match r {
+                    LogRecord::Uncaught { name, .. } => Some(name.as_str()),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(found.len(), 1, "{log}: {recs:?}");
+        }
+        // Without a code frame, `Error: …` text is just text.
+        let (recs, _) = read("Error: this is a note in a transcript\n");
+        assert!(matches!(recs[0], LogRecord::Text(_)));
+        let (recs, _) = read("Exit Code: 1\n");
+        assert!(matches!(&recs[0], LogRecord::Status { success: false, .. }));
+    }
+
+    #[test]
+    fn the_prefix_is_recognised_like_its_regex() {
+        let cases: [&[u8]; 8] = [
+            P.as_bytes(),
+            b"[2026-02-01T12:30:28.417Z] [STDERR] x",
+            b"[2026-02-01T12:30:28.417Z] [WARNING] ",
+            b"[2026-02-01T12:30:28.417Z] [DEBUG] x",
+            b"[2026-02-01T12:30:28.41Z] [INFO] x",
+            b"[2026-02-01 12:30:28.417Z] [INFO] x",
+            b"[2026-02-01T12:30:28.417Z] [INFO]x",
+            "[2026-02-01T12:30:28.41\u{0663}Z] [INFO] é".as_bytes(),
+        ];
+        for line in cases {
+            let regex = PREFIX
+                .as_ref()
+                .and_then(|re| re.find(line))
+                .map(|m| m.end());
+            assert_eq!(prefix_len(line), regex, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    /// Texts are handed over after the values yielded so far; a value queued behind them (a
+    /// second object on the same line) or still open goes with the next texts.
+    #[test]
+    fn texts_taken_between_values_of_one_line() {
+        let log = format!("{{\"a\":1}}{{\"b\":2}}\n{P}{{\"c\":\n{P}3}}\n");
+        let mut r = AgentLogReader::new(log.as_bytes(), FileId(0)).deferred();
+        let mut decoded = Vec::new();
+        let mut pending = Vec::new();
+        while let Some(Ok(rec)) = r.next() {
+            if let LogRecord::Pending(p) = rec {
+                pending.push(p);
+            }
+            // Hand the texts over after every value, as a batch of one.
+            let texts = r.take_texts();
+            for p in pending.drain(..) {
+                decoded.push(p.decode(&texts, Decoding::default()));
+            }
+        }
+        let values: Vec<String> = jsons(&decoded)
+            .iter()
+            .map(|j| format!("{} {}", &*j.text, j.value))
+            .collect();
+        assert_eq!(
+            values,
+            [
+                r#"{"a":1} {"a":1}"#,
+                r#"{"b":2} {"b":2}"#,
+                "{\"c\":\n3} {\"c\":3}"
+            ]
+        );
+        let c = jsons(&decoded)[2];
+        let three = c.span_of(c.text.len() - 2, c.text.len() - 1);
+        assert_eq!(&log[three.offset as usize..three.end() as usize], "3");
+    }
+
+    #[test]
+    fn invalid_utf8_and_nul_are_errors_with_a_position() {
+        let mut r = AgentLogReader::new(&b"ok\nbad \xff\n"[..], FileId(0));
+        let err = r.find_map(Result::err);
+        assert!(matches!(
+            err,
+            Some(IngestError::InvalidUtf8 { offset: 7, line: 2 })
+        ));
+        let mut r = AgentLogReader::new(&b"a\0b\n"[..], FileId(0));
+        assert!(matches!(
+            r.find_map(Result::err),
+            Some(IngestError::Binary { offset: 1, line: 1 })
+        ));
+        // A NUL on a later line, in the same buffer as a whole line read where it is: the first
+        // line is read, the NUL reported where it is (before and after a bad character).
+        for (log, offset) in [
+            (&b"{\"a\":1}\nxy\0\xff\n"[..], 10),
+            (&b"{\"a\":1}\nx\xffy\0\n"[..], 11),
+        ] {
+            let mut r = AgentLogReader::new(log, FileId(0));
+            assert!(matches!(r.next(), Some(Ok(LogRecord::Json(_)))));
+            let err = r.find_map(Result::err);
+            assert!(
+                matches!(err, Some(IngestError::Binary { offset: o, line: 2 }) if o == offset),
+                "{err:?}"
+            );
+        }
+    }
+}

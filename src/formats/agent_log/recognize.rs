@@ -1,0 +1,106 @@
+//! An agent log is recognised by a wrapper's line prefixes or header, by a line that is an
+//! agent's record, or by an agent's objects after a preamble (a shell transcript, a command log's
+//! header, test-runner output).
+
+use serde_json::{Map, Value};
+
+use crate::core::Format;
+use crate::formats::recognize::{Claim, Evidence, Head, RecordLine, first_record, scan_values};
+
+/// Types of the objects an agent writes (`agent-log-format.md` §2.2).
+const AGENT_TYPES: &[&str] = &[
+    "log",
+    "status",
+    "input",
+    "step_start",
+    "step_finish",
+    "tool_use",
+    "text",
+    "reasoning",
+    "session_idle",
+    "permission_request",
+    "model_resolved",
+];
+
+/// Markers of provider stream events, which a cut line of a stream capture still shows.
+pub const STREAM_MARKERS: &[&str] = &[
+    "\"object\":\"chat.completion.chunk\"",
+    "\"type\":\"response.",
+    "\"type\":\"message_",
+    "\"type\":\"content_block_",
+];
+
+pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
+    let Some(text) = head.text else {
+        return Vec::new();
+    };
+    let mut claims = Vec::new();
+    if head
+        .lines
+        .iter()
+        .any(|l| super::read::prefix_len(l.as_bytes()).is_some())
+        || text.starts_with("Solution draft log")
+        || text.starts_with("# Solve.mjs Log")
+    {
+        claims.push(Claim::new(
+            Format::AgentLog,
+            Evidence::Wrapper,
+            "a wrapper's timestamped line prefixes",
+        ));
+    }
+    claims.extend(first_record(
+        head,
+        Format::AgentLog,
+        "an agent's log entry or event",
+        |line| match line {
+            RecordLine::Object(obj) => agent_object(obj),
+            // A cut line that names a session and is no stream event.
+            RecordLine::Cut(compact) => {
+                !STREAM_MARKERS.iter().any(|m| compact.contains(m))
+                    && compact.contains("\"sessionID\"")
+            }
+            RecordLine::Other => false,
+        },
+    ));
+    if scan_values(text, agent_object).found > 0 {
+        claims.push(Claim::new(
+            Format::AgentLog,
+            Evidence::Objects,
+            "an agent's object after a preamble",
+        ));
+    }
+    if head.first_is_object() {
+        let compact = head.probe_compact();
+        let mentions = head.probe_has("sessionID")
+            || (head.probe_has("service") && head.probe_has("message"))
+            || AGENT_TYPES
+                .iter()
+                .any(|t| compact.contains(&format!("\"type\":\"{t}\"")));
+        if mentions {
+            claims.push(Claim::new(
+                Format::AgentLog,
+                Evidence::Mentions,
+                "an agent's keys in a pretty-printed document",
+            ));
+        }
+    }
+    claims
+}
+
+/// An object an agent writes: a logger or bus entry (also as `{"log": {…}}`), an output event,
+/// an error event, or a Claude Code `stream-json` record.
+pub fn agent_object(obj: &Map<String, Value>) -> bool {
+    let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+    let logger = |o: &Map<String, Value>| o.contains_key("service") && o.contains_key("message");
+    obj.contains_key("sessionID")
+        || logger(obj)
+        || AGENT_TYPES.contains(&ty)
+        || (ty == "error" && (obj.contains_key("errorType") || obj.contains_key("exitCode")))
+        || (obj.len() == 1
+            && obj
+                .get("log")
+                .and_then(|l| l.as_object())
+                .is_some_and(logger))
+        || (obj.contains_key("session_id")
+            && matches!(ty, "system" | "assistant" | "user" | "result"))
+}

@@ -1,0 +1,102 @@
+//! One folder per input format: its recognition, reading with byte spans, replay into the
+//! session model, the rebuilt request and its repair.
+//!
+//! The `formats!` list registers every format family once, in the order that breaks ties
+//! between equally strong claims on the same record (`recognize.rs`). Adding a format is one
+//! folder with a `recognize.rs`, one line here, and its fixtures (DEVELOPERS.md, "Adding an input
+//! format").
+
+pub mod agent_log;
+pub mod claude_code;
+pub mod codex;
+pub mod opencode;
+pub mod recognize;
+pub mod recording;
+pub mod stream;
+pub mod transcript;
+pub mod unit;
+pub mod write;
+
+use std::path::Path;
+
+use crate::core::{Format, RewindError};
+use crate::source::SourceMap;
+use recognize::{Claim, Head};
+use unit::{Input, UnitSink};
+
+/// A family of formats read by one folder: which formats it reads and how it recognises them.
+pub trait Family: Sync {
+    /// The formats it reads.
+    fn formats(&self) -> &'static [Format];
+    /// Its claims on the head of a file (none when nothing in the head is its own).
+    fn recognize(&self, head: &Head<'_>) -> Vec<Claim>;
+    /// Its claims on a folder.
+    fn recognize_folder(&self, _path: &Path) -> Vec<Claim> {
+        Vec::new()
+    }
+    /// Reads `input` (one of its formats) and replays it into units of diagnosis, handing each
+    /// to `each` as soon as it is ready.
+    fn analyze(
+        &self,
+        input: &Input<'_>,
+        sources: &mut SourceMap,
+        each: &mut UnitSink<'_>,
+    ) -> Result<(), RewindError>;
+}
+
+/// Registers the format families: each `module::Type` is a unit struct implementing [`Family`],
+/// declared in its module's `mod.rs`.
+macro_rules! formats {
+    ($($module:ident :: $family:ident),* $(,)?) => {
+        /// Every family, in the registry's order.
+        pub const FAMILIES: &[&dyn Family] = &[$(&$module::$family,)*];
+    };
+}
+
+formats! {
+    claude_code::ClaudeCode,
+    codex::Codex,
+    opencode::OpenCode,
+    agent_log::AgentLogs,
+    stream::StreamCaptures,
+    recording::Recordings,
+}
+
+/// Every family's claims on a file's head, in the registry's order.
+fn claims_on(head: &Head<'_>) -> Vec<Claim> {
+    FAMILIES.iter().flat_map(|f| f.recognize(head)).collect()
+}
+
+/// Every family's claims on a folder, in the registry's order.
+fn claims_on_folder(path: &Path) -> Vec<Claim> {
+    FAMILIES
+        .iter()
+        .flat_map(|f| f.recognize_folder(path))
+        .collect()
+}
+
+/// The family that reads `format`.
+pub fn family_of(format: Format) -> Option<&'static dyn Family> {
+    FAMILIES
+        .iter()
+        .copied()
+        .find(|f| f.formats().contains(&format))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_is_read_by_exactly_one_family() {
+        use clap::ValueEnum;
+        for format in Format::value_variants() {
+            let n = FAMILIES
+                .iter()
+                .filter(|f| f.formats().contains(format))
+                .count();
+            assert_eq!(n, 1, "{format:?} is read by {n} families");
+        }
+        assert!(family_of(Format::CodexRollout).is_some_and(|f| f.formats().len() == 1));
+    }
+}

@@ -1,0 +1,48 @@
+//! Stream captures: a raw `text/event-stream` body, or one provider stream event per line. They
+//! are read by the shared protocol decoders (`protocols::stream`) and replayed through the
+//! agents' stream processors.
+
+pub mod recognize;
+
+use crate::core::{Format, RewindError};
+use crate::formats::Family;
+use crate::formats::recognize::{Claim, Head};
+use crate::formats::unit::{Input, Unit, UnitSink};
+use crate::protocols::capture::{Envelope, Locator};
+use crate::source::SourceMap;
+
+/// This folder's unit in the `formats!` registry.
+pub struct StreamCaptures;
+
+impl Family for StreamCaptures {
+    fn formats(&self) -> &'static [Format] {
+        &[Format::Sse, Format::JsonLines]
+    }
+
+    fn recognize(&self, head: &Head<'_>) -> Vec<Claim> {
+        recognize::recognize(head)
+    }
+
+    fn analyze(
+        &self,
+        input: &Input<'_>,
+        sources: &mut SourceMap,
+        each: &mut UnitSink<'_>,
+    ) -> Result<(), RewindError> {
+        let file = sources.add_file(input.path);
+        let reader = crate::ingest::open(input.path)?;
+        let envelope = if input.format == Format::Sse {
+            Envelope::Sse
+        } else {
+            Envelope::JsonLines
+        };
+        let units = crate::protocols::stream::replay_reader(
+            reader,
+            envelope,
+            Locator::File(file),
+            input.stream_options(),
+        )
+        .map_err(|e| input.ingest_err(e))?;
+        each(sources, Unit::profiles(units))
+    }
+}

@@ -1,0 +1,51 @@
+//! A stream capture is recognised by its first line being an SSE field, or by a line that is a
+//! provider's or a UI's stream event.
+
+use serde_json::{Map, Value};
+
+use crate::core::Format;
+use crate::formats::agent_log::recognize::STREAM_MARKERS;
+use crate::formats::recognize::{Claim, Evidence, Head, RecordLine, first_record};
+
+pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
+    if head.text.is_none() {
+        return Vec::new();
+    }
+    let first = head.first;
+    let mut claims = Vec::new();
+    if ["data:", "event:", "id:", "retry:", ":"]
+        .iter()
+        .any(|f| first.starts_with(f))
+    {
+        claims.push(Claim::new(
+            Format::Sse,
+            Evidence::SseField,
+            "a text/event-stream field on the first line",
+        ));
+    }
+    claims.extend(first_record(
+        head,
+        Format::JsonLines,
+        "a provider's or a UI's stream event",
+        |line| match line {
+            RecordLine::Object(obj) => stream_object(obj),
+            RecordLine::Cut(compact) => STREAM_MARKERS.iter().any(|m| compact.contains(m)),
+            RecordLine::Other => false,
+        },
+    ));
+    claims
+}
+
+/// A provider or UI stream event: Chat Completions chunks, Responses and Anthropic events, AI SDK
+/// UI chunks (hyphenated types), AG-UI events (UPPER_CASE types).
+fn stream_object(obj: &Map<String, Value>) -> bool {
+    let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+    obj.contains_key("choices")
+        || obj.get("object").and_then(|o| o.as_str()) == Some("chat.completion.chunk")
+        || ty.starts_with("response.")
+        || ty.starts_with("message_")
+        || ty.starts_with("content_block_")
+        || ty.contains('-')
+        || matches!(ty, "ping" | "error" | "start" | "finish" | "abort")
+        || (!ty.is_empty() && ty.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+}

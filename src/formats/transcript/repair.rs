@@ -1,0 +1,1533 @@
+//! Repairing a Claude Code transcript or a Codex rollout (JSON-lines files the client appends
+//! to): the smallest edit that lets the client resume, with the original kept.
+//!
+//! What is repaired, found by this module on the records themselves:
+//!
+//! * a **torn last line** (no newline at the end, not JSON: the writer was cut off mid-append)
+//!   is trimmed; its bytes stay in the backup;
+//! * an **unanswered call at the end of the active history** (the client was killed while the
+//!   tool ran) gets an error result, written the way the client writes its own: for Claude Code a
+//!   `user` record with a `tool_result` block `is_error: true` whose content is the client's own
+//!   `[Request interrupted by user for tool use]`, linked by `parentUuid` and
+//!   `sourceToolAssistantUUID` to the `tool_use` record; for Codex a `function_call_output` (or
+//!   `custom_tool_call_output`) `response_item` with the output `aborted`, which is what Codex
+//!   0.169.0 sends for such a call on resume;
+//! * an **orphan result** (a `tool_result` / `function_call_output` whose call is nowhere before
+//!   it on the active history) is dropped: the block from its record, or the whole record when
+//!   it holds nothing else (its children are linked to its parent instead).
+//!
+//! Lines that are fine are copied byte for byte. How a repair is applied:
+//!
+//! 1. read the file and plan; a dry run stops here;
+//! 2. unless `--force`, refuse when the file was written to in the last 5 seconds (a client is
+//!    writing it), or when the transcript ends in a call written less than 10 minutes ago (the
+//!    client may still be running the tool, and would append its result after ours);
+//! 3. copy the file to `<file>.rewind-backup-<UTC time>.partial-<pid>`, fsync it, check it
+//!    holds the same bytes, and only then give it its final name `<file>.rewind-backup-<UTC time>`;
+//! 4. write the repaired content to `<file>.rewind-tmp-<pid>` in the same folder, fsync it, and
+//!    diagnose it: every problem the plan fixes must be gone, no finding may appear that was
+//!    not there before, and planning again must find nothing (a second run changes nothing);
+//! 5. refuse if the file changed since it was read (the client wrote to it); otherwise rename
+//!    the temporary file over it (atomic), fsync the folder, read it back and compare.
+//!
+//! The partial backup and the temporary file are removed on every failure and on
+//! SIGINT/SIGTERM; a failed repair removes its backup too (the file was not changed). Left by a
+//! killed run, they are removed by the next repair of the file.
+//!
+//! `REWIND_TEST_ABORT_AT=after-backup|before-rename` makes the process abort at that point: a test
+//! hook for the fault tests.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::json::value::str_of;
+
+use crate::checks::Rule;
+use crate::checks::diagnostic::Finding;
+use crate::core::Format;
+use crate::formats::opencode::db::companion;
+use crate::formats::write::{Scratch, fault, sync_dir, write_synced};
+
+/// The content Claude Code gives the result of a tool call it interrupted
+/// (`[Request interrupted by user for tool use]`, its own constant).
+pub const CLAUDE_INTERRUPTED: &str = "[Request interrupted by user for tool use]";
+/// The output Codex sends for a call it has no output for.
+pub const CODEX_ABORTED: &str = "aborted";
+/// A transcript whose last call is younger than this may still be running it.
+const LIVE_WINDOW_MS: i64 = 10 * 60 * 1000;
+/// A file written to less than this long ago is being written: a client appends a record in
+/// one write, so a torn line older than this is one whose writer died.
+const WRITING_WINDOW: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Which client wrote the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Client {
+    ClaudeCode,
+    Codex,
+}
+
+/// What kind of problem a change fixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Problem {
+    /// The last line was cut off mid-append.
+    TornLastLine,
+    /// A call ends the active history with no result.
+    UnansweredCall,
+    /// A result whose call is not before it on the active history.
+    OrphanResult,
+    /// Signed thinking the next request would send changed (`thinking-modified`).
+    ChangedThinking,
+}
+
+impl Problem {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Problem::TornLastLine => "torn-last-line",
+            Problem::UnansweredCall => "unanswered-call",
+            Problem::OrphanResult => "orphan-result",
+            Problem::ChangedThinking => "changed-thinking",
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One change, in words.
+#[derive(Clone, Debug, Serialize)]
+pub struct Change {
+    /// 1-based line of the file the change is about (for an added line: the line it will be).
+    pub line: u64,
+    pub problem: Problem,
+    /// The call id the change is about, if any.
+    pub call_id: Option<String>,
+    pub change: String,
+}
+
+/// An edit of the file's lines (0-based line indices of the original).
+#[derive(Clone, Debug)]
+enum Edit {
+    /// Leave out the torn last line.
+    Trim,
+    /// Leave out a line.
+    Drop(usize),
+    /// Write this line instead.
+    Replace(usize, String),
+    /// Add a line at the end.
+    Append(String),
+}
+
+/// The plan for one file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub client: Client,
+    pub session_id: Option<String>,
+    pub changes: Vec<Change>,
+    /// Problems seen but left alone, in words.
+    pub unfixable: Vec<String>,
+    #[serde(skip)]
+    edits: Vec<Edit>,
+    /// Call ids the plan answers or whose orphan results it drops.
+    #[serde(skip)]
+    calls: BTreeSet<String>,
+    /// The newest record's time of the unanswered calls (ms since the epoch).
+    #[serde(skip)]
+    unanswered_at_ms: Option<i64>,
+}
+
+impl Plan {
+    /// Plans appending `record`, the answer to the unanswered call `call_id`, as file line
+    /// `line`.
+    fn answer(&mut self, line: u64, call_id: String, record: Map<String, Value>, change: String) {
+        self.edits.push(Edit::Append(
+            serde_json::to_string(&Value::Object(record)).unwrap_or_default(),
+        ));
+        self.changes.push(Change {
+            line,
+            problem: Problem::UnansweredCall,
+            call_id: Some(call_id.clone()),
+            change,
+        });
+        self.calls.insert(call_id);
+    }
+}
+
+/// What a repair did.
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    pub plan: Plan,
+    pub backup: Option<PathBuf>,
+    pub applied: bool,
+    /// Bytes of the file before and after.
+    pub bytes_before: u64,
+    pub bytes_after: Option<u64>,
+}
+
+/// Why a repair did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptRepairError {
+    #[error("cannot read it: {0}")]
+    Read(std::io::Error),
+    #[error("{0}")]
+    Diagnose(String),
+    #[error(
+        "the transcript ends in a call written {0} s ago: the client may still be running the tool, and would append its result after rewind's. Let it finish (or close the client) and run rewind repair again; if no client is running (it died), pass --force"
+    )]
+    MaybeLive(i64),
+    #[error(
+        "the file was written to {0} ms ago: a client is writing it. Let it finish (or close it) and run rewind repair again; if no client is running, pass --force"
+    )]
+    BeingWritten(u128),
+    #[error("cannot write the backup {path}: {detail}")]
+    Backup { path: PathBuf, detail: String },
+    #[error("cannot write the repaired file: {0}")]
+    Write(String),
+    #[error("the repaired file failed its check: {0}")]
+    Verify(String),
+    #[error(
+        "the file changed while rewind repaired it: the client is writing to it. Let it finish (or close it) and run rewind repair again"
+    )]
+    Changed,
+    #[error("{cause}; the file was not changed and no backup was left behind")]
+    NotChanged { cause: Box<TranscriptRepairError> },
+}
+
+/// One line of the file.
+struct Line<'a> {
+    raw: &'a [u8],
+    value: Option<Value>,
+}
+
+/// The file split into lines (without their `\n`), and whether the last one had its newline.
+fn split(bytes: &[u8]) -> (Vec<Line<'_>>, bool) {
+    let mut lines = Vec::new();
+    let mut rest = bytes;
+    let mut newline_at_end = true;
+    while !rest.is_empty() {
+        let (raw, next, nl) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..], true),
+            None => (rest, &rest[rest.len()..], false),
+        };
+        newline_at_end = nl;
+        let text = std::str::from_utf8(raw).ok();
+        let value = text
+            .map(|t| t.trim_end_matches('\r'))
+            .filter(|t| !t.trim().is_empty())
+            .and_then(|t| serde_json::from_str::<Value>(t).ok());
+        lines.push(Line { raw, value });
+        rest = next;
+    }
+    (lines, newline_at_end)
+}
+
+fn obj(v: &Option<Value>) -> Option<&Map<String, Value>> {
+    v.as_ref().and_then(Value::as_object)
+}
+
+/// Milliseconds since the epoch of an RFC 3339 time.
+fn time_ms(s: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.timestamp_millis())
+}
+
+fn now_utc() -> chrono::DateTime<chrono::Utc> {
+    SystemTime::now().into()
+}
+
+fn now_iso() -> String {
+    now_utc().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// A random (version 4) UUID, as Claude Code's record ids.
+pub fn uuid_v4() -> String {
+    uuid::Uuid::new_v4().hyphenated().to_string()
+}
+
+/// A time-ordered (version 7) UUID, as Codex's item ids.
+pub fn uuid_v7() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// Plans the repair of the file's bytes, written by `client`.
+fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
+    let (lines, newline_at_end) = split(bytes);
+    let mut plan = Plan {
+        client,
+        session_id: None,
+        changes: Vec::new(),
+        unfixable: Vec::new(),
+        edits: Vec::new(),
+        calls: BTreeSet::new(),
+        unanswered_at_ms: None,
+    };
+    let last = lines.len().checked_sub(1);
+    let torn = last.filter(|&i| !newline_at_end && lines[i].value.is_none());
+    for (i, l) in lines.iter().enumerate() {
+        let blank = std::str::from_utf8(l.raw).is_ok_and(|t| t.trim().is_empty());
+        if l.value.is_none() && !blank && Some(i) != torn {
+            plan.unfixable.push(format!(
+                "line {} is not JSON and is not the last line: rewind does not guess what it held",
+                i + 1
+            ));
+        }
+    }
+    if let Some(i) = torn {
+        plan.edits.push(Edit::Trim);
+        plan.changes.push(Change {
+            line: i as u64 + 1,
+            problem: Problem::TornLastLine,
+            call_id: None,
+            change: format!(
+                "trim the torn last line ({} bytes; they stay in the backup)",
+                lines[i].raw.len()
+            ),
+        });
+    }
+    // The lines that stay, for the rest of the plan.
+    let kept = torn.map_or(lines.len(), |t| t);
+    // A whole last line without its newline needs one before anything is appended.
+    let next_line = kept as u64 + 1;
+    match client {
+        Client::ClaudeCode => {
+            let cut = torn.map_or(0, |t| lines[t].raw.len());
+            let thinking = changed_thinking(&bytes[..bytes.len() - cut]);
+            plan_claude(&lines[..kept], next_line, &thinking, &mut plan);
+        }
+        Client::Codex => plan_codex(&lines[..kept], next_line, &mut plan),
+    }
+    plan
+}
+
+/// A response whose signed thinking the next request would send changed: its id, and the call
+/// whose absence is the change when answering that call sends the response whole.
+struct ChangedThinking {
+    message_id: String,
+    answer: Option<String>,
+}
+
+/// What `thinking-modified` reports in a Claude Code transcript (read from `bytes`, the lines
+/// the repair keeps), as responses to act on.
+fn changed_thinking(bytes: &[u8]) -> Vec<ChangedThinking> {
+    use crate::checks::thinking::{Change, modified};
+    let Ok(mut analysis) =
+        crate::formats::claude_code::replay::replay(bytes, crate::source::FileId(0))
+    else {
+        return Vec::new();
+    };
+    let next = crate::formats::transcript::request::next_request(&analysis);
+    analysis.requests.extend(next);
+    let Some(facts) = analysis.transcript.as_deref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for req in &analysis.requests {
+        for m in modified(req, facts) {
+            let id = |r: usize| facts.thinking[r].message_id.clone();
+            let answer = match m.change {
+                Change::LeftOut {
+                    on_history: true, ..
+                } if !m.has_blank(facts) => m.left_out_call(facts).map(str::to_owned),
+                _ => None,
+            };
+            if let Change::Joined { earlier } = m.change {
+                out.push(ChangedThinking {
+                    message_id: id(earlier),
+                    answer: None,
+                });
+            }
+            out.push(ChangedThinking {
+                message_id: id(m.response),
+                answer,
+            });
+        }
+    }
+    out
+}
+
+/// Takes the blocks `remove` picks out of record `i` (`o`, whose blocks are `content`): the
+/// record is dropped when nothing would be left of it (its children are re-linked to its parent
+/// afterwards), else rewritten without them. Whether it was dropped.
+fn take_blocks(
+    i: usize,
+    o: &Map<String, Value>,
+    content: Vec<Value>,
+    remove: &dyn Fn(&Value) -> bool,
+    dropped: &mut HashMap<usize, Option<String>>,
+    edited: &mut HashMap<usize, Map<String, Value>>,
+) -> bool {
+    let kept: Vec<Value> = content.into_iter().filter(|b| !remove(b)).collect();
+    if kept.is_empty() {
+        dropped.insert(i, str_of(o, "parentUuid").map(str::to_owned));
+        return true;
+    }
+    let mut record = o.clone();
+    if let Some(m) = record.get_mut("message").and_then(Value::as_object_mut) {
+        m.insert("content".into(), Value::Array(kept));
+    }
+    edited.insert(i, record);
+    false
+}
+
+/// Claude Code: the active history is the path from the leaf (the last `last-prompt`'s
+/// `leafUuid`, or the newest conversation record after it) back through `parentUuid`.
+fn plan_claude(lines: &[Line<'_>], next_line: u64, thinking: &[ChangedThinking], plan: &mut Plan) {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let (mut main_leaf, mut side_leaf): (Option<&str>, Option<&str>) = (None, None);
+    let mut last_uuid = None;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(o) = obj(&l.value) else { continue };
+        if plan.session_id.is_none() {
+            plan.session_id = str_of(o, "sessionId").map(str::to_owned);
+        }
+        if str_of(o, "type") == Some("last-prompt") {
+            if let Some(leaf) = str_of(o, "leafUuid") {
+                main_leaf = Some(leaf);
+            }
+            continue;
+        }
+        let Some(uuid) = str_of(o, "uuid") else {
+            continue;
+        };
+        index.insert(uuid, i);
+        last_uuid = Some(uuid);
+        if o.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            side_leaf = Some(uuid);
+        } else {
+            main_leaf = Some(uuid);
+        }
+    }
+    let leaf = main_leaf
+        .filter(|l| index.contains_key(l))
+        .or(side_leaf)
+        .or(last_uuid);
+    let mut path = Vec::new();
+    let mut at = leaf.and_then(|l| index.get(l)).copied();
+    while let Some(i) = at {
+        if path.len() > lines.len() {
+            break; // a cycle
+        }
+        path.push(i);
+        at = obj(&lines[i].value)
+            .and_then(|o| str_of(o, "parentUuid"))
+            .and_then(|p| index.get(p))
+            .copied();
+    }
+    path.reverse();
+    let compacted = path.iter().any(|&i| {
+        obj(&lines[i].value).is_some_and(|o| str_of(o, "subtype") == Some("compact_boundary"))
+    });
+
+    // Orphan results: a `tool_result` whose `tool_use` is not before it on the path (after a
+    // compaction, anywhere before it in the file: what the summary kept is not checked).
+    let blocks = |i: usize| -> Vec<Value> {
+        obj(&lines[i].value)
+            .and_then(|o| o.get("message"))
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let uses_in = |i: usize| -> Vec<String> {
+        blocks(i)
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+            .filter_map(|b| b.get("id").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    };
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut dropped: HashMap<usize, Option<String>> = HashMap::new();
+    // Records rewritten whole: an orphan block removed, a parent relinked (or both).
+    let mut edited: HashMap<usize, Map<String, Value>> = HashMap::new();
+    let mut file_seen_upto = 0;
+    for &i in &path {
+        if compacted {
+            while file_seen_upto < i {
+                seen.extend(uses_in(file_seen_upto));
+                file_seen_upto += 1;
+            }
+        }
+        let Some(o) = obj(&lines[i].value) else {
+            continue;
+        };
+        if str_of(o, "type") == Some("user") {
+            let content = blocks(i);
+            let orphan = |b: &Value| {
+                b.get("type").and_then(Value::as_str) == Some("tool_result")
+                    && !b
+                        .get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| seen.contains(id))
+            };
+            let orphans: Vec<String> = content
+                .iter()
+                .filter(|b| orphan(b))
+                .map(|b| {
+                    b.get("tool_use_id")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned()
+                })
+                .collect();
+            if !orphans.is_empty() {
+                let ids = orphans.join(", ");
+                plan.calls.extend(orphans.iter().cloned());
+                if take_blocks(i, o, content, &orphan, &mut dropped, &mut edited) {
+                    plan.changes.push(Change {
+                        line: i as u64 + 1,
+                        problem: Problem::OrphanResult,
+                        call_id: Some(ids.clone()),
+                        change: format!(
+                            "drop this record: it holds only the result of {ids}, whose call is not before it (its children now hang on its parent)"
+                        ),
+                    });
+                } else {
+                    plan.changes.push(Change {
+                        line: i as u64 + 1,
+                        problem: Problem::OrphanResult,
+                        call_id: Some(ids.clone()),
+                        change: format!(
+                            "remove the result of {ids} from this record: its call is not before it"
+                        ),
+                    });
+                }
+            }
+        }
+        seen.extend(uses_in(i));
+    }
+    // Changed signed thinking: the calls the tail below answers make a response whole again;
+    // any other change is undone by taking the response's thinking out of the active history.
+    let tail_calls: HashSet<String> = path
+        .iter()
+        .rev()
+        .take_while(|&&i| {
+            obj(&lines[i].value).is_some_and(|o| str_of(o, "type") == Some("assistant"))
+        })
+        .flat_map(|&i| uses_in(i))
+        .collect();
+    let strip: BTreeSet<&str> = thinking
+        .iter()
+        .filter(|t| !t.answer.as_ref().is_some_and(|c| tail_calls.contains(c)))
+        .map(|t| t.message_id.as_str())
+        .collect();
+    let is_thinking = |b: &Value| {
+        matches!(
+            b.get("type").and_then(Value::as_str),
+            Some("thinking" | "redacted_thinking")
+        )
+    };
+    for &i in &path {
+        let Some(o) = obj(&lines[i].value) else {
+            continue;
+        };
+        let Some(id) = o
+            .get("message")
+            .and_then(|m| m.get("id"))
+            .and_then(Value::as_str)
+            .filter(|id| str_of(o, "type") == Some("assistant") && strip.contains(id))
+        else {
+            continue;
+        };
+        let content = blocks(i);
+        if !content.iter().any(is_thinking) {
+            continue;
+        }
+        if take_blocks(i, o, content, &is_thinking, &mut dropped, &mut edited) {
+            plan.changes.push(Change {
+                line: i as u64 + 1,
+                problem: Problem::ChangedThinking,
+                call_id: None,
+                change: format!(
+                    "drop this record: it holds only thinking of response {id}, which the next request would send changed (its children now hang on its parent; the text stays in the backup)"
+                ),
+            });
+        } else {
+            plan.changes.push(Change {
+                line: i as u64 + 1,
+                problem: Problem::ChangedThinking,
+                call_id: None,
+                change: format!(
+                    "remove the thinking of response {id} from this record: the next request would send it changed (the text stays in the backup)"
+                ),
+            });
+        }
+    }
+    if !dropped.is_empty() {
+        // The parent a dropped record's children get: the nearest ancestor that stays.
+        let resolve = |mut p: Option<String>| {
+            let mut hops = 0;
+            while let Some(id) = p.as_deref() {
+                match index.get(id).and_then(|i| dropped.get(i)) {
+                    Some(up) if hops <= lines.len() => {
+                        p = up.clone();
+                        hops += 1;
+                    }
+                    _ => break,
+                }
+            }
+            p
+        };
+        for (i, l) in lines.iter().enumerate() {
+            if dropped.contains_key(&i) {
+                plan.edits.push(Edit::Drop(i));
+                continue;
+            }
+            let Some(o) = obj(&l.value) else { continue };
+            let relink = |key: &str| {
+                str_of(o, key)
+                    .and_then(|p| index.get(p))
+                    .filter(|j| dropped.contains_key(j))
+                    .is_some()
+            };
+            for key in ["parentUuid", "leafUuid"] {
+                if relink(key) {
+                    let to = resolve(str_of(o, key).map(str::to_owned));
+                    edited
+                        .entry(i)
+                        .or_insert_with(|| o.clone())
+                        .insert(key.into(), to.map_or(Value::Null, Value::String));
+                }
+            }
+        }
+    }
+    let mut edited: Vec<(usize, Map<String, Value>)> = edited.into_iter().collect();
+    edited.sort_by_key(|(i, _)| *i);
+    for (i, record) in edited {
+        plan.edits.push(Edit::Replace(
+            i,
+            serde_json::to_string(&record).unwrap_or_default(),
+        ));
+    }
+
+    // Unanswered calls: the `tool_use` blocks of the assistant records that end the path.
+    let mut tail = Vec::new();
+    for &i in path.iter().rev() {
+        let Some(o) = obj(&lines[i].value) else { break };
+        if str_of(o, "type") != Some("assistant") || dropped.contains_key(&i) {
+            break;
+        }
+        tail.push(i);
+    }
+    tail.reverse();
+    let mut parent = tail
+        .last()
+        .and_then(|&i| obj(&lines[i].value))
+        .and_then(|o| str_of(o, "uuid"))
+        .map(str::to_owned);
+    // Fields copied from the conversation, as the client writes them on a tool result.
+    let prompt_id = path
+        .iter()
+        .rev()
+        .filter_map(|&i| obj(&lines[i].value))
+        .find_map(|o| str_of(o, "promptId"))
+        .map(str::to_owned);
+    let mut line = next_line;
+    for &i in &tail {
+        let Some(o) = obj(&lines[i].value) else {
+            continue;
+        };
+        let Some(record_uuid) = str_of(o, "uuid") else {
+            continue;
+        };
+        for id in uses_in(i) {
+            if let Some(t) = str_of(o, "timestamp").and_then(time_ms) {
+                plan.unanswered_at_ms = Some(plan.unanswered_at_ms.map_or(t, |m| m.max(t)));
+            }
+            let uuid = uuid_v4();
+            let mut r = Map::new();
+            r.insert("parentUuid".into(), json!(parent));
+            r.insert(
+                "isSidechain".into(),
+                o.get("isSidechain").cloned().unwrap_or(json!(false)),
+            );
+            if let Some(a) = o.get("agentId") {
+                r.insert("agentId".into(), a.clone());
+            }
+            if let Some(p) = &prompt_id {
+                r.insert("promptId".into(), json!(p));
+            }
+            r.insert("type".into(), json!("user"));
+            r.insert(
+                "message".into(),
+                json!({"role": "user", "content": [{
+                    "type": "tool_result",
+                    "content": CLAUDE_INTERRUPTED,
+                    "is_error": true,
+                    "tool_use_id": id,
+                }]}),
+            );
+            r.insert("uuid".into(), json!(uuid));
+            r.insert("timestamp".into(), json!(now_iso()));
+            r.insert(
+                "toolUseResult".into(),
+                json!(format!("Error: {CLAUDE_INTERRUPTED}")),
+            );
+            r.insert("sourceToolAssistantUUID".into(), json!(record_uuid));
+            for k in [
+                "userType",
+                "entrypoint",
+                "cwd",
+                "sessionId",
+                "version",
+                "gitBranch",
+            ] {
+                if let Some(v) = o.get(k) {
+                    r.insert(k.into(), v.clone());
+                }
+            }
+            let words = format!(
+                "answer {id} (line {}) with an error tool_result \"{CLAUDE_INTERRUPTED}\"",
+                i + 1
+            );
+            plan.answer(line, id, r, words);
+            parent = Some(uuid);
+            line += 1;
+        }
+    }
+}
+
+/// Codex: the rollout is read in order; a call's output is the later item with its `call_id`.
+fn plan_codex(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
+    let item = |i: usize| -> Option<&Map<String, Value>> {
+        let o = obj(&lines[i].value)?;
+        if str_of(o, "type") != Some("response_item") {
+            return None;
+        }
+        o.get("payload").and_then(Value::as_object)
+    };
+    let output_of = |ty: &str| match ty {
+        "function_call" | "local_shell_call" => Some("function_call_output"),
+        "custom_tool_call" => Some("custom_tool_call_output"),
+        _ => None,
+    };
+    let is_output = |ty: &str| matches!(ty, "function_call_output" | "custom_tool_call_output");
+    let mut calls: HashMap<String, usize> = HashMap::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    let (mut max_ordinal, mut uses_ordinals, mut max_history) = (None::<u64>, false, None::<u64>);
+    let mut last_message = None;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(o) = obj(&l.value) else { continue };
+        if let Some(n) = o.get("ordinal").and_then(Value::as_u64) {
+            uses_ordinals = true;
+            max_ordinal = Some(max_ordinal.map_or(n, |m| m.max(n)));
+        }
+        if let Some(n) = o
+            .get("metadata")
+            .and_then(|m| m.get("history_sequence"))
+            .and_then(Value::as_u64)
+        {
+            max_history = Some(max_history.map_or(n, |m| m.max(n)));
+        }
+        if str_of(o, "type") == Some("session_meta") && plan.session_id.is_none() {
+            plan.session_id = o
+                .get("payload")
+                .and_then(|p| p.get("id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        let Some(p) = item(i) else { continue };
+        let ty = str_of(p, "type").unwrap_or_default();
+        let call_id = str_of(p, "call_id").map(str::to_owned);
+        if ty == "message" {
+            last_message = Some(i);
+        } else if output_of(ty).is_some() {
+            if let Some(c) = call_id {
+                calls.insert(c, i);
+            }
+        } else if is_output(ty) {
+            match call_id {
+                Some(c) if calls.contains_key(&c) => {
+                    answered.insert(c);
+                }
+                c => {
+                    let id = c.unwrap_or_else(|| "?".into());
+                    plan.edits.push(Edit::Drop(i));
+                    plan.changes.push(Change {
+                        line: i as u64 + 1,
+                        problem: Problem::OrphanResult,
+                        call_id: Some(id.clone()),
+                        change: format!(
+                            "drop the {ty} for {id}: no call with that id is before it"
+                        ),
+                    });
+                    plan.calls.insert(id);
+                }
+            }
+        }
+    }
+    // Codex numbers a rollout's lines 0, 1, 2, …, and warns about a gap ("skipping missing
+    // rollout ordinal range"): the lines after a dropped one move up.
+    let dropped: Vec<usize> = plan
+        .edits
+        .iter()
+        .filter_map(|e| match e {
+            Edit::Drop(i) => Some(*i),
+            _ => None,
+        })
+        .collect();
+    let mut renumbered = 0;
+    if uses_ordinals && let Some(&first) = dropped.first() {
+        for (i, l) in lines.iter().enumerate().skip(first + 1) {
+            let shift = dropped.iter().filter(|&&d| d < i).count() as u64;
+            if dropped.contains(&i) || shift == 0 {
+                continue;
+            }
+            if let Some(text) = with_ordinal(l, shift) {
+                plan.edits.push(Edit::Replace(i, text));
+                renumbered += 1;
+            }
+        }
+        if renumbered > 0 {
+            plan.changes.push(Change {
+                line: first as u64 + 2,
+                problem: Problem::OrphanResult,
+                call_id: None,
+                change: format!(
+                    "renumber the `ordinal` of the {renumbered} lines after the dropped one (Codex numbers its lines 0, 1, 2, …); nothing else in them changes"
+                ),
+            });
+        }
+        max_ordinal = max_ordinal.map(|m| m.saturating_sub(dropped.len() as u64));
+    }
+    let mut unanswered: Vec<(usize, String)> = calls
+        .into_iter()
+        .filter(|(c, _)| !answered.contains(c))
+        .map(|(c, i)| (i, c))
+        .collect();
+    unanswered.sort();
+    let mut ordinal = max_ordinal.map_or(0, |m| m + 1);
+    let mut history = max_history.map(|m| m + 1);
+    let mut line = next_line;
+    for (i, call_id) in unanswered {
+        if last_message.is_some_and(|m| m > i) {
+            plan.unfixable.push(format!(
+                "the call {call_id} (line {}) has no output, but the conversation went on after it: Codex sends \"aborted\" for it on resume, so rewind leaves it",
+                i + 1
+            ));
+            continue;
+        }
+        let (Some(o), Some(p)) = (obj(&lines[i].value), item(i)) else {
+            continue;
+        };
+        if let Some(t) = str_of(o, "timestamp").and_then(time_ms) {
+            plan.unanswered_at_ms = Some(plan.unanswered_at_ms.map_or(t, |m| m.max(t)));
+        }
+        let ty = output_of(str_of(p, "type").unwrap_or_default()).unwrap_or("function_call_output");
+        let mut payload = Map::new();
+        payload.insert("type".into(), json!(ty));
+        payload.insert("id".into(), json!(format!("fco_{}", uuid_v7())));
+        payload.insert("call_id".into(), json!(call_id));
+        payload.insert("output".into(), json!(CODEX_ABORTED));
+        if let Some(turn) = p
+            .get("internal_chat_message_metadata_passthrough")
+            .and_then(|m| m.get("turn_id"))
+        {
+            let secs = now_utc().timestamp_micros() as f64 / 1e6;
+            payload.insert(
+                "internal_chat_message_metadata_passthrough".into(),
+                json!({"turn_id": turn, "create_time": secs}),
+            );
+        }
+        let mut r = Map::new();
+        r.insert("timestamp".into(), json!(now_iso()));
+        if uses_ordinals {
+            r.insert("ordinal".into(), json!(ordinal));
+            ordinal += 1;
+        }
+        r.insert("type".into(), json!("response_item"));
+        r.insert("payload".into(), Value::Object(payload));
+        if let Some(meta) = o.get("metadata").and_then(Value::as_object) {
+            let mut m = Map::new();
+            if let Some(h) = history {
+                m.insert("history_sequence".into(), json!(h));
+                history = Some(h + 1);
+            }
+            if let Some(s) = meta.get("sampled_through_sequence") {
+                m.insert("sampled_through_sequence".into(), s.clone());
+            }
+            m.insert("client_authored".into(), json!(false));
+            r.insert("metadata".into(), Value::Object(m));
+        }
+        let words = format!(
+            "answer {call_id} (line {}) with a {ty} \"{CODEX_ABORTED}\"",
+            i + 1
+        );
+        plan.answer(line, call_id, r, words);
+        line += 1;
+    }
+}
+
+/// The line with its top-level `ordinal` lowered by `shift`, changing only those digits; `None`
+/// when the line does not read back as the same record with that one change.
+fn with_ordinal(line: &Line<'_>, shift: u64) -> Option<String> {
+    let record = obj(&line.value)?;
+    let old = record.get("ordinal")?.as_u64()?;
+    let new = old.checked_sub(shift)?;
+    let text = std::str::from_utf8(line.raw).ok()?;
+    let key = format!("\"ordinal\":{old}");
+    let at = text.find(&key)?;
+    let end = at + key.len();
+    if text[end..].starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let edited = format!("{}\"ordinal\":{new}{}", &text[..at], &text[end..]);
+    let mut want = record.clone();
+    want.insert("ordinal".into(), json!(new));
+    let got: Value = serde_json::from_str(edited.trim_end_matches('\r')).ok()?;
+    (got == Value::Object(want)).then_some(edited)
+}
+
+/// The repaired bytes.
+fn render(bytes: &[u8], plan: &Plan) -> Vec<u8> {
+    let (lines, newline_at_end) = split(bytes);
+    let trim = plan.edits.iter().any(|e| matches!(e, Edit::Trim));
+    let mut replaced: HashMap<usize, &str> = HashMap::new();
+    let mut dropped: HashSet<usize> = HashSet::new();
+    let mut appended = Vec::new();
+    for e in &plan.edits {
+        match e {
+            Edit::Trim => {}
+            Edit::Drop(i) => {
+                dropped.insert(*i);
+            }
+            Edit::Replace(i, s) => {
+                replaced.insert(*i, s);
+            }
+            Edit::Append(s) => appended.push(s.as_str()),
+        }
+    }
+    let kept = if trim {
+        lines.len().saturating_sub(1)
+    } else {
+        lines.len()
+    };
+    let mut out =
+        Vec::with_capacity(bytes.len() + appended.iter().map(|s| s.len() + 1).sum::<usize>());
+    for (i, l) in lines[..kept].iter().enumerate() {
+        if dropped.contains(&i) {
+            continue;
+        }
+        match replaced.get(&i) {
+            Some(s) => out.extend_from_slice(s.as_bytes()),
+            None => out.extend_from_slice(l.raw),
+        }
+        let last = i + 1 == lines.len();
+        if !last || newline_at_end || !appended.is_empty() {
+            out.push(b'\n');
+        }
+    }
+    for s in appended {
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// The client that wrote the file, from its format.
+pub fn client_of(format: Format) -> Option<Client> {
+    match format {
+        Format::ClaudeTranscript => Some(Client::ClaudeCode),
+        Format::CodexRollout => Some(Client::Codex),
+        _ => None,
+    }
+}
+
+/// Every finding of the file at `path`, read as `format`.
+fn diagnose(path: &Path, format: Format) -> Result<Vec<Finding>, TranscriptRepairError> {
+    let options = crate::formats::unit::Options {
+        input: Some(format),
+        ..crate::formats::unit::Options::default()
+    };
+    let input = crate::formats::unit::Input {
+        path,
+        format,
+        options: &options,
+        forgetting: None,
+    };
+    let family = crate::formats::family_of(format).ok_or_else(|| {
+        TranscriptRepairError::Diagnose(format!("no reader for {}", format.describe()))
+    })?;
+    let mut sources = crate::source::SourceMap::new();
+    let mut out = Vec::new();
+    family
+        .analyze(&input, &mut sources, &mut |_, unit| {
+            if let Some(a) = unit.primary() {
+                out.extend(crate::checks::run(a, &|_| true));
+            }
+            Ok(())
+        })
+        .map_err(|e| TranscriptRepairError::Diagnose(e.to_string()))?;
+    Ok(out)
+}
+
+/// Checks the diagnosis of the repaired file against the original's.
+fn check_after(plan: &Plan, before: &[Finding], after: &[Finding]) -> Result<(), String> {
+    let key = crate::checks::fix::key;
+    let before_keys: BTreeSet<_> = before.iter().map(key).collect();
+    let count = |fs: &[Finding], r: Rule| fs.iter().filter(|f| f.rule == r).count();
+    let mut problems = Vec::new();
+    for f in after {
+        // Whatever rule reported a call the plan answers (or whose orphan result it drops) must
+        // not report it again.
+        let fixed_call = f
+            .ids
+            .call_id
+            .as_ref()
+            .is_some_and(|c| plan.calls.contains(c))
+            && before_keys.contains(&key(f));
+        if fixed_call {
+            problems.push(format!("still reported: [{}] {}", f.rule, f.message));
+        } else if !before_keys.contains(&key(f)) {
+            problems.push(format!("new after the repair: [{}] {}", f.rule, f.message));
+        }
+    }
+    let trimmed = plan.edits.iter().any(|e| matches!(e, Edit::Trim));
+    if trimmed && count(after, Rule::UndecodableRecord) >= count(before, Rule::UndecodableRecord) {
+        problems.push("the torn line is still reported".into());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// `<file>.rewind-backup-<UTC time>` (never an existing file).
+fn backup_path(path: &Path) -> PathBuf {
+    let stamp = now_utc().format("%Y%m%dT%H%M%SZ").to_string();
+    let base = companion(path, &format!(".rewind-backup-{stamp}"));
+    let mut p = base.clone();
+    let mut n = 1;
+    while p.exists() {
+        p = companion(&base, &format!("-{n}"));
+        n += 1;
+    }
+    p
+}
+
+/// Removes `<file>.rewind-backup-….partial-*` and `<file>.rewind-tmp-*` files a killed repair left.
+fn remove_leftovers(path: &Path) {
+    crate::formats::write::remove_next_to(path, |name, f| {
+        (f.starts_with(&format!("{name}.rewind-backup-")) && f.contains(".partial-"))
+            || f.starts_with(&format!("{name}.rewind-tmp-"))
+    });
+}
+
+/// The file's length and modification time: what tells that a client wrote to it.
+fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| (m.len(), m.modified().ok()))
+}
+
+/// Plans (and unless `dry_run`, applies) the repair of the transcript or rollout at `path`.
+pub fn repair(
+    path: &Path,
+    format: Format,
+    dry_run: bool,
+    force: bool,
+) -> Result<Outcome, TranscriptRepairError> {
+    let not_changed = |cause| TranscriptRepairError::NotChanged {
+        cause: Box::new(cause),
+    };
+    let client = client_of(format).ok_or_else(|| {
+        not_changed(TranscriptRepairError::Diagnose(format!(
+            "{} is not a client transcript",
+            format.describe()
+        )))
+    })?;
+    let read_stamp = stamp(path);
+    let bytes = std::fs::read(path).map_err(|e| not_changed(TranscriptRepairError::Read(e)))?;
+    let plan = plan_bytes(&bytes, client);
+    let mut outcome = Outcome {
+        bytes_before: bytes.len() as u64,
+        bytes_after: None,
+        backup: None,
+        applied: false,
+        plan,
+    };
+    if dry_run || outcome.plan.changes.is_empty() {
+        return Ok(outcome);
+    }
+    let written_ago = read_stamp
+        .and_then(|(_, m)| m)
+        .and_then(|m| SystemTime::now().duration_since(m).ok());
+    if !force && written_ago.is_some_and(|d| d < WRITING_WINDOW) {
+        let ms = written_ago.map_or(0, |d| d.as_millis());
+        return Err(not_changed(TranscriptRepairError::BeingWritten(ms)));
+    }
+    if !force && let Some(t) = outcome.plan.unanswered_at_ms {
+        let age = now_utc().timestamp_millis() - t;
+        if age < LIVE_WINDOW_MS {
+            return Err(not_changed(TranscriptRepairError::MaybeLive(age / 1000)));
+        }
+    }
+    remove_leftovers(path);
+    let before = diagnose(path, format).map_err(not_changed)?;
+    let repaired = render(&bytes, &outcome.plan);
+
+    // The backup, before anything else is written.
+    let backup = backup_path(path);
+    let backup_err = |e: &dyn std::fmt::Display| {
+        not_changed(TranscriptRepairError::Backup {
+            path: backup.clone(),
+            detail: crate::text::clip(&e.to_string()).into_owned(),
+        })
+    };
+    let partial = Scratch::new(companion(
+        &backup,
+        &format!(".partial-{}", std::process::id()),
+    ));
+    write_synced(&partial.path, &bytes).map_err(|e| backup_err(&e))?;
+    let copy = std::fs::read(&partial.path).map_err(|e| backup_err(&e))?;
+    if copy != bytes {
+        return Err(backup_err(&"the copy differs from the file"));
+    }
+    if std::fs::hard_link(&partial.path, &backup).is_err() {
+        std::fs::rename(&partial.path, &backup).map_err(|e| backup_err(&e))?;
+    }
+    drop(partial);
+    sync_dir(&backup);
+    let mut backup_guard = Scratch::new(backup.clone());
+    fault("after-backup");
+
+    // The repaired content, checked before it replaces the file.
+    let tmp = Scratch::new(companion(
+        path,
+        &format!(".rewind-tmp-{}", std::process::id()),
+    ));
+    write_synced(&tmp.path, &repaired)
+        .map_err(|e| not_changed(TranscriptRepairError::Write(e.to_string())))?;
+    let after = diagnose(&tmp.path, format).map_err(not_changed)?;
+    check_after(&outcome.plan, &before, &after)
+        .map_err(|e| not_changed(TranscriptRepairError::Verify(e)))?;
+    let again = plan_bytes(&repaired, client);
+    if !again.changes.is_empty() {
+        let what: Vec<String> = again.changes.iter().map(|c| c.change.clone()).collect();
+        return Err(not_changed(TranscriptRepairError::Verify(format!(
+            "a second run would change it again: {}",
+            what.join("; ")
+        ))));
+    }
+    if stamp(path) != read_stamp {
+        return Err(not_changed(TranscriptRepairError::Changed));
+    }
+    fault("before-rename");
+    std::fs::rename(&tmp.path, path)
+        .map_err(|e| not_changed(TranscriptRepairError::Write(e.to_string())))?;
+    sync_dir(path);
+    // From here the file is the repaired one: the backup is kept whatever happens.
+    backup_guard.keep = true;
+    let mut tmp = tmp;
+    tmp.keep = true;
+    let written = std::fs::read(path).map_err(|e| {
+        TranscriptRepairError::Verify(format!(
+            "cannot read the repaired file back ({e}); the original is in {}",
+            backup.display()
+        ))
+    })?;
+    if written != repaired {
+        return Err(TranscriptRepairError::Verify(format!(
+            "the repaired file does not read back as written; the original is in {}",
+            backup.display()
+        )));
+    }
+    outcome.bytes_after = Some(written.len() as u64);
+    outcome.backup = Some(backup);
+    outcome.applied = true;
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude(lines: &[Value]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for l in lines {
+            out.extend_from_slice(serde_json::to_string(l).unwrap_or_default().as_bytes());
+            out.push(b'\n');
+        }
+        out
+    }
+
+    fn rec(uuid: &str, parent: Option<&str>, ty: &str, content: Value) -> Value {
+        json!({"parentUuid": parent, "isSidechain": false, "type": ty,
+               "message": {"role": if ty == "assistant" {"assistant"} else {"user"}, "content": content},
+               "uuid": uuid, "timestamp": "2020-01-01T00:00:00.000Z", "sessionId": "s",
+               "cwd": "/p", "version": "2.1.197", "userType": "external", "entrypoint": "sdk-cli", "gitBranch": "HEAD"})
+    }
+
+    /// An assistant record calling Bash as `id`.
+    fn call(uuid: &str, parent: &str, id: &str) -> Value {
+        rec(
+            uuid,
+            Some(parent),
+            "assistant",
+            json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {}}]),
+        )
+    }
+
+    /// A user record answering `id`.
+    fn result(uuid: &str, parent: &str, id: &str) -> Value {
+        rec(
+            uuid,
+            Some(parent),
+            "user",
+            json!([{"type": "tool_result", "tool_use_id": id, "content": "x"}]),
+        )
+    }
+
+    fn lines_of(bytes: &[u8]) -> Vec<Value> {
+        bytes
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap_or(Value::Null))
+            .collect()
+    }
+
+    /// An assistant record of response `id`.
+    fn said(uuid: &str, parent: &str, id: &str, content: Value) -> Value {
+        let mut r = rec(uuid, Some(parent), "assistant", content);
+        r["message"]["id"] = id.into();
+        r
+    }
+
+    fn thought(text: &str) -> Value {
+        json!([{"type": "thinking", "thinking": text, "signature": "Eq-signed"}])
+    }
+
+    #[test]
+    fn a_killed_thinking_response_is_answered_not_stripped() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("plan")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        let problems: Vec<Problem> = plan.changes.iter().map(|c| c.problem).collect();
+        assert_eq!(problems, [Problem::UnansweredCall]);
+    }
+
+    #[test]
+    fn an_emptied_thinking_is_taken_out_and_its_child_relinked() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "hello"}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
+        assert_eq!(plan.changes[0].problem, Problem::ChangedThinking);
+        assert_eq!(plan.changes[0].line, 2);
+        let out = lines_of(&render(&bytes, &plan));
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[1]["uuid"], "a2");
+        assert_eq!(out[1]["parentUuid"], "u1");
+        assert!(
+            plan_bytes(&render(&bytes, &plan), Client::ClaudeCode)
+                .changes
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn thinking_in_a_mixed_record_is_removed_from_it() {
+        // One record holding the whole response, its call on a dead-end branch elsewhere.
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said(
+                "a1",
+                "u1",
+                "msg_1",
+                json!([{"type": "thinking", "thinking": "", "signature": "Eq-signed"},
+                       {"type": "text", "text": "hello"}]),
+            ),
+            rec("u2", Some("a1"), "user", json!("more")),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
+        let out = lines_of(&render(&bytes, &plan));
+        assert_eq!(
+            out[1]["message"]["content"],
+            json!([{"type": "text", "text": "hello"}])
+        );
+        assert_eq!(out[1]["message"]["id"], "msg_1");
+    }
+
+    #[test]
+    fn two_joined_thinking_responses_both_lose_their_thinking() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("one")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "first"}]),
+            ),
+            said("b1", "a2", "msg_2", thought("two")),
+            said(
+                "b2",
+                "b1",
+                "msg_2",
+                json!([{"type": "text", "text": "second"}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        let lines: Vec<u64> = plan.changes.iter().map(|c| c.line).collect();
+        assert_eq!(lines, [2, 4]);
+        let out = lines_of(&render(&bytes, &plan));
+        let uuids: Vec<&str> = out.iter().filter_map(|r| r["uuid"].as_str()).collect();
+        assert_eq!(uuids, ["u1", "a2", "b2"]);
+        assert_eq!(out[2]["parentUuid"], "a2");
+    }
+
+    #[test]
+    fn unchanged_and_unsigned_thinking_is_left_alone() {
+        let signed = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said("a1", "u1", "msg_1", thought("plan")),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "hello"}]),
+            ),
+        ]);
+        assert!(plan_bytes(&signed, Client::ClaudeCode).changes.is_empty());
+        let unsigned = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            said(
+                "a1",
+                "u1",
+                "msg_1",
+                json!([{"type": "thinking", "thinking": "", "signature": ""}]),
+            ),
+            said(
+                "a2",
+                "a1",
+                "msg_1",
+                json!([{"type": "text", "text": "hello"}]),
+            ),
+        ]);
+        assert!(plan_bytes(&unsigned, Client::ClaudeCode).changes.is_empty());
+    }
+
+    #[test]
+    fn answers_a_trailing_tool_use_once() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            rec(
+                "a1",
+                Some("u1"),
+                "assistant",
+                json!([{"type": "text", "text": "ok"}]),
+            ),
+            call("a2", "a1", "t1"),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(plan.changes[0].problem, Problem::UnansweredCall);
+        let out = render(&bytes, &plan);
+        assert!(
+            out.starts_with(&bytes),
+            "the records that are fine are kept byte for byte"
+        );
+        let recs = lines_of(&out);
+        let last = &recs[3];
+        assert_eq!(last["parentUuid"], "a2");
+        assert_eq!(last["sourceToolAssistantUUID"], "a2");
+        assert_eq!(last["message"]["content"][0]["tool_use_id"], "t1");
+        assert_eq!(last["message"]["content"][0]["is_error"], true);
+        assert_eq!(last["sessionId"], "s");
+        assert!(plan_bytes(&out, Client::ClaudeCode).changes.is_empty());
+    }
+
+    #[test]
+    fn trims_a_torn_last_line_only() {
+        let mut bytes = claude(&[rec("u1", None, "user", json!("hi"))]);
+        let whole = bytes.clone();
+        bytes.extend_from_slice(br#"{"parentUuid":"u1","isSide"#);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(plan.changes[0].problem, Problem::TornLastLine);
+        assert_eq!(render(&bytes, &plan), whole);
+        // A whole last line without its newline is no torn line.
+        let plan = plan_bytes(&whole[..whole.len() - 1], Client::ClaudeCode);
+        assert!(plan.changes.is_empty());
+    }
+
+    #[test]
+    fn drops_an_orphan_result_and_relinks_its_child() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            result("r1", "u1", "gone"),
+            rec(
+                "a1",
+                Some("r1"),
+                "assistant",
+                json!([{"type": "text", "text": "ok"}]),
+            ),
+            json!({"type": "last-prompt", "lastPrompt": "hi", "leafUuid": "a1", "sessionId": "s"}),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
+        assert_eq!(plan.changes[0].problem, Problem::OrphanResult);
+        let recs = lines_of(&render(&bytes, &plan));
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[1]["uuid"], "a1");
+        assert_eq!(recs[1]["parentUuid"], "u1");
+        // A result answering a call before it is kept.
+        let ok = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            call("a1", "u1", "t1"),
+            result("r1", "a1", "t1"),
+        ]);
+        assert!(plan_bytes(&ok, Client::ClaudeCode).changes.is_empty());
+    }
+
+    #[test]
+    fn removes_only_the_orphan_block_of_a_mixed_record() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            call("a1", "u1", "t1"),
+            rec(
+                "r1",
+                Some("a1"),
+                "user",
+                json!([
+                {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "gone", "content": "y"}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        let recs = lines_of(&render(&bytes, &plan));
+        assert_eq!(
+            recs[2]["message"]["content"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(recs[2]["message"]["content"][0]["tool_use_id"], "t1");
+    }
+
+    #[test]
+    fn a_record_relinked_and_cleaned_keeps_both_changes() {
+        let bytes = claude(&[
+            rec("u1", None, "user", json!("hi")),
+            call("a1", "u1", "t1"),
+            result("r0", "a1", "gone"),
+            rec(
+                "r1",
+                Some("r0"),
+                "user",
+                json!([
+                {"type": "tool_result", "tool_use_id": "t1", "content": "x"},
+                {"type": "tool_result", "tool_use_id": "gone2", "content": "y"}]),
+            ),
+        ]);
+        let plan = plan_bytes(&bytes, Client::ClaudeCode);
+        let recs = lines_of(&render(&bytes, &plan));
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[2]["uuid"], "r1");
+        assert_eq!(recs[2]["parentUuid"], "a1");
+        assert_eq!(
+            recs[2]["message"]["content"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert!(
+            plan_bytes(&render(&bytes, &plan), Client::ClaudeCode)
+                .changes
+                .is_empty()
+        );
+    }
+
+    fn codex(items: &[Value]) -> Vec<u8> {
+        let mut lines = vec![
+            json!({"timestamp": "2020-01-01T00:00:00.000Z", "ordinal": 0, "type": "session_meta", "payload": {"id": "th"}}),
+        ];
+        for (n, p) in items.iter().enumerate() {
+            lines.push(json!({"timestamp": "2020-01-01T00:00:00.000Z", "ordinal": n + 1, "type": "response_item", "payload": p,
+                              "metadata": {"history_sequence": n + 1, "sampled_through_sequence": 0}}));
+        }
+        claude(&lines)
+    }
+
+    #[test]
+    fn codex_answers_a_trailing_call_and_drops_an_orphan_output() {
+        let bytes = codex(&[
+            json!({"type": "message", "role": "user", "content": []}),
+            json!({"type": "function_call_output", "call_id": "gone", "output": "x"}),
+            json!({"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"}),
+        ]);
+        let plan = plan_bytes(&bytes, Client::Codex);
+        let problems: Vec<Problem> = plan.changes.iter().map(|c| c.problem).collect();
+        assert_eq!(
+            problems,
+            [
+                Problem::OrphanResult,
+                Problem::OrphanResult,
+                Problem::UnansweredCall
+            ]
+        );
+        let out = render(&bytes, &plan);
+        let recs = lines_of(&out);
+        assert_eq!(recs.len(), 4);
+        // The ordinals stay 0, 1, 2, …: the call moved up, the output follows it.
+        let ordinals: Vec<u64> = recs.iter().filter_map(|r| r["ordinal"].as_u64()).collect();
+        assert_eq!(ordinals, [0, 1, 2, 3]);
+        let moved = String::from_utf8_lossy(&out)
+            .lines()
+            .nth(2)
+            .unwrap_or_default()
+            .to_owned();
+        let original = String::from_utf8_lossy(&bytes)
+            .lines()
+            .nth(3)
+            .unwrap_or_default()
+            .replace("\"ordinal\":3", "\"ordinal\":2");
+        assert_eq!(moved, original, "only the ordinal changes");
+        let last = &recs[3];
+        assert_eq!(last["payload"]["type"], "function_call_output");
+        assert_eq!(last["payload"]["call_id"], "c1");
+        assert_eq!(last["payload"]["output"], CODEX_ABORTED);
+        assert_eq!(last["metadata"]["history_sequence"], 4);
+        assert!(plan_bytes(&out, Client::Codex).changes.is_empty());
+    }
+
+    #[test]
+    fn codex_leaves_a_call_the_conversation_went_past() {
+        let bytes = codex(&[
+            json!({"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"}),
+            json!({"type": "message", "role": "user", "content": []}),
+        ]);
+        let plan = plan_bytes(&bytes, Client::Codex);
+        assert!(plan.changes.is_empty());
+        assert_eq!(plan.unfixable.len(), 1);
+    }
+
+    #[test]
+    fn uuids_have_their_version() {
+        assert_eq!(uuid_v4().as_bytes()[14], b'4');
+        assert_eq!(uuid_v7().as_bytes()[14], b'7');
+        assert_ne!(uuid_v4(), uuid_v4());
+    }
+}
