@@ -30,10 +30,10 @@ rounds=${ROUNDS:-7}
 corpus=${REWIND_CORPUS:-../shared/corpus}
 src=$corpus/agent-logs/issue-217-healthy.log
 [ -f "$src" ] || { echo "needs $src (set REWIND_CORPUS)"; exit 2; }
-cargo build --release --quiet
-cargo build --release --quiet --example agent_log_floor
-bin=target/release/rewind
-floor=target/release/examples/agent_log_floor
+cargo build --profile dist --quiet
+cargo build --profile dist --quiet --example agent_log_floor
+bin=target/dist/rewind
+floor=target/dist/examples/agent_log_floor
 dir=target/bench-log
 mkdir -p "$dir"
 generate() {  # copies, wrapped file, compact file (or empty for none), "one" for one session

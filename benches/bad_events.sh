@@ -18,8 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
-cargo build --release --quiet
-bin="$target/release/rewind"
+cargo build --profile dist --quiet
+bin="$target/dist/rewind"
 dir="$target/bench-bad"
 mkdir -p "$dir"
 measure() {

@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 count=${1:-1000}
-cargo build --release --quiet
-bin=target/release/rewind
+cargo build --profile dist --quiet
+bin=target/dist/rewind
 dir=target/bench-check
 rm -rf "$dir" && mkdir -p "$dir"
 samples=(samples/*.log)

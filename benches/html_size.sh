@@ -19,8 +19,8 @@ cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
 dir=$target/bench-html
 mkdir -p "$dir"
-cargo build --release --quiet
-bin=$target/release/rewind
+cargo build --profile dist --quiet
+bin=$target/dist/rewind
 chromium=${CHROMIUM:-/usr/bin/chromium}
 
 # A store of PARTS parts in 1,000 sessions, with findings in every 100th session.

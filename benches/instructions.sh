@@ -9,15 +9,15 @@
 #
 # LOG: any input `rewind diagnose` reads (e.g. target/bench-log/compact.jsonl from
 # benches/agent_log.sh, or `head -n 20000` of it: valgrind runs about 50 times slower).
-# BINARY defaults to target/release/rewind (built first).
+# BINARY defaults to target/dist/rewind (built first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=${1:?usage: bash benches/instructions.sh LOG [BINARY…]}
 shift
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)"; exit 2; }
 if [ $# -eq 0 ]; then
-  cargo build --release --quiet
-  set -- target/release/rewind
+  cargo build --profile dist --quiet
+  set -- target/dist/rewind
 fi
 printf '%s: %s bytes\n' "$log" "$(wc -c < "$log")"
 for bin in "$@"; do

@@ -24,8 +24,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5000}
 rounds=${ROUNDS:-3}
-cargo build --release --quiet
-bin=${REWIND_BIN:-target/release/rewind}
+cargo build --profile dist --quiet
+bin=${REWIND_BIN:-target/dist/rewind}
 dir=target/bench-linear
 mkdir -p "$dir"
 

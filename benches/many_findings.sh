@@ -11,8 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
-cargo build --release --quiet
-bin="$target/release/rewind"
+cargo build --profile dist --quiet
+bin="$target/dist/rewind"
 dir="$target/bench-findings"
 mkdir -p "$dir"
 for n in ${@:-10000 100000 1000000}; do

@@ -22,8 +22,8 @@ mkdir -p "$WORK"
 DB="$WORK/opencode.db"
 
 command -v sqlite3 >/dev/null || { echo "sqlite3 not found: apt-get install sqlite3" >&2; exit 2; }
-cargo build --release --quiet
-BIN=${CARGO_TARGET_DIR:-target}/release/rewind
+cargo build --profile dist --quiet
+BIN=${CARGO_TARGET_DIR:-target}/dist/rewind
 
 if [ ! -f "$DB" ]; then
   echo "generating $PARTS parts in $DB …"

@@ -11,7 +11,7 @@ copies=${1:-8229}
 corpus=${REWIND_CORPUS:-../shared/corpus}
 src=$(ls "$corpus"/transcripts/claude-code/tool/*-*-*-*-*.jsonl | head -1)
 [ -f "$src" ] || { echo "needs the corpus's claude-code/tool transcript (set REWIND_CORPUS)"; exit 2; }
-cargo build --release --quiet
+cargo build --profile dist --quiet
 dir=target/bench-transcript
 mkdir -p "$dir"
 out=$dir/big.jsonl
@@ -62,7 +62,7 @@ best() {  # best of 3: "seconds peak-KiB"
   rm -f "$tmp"
   echo "$b $m"
 }
-read -r rs rm <<< "$(best target/release/rewind diagnose "$out")"
+read -r rs rm <<< "$(best target/dist/rewind diagnose "$out")"
 echo "transcript: $mb MiB, $(wc -l < "$out") records"
 echo "rewind diagnose: $rs s, peak $((rm / 1024)) MiB"
 if command -v jq >/dev/null; then

@@ -5,7 +5,7 @@
 //! skipping everything else; then prints how many records it saw of each kind, so the work
 //! cannot be optimised away. `benches/agent_log.sh` times `rewind diagnose` against it.
 //!
-//!     cargo run --release --example agent_log_floor -- FILE.jsonl
+//!     cargo run --profile dist --example agent_log_floor -- FILE.jsonl
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -219,10 +219,11 @@ fn rule_names_are_pinned() {
     insta::assert_snapshot!("rule_names", names.join("\n"));
 }
 
-/// The README's rule and repair tables are generated from the declarations: a change to a rule's
-/// severity, summary or fix must reach the README. `REWIND_BLESS=1` rewrites them.
+/// The rule table of `docs/rules.md` and the repair table of `docs/repair.md` are generated from
+/// the declarations: a change to a rule's severity, summary or fix must reach them.
+/// `REWIND_BLESS=1` rewrites them.
 #[test]
-fn readme_tables_match_the_declarations() {
+fn doc_tables_match_the_declarations() {
     let rules = catalogue();
     let mut table = String::from("| rule | severity | what it reports |\n|---|---|---|\n");
     let mut fixes = String::from("| rule | what `rewind repair` changes |\n|---|---|\n");
@@ -237,25 +238,28 @@ fn readme_tables_match_the_declarations() {
             fixes += &format!("| `{}` | {fix} |\n", r["name"].as_str().unwrap());
         }
     }
-    let path = repo("README.md");
-    let readme = std::fs::read_to_string(&path).unwrap();
-    let mut updated = readme.clone();
-    for (marker, body) in [("rules", &table), ("fixes", &fixes)] {
+    for (file, marker, body) in [
+        ("docs/rules.md", "rules", &table),
+        ("docs/repair.md", "fixes", &fixes),
+    ] {
+        let path = repo(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut updated = text.clone();
         let begin = updated
             .find(&format!("<!-- {marker}:begin"))
-            .unwrap_or_else(|| panic!("README.md has no `<!-- {marker}:begin` marker"));
+            .unwrap_or_else(|| panic!("{file} has no `<!-- {marker}:begin` marker"));
         let begin = begin + updated[begin..].find("-->\n").unwrap() + 4;
         let end = updated
             .find(&format!("<!-- {marker}:end -->"))
-            .unwrap_or_else(|| panic!("README.md has no `<!-- {marker}:end -->` marker"));
+            .unwrap_or_else(|| panic!("{file} has no `<!-- {marker}:end -->` marker"));
         updated.replace_range(begin..end, body);
-    }
-    if std::env::var_os("REWIND_BLESS").is_some() {
-        std::fs::write(&path, &updated).unwrap();
-    } else {
-        assert!(
-            readme == updated,
-            "README.md's generated tables are out of date: run `REWIND_BLESS=1 cargo test --test rules`"
-        );
+        if std::env::var_os("REWIND_BLESS").is_some() {
+            std::fs::write(&path, &updated).unwrap();
+        } else {
+            assert!(
+                text == updated,
+                "{file}'s generated table is out of date: run `REWIND_BLESS=1 cargo test --test rules`"
+            );
+        }
     }
 }
