@@ -2,7 +2,7 @@
 //! the original preserved.
 //!
 //! [`plan`] asks each finding's rule for its fix ([`Check::fix`]): the rules own their changes
-//! (`rewind rules --format json` lists them, and a test holds the README's repair table to the
+//! (`rewind rules --format json` lists them, and a test holds the repair table of `docs/repair.md` to the
 //! rules' declarations). Changes are edits of the stored JSON; every changed or added record carries a
 //! `rewind` marker (in the tool state's `metadata`, the part's `metadata`, or the message's top
 //! level) that says which rule changed what. The marker explains a change and exempts nothing:
