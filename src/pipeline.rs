@@ -48,7 +48,7 @@ pub fn analyze(
             hint: String::new(),
         });
     };
-    let forgetting = || -> Box<dyn crate::formats::agent_log::replay::Forgetting> {
+    let forgetting = || -> Box<dyn crate::session::forgetting::Forgetting> {
         Box::<checks::quiet::Quiet>::default()
     };
     let input = Input {

@@ -47,7 +47,6 @@ const LAYERS: &[&[&str]] = &[
 /// there.
 const CHECKS_NAMING_FORMATS: &[&str] = &[
     "checks/fix.rs",
-    "checks/quiet.rs",
     "checks/session_hidden.rs",
     "checks/storage_file_damaged.rs",
     "checks/thinking_modified.rs",

@@ -1,7 +1,7 @@
 //! What a diagnosis of an agent log may forget as it reads.
 //!
 //! The checks read the replayed model whole at the end, so a log's model would grow with its
-//! parts. A large log's replay (`crate::formats::agent_log::replay::replay_forgetting`) therefore forgets each
+//! parts. A large log's replay (the agent-log format's `replay_forgetting`) therefore forgets each
 //! closed message that is *quiet* — no rule that runs on an agent log reports anything about it,
 //! nor about anything else because of it — and every quiet event. A closed message that a rule
 //! reports on its own is *kept* whole: the findings about it depend on nothing but the message,
@@ -18,8 +18,8 @@
 
 use super::step_unclosed;
 use super::{incidents, loop_exited_early, model_substituted, reply_truncated, step_merged};
-use crate::formats::agent_log::replay::{Forgetting, Verdict};
 use crate::model::{PartBody, TOOL_ABORTED, ToolState};
+use crate::session::forgetting::{Forgetting, Verdict};
 use crate::session::{Event, EventKind, Message, Seq};
 
 /// The earlier of two records a rule needs, either of them possibly none.

@@ -4,12 +4,12 @@
 use std::path::Path;
 
 use crate::core::{Format, IngestError, RewindError};
-use crate::formats::agent_log::replay::Forgetting;
 use crate::formats::opencode::db::Schema;
 use crate::formats::opencode::request::{self as rebuild, ProviderChoice};
 use crate::protocols::stream::protocol::Protocol;
 use crate::protocols::stream::{Profile, StreamOptions};
 use crate::session::Analysis;
+use crate::session::forgetting::Forgetting;
 use crate::source::SourceMap;
 
 /// How inputs are read, replayed and rebuilt.

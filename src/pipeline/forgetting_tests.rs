@@ -26,7 +26,7 @@ fn forgetting(text: &[u8], from: usize) -> (String, bool) {
 
 /// [`forgetting`], with how the text was read.
 fn forgetting_read(text: &[u8], from: usize) -> (String, bool, Readings) {
-    let rules = || -> Box<dyn crate::formats::agent_log::replay::Forgetting> {
+    let rules = || -> Box<dyn crate::session::forgetting::Forgetting> {
         Box::<crate::checks::quiet::Quiet>::default()
     };
     let (a, readings) = replay_forgetting_again(|| Ok(text), FileId(0), from, rules, |e| e)

@@ -6,6 +6,7 @@
 //! Everything keeps its [`Span`]; nothing keeps the input's text.
 
 pub mod damaged;
+pub mod forgetting;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
