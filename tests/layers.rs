@@ -42,16 +42,6 @@ const LAYERS: &[&[&str]] = &[
     &["commands", "cli", "progress", "lib", "main"],
 ];
 
-/// Check files that still name a format's internals (see the test at the end). The list may
-/// only shrink: a check reads the session model, and what it needs of a format is handed over
-/// there.
-const CHECKS_NAMING_FORMATS: &[&str] = &[
-    "checks/fix.rs",
-    "checks/session_hidden.rs",
-    "checks/storage_file_damaged.rs",
-    "checks/thinking_modified.rs",
-];
-
 /// A source file and the module path it defines.
 struct File {
     path: PathBuf,
@@ -365,7 +355,11 @@ fn strongly_connected(edges: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
 #[test]
 fn checks_do_not_name_the_formats_internals() {
     let mut naming = Vec::new();
-    for file in files() {
+    for mut file in files() {
+        // A check's unit tests may replay a real fixture through its format's reader.
+        if let Some(k) = file.text.find("\n#[cfg(test)]") {
+            file.text.truncate(k);
+        }
         if file.module.first().is_some_and(|m| m == "checks")
             && named_paths(&file)
                 .iter()
@@ -374,22 +368,10 @@ fn checks_do_not_name_the_formats_internals() {
             naming.push(file.path.display().to_string());
         }
     }
-    let allowed: BTreeSet<&str> = CHECKS_NAMING_FORMATS.iter().copied().collect();
-    let new: Vec<&String> = naming
-        .iter()
-        .filter(|p| !allowed.contains(p.as_str()))
-        .collect();
     assert!(
-        new.is_empty(),
-        "checks naming a format's internals: {new:?} (a check reads the session model only)"
-    );
-    let gone: Vec<&&str> = allowed
-        .iter()
-        .filter(|p| !naming.iter().any(|n| n == **p))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "no longer naming the formats, remove from CHECKS_NAMING_FORMATS: {gone:?}"
+        naming.is_empty(),
+        "checks naming a format's internals: {naming:?} (a check reads the session model only; \
+         what it needs of a format is handed over there)"
     );
 }
 

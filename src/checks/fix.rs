@@ -14,8 +14,8 @@ use serde_json::{Map, Value, json};
 use super::Rule;
 use crate::FastMap;
 use crate::checks::diagnostic::Finding;
-use crate::formats::opencode::stored::StoredSession;
 use crate::model::{REPAIR_MARKER, schema};
+use crate::session::stored::StoredSession;
 use crate::session::{Message, PartRecord, Session};
 
 /// One change to a stored record.
@@ -117,6 +117,8 @@ pub struct FixContext<'a> {
     pub now: i64,
     /// The store's `project` rows (none for a store without them).
     pub projects: &'a [crate::session::Project],
+    /// The folders of those rows and of the session, resolved on this machine.
+    pub here: &'a crate::session::FoldersHere,
     /// Where hidden sessions may be filed.
     pub relink: &'a Relink,
     pub plan: SessionPlan,
@@ -143,6 +145,7 @@ impl<'a> FixContext<'a> {
         findings: &'a [Finding],
         now: i64,
         projects: &'a [crate::session::Project],
+        here: &'a crate::session::FoldersHere,
         relink: &'a Relink,
     ) -> FixContext<'a> {
         let mut raw_parts = HashMap::new();
@@ -176,6 +179,7 @@ impl<'a> FixContext<'a> {
             findings,
             now,
             projects,
+            here,
             relink,
             plan: SessionPlan {
                 session_id: stored.id.clone(),
@@ -482,7 +486,8 @@ mod tests {
             on("msg_2", "prt_2c"),
         ];
         let relink = Relink::default();
-        let mut ctx = FixContext::new(&stored, session, &findings, 0, &[], &relink);
+        let here = crate::session::FoldersHere::default();
+        let mut ctx = FixContext::new(&stored, session, &findings, 0, &[], &here, &relink);
         for id in [
             "msg_1", "msg_2", "msg_3", "prt_1a", "prt_1b", "prt_2c", "prt_3a", "prt_x",
         ] {

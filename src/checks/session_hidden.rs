@@ -1,8 +1,10 @@
 use super::Check;
 use super::fix::{Fix, FixContext};
 use crate::checks::diagnostic::{Finding, Ids, Severity};
-use crate::formats::opencode::git_project;
-use crate::session::{Analysis, Generation, Project, Session};
+use crate::session::{
+    Analysis, FoldersHere, Generation, Project, Session, canonical_folder as canonical,
+    drive_letter as drive,
+};
 
 declare_check! {
     /// ## What it does
@@ -187,7 +189,7 @@ impl Hidden {
 impl Check for SessionHidden {
     fn fix(&self, f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
         let session = ctx.session;
-        let Some(why) = hidden(session, ctx.projects) else {
+        let Some(why) = hidden(session, ctx.projects, ctx.here) else {
             return Fix::Skipped;
         };
         let directory = session.directory.clone().unwrap_or_default();
@@ -234,10 +236,10 @@ impl Check for SessionHidden {
                 },
             ) => Some(project.clone()),
             (None, Hidden::SharedWorktree { .. } | Hidden::GlobalInsideGit { .. }) => None,
-            (None, Hidden::NoProject { .. }) => resolved_row(&directory, ctx.projects),
+            (None, Hidden::NoProject { .. }) => resolved_row(&directory, ctx.projects, ctx.here),
             // The folder's own project: 2.x creates it the first time it runs there.
             (None, Hidden::GlobalInV2 { .. }) => folder_project(&directory, ctx.projects)
-                .or_else(|| resolved_row(&directory, ctx.projects))
+                .or_else(|| resolved_row(&directory, ctx.projects, ctx.here))
                 .filter(|p| p != "global"),
             (None, Hidden::NotImported) => None,
             (None, Hidden::Moved { .. } | Hidden::Form { .. }) => None,
@@ -262,7 +264,7 @@ impl Check for SessionHidden {
             return;
         };
         for session in &analysis.sessions {
-            let Some(why) = hidden(session, projects) else {
+            let Some(why) = hidden(session, projects, &analysis.here) else {
                 continue;
             };
             // A folder that moved or is written differently hides the session from lists by
@@ -295,7 +297,7 @@ impl Check for SessionHidden {
 
 /// Why OpenCode's list would not show `session`, given every project of its database; `None`
 /// when it would (or when the session is a child, listed under its parent).
-pub fn hidden(session: &Session, projects: &[Project]) -> Option<Hidden> {
+pub fn hidden(session: &Session, projects: &[Project], here: &FoldersHere) -> Option<Hidden> {
     if session.parent_id.is_some() {
         return None;
     }
@@ -343,7 +345,7 @@ pub fn hidden(session: &Session, projects: &[Project]) -> Option<Hidden> {
         }
         let worktree = inside.0.worktree.clone().unwrap_or_default();
         let (project, certain) =
-            shown_for(&worktree, projects).unwrap_or_else(|| (inside.0.id.clone(), false));
+            shown_for(&worktree, projects, here).unwrap_or_else(|| (inside.0.id.clone(), false));
         return Some(Hidden::GlobalInsideGit {
             directory: directory.to_owned(),
             project,
@@ -355,7 +357,7 @@ pub fn hidden(session: &Session, projects: &[Project]) -> Option<Hidden> {
     let worktree = canonical(worktree_raw);
     if !worktree.is_empty()
         && worktree != "/"
-        && let Some((shown, certain)) = shown_for(worktree_raw, projects)
+        && let Some((shown, certain)) = shown_for(worktree_raw, projects, here)
         && shown != project.id
     {
         return Some(Hidden::SharedWorktree {
@@ -404,7 +406,7 @@ pub fn hidden(session: &Session, projects: &[Project]) -> Option<Hidden> {
 /// The project OpenCode resolves `worktree` to, among the rows that claim it: the id it resolves
 /// on this machine when the folder is here and a row has it, else the row OpenCode touched last;
 /// and whether that is certain (resolved here, or the only row).
-fn shown_for(worktree: &str, projects: &[Project]) -> Option<(String, bool)> {
+fn shown_for(worktree: &str, projects: &[Project], here: &FoldersHere) -> Option<(String, bool)> {
     let canon = canonical(worktree);
     let claiming: Vec<&Project> = projects
         .iter()
@@ -414,7 +416,7 @@ fn shown_for(worktree: &str, projects: &[Project]) -> Option<(String, bool)> {
     if let [only] = claiming.as_slice() {
         return Some((only.id.clone(), true));
     }
-    let here = git_project::resolve(worktree)
+    let here = here.resolve(worktree)
         .map(|r| r.id)
         .filter(|id| claiming.iter().any(|p| &p.id == id));
     if let Some(id) = here {
@@ -444,8 +446,8 @@ fn folder_project(directory: &str, projects: &[Project]) -> Option<String> {
 /// The project row a session of `directory` belongs to: the id OpenCode resolves for the
 /// folder on this machine when a row has it, else the row whose worktree (or other folder) holds
 /// the folder most closely, else `global` when the folder is here and outside git.
-fn resolved_row(directory: &str, projects: &[Project]) -> Option<String> {
-    let here = git_project::resolve(directory);
+fn resolved_row(directory: &str, projects: &[Project], folders: &FoldersHere) -> Option<String> {
+    let here = folders.resolve(directory);
     if let Some(r) = &here
         && r.id != "global"
         && projects.iter().any(|p| p.id == r.id)
@@ -472,7 +474,7 @@ fn resolved_row(directory: &str, projects: &[Project]) -> Option<String> {
         if projects.iter().filter(|q| claims(q)).count() == 1 {
             return Some(p.id.clone());
         }
-        return shown_for(&wt, projects).filter(|(_, c)| *c).map(|(id, _)| id);
+        return shown_for(&wt, projects, folders).filter(|(_, c)| *c).map(|(id, _)| id);
     }
     here.filter(|r| r.id == "global").map(|r| r.id)
 }
@@ -496,25 +498,6 @@ fn relinked(directory: &str, folders: &[(String, String)]) -> Option<String> {
             format!("{new}/{rest}")
         })
     })
-}
-
-/// The drive letter of a Windows path (`C:\…`, `c:/…`).
-fn drive(path: &str) -> Option<char> {
-    let mut chars = path.chars();
-    let letter = chars.next().filter(char::is_ascii_alphabetic)?;
-    (chars.next() == Some(':')).then_some(letter)
-}
-
-/// A folder in one form: `/` separators, no trailing slash, an upper-case drive letter.
-fn canonical(path: &str) -> String {
-    let mut p = path.trim().replace('\\', "/");
-    while p.len() > 1 && p.ends_with('/') && !p.ends_with(":/") {
-        p.pop();
-    }
-    if let Some(letter) = drive(&p) {
-        p.replace_range(..1, &letter.to_ascii_uppercase().to_string());
-    }
-    p
 }
 
 /// `dir` is `root` or inside it (both canonical).
@@ -556,7 +539,7 @@ mod tests {
             project("p_new", "/home/me/dup/", 9),
             project("p_win", "C:\\src\\tool", 1),
         ];
-        hidden(&session(project_id, directory), &projects)
+        hidden(&session(project_id, directory), &projects, &FoldersHere::default())
     }
 
     #[test]
@@ -569,7 +552,7 @@ mod tests {
         assert_eq!(why("p_app", "/home/me/app-ui/web"), None, "a git worktree");
         let mut child = session("p_gone", "/x");
         child.parent_id = Some("ses_0".into());
-        assert_eq!(hidden(&child, &[]), None);
+        assert_eq!(hidden(&child, &[], &FoldersHere::default()), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 use super::Check;
 use crate::checks::diagnostic::{Finding, Ids};
-use crate::formats::opencode::storage::{Damage, FileKind};
+use crate::session::damaged::{Damage, FileKind};
 use crate::session::Analysis;
 
 declare_check! {

@@ -105,7 +105,7 @@ pub fn collect(path: &Path, options: &Options) -> Result<Listing, RewindError> {
             let parts: usize = s.messages.iter().map(|m| m.parts.len()).sum();
             // Known only for a database with a `project` table.
             let hidden = a.projects.as_deref().map(|projects| {
-                checks::hidden(s, projects).map(|why| HiddenWhy {
+                checks::hidden(s, projects, &a.here).map(|why| HiddenWhy {
                     by_folder_only: why.by_folder_only(),
                     reason: why.reason(),
                     appears: why.appears(),

@@ -7,6 +7,7 @@
 
 pub mod damaged;
 pub mod forgetting;
+pub mod stored;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -18,6 +19,48 @@ use crate::model::schema::SchemaIssue;
 use crate::model::{MessageInfo, Part};
 use crate::request::ModelRequest;
 use crate::source::{FileId, Span};
+
+/// How OpenCode resolves a folder on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// The project id (`global` outside git).
+    pub id: String,
+    /// The folder holding `.git` (the main worktree for a linked one); `/` for `global`.
+    pub worktree: std::path::PathBuf,
+}
+
+/// Folders resolved on this machine, by the text the store holds them as: what a store's project
+/// rows and sessions name, read from the disk and git by the format so that the checks need not.
+#[derive(Clone, Debug, Default)]
+pub struct FoldersHere(pub std::collections::HashMap<String, Option<Resolved>>);
+
+impl FoldersHere {
+    /// How OpenCode resolves `folder` here; `None` when it was not resolved (not here, not
+    /// absolute, or its repository's id cannot be read).
+    pub fn resolve(&self, folder: &str) -> Option<Resolved> {
+        self.0.get(folder).cloned().flatten()
+    }
+}
+
+/// A folder as OpenCode compares folders: trimmed, `/` separators, no trailing slash, an upper
+/// case drive letter.
+pub fn canonical_folder(path: &str) -> String {
+    let mut p = path.trim().replace('\\', "/");
+    while p.len() > 1 && p.ends_with('/') && !p.ends_with(":/") {
+        p.pop();
+    }
+    if let Some(letter) = drive_letter(&p) {
+        p.replace_range(..1, &letter.to_ascii_uppercase().to_string());
+    }
+    p
+}
+
+/// The drive letter of a Windows path (`C:/…`, `c:\\…`).
+pub fn drive_letter(path: &str) -> Option<char> {
+    let mut chars = path.chars();
+    let letter = chars.next().filter(char::is_ascii_alphabetic)?;
+    (chars.next() == Some(':')).then_some(letter)
+}
 
 /// Position of a record in its input: orders parts and events against each other.
 pub type Seq = u64;
@@ -50,6 +93,9 @@ pub struct Analysis {
     /// its sessions), to tell where OpenCode lists the session. `None` for other inputs and for
     /// a database without a `project` table.
     pub projects: Option<std::sync::Arc<[Project]>>,
+    /// With `projects`: the folders of those rows and of this unit's sessions, resolved on this
+    /// machine as OpenCode resolves them (read by the OpenCode format, for `session-hidden`).
+    pub here: FoldersHere,
     /// For a legacy storage folder: the files OpenCode cannot parse, each with a span on the
     /// byte where its damage shows.
     pub damaged_files: Vec<DamagedStoreFile>,
@@ -278,6 +324,7 @@ impl Analysis {
             embedded_streams: Vec::new(),
             transcript: None,
             projects: None,
+            here: FoldersHere::default(),
             damaged_files: Vec::new(),
         }
     }

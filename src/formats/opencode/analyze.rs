@@ -234,7 +234,7 @@ fn analyze_db(
         if orphans > 0 {
             analysis.counts.insert("orphan parts", orphans);
         }
-        analysis.projects.clone_from(projects);
+        crate::formats::opencode::git_project::attach(&mut analysis, projects);
         rebuild::rebuild(&mut analysis, ropts);
         Ok((row, analysis))
     };
@@ -257,7 +257,7 @@ fn analyze_db(
             if orphans > 0 {
                 a.counts.insert("orphan parts", orphans);
             }
-            a.projects.clone_from(projects);
+            crate::formats::opencode::git_project::attach(&mut a, projects);
             rebuild::rebuild(&mut a, ropts);
             Ok(a)
         };

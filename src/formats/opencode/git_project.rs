@@ -11,16 +11,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::{Mutex, OnceLock};
 
-/// How OpenCode resolves a folder here.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolved {
-    /// The project id (`global` outside git).
-    pub id: String,
-    /// The folder holding `.git` (the main worktree for a linked one); `/` for `global`.
-    pub worktree: PathBuf,
-}
+pub use crate::session::Resolved;
+use crate::session::{Analysis, FoldersHere, Project, canonical_folder};
 
 fn memo() -> &'static Mutex<HashMap<PathBuf, Option<Resolved>>> {
     static MEMO: OnceLock<Mutex<HashMap<PathBuf, Option<Resolved>>>> = OnceLock::new();
@@ -110,6 +105,35 @@ fn root_commit(dir: &Path) -> Option<String> {
         .collect();
     roots.sort_unstable();
     roots.first().map(|r| (*r).to_owned())
+}
+
+/// Hands `analysis` the store's project rows and what `session-hidden` needs to know of this
+/// machine: how OpenCode resolves each folder the rows and the unit's sessions name (as written,
+/// and in canonical form for the rows' folders).
+pub fn attach(analysis: &mut Analysis, projects: &Option<Arc<[Project]>>) {
+    analysis.projects.clone_from(projects);
+    let Some(projects) = projects else {
+        return;
+    };
+    let mut folders: Vec<String> = Vec::new();
+    for p in projects.iter() {
+        folders.extend(p.worktree.clone());
+        folders.extend(
+            p.worktree
+                .iter()
+                .chain(&p.folders)
+                .map(|f| canonical_folder(f)),
+        );
+    }
+    folders.extend(analysis.sessions.iter().filter_map(|s| s.directory.clone()));
+    let mut here = FoldersHere::default();
+    for folder in folders {
+        if let std::collections::hash_map::Entry::Vacant(e) = here.0.entry(folder) {
+            let resolved = resolve(e.key());
+            e.insert(resolved);
+        }
+    }
+    analysis.here = here;
 }
 
 #[cfg(test)]

@@ -236,7 +236,7 @@ fn for_each_diagnosed(
                 &mut sources,
             );
             rebuild::rebuild(&mut a, &ropts);
-            a.projects.clone_from(&projects);
+            crate::formats::opencode::git_project::attach(&mut a, &projects);
             let findings = checks::run(&a, &|_| true);
             f(&stored, &a, findings);
             Ok(())

@@ -78,7 +78,15 @@ pub fn plan(
         };
     };
     let projects = analysis.projects.as_deref().unwrap_or_default();
-    let mut ctx = FixContext::new(stored, session, findings, now_ms(), projects, relink);
+    let mut ctx = FixContext::new(
+        stored,
+        session,
+        findings,
+        now_ms(),
+        projects,
+        &analysis.here,
+        relink,
+    );
     for phase in 0..=1 {
         let mut these: Vec<&Finding> = findings
             .iter()
