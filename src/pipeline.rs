@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::checks;
 use crate::checks::diagnostic::Finding;
 use crate::config::FilePolicy;
-use crate::core::{Format, RewindError};
+use crate::core::RewindError;
 use crate::ingest;
 use crate::protocols::stream::Profile;
 use crate::report::human::Renderer;
@@ -31,7 +31,7 @@ pub fn analyze(
 ) -> Result<(), RewindError> {
     let format = match options.input {
         Some(f) => {
-            if f != Format::OpencodeStorage && std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            if !f.is_folder() && std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
                 return Err(ingest::DetectError::Directory {
                     path: path.to_path_buf(),
                 }

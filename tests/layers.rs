@@ -416,3 +416,44 @@ fn cycles_are_found() {
     got.sort();
     assert_eq!(got, [vec![0, 1], vec![2], vec![3]]);
 }
+
+/// Where a `Format` variant may be named outside `formats/`: its definition and predicates, the
+/// unit tests' constants, and the repair command's per-store options. Everything else asks the
+/// format's predicates (`is_opencode_store`, `is_client_transcript` …) or its family.
+const NAMING_FORMAT_VARIANTS: &[&str] = &["core/format.rs", "testing.rs", "commands/repair.rs"];
+
+#[test]
+fn format_variants_are_named_in_the_formats_only() {
+    // The variants, read from the enum's definition.
+    let def = std::fs::read_to_string(repo("src/core/format.rs")).unwrap();
+    let body = &def[def.find("pub enum Format {").unwrap()..];
+    let body = &body[..body.find("\n}").unwrap()];
+    let variants: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_suffix(','))
+        .filter(|l| l.chars().all(char::is_alphanumeric))
+        .collect();
+    assert!(variants.len() >= 11, "{variants:?}");
+    let variant = |text: &str| {
+        variants.iter().any(|v| {
+            text.match_indices(&format!("Format::{v}")).any(|(k, m)| {
+                let before = text[..k].chars().next_back();
+                let after = text[k + m.len()..].chars().next();
+                // `OutputFormat::Json` is another enum.
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+    };
+    let naming: Vec<String> = files()
+        .iter()
+        .filter(|f| f.module.first().is_none_or(|m| m != "formats") && variant(&f.text))
+        .map(|f| f.path.display().to_string())
+        .filter(|p| !NAMING_FORMAT_VARIANTS.contains(&p.as_str()))
+        .collect();
+    assert!(
+        naming.is_empty(),
+        "files outside formats/ naming Format variants: {naming:?}"
+    );
+}

@@ -433,7 +433,6 @@ pub fn recovery_start(rule: Rule) -> Value {
 mod tests {
     use super::*;
     use crate::checks::diagnostic::{Ids, Severity};
-    use crate::core::Format;
     use crate::formats::opencode::replay::{Render, replay};
     use crate::formats::opencode::stored::{Place, StoredMessage, StoredRecord};
     use crate::source::{FileId, SourceMap};
@@ -470,7 +469,7 @@ mod tests {
         let mut sources = SourceMap::default();
         let analysis = replay(
             stored.clone(),
-            Format::OpencodeExport,
+            crate::testing::formats::OPENCODE_EXPORT,
             FileId(0),
             &Render::Placeholder(FileId(0)),
             &mut sources,

@@ -368,7 +368,6 @@ impl<'a> Endings<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::Format;
     use crate::session::LogLevel;
     use crate::source::{FileId, Span};
 
@@ -437,7 +436,7 @@ mod tests {
     fn aftermaths_are_what_a_walk_finds() {
         use crate::model::Part;
         use crate::session::{Message, Observation, PartRecord, Session};
-        let mut a = Analysis::new(FileId(0), Format::AgentLog);
+        let mut a = Analysis::new(FileId(0), crate::testing::formats::AGENT_LOG);
         for n in 0..90u64 {
             let kind = match n % 11 {
                 0 | 6 => EventKind::SessionError(info("A")),
@@ -509,7 +508,7 @@ mod tests {
 
     #[test]
     fn endings_answer_what_a_walk_of_the_timeline_answers() {
-        let mut a = Analysis::new(FileId(0), Format::AgentLog);
+        let mut a = Analysis::new(FileId(0), crate::testing::formats::AGENT_LOG);
         let sessions = [Some("ses_a"), Some("ses_b"), None];
         for seq in 0..60u64 {
             let kind = match seq % 7 {

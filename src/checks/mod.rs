@@ -351,14 +351,7 @@ pub(crate) fn run_in(
 /// it), but it no longer breaks the session. Findings about the store itself (a row that does
 /// not decode or does not satisfy the schema, usage accounting) keep their severity.
 fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
-    use crate::core::Format;
-    if !matches!(
-        analysis.format,
-        Format::OpencodeDb
-            | Format::OpencodeSqlDump
-            | Format::OpencodeExport
-            | Format::OpencodeStorage
-    ) {
+    if !analysis.format.is_opencode_store() {
         return;
     }
     for session in &analysis.sessions {

@@ -1,6 +1,5 @@
 use super::Check;
 use crate::checks::diagnostic::{Finding, Ids};
-use crate::core::Format;
 use crate::session::Analysis;
 
 declare_check! {
@@ -39,7 +38,7 @@ declare_check! {
 
 impl Check for RolloutOrderBroken {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        if analysis.format != Format::CodexRollout {
+        if !analysis.format.is_codex() {
             return;
         }
         let Some(facts) = analysis.transcript.as_deref() else {

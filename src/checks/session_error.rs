@@ -39,17 +39,10 @@ declare_check! {
 
 impl Check for SessionError {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        use crate::core::Format;
         // A stored reply the user stopped is the user's choice, not a failure: the session
         // summary counts it. (In an agent log an abort may be the agent's own timeout, and stays
         // an information.)
-        let store = matches!(
-            analysis.format,
-            Format::OpencodeDb
-                | Format::OpencodeExport
-                | Format::OpencodeStorage
-                | Format::OpencodeSqlDump
-        );
+        let store = analysis.format.is_opencode_store();
         let incidents = incidents(analysis);
         if incidents.is_empty() {
             return;

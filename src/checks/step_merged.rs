@@ -56,13 +56,7 @@ declare_check! {
 /// the findings about that request. A check does not know the store's path: `<store>` stands for
 /// it. `None` outside session stores (nothing is rebuilt from an agent log or a capture).
 pub(super) fn request_view(format: Format, session: &str) -> Option<String> {
-    matches!(
-        format,
-        Format::OpencodeDb
-            | Format::OpencodeSqlDump
-            | Format::OpencodeExport
-            | Format::OpencodeStorage
-    )
+    format.is_opencode_store()
     .then(|| format!("see `rewind request <store> --session {session}` for the rebuilt request"))
 }
 

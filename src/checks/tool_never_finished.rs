@@ -4,7 +4,6 @@ use serde_json::{Value, json};
 use super::fix::{Fix, FixContext, into_error, marker, time_of};
 use super::Check;
 use crate::checks::diagnostic::{Finding, Ids, Severity};
-use crate::core::Format;
 use crate::model::{REPAIR_MARKER, TOOL_ABORTED, ToolState};
 use crate::session::Analysis;
 
@@ -130,13 +129,7 @@ impl Check for ToolNeverFinished {
             if let Some(n) = super::fix::repair_note(tool.state.fields().metadata.as_ref()) {
                 f = f.note(n);
             }
-            let at_rest = matches!(
-                analysis.format,
-                Format::OpencodeDb
-                    | Format::OpencodeSqlDump
-                    | Format::OpencodeExport
-                    | Format::OpencodeStorage
-            );
+            let at_rest = analysis.format.is_opencode_store();
             if at_rest && !matches!(tool.state, ToolState::Error(_)) {
                 f = f.note("at rest in a session store this means the OpenCode process died (or lost its runner) while the tool ran; OpenCode only closes tools at the end of its own prompt loop");
             }

@@ -113,9 +113,10 @@ impl Check for ToolResultOrphaned {
                 ))
                 .severity(Severity::Warning)
                 .at(span, "this result answers no call")
-                .note(match analysis.format {
-                    crate::core::Format::CodexRollout => "Codex 0.169.0 removes an output whose call is not in the history when it builds the prompt, and logs \"Orphan function call output\"; a client or tool that sends the rollout as it is gets 400 \"No tool call found for function call output with call_id …\"",
-                    _ => "a client or tool that sends this history as it is gets a 400 from the provider",
+                .note(if analysis.format.is_codex() {
+                    "Codex 0.169.0 removes an output whose call is not in the history when it builds the prompt, and logs \"Orphan function call output\"; a client or tool that sends the rollout as it is gets 400 \"No tool call found for function call output with call_id …\""
+                } else {
+                    "a client or tool that sends this history as it is gets a 400 from the provider"
                 })
                 .help("nothing breaks with this client; remove the orphan output to keep the rollout valid for other readers");
             let f = where_the_call_is(f, &off, &id);

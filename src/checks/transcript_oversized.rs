@@ -1,6 +1,5 @@
 use super::Check;
 use crate::checks::diagnostic::{Finding, Ids, Severity};
-use crate::core::Format;
 use crate::session::Analysis;
 
 /// A file this big is read slowly on resume: information (a 12 MB session froze `/resume`,
@@ -73,7 +72,7 @@ impl Check for TranscriptOversized {
             session_id: analysis.sessions.first().map(|s| s.id.clone()),
             ..Ids::default()
         };
-        let claude = analysis.format == Format::ClaudeTranscript;
+        let claude = analysis.format.is_claude_code();
         let mut push = |f: Finding| out.push(f.ids(ids.clone()));
         if size.bytes >= FILE_INFO
             && let Some((_, line)) = size.largest_line
@@ -162,7 +161,7 @@ mod tests {
     use crate::session::{TranscriptFacts, TranscriptSize};
     use crate::source::{FileId, Span};
 
-    fn run(format: Format, size: TranscriptSize) -> Vec<(Severity, String)> {
+    fn run(format: crate::core::Format, size: TranscriptSize) -> Vec<(Severity, String)> {
         let mut a = Analysis::new(FileId(0), format);
         a.transcript = Some(Box::new(TranscriptFacts {
             client: "Claude Code 2.1.197".into(),
@@ -188,7 +187,7 @@ mod tests {
             image_bytes_sent: 1 << 20,
             big_images: Vec::new(),
         };
-        assert!(run(Format::ClaudeTranscript, size).is_empty());
+        assert!(run(crate::testing::formats::CLAUDE_CODE, size).is_empty());
     }
 
     #[test]
@@ -198,10 +197,10 @@ mod tests {
             largest_line: line(300 << 10),
             ..TranscriptSize::default()
         };
-        let f = run(Format::ClaudeTranscript, size.clone());
+        let f = run(crate::testing::formats::CLAUDE_CODE, size.clone());
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].0, Severity::Warning);
-        let f = run(Format::CodexRollout, size);
+        let f = run(crate::testing::formats::CODEX, size);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].0, Severity::Info);
     }
@@ -213,7 +212,7 @@ mod tests {
             largest_line: line(12 << 20),
             ..TranscriptSize::default()
         };
-        let f = run(Format::ClaudeTranscript, size);
+        let f = run(crate::testing::formats::CLAUDE_CODE, size);
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(f.iter().all(|(s, _)| *s == Severity::Warning), "{f:?}");
     }
@@ -229,7 +228,7 @@ mod tests {
             image_bytes_sent: 6 << 20,
             big_images: vec![(6 << 20, image)],
         };
-        let f = run(Format::ClaudeTranscript, size);
+        let f = run(crate::testing::formats::CLAUDE_CODE, size);
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].1.contains("5 MiB"), "{f:?}");
         assert_eq!(f[0].0, Severity::Warning);
@@ -245,7 +244,7 @@ mod tests {
             image_bytes_sent: 40 << 20,
             big_images: Vec::new(),
         };
-        let f = run(Format::ClaudeTranscript, size);
+        let f = run(crate::testing::formats::CLAUDE_CODE, size);
         assert!(
             f.iter()
                 .any(|(s, m)| *s == Severity::Warning && m.contains("32 MB")),

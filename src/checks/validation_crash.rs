@@ -211,7 +211,6 @@ impl<'a> InFlight<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::Format;
     use crate::model::Part;
     use crate::session::{Message, Observation, Session};
     use crate::source::{FileId, Span};
@@ -262,7 +261,7 @@ mod tests {
             }],
             ..Session::default()
         };
-        let mut analysis = Analysis::new(FileId(0), Format::AgentLog);
+        let mut analysis = Analysis::new(FileId(0), crate::testing::formats::AGENT_LOG);
         analysis.sessions = vec![
             session("a", vec![tool("p1", "running", &[3, 9]), tool("p2", "pending", &[9])]),
             session("b", vec![tool("p3", "completed", &[4]), tool("p4", "running", &[6])]),

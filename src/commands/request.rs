@@ -135,7 +135,7 @@ struct ProblemDoc {
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     let format = crate::formats::recognize::detect(&args.store)?;
-    let transcript = matches!(format, Format::ClaudeTranscript | Format::CodexRollout);
+    let transcript = format.is_client_transcript();
     if !is_store(format) && !transcript {
         return Err(RewindError::Usage(format!(
             "`{}` is {}, not an OpenCode session store (a database, SQL dump, export or storage folder) or a Claude Code or Codex transcript",
@@ -229,13 +229,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
 }
 
 fn is_store(format: Format) -> bool {
-    matches!(
-        format,
-        Format::OpencodeDb
-            | Format::OpencodeSqlDump
-            | Format::OpencodeExport
-            | Format::OpencodeStorage
-    )
+    format.is_opencode_store()
 }
 
 /// No session was chosen: the store has none, or several and no --session says which.

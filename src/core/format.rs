@@ -45,4 +45,41 @@ impl Format {
             Format::CodexRollout => "a Codex rollout",
         }
     }
+
+    /// One of OpenCode's session stores (a database, its SQL dump, an export, a storage
+    /// folder): the sessions are at rest, and their next request is rebuilt from them.
+    pub fn is_opencode_store(self) -> bool {
+        matches!(
+            self,
+            Format::OpencodeDb
+                | Format::OpencodeSqlDump
+                | Format::OpencodeExport
+                | Format::OpencodeStorage
+        )
+    }
+
+    /// A client's own transcript of a session (Claude Code, Codex).
+    pub fn is_client_transcript(self) -> bool {
+        matches!(self, Format::ClaudeTranscript | Format::CodexRollout)
+    }
+
+    /// A Claude Code transcript.
+    pub fn is_claude_code(self) -> bool {
+        self == Format::ClaudeTranscript
+    }
+
+    /// A Codex rollout.
+    pub fn is_codex(self) -> bool {
+        self == Format::CodexRollout
+    }
+
+    /// An agent's log.
+    pub fn is_agent_log(self) -> bool {
+        self == Format::AgentLog
+    }
+
+    /// Read from a folder rather than a file.
+    pub fn is_folder(self) -> bool {
+        self == Format::OpencodeStorage
+    }
 }

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::core::Format;
 use crate::formats::agent_log::replay::{Readings, replay, replay_forgetting_again};
 use crate::session::Analysis;
 use crate::source::FileId;
@@ -57,7 +56,9 @@ fn logs() -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 dirs.push(p);
-            } else if crate::formats::recognize::detect(&p).is_ok_and(|f| f == Format::AgentLog) {
+            } else if crate::formats::recognize::detect(&p)
+                .is_ok_and(crate::core::Format::is_agent_log)
+            {
                 out.push(p);
             }
         }

@@ -28,7 +28,6 @@ use super::{
     root_cause_order, summarize,
 };
 use crate::checks::diagnostic::{Finding, Severity};
-use crate::core::Format;
 use crate::model::PartBody;
 use crate::session::{Analysis, EventKind, LogLevel, PartRecord, Seq, first_line};
 use crate::source::{SourceKind, SourceMap, Span};
@@ -661,13 +660,7 @@ pub fn section(
     located: &Located,
 ) -> String {
     let summaries = summarize(analysis, findings);
-    let store = matches!(
-        analysis.format,
-        Format::OpencodeDb
-            | Format::OpencodeExport
-            | Format::OpencodeStorage
-            | Format::OpencodeSqlDump
-    );
+    let store = analysis.format.is_opencode_store();
     let single = analysis.sessions.len() == 1;
     let order = root_cause_order(findings);
     let serious = findings
@@ -2042,7 +2035,7 @@ mod tests {
     fn unit(file: &str, html: &str, sessions: &[(&str, usize)]) -> UnitOutput {
         UnitOutput {
             file: file.into(),
-            format: Format::AgentLog,
+            format: crate::testing::formats::AGENT_LOG,
             counts: BTreeMap::new(),
             sessions: sessions
                 .iter()

@@ -327,7 +327,7 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 format!("{n} JSON objects, {bad} undecodable")
             })
             .unwrap_or_default();
-        let sessionless = unit.format == crate::core::Format::AgentLog && unit.sessions.is_empty();
+        let sessionless = unit.format.is_agent_log() && unit.sessions.is_empty();
         match self
             .file_index
             .get(&unit.file)

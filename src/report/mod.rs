@@ -265,7 +265,7 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                 tools: counted.tools,
                 ..SessionSummary::default()
             };
-            if analysis.format == crate::core::Format::AgentLog && analysis.stream.is_some() {
+            if analysis.format.is_agent_log() && analysis.stream.is_some() {
                 sum.replayed = Some("replayed HTTP response body".into());
             }
             for m in &s.messages {
@@ -447,7 +447,7 @@ mod tests {
 
     #[test]
     fn sessions_count_their_own_findings() {
-        let mut analysis = Analysis::new(FileId(0), Format::AgentLog);
+        let mut analysis = Analysis::new(FileId(0), crate::testing::formats::AGENT_LOG);
         for id in ["ses_a", "ses_b", "ses_c"] {
             analysis.sessions.push(Session {
                 id: id.into(),

@@ -178,7 +178,7 @@ mod tests {
 
     #[test]
     fn events_of_one_kind_are_capped_and_counted() {
-        let mut store = Store::new(FileId(0), Format::Sse, "s");
+        let mut store = Store::new(FileId(0), crate::testing::formats::SSE, "s");
         let span = Span::new(FileId(0), 0, 0);
         let n = MAX_EVENTS_PER_KIND + 250;
         for seq in 0..n {
