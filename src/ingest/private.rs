@@ -43,6 +43,32 @@ impl PrivatePath {
         PrivatePath(path)
     }
 
+    /// A new private folder in the temporary folder, created now, readable by this user only
+    /// (`0700`) and named unpredictably (`rewind-private-PID-RANDOM-what`), so that another user
+    /// of a shared temporary folder can neither read what is copied into it nor plant a link in
+    /// its place.
+    pub fn new_dir(what: &str) -> std::io::Result<PrivatePath> {
+        install_signal_cleanup();
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(sweep_stale);
+        let (prefix, suffix) = (
+            format!("{PREFIX}{}-", std::process::id()),
+            format!("-{what}"),
+        );
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(&suffix);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o700));
+        }
+        let dir = builder.tempdir()?.keep();
+        if let Ok(mut live) = LIVE.lock() {
+            live.push(dir.clone());
+        }
+        Ok(PrivatePath(dir))
+    }
+
     pub fn path(&self) -> &Path {
         &self.0
     }
@@ -154,6 +180,25 @@ fn process_alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn private_folders_are_the_users_alone_and_removed_when_dropped() {
+        use std::os::unix::fs::PermissionsExt;
+        let p = PrivatePath::new_dir("test").unwrap();
+        let mode = std::fs::metadata(p.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        let name = p.path().file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(
+            name.starts_with(&format!("{PREFIX}{}-", std::process::id())),
+            "{name}"
+        );
+        assert!(name.ends_with("-test"), "{name}");
+        std::fs::write(p.path().join("x"), "x").unwrap();
+        let path = p.path().to_path_buf();
+        drop(p);
+        assert!(!path.exists());
+    }
 
     #[test]
     fn private_paths_are_removed_when_dropped() {

@@ -523,8 +523,7 @@ fn text(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
 
 /// Copies `path` and its companions into a new private temporary directory.
 fn snapshot(path: &Path, suffixes: &[&str]) -> std::io::Result<SnapshotDir> {
-    let guard = SnapshotDir(crate::ingest::private::PrivatePath::new("db"));
-    std::fs::create_dir(guard.0.path())?;
+    let guard = SnapshotDir(crate::ingest::private::PrivatePath::new_dir("db")?);
     let copy = guard.0.path().join("opencode.db");
     std::fs::copy(path, &copy)?;
     for s in suffixes {
