@@ -3,8 +3,8 @@
 //! [`SseFramer`] is a push parser: feed it the bytes of a stream in chunks of any size and it
 //! dispatches events as soon as they are complete. The result does not depend on how the bytes
 //! were chunked (a `\r` that ends one chunk may be half of a `\r\n`; a line may be cut anywhere):
-//! line assembly keeps only the current partial line, and each complete line is parsed by a small
-//! [nom] grammar (`comment | field`).
+//! line assembly keeps only the current partial line, and each complete line is a comment or a
+//! field (`parse_line`).
 //!
 //! What the standard says and rewind follows: a leading BOM is dropped; lines end with CRLF, LF or
 //! a lone CR; a line starting with `:` is a comment; `field: value` loses one space after the
@@ -18,13 +18,6 @@
 //!
 //! Offsets are *stream offsets*: byte positions in the bytes fed. For a raw `.sse` file they are
 //! file offsets; for a body stored inside a JSON string, `capture::Locator` maps them back.
-
-use nom::branch::alt;
-use nom::bytes::complete::take_till1;
-use nom::character::complete::char;
-use nom::combinator::{opt, rest};
-use nom::sequence::preceded;
-use nom::{IResult, Parser};
 
 use crate::core::IngestError;
 
@@ -141,39 +134,23 @@ enum Line<'a> {
     },
 }
 
-fn comment(input: &str) -> IResult<&str, Line<'_>> {
-    preceded(char(':'), rest)
-        .map(|_| Line::Comment)
-        .parse(input)
-}
-
-fn field(input: &str) -> IResult<&str, Line<'_>> {
-    let whole = input.len();
-    (
-        take_till1(|c| c == ':'),
-        opt(preceded(char(':'), preceded(opt(char(' ')), rest))),
-    )
-        .map(|(name, value): (&str, Option<&str>)| {
-            let value = value.unwrap_or("");
-            Line::Field {
-                name,
-                value,
-                value_at: whole - value.len(),
-            }
-        })
-        .parse(input)
-}
-
-/// Parses one complete line (without its line ending).
+/// Parses one complete line (without its line ending): blank, a comment (`:` first), or a
+/// field `name[:[ ]value]` (one space after the colon is not part of the value).
 fn parse_line(line: &str) -> Line<'_> {
     if line.is_empty() {
         return Line::Blank;
     }
-    match alt((comment, field)).parse(line) {
-        Ok((_, l)) => l,
-        // Unreachable for a non-empty line (a field name is at least one char that is not `:`),
-        // but a comment is the harmless reading if the grammar ever disagrees.
-        Err(_) => Line::Comment,
+    if line.starts_with(':') {
+        return Line::Comment;
+    }
+    let (name, value) = match line.split_once(':') {
+        Some((name, value)) => (name, value.strip_prefix(' ').unwrap_or(value)),
+        None => (line, ""),
+    };
+    Line::Field {
+        name,
+        value,
+        value_at: line.len() - value.len(),
     }
 }
 
@@ -563,6 +540,23 @@ mod tests {
             parse_line("data"),
             Line::Field {
                 name: "data",
+                value: "",
+                value_at: 4
+            }
+        );
+        // Only the first colon separates; only one space after it is dropped.
+        assert_eq!(
+            parse_line("data:a: b"),
+            Line::Field {
+                name: "data",
+                value: "a: b",
+                value_at: 5
+            }
+        );
+        assert_eq!(
+            parse_line("id: "),
+            Line::Field {
+                name: "id",
                 value: "",
                 value_at: 4
             }
