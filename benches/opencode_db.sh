@@ -22,8 +22,6 @@ mkdir -p "$WORK"
 DB="$WORK/opencode.db"
 
 command -v sqlite3 >/dev/null || { echo "sqlite3 not found: apt-get install sqlite3" >&2; exit 2; }
-cargo build --profile dist --quiet
-BIN=${CARGO_TARGET_DIR:-target}/dist/rewind
 
 if [ ! -f "$DB" ]; then
   echo "generating $PARTS parts in $DB …"
@@ -72,6 +70,8 @@ fi
 ls -l "$DB"
 # GENERATE_ONLY=1: stop after writing the database (benches/html_size.sh uses it).
 [ -z "${GENERATE_ONLY:-}" ] || exit 0
+cargo build --profile dist --quiet
+BIN=${CARGO_TARGET_DIR:-target}/dist/rewind
 
 best() { # best wall time in seconds of "$@" over RUNS runs
   local best=""

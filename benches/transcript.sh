@@ -5,13 +5,14 @@
 # (best of 3 each), with rewind's peak memory.
 #
 #   bash benches/transcript.sh [COPIES]
+#
+# GENERATE_ONLY=1 stops after writing the transcript (target/bench-transcript/big.jsonl).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 copies=${1:-8229}
 corpus=${REWIND_CORPUS:-../shared/corpus}
 src=$(ls "$corpus"/transcripts/claude-code/tool/*-*-*-*-*.jsonl | head -1)
 [ -f "$src" ] || { echo "needs the corpus's claude-code/tool transcript (set REWIND_CORPUS)"; exit 2; }
-cargo build --profile dist --quiet
 dir=target/bench-transcript
 mkdir -p "$dir"
 out=$dir/big.jsonl
@@ -50,6 +51,8 @@ with open(out, "w") as f:
             if "uuid" in r:
                 prev = r["uuid"]
 PY
+if [ -n "${GENERATE_ONLY:-}" ]; then echo "$out"; exit 0; fi
+cargo build --profile dist --quiet
 mb=$(awk -v b="$(stat -c %s "$out")" 'BEGIN{printf "%.1f", b/1048576}')
 best() {  # best of 3: "seconds peak-KiB"
   local b="" m="" t tmp
