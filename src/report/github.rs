@@ -9,11 +9,21 @@ use super::record::FindingRecord;
 use super::{Printer, RunSummary, Totals, UnitOutput, by_rule};
 use crate::checks::diagnostic::Severity;
 
-/// Escapes a command's message: `%`, CR, LF.
+/// Escapes a command's message: `%`, CR, LF as `@actions/core` does; every other control and
+/// bidirectional character as the human printer shows it (`\u{1b}`), so that a recorded string
+/// cannot reach the log viewer live.
 pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
-        .replace('\r', "%0D")
-        .replace('\n', "%0A")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            '\t' => out.push('\t'),
+            _ => super::snippet::push_escaped(&mut out, c),
+        }
+    }
+    out
 }
 
 /// Escapes a property value: as data, plus `:` and `,`.

@@ -186,10 +186,12 @@ fn root_cause_line(findings: &[Finding], order: &[usize], records: &[FindingReco
         .get(first)
         .and_then(|r| r.line.map(|l| format!(" (line {l})")))
         .unwrap_or_default();
+    // The message quotes the input (tool names, ids, error names): escaped like every other
+    // line that shows it.
     format!(
         "root cause: [{}] {}{at}\n\n",
         f.rule,
-        crate::session::first_line(&f.message, 200)
+        snippet::escape(&crate::session::first_line(&f.message, 200), false)
     )
 }
 

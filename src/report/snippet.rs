@@ -696,8 +696,14 @@ impl DisplayLine {
 
 /// Appends `c`, escaping what could drive a terminal (controls, DEL, C1, bidi overrides).
 pub fn push_escaped(out: &mut String, c: char) {
-    let dangerous =
-        c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    // Controls (C0, DEL, C1 with U+0085), the bidirectional marks, embeddings, overrides and
+    // isolates (which reorder what a reader sees), and the line and paragraph separators (which
+    // break a line where the printer did not).
+    let dangerous = c.is_control()
+        || matches!(
+            c,
+            '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        );
     match c {
         '\t' => out.push(' '),
         _ if dangerous => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
@@ -828,7 +834,8 @@ impl Snippet {
         }
         (
             Snippet {
-                name,
+                // A file's name is the input's too: a name can carry a terminal's escapes.
+                name: escape(&name, false),
                 chunks,
                 starts,
             },
