@@ -342,3 +342,51 @@ fn exit_zero_and_fail_on() {
     assert_eq!(check(dir.path(), &[]).0, 0);
     assert_eq!(check(dir.path(), &["--fail-on", "info"]).0, 0);
 }
+
+#[test]
+fn a_repairs_backup_is_not_checked_again() {
+    // A broken transcript repaired in place leaves its original beside it as
+    // `<file>.rewind-backup-<time>`: checking the folder afterwards checks the repaired file
+    // and skips the backup, rather than failing with the findings the repair fixed.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.jsonl");
+    std::fs::copy(
+        repo("tests/fixtures/transcripts/claude-orphan-tool.jsonl"),
+        &file,
+    )
+    .unwrap();
+    let (before, _, _) = check(dir.path(), &[]);
+    assert_eq!(before, 1, "the broken transcript has findings");
+    let out = rewind()
+        .arg("repair")
+        .arg("--force")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let backups = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".rewind-backup-"))
+        .count();
+    assert_eq!(backups, 1);
+    let (code, stdout, stderr) = check(dir.path(), &["-v"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("a copy rewind made when repairing"),
+        "{stdout}"
+    );
+    // Named explicitly, a backup is still checked.
+    let backup = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().contains(".rewind-backup-"))
+        .unwrap()
+        .path();
+    let (code, _, _) = check(dir.path(), &[backup.to_str().unwrap()]);
+    assert_eq!(code, 1);
+}

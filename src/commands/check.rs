@@ -167,6 +167,9 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
 
     let renderer = Renderer::for_format(args.format, color);
     let diagnose_one = |path: &PathBuf, explicit: bool| -> Outcome {
+        if !explicit && crate::core::is_rewind_copy(path) {
+            return Outcome::Skipped("a copy rewind made when repairing (a backup)".to_owned());
+        }
         let format = match crate::formats::recognize::detect(path) {
             Ok(f) => f,
             Err(e) => {
