@@ -21,10 +21,38 @@ fn is_glob(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 
+/// Hidden folders where the agents keep their sessions: a walk enters them (and, under
+/// `.local`, only `share/opencode` and `share/kilo`) although it skips every other hidden file.
+const AGENT_STORES: &[&str] = &[".claude", ".codex", ".copilot", ".gemini"];
+
+/// Whether a walk from its root enters the entry at `rel` (its path below the root): hidden
+/// entries are skipped as ripgrep skips them, except the agents' stores and what they hold.
+fn enters(rel: &Path) -> bool {
+    let parts: Vec<&str> = rel.iter().map(|c| c.to_str().unwrap_or_default()).collect();
+    if let Some(k) = parts.iter().position(|c| *c == ".local") {
+        return matches!(
+            &parts[k + 1..],
+            [] | ["share"] | ["share", "opencode" | "kilo", ..]
+        );
+    }
+    let mut store = false;
+    for part in &parts {
+        if AGENT_STORES.contains(part) {
+            store = true;
+        } else if part.starts_with('.') && !store {
+            return false;
+        }
+    }
+    true
+}
+
 fn walker(root: &Path) -> ignore::Walk {
+    let base = root.to_path_buf();
     WalkBuilder::new(root)
         .require_git(false)
         .follow_links(false)
+        .hidden(false)
+        .filter_entry(move |e| enters(e.path().strip_prefix(&base).unwrap_or(e.path())))
         .sort_by_file_path(|a, b| a.cmp(b))
         .build()
 }
@@ -123,5 +151,39 @@ mod tests {
         let found = discover(&[d.join("nope"), d.join("rec/a.sse")]);
         assert_eq!(found.missing.len(), 1);
         assert_eq!(found.explicit.len(), 1);
+    }
+
+    #[test]
+    fn walks_into_the_agents_hidden_stores_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for f in [
+            ".claude/projects/-home-me-app/s1.jsonl",
+            ".codex/sessions/2026/11/28/rollout-1.jsonl",
+            ".local/share/opencode/opencode.db",
+            ".local/share/other/x.log",
+            ".cache/y.log",
+            "work/.git/z.log",
+            "work/a.log",
+        ] {
+            let p = d.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x").unwrap();
+        }
+        let found = discover(&[d.to_path_buf()]);
+        let names: Vec<String> = found
+            .walked
+            .iter()
+            .map(|p| p.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ".claude/projects/-home-me-app/s1.jsonl",
+                ".codex/sessions/2026/11/28/rollout-1.jsonl",
+                ".local/share/opencode/opencode.db",
+                "work/a.log",
+            ]
+        );
     }
 }

@@ -390,3 +390,49 @@ fn a_repairs_backup_is_not_checked_again() {
     let (code, _, _) = check(dir.path(), &[backup.to_str().unwrap()]);
     assert_eq!(code, 1);
 }
+
+#[test]
+fn a_folder_with_nothing_to_check_warns_and_can_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README.md"), "# notes\n").unwrap();
+    let (code, _, stderr) = check(dir.path(), &["."]);
+    assert_eq!(code, 0);
+    assert!(
+        stderr.contains("warning: no recording was checked in `.` (1 file skipped"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = check(dir.path(), &["--fail-on-empty", "."]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("error: no recording was checked"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_home_folder_is_checked_inside_the_agents_hidden_stores() {
+    // `rewind check ~` walks into `.claude/projects` and `.codex/sessions`, not into other
+    // hidden folders.
+    let home = tempfile::tempdir().unwrap();
+    let claude = home.path().join(".claude/projects/-home-me-app");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::copy(
+        repo("tests/fixtures/transcripts/claude-orphan-tool.jsonl"),
+        claude.join("s1.jsonl"),
+    )
+    .unwrap();
+    let cache = home.path().join(".cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::copy(repo("samples/zod-failed-status.log"), cache.join("x.log")).unwrap();
+    let (code, stdout, stderr) = check(home.path(), &["--format", "jsonl", "."]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let (findings, summary) = jsonl(&stdout);
+    assert_eq!(summary["files"], 1, "{summary}");
+    assert!(
+        findings.iter().all(|f| f["file"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(".claude/projects")),
+        "{stdout}"
+    );
+}

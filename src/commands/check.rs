@@ -73,6 +73,11 @@ pub struct Args {
     /// List the files skipped because they are not recordings.
     #[arg(long, short)]
     pub verbose: bool,
+
+    /// Exit with status 2 when no file was checked (a CI gate aimed at the wrong folder); without
+    /// it, such a run only warns.
+    #[arg(long)]
+    pub fail_on_empty: bool,
     /// Live parts from which a large agent log's diagnosis forgets quiet messages (testing: 0
     /// forgets from the start).
     #[arg(long, hide = true, value_name = "PARTS")]
@@ -156,6 +161,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         args.paths.clone()
     };
     let found = crate::discover::discover(&paths);
+    let asked = paths;
     let mut files: Vec<(PathBuf, bool)> = found
         .explicit
         .into_iter()
@@ -291,6 +297,30 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     match printer.finish(&run) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Clean),
         other => other.map_err(RewindError::Output)?,
+    }
+    let empty = run.files_checked == 0 && run.errors.is_empty();
+    if empty {
+        let skipped = run.files_skipped.len();
+        super::err_line(&format!(
+            "{}: no recording was checked in {} ({skipped} file{} skipped as not recordings; `-v` lists them): is the path right?",
+            if args.fail_on_empty {
+                "error"
+            } else {
+                "warning"
+            },
+            asked
+                .iter()
+                .map(|p| format!(
+                    "`{}`",
+                    crate::report::snippet::escape(&p.to_string_lossy(), false)
+                ))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if skipped == 1 { "" } else { "s" },
+        ));
+        if args.fail_on_empty {
+            return Ok(ExitStatus::Error);
+        }
     }
     if let Some(path) = &args.write_baseline {
         crate::baseline::write(path, &all_records)?;
