@@ -436,3 +436,57 @@ fn a_home_folder_is_checked_inside_the_agents_hidden_stores() {
         "{stdout}"
     );
 }
+
+#[test]
+fn diagnose_reads_the_same_configuration_as_check() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo("samples/zod-failed-status.log"),
+        dir.path().join("z.log"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("rewind.toml"),
+        "ignore = [\"validation-crash\"]\n[severity]\nsession-error = \"info\"\n",
+    )
+    .unwrap();
+    let rules = |args: &[&str]| -> Vec<(String, String)> {
+        let out = rewind()
+            .current_dir(dir.path())
+            .arg("diagnose")
+            .args(["--format", "json"])
+            .args(args)
+            .arg("z.log")
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        findings(&doc)
+            .iter()
+            .map(|f| {
+                (
+                    f["rule"].as_str().unwrap().to_owned(),
+                    f["severity"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let with = rules(&[]);
+    assert!(
+        !with.iter().any(|(r, _)| r == "validation-crash"),
+        "{with:?}"
+    );
+    assert!(
+        with.contains(&("session-error".into(), "info".into())),
+        "{with:?}"
+    );
+    let without = rules(&["--no-config"]);
+    assert!(
+        without.iter().any(|(r, _)| r == "validation-crash"),
+        "{without:?}"
+    );
+    let flags = rules(&["--no-config", "--severity", "session-error=warning"]);
+    assert!(
+        flags.contains(&("session-error".into(), "warning".into())),
+        "{flags:?}"
+    );
+}

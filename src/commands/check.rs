@@ -30,33 +30,12 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
 
-    /// Exit with status 1 when a finding has this severity or a higher one [default: error].
-    #[arg(long, value_enum, value_name = "SEVERITY")]
-    pub fail_on: Option<Severity>,
+    #[command(flatten)]
+    pub rules: RuleArgs,
 
     /// Exit 0 even when there are findings (still 2 when an input cannot be read).
     #[arg(long)]
     pub exit_zero: bool,
-
-    /// Run only these rules (comma-separated or repeated); replaces `select` of rewind.toml.
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
-    pub select: Vec<String>,
-
-    /// Skip these rules (comma-separated or repeated); added to `ignore` of rewind.toml.
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
-    pub ignore: Vec<String>,
-
-    /// Change a rule's severity, e.g. `--severity session-error=info` (repeatable).
-    #[arg(long, value_name = "RULE=SEVERITY", value_parser = parse_severity)]
-    pub severity: Vec<(String, Severity)>,
-
-    /// Use this configuration file instead of looking for rewind.toml.
-    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
-    pub config: Option<PathBuf>,
-
-    /// Ignore any rewind.toml.
-    #[arg(long)]
-    pub no_config: bool,
 
     /// Report only findings that are not in this baseline.
     #[arg(long, value_name = "FILE")]
@@ -82,6 +61,58 @@ pub struct Args {
     /// forgets from the start).
     #[arg(long, hide = true, value_name = "PARTS")]
     pub forget_from_parts: Option<usize>,
+}
+
+/// Which rules run and how severe their findings are: flags over `rewind.toml`, the same for
+/// every command that diagnoses (`check`, `diagnose`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuleArgs {
+    /// Exit with status 1 when a finding has this severity or a higher one [default: error].
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<Severity>,
+
+    /// Run only these rules (comma-separated or repeated); replaces `select` of rewind.toml.
+    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    pub select: Vec<String>,
+
+    /// Skip these rules (comma-separated or repeated); added to `ignore` of rewind.toml.
+    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    pub ignore: Vec<String>,
+
+    /// Change a rule's severity, e.g. `--severity session-error=info` (repeatable).
+    #[arg(long, value_name = "RULE=SEVERITY", value_parser = parse_severity)]
+    pub severity: Vec<(String, Severity)>,
+
+    /// Use this configuration file instead of looking for rewind.toml (in the current folder
+    /// and its parents).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+
+    /// Ignore any rewind.toml.
+    #[arg(long)]
+    pub no_config: bool,
+}
+
+impl RuleArgs {
+    /// The policy these flags and the configuration file they name (or the rewind.toml found
+    /// from the current folder) make.
+    pub fn policy(&self) -> Result<Policy, RewindError> {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let config_path = match (&self.config, self.no_config) {
+            (Some(p), _) => Some(p.clone()),
+            (None, true) => None,
+            (None, false) => config::find(&cwd),
+        };
+        Policy::new(
+            config_path.as_deref(),
+            &Flags {
+                select: self.select.clone(),
+                ignore: self.ignore.clone(),
+                fail_on: self.fail_on,
+                severity: self.severity.clone(),
+            },
+        )
+    }
 }
 
 fn parse_severity(s: &str) -> Result<(String, Severity), String> {
@@ -130,21 +161,7 @@ fn not_a_recording(e: &RewindError) -> Option<String> {
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let config_path = match (&args.config, args.no_config) {
-        (Some(p), _) => Some(p.clone()),
-        (None, true) => None,
-        (None, false) => config::find(&cwd),
-    };
-    let policy = Policy::new(
-        config_path.as_deref(),
-        &Flags {
-            select: args.select.clone(),
-            ignore: args.ignore.clone(),
-            fail_on: args.fail_on,
-            severity: args.severity.clone(),
-        },
-    )?;
+    let policy = args.rules.policy()?;
     let baseline_path = if args.write_baseline.is_some() {
         None
     } else {

@@ -4,8 +4,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::{make_printer, print_error};
-use crate::checks::diagnostic::Severity;
-use crate::config::{Flags, Policy};
 use crate::core::ExitStatus;
 use crate::core::Format;
 use crate::core::RewindError;
@@ -26,17 +24,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
 
-    /// Exit with status 1 when a finding has this severity or a higher one.
-    #[arg(long, value_enum, default_value_t = Severity::Error, value_name = "SEVERITY")]
-    pub fail_on: Severity,
-
-    /// Run only these rules (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
-    pub select: Vec<String>,
-
-    /// Skip these rules (comma-separated or repeated).
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
-    pub ignore: Vec<String>,
+    #[command(flatten)]
+    pub rules: super::check::RuleArgs,
 
     /// Do not print the per-session summary table.
     #[arg(long)]
@@ -87,15 +76,7 @@ impl StoreArgs {
 }
 
 pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
-    let policy = Policy::new(
-        None,
-        &Flags {
-            select: args.select,
-            ignore: args.ignore,
-            fail_on: Some(args.fail_on),
-            severity: Vec::new(),
-        },
-    )?;
+    let policy = args.rules.policy()?;
     let mut options = Options {
         input: args.input,
         profiles: vec![args.processor, pipeline::counterpart(args.processor)],
