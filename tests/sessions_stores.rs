@@ -362,3 +362,79 @@ fn when_nothing_is_found_it_says_what_was_searched() {
     assert_eq!(doc["stores"].as_array().unwrap().len(), 0);
     assert_eq!(doc["searched"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn every_transcript_store_sessions_lists_takes_a_session() {
+    // What `rewind sessions` lists under ~/.claude/projects and ~/.codex/sessions, every command
+    // that takes a store accepts with `--session ID`.
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/-home-me-app");
+    let day = home.path().join(".codex/sessions/2026/11/28");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::copy(
+        repo("tests/fixtures/transcripts/claude-orphan-tool.jsonl"),
+        project.join("5e551011-0000-4000-8000-000000000001.jsonl"),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo("tests/fixtures/transcripts/codex-orphan-call.jsonl"),
+        day.join("rollout-2026-11-28T00-00-00-0c0dex00-0000-7000-8000-000000000001.jsonl"),
+    )
+    .unwrap();
+    let claude = home.path().join(".claude/projects");
+    let codex = home.path().join(".codex/sessions");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = rewind().args(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let os = |s: &str| std::ffi::OsString::from(s);
+    for (store, id) in [
+        (&claude, "5e551011-0000-4000-8000-000000000001"),
+        (&project, "5e551011-0000-4000-8000-000000000001"),
+        (&codex, "0c0dex00-0000-7000-8000-000000000001"),
+    ] {
+        let (code, stdout, stderr) = run(&[&os("sessions"), store.as_os_str()]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains(id), "{stdout}");
+        let (code, stdout, stderr) = run(&[
+            &os("diagnose"),
+            store.as_os_str(),
+            &os("--session"),
+            &os(id),
+        ]);
+        assert_eq!(code, 1, "{stdout}{stderr}");
+        let (code, stdout, stderr) =
+            run(&[&os("request"), store.as_os_str(), &os("--session"), &os(id)]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains("the next request"), "{stdout}");
+        let (code, stdout, stderr) = run(&[
+            &os("repair"),
+            &os("--dry-run"),
+            store.as_os_str(),
+            &os("--session"),
+            &os(id),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stdout.contains("dry run"), "{stdout}");
+    }
+    // Without a session, the folder is named for what it is.
+    let (code, _, stderr) = run(&[&os("diagnose"), claude.as_os_str()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--session ID") && stderr.contains("rewind check"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&[
+        &os("diagnose"),
+        codex.as_os_str(),
+        &os("--session"),
+        &os("nope"),
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("has no session nope"), "{stderr}");
+}

@@ -96,8 +96,16 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         ..RunSummary::default()
     };
     let mut totals = Totals::default();
-    for (n, file) in args.files.iter().enumerate() {
-        options.exit_after = crate::core::exits_after() && n + 1 == args.files.len();
+    // A folder of transcripts with `--session`: the transcripts of those sessions.
+    let mut files = Vec::new();
+    for file in &args.files {
+        match super::transcript_sessions(file, &options.sessions)? {
+            Some(found) => files.extend(found),
+            None => files.push(file.clone()),
+        }
+    }
+    for (n, file) in files.iter().enumerate() {
+        options.exit_after = crate::core::exits_after() && n + 1 == files.len();
         let file_policy = policy.for_path(file);
         let progress = crate::progress::Progress::input(file);
         let result = pipeline::diagnose_file(

@@ -131,3 +131,35 @@ pub fn make_printer(
         OutputFormat::Html => Box::new(HtmlPrinter::new(stdout())),
     }
 }
+
+/// A store argument that is a folder of client transcripts (Claude Code's projects folder or one
+/// project's folder, Codex's sessions folder), resolved to the transcript of each session
+/// named with `--session`; `None` for any other argument. `rewind sessions` lists such folders,
+/// so every command that takes a store takes them too.
+pub fn transcript_sessions(
+    store: &std::path::Path,
+    sessions: &[String],
+) -> Result<Option<Vec<std::path::PathBuf>>, RewindError> {
+    if crate::ingest::input::is_stdin(store)
+        || !store.is_dir()
+        || !crate::formats::is_transcript_folder(store)
+    {
+        return Ok(None);
+    }
+    let shown = crate::report::snippet::escape(&store.display().to_string(), false);
+    if sessions.is_empty() {
+        return Err(RewindError::Usage(format!(
+            "`{shown}` is a folder of Claude Code or Codex transcripts: name a session with `--session ID` (`rewind sessions {shown}` lists them), or check every transcript with `rewind check {shown}`"
+        )));
+    }
+    sessions
+        .iter()
+        .map(|id| {
+            crate::formats::session_in_folder(store, id).ok_or_else(|| RewindError::NoSuchSession {
+                path: store.to_path_buf(),
+                id: id.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}

@@ -88,7 +88,15 @@ fn table(plans: &[SessionPlan]) -> String {
     t.to_string()
 }
 
-pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
+    if let Some(found) = super::transcript_sessions(&args.store, &args.store_args.sessions)? {
+        let [one] = found.as_slice() else {
+            return Err(RewindError::Usage(
+                "`rewind repair` of a transcript folder repairs one session at a time: give one `--session ID`".into(),
+            ));
+        };
+        args.store = one.clone();
+    }
     let options = repair::Options {
         sessions: args.store_args.sessions,
         opencode_version: args.store_args.opencode_version,

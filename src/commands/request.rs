@@ -133,7 +133,11 @@ struct ProblemDoc {
     error: String,
 }
 
-pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
+    let named: Vec<String> = args.session.iter().cloned().collect();
+    if let Some(mut found) = super::transcript_sessions(&args.store, &named)? {
+        args.store = found.swap_remove(0);
+    }
     let format = crate::formats::recognize::detect(&args.store)?;
     let transcript = format.is_client_transcript();
     if !is_store(format) && !transcript {

@@ -229,6 +229,12 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     if !crate::ingest::input::is_stdin(store) && opencode_data::is_data_folder(store) {
         return super::sessions_stores::run_folder(store, &options, args.format);
     }
+    if !crate::ingest::input::is_stdin(store)
+        && store.is_dir()
+        && crate::formats::is_transcript_folder(store)
+    {
+        return super::sessions_stores::run_transcripts(store, &options, args.format);
+    }
     let Listing { rows, .. } = collect(store, &options)?;
     let mut out = super::Out;
     match args.format {

@@ -365,6 +365,48 @@ pub fn run_folder(
     Ok(ExitStatus::Clean)
 }
 
+/// Lists a folder of client transcripts (`rewind sessions ~/.claude/projects`).
+pub fn run_transcripts(
+    dir: &Path,
+    options: &Options,
+    format: HumanOrJson,
+) -> Result<ExitStatus, RewindError> {
+    let claude = crate::formats::claude_code::store::transcripts(dir);
+    let listing = if claude.is_empty() {
+        let files = crate::formats::codex::store::rollouts(dir);
+        transcripts("Codex rollouts", dir, Kind::Codex, &files, options)
+    } else {
+        transcripts(
+            "Claude Code transcripts",
+            dir,
+            Kind::Claude,
+            &claude,
+            options,
+        )
+    };
+    let listings = [listing];
+    let mut out = super::Out;
+    match format {
+        HumanOrJson::Json => {
+            let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
+            serde_json::to_writer_pretty(&mut out, &json!({"folder": dir, "stores": stores}))
+                .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        HumanOrJson::Human => {
+            write_sessions(&mut out, &listings)?;
+            writeln!(out)?;
+            write_notes(&mut out, &listings)?;
+            let shown = escape(&dir.display().to_string(), false);
+            writeln!(
+                out,
+                "`rewind diagnose {shown} --session ID` shows the findings of one session"
+            )?;
+        }
+    }
+    Ok(ExitStatus::Clean)
+}
+
 /// A place searched, and what was found there.
 struct Searched {
     what: &'static str,
@@ -386,72 +428,6 @@ fn env_path(key: &str) -> Option<PathBuf> {
     std::env::var_os(key)
         .filter(|v: &OsString| !v.is_empty())
         .map(PathBuf::from)
-}
-
-/// The transcripts of a Claude Code projects folder: sessions and their subagents.
-fn claude_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for project in sorted_entries(root).into_iter().filter(|p| p.is_dir()) {
-        let entries = sorted_entries(&project);
-        // The sessions first, then their subagents.
-        for entry in &entries {
-            if entry.is_file() && entry.extension().is_some_and(|x| x == "jsonl") {
-                out.push(entry.clone());
-            }
-        }
-        for entry in entries {
-            if entry.is_dir() {
-                for agent in sorted_entries(&entry.join("subagents")) {
-                    let name = agent
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    if agent.is_file() && name.starts_with("agent-") && name.ends_with(".jsonl") {
-                        out.push(agent);
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The rollouts of a Codex sessions folder (`YYYY/MM/DD/rollout-*.jsonl`).
-fn codex_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let dirs = |p: &Path| -> Vec<PathBuf> {
-        sorted_entries(p)
-            .into_iter()
-            .filter(|d| d.is_dir())
-            .collect()
-    };
-    for year in dirs(root) {
-        for month in dirs(&year) {
-            for day in dirs(&month) {
-                for f in sorted_entries(&day) {
-                    let name = f
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    if f.is_file() && name.starts_with("rollout-") && name.ends_with(".jsonl") {
-                        out.push(f);
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    v.sort();
-    v
 }
 
 /// The sessions of every transcript, read on rayon's pool, in file order.
@@ -576,7 +552,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             .map(|h| (h.join(".claude/projects"), "~/.claude/projects")),
     };
     if let Some((root, via)) = claude {
-        let files = claude_files(&root);
+        let files = crate::formats::claude_code::store::transcripts(&root);
         searched.push(Searched {
             what: "Claude Code transcripts",
             path: root.clone(),
@@ -602,7 +578,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             .map(|h| (h.join(".codex/sessions"), "~/.codex/sessions")),
     };
     if let Some((root, via)) = codex {
-        let files = codex_files(&root);
+        let files = crate::formats::codex::store::rollouts(&root);
         searched.push(Searched {
             what: "Codex rollouts",
             path: root.clone(),

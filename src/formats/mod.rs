@@ -12,12 +12,13 @@ pub mod codex;
 pub mod opencode;
 pub mod recognize;
 pub mod recording;
+pub mod store;
 pub mod stream;
 pub mod transcript;
 pub mod unit;
 pub mod write;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::core::{Format, RewindError};
 use crate::source::SourceMap;
@@ -73,6 +74,28 @@ fn claims_on_folder(path: &Path) -> Vec<Claim> {
         .iter()
         .flat_map(|f| f.recognize_folder(path))
         .collect()
+}
+
+/// The transcript of session `id` when `dir` is a folder of client transcripts (Claude Code's
+/// projects folder or one project's folder, Codex's sessions folder); `None` otherwise.
+pub fn session_in_folder(dir: &Path, id: &str) -> Option<PathBuf> {
+    claude_code::store::session_file(dir, id).or_else(|| codex::store::session_file(dir, id))
+}
+
+/// Whether `dir` holds client transcripts (and is no OpenCode storage folder).
+pub fn is_transcript_folder(dir: &Path) -> bool {
+    opencode::storage::root(dir).is_none()
+        && (!claude_code::store::transcripts(dir).is_empty()
+            || !codex::store::rollouts(dir).is_empty()
+            || std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|e| {
+                    e.path().extension().is_some_and(|x| x == "jsonl")
+                        && crate::formats::recognize::detect(&e.path())
+                            .is_ok_and(|f| f.is_client_transcript())
+                }))
 }
 
 /// The family that reads `format`.

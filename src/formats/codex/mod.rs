@@ -3,6 +3,7 @@
 pub mod read;
 pub mod recognize;
 pub mod replay;
+pub mod store;
 
 use crate::core::{Format, RewindError};
 use crate::formats::Family;
