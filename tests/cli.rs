@@ -277,3 +277,42 @@ fn exports_are_read_as_exports_whatever_their_layout() {
         assert_eq!(out["files"][0]["format"], "opencode-export");
     }
 }
+
+#[test]
+fn help_suggests_repair_only_where_it_works() {
+    // For every sample, a help that says `rewind repair` does something must be about this very
+    // input only when `rewind repair` takes it; otherwise it names the store to repair instead.
+    let mut seen = 0;
+    for entry in std::fs::read_dir(common::repo("samples"))
+        .unwrap()
+        .flatten()
+    {
+        let path = entry.path();
+        let (_, doc) = common::diagnose_json(&path, &[]);
+        let repairable = common::rewind()
+            .args(["repair", "--dry-run"])
+            .arg(&path)
+            .output()
+            .unwrap()
+            .status
+            .code()
+            != Some(2);
+        for f in common::findings(&doc) {
+            let help = f["help"].as_str().unwrap_or_default();
+            if !help.contains("`rewind repair` ")
+                || help.contains("`rewind repair` the stored session")
+            {
+                continue;
+            }
+            seen += 1;
+            assert!(
+                repairable
+                    || help.contains("on the OpenCode database or export that holds this session"),
+                "{}: {} suggests a repair `rewind repair` refuses: {help}",
+                path.display(),
+                f["rule"]
+            );
+        }
+    }
+    assert!(seen >= 3, "{seen} helps checked");
+}

@@ -127,7 +127,10 @@ impl Check for EmptyTextPart {
                 ))
                 .at(obs.span.head(), "this text part has no text")
                 .help(with_request_view(
-                    "an empty text block is rejected by providers; `rewind repair` deletes the empty part",
+                    &format!(
+                        "an empty text block is rejected by providers; {}",
+                        super::repair_help(analysis.format, "deletes the empty part", None)
+                    ),
                     analysis.format,
                     &session.id,
                 ));

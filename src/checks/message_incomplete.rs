@@ -103,7 +103,11 @@ impl Check for MessageIncomplete {
                     ))
                     .at(at, "no `completed` time")
                     .note("at rest this means the OpenCode process died mid-reply; a reply streaming right now looks the same")
-                    .help("`rewind repair` marks it completed with a MessageAbortedError, as OpenCode does for an aborted reply");
+                    .help(super::repair_help(
+                        analysis.format,
+                        "marks it completed with a MessageAbortedError, as OpenCode does for an aborted reply",
+                        None,
+                    ));
                 out.push(
                     f.ids(
                         Ids::default()

@@ -258,6 +258,27 @@ impl fmt::Display for Rule {
     }
 }
 
+/// Advice to repair with rewind, worded for the input at hand: `rewind repair` repairs OpenCode's
+/// stores (`store_does` says what it changes there) and client transcripts (`transcript_does`,
+/// when the rule's finding is repaired there); a log, a capture or a recording is only a record
+/// of a session, which `rewind repair` refuses, so the advice names the store that holds it.
+pub(crate) fn repair_help(
+    format: crate::core::Format,
+    store_does: &str,
+    transcript_does: Option<&str>,
+) -> String {
+    if format.is_opencode_store() {
+        format!("`rewind repair` {store_does}")
+    } else if let (true, Some(does)) = (format.is_client_transcript(), transcript_does) {
+        format!("`rewind repair` {does}")
+    } else {
+        format!(
+            "`rewind repair` on the OpenCode database or export that holds this session {store_does} ({} is only a record of it: rewind does not repair it)",
+            format.describe()
+        )
+    }
+}
+
 /// A name that is no rule's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown rule `{0}` (`rewind rules` lists them)")]

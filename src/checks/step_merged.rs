@@ -187,7 +187,14 @@ impl Check for StepMerged {
                         )
                         .note("the rebuilt request puts this text after the `tool_use` in one assistant message, before its result")
                         .help(with_request_view(
-                            "a retry continued in the same message without closing the step (PR #16751 layer 2); `rewind repair` inserts a recovery step-finish and a step-start here",
+                            &format!(
+                                "a retry continued in the same message without closing the step (PR #16751 layer 2); {}",
+                                super::repair_help(
+                                    analysis.format,
+                                    "inserts a recovery step-finish and a step-start here",
+                                    None
+                                )
+                            ),
                             analysis.format,
                             &session.id,
                         ));

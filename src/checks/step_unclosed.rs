@@ -85,7 +85,14 @@ impl Check for StepUnclosed {
                             message.id
                         ))
                         .at(obs.span.head(), "step started here")
-                        .help("the step was interrupted before its step-finish was written; `rewind repair` closes it with a recovery step-finish");
+                        .help(format!(
+                            "the step was interrupted before its step-finish was written; {}",
+                            super::repair_help(
+                                analysis.format,
+                                "closes it with a recovery step-finish",
+                                None
+                            )
+                        ));
                     let before = next.and_then(|n| n.last()).map(|o| o.seq);
                     for (event, label) in endings.get_or_init(|| Endings::new(analysis)).what_ended(&session.id, obs.seq, before) {
                         f = f.also(Some(event.span.head()), label);

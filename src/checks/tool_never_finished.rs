@@ -98,7 +98,14 @@ impl Check for ToolNeverFinished {
                         tool.state.status()
                     ))
                     .at(at, format!("last write: `{}`", tool.state.status()))
-                    .help("nothing closed this tool: the process died or lost the runner; `rewind repair` closes it as an error that tells the model it was interrupted, so the session can resume"),
+                    .help(format!(
+                        "nothing closed this tool: the process died or lost the runner; {}",
+                        super::repair_help(
+                            analysis.format,
+                            "closes it as an error that tells the model it was interrupted, so the session can resume",
+                            Some("answers the call with the client's own interruption result, so the session can resume"),
+                        )
+                    )),
                 ToolState::Error(_)
                     if tool.state.error_text() == Some(TOOL_ABORTED)
                         && !tool.state.input_is_empty()
