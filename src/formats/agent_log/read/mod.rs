@@ -94,7 +94,7 @@ pub fn prefix_len(line: &[u8]) -> Option<usize> {
 }
 
 #[derive(Debug, Clone)]
-pub(super) enum OpenKind {
+enum OpenKind {
     Object,
     /// An object taken as its whole line, not framed (see [`AgentLogReader::with_whole_lines`]).
     Line,
@@ -102,25 +102,25 @@ pub(super) enum OpenKind {
 }
 
 struct Open {
-    pub(super) kind: OpenKind,
-    pub(super) start: u64,
+    kind: OpenKind,
+    start: u64,
     /// Where its text starts in everything the reader re-joined (see [`Buffer`]).
-    pub(super) text: usize,
+    text: usize,
     /// Where its segments start among all the reader's segments.
-    pub(super) segments: usize,
+    segments: usize,
     lexer: Depth,
     /// One past the last byte consumed, in the file.
-    pub(super) end: u64,
+    end: u64,
 }
 
 /// The texts and segments of the values re-joined since the last [`AgentLogReader::take_texts`]
 /// (and of the open one), addressed by their position in everything the reader re-joined.
 #[derive(Default)]
 struct Buffer {
-    pub(super) text_base: usize,
-    pub(super) text: String,
-    pub(super) segment_base: usize,
-    pub(super) segments: Vec<(usize, u64)>,
+    text_base: usize,
+    text: String,
+    segment_base: usize,
+    segments: Vec<(usize, u64)>,
 }
 
 impl Buffer {
@@ -188,9 +188,9 @@ impl Buffer {
 pub struct AgentLogReader<R> {
     /// Always there but while [`Self::step`] reads a line in its buffer.
     input: Option<R>,
-    pub(super) file: FileId,
+    file: FileId,
     /// File offset of the next physical line.
-    pub(super) offset: u64,
+    offset: u64,
     line_no: u64,
     buf: Vec<u8>,
     open: Option<Open>,
@@ -390,7 +390,7 @@ impl<R: BufRead> AgentLogReader<R> {
     /// Reads a physical line or a piece of one (`line`, with its newline if `has_newline`), of
     /// which the first `carried` bytes were carried over from the last piece. Returns how many
     /// bytes at its end (an incomplete character) start the next piece.
-    pub(super) fn line(
+    fn line(
         &mut self,
         line: &[u8],
         has_newline: bool,

@@ -23,7 +23,7 @@ use crate::session::{Analysis, Seq};
 use crate::source::{FileId, Span};
 
 /// Longest error message kept (a ZodError's issue list must survive whole to be decoded).
-pub(super) const MAX_ERROR_MESSAGE: usize = 256 * 1024;
+const MAX_ERROR_MESSAGE: usize = 256 * 1024;
 
 /// Records handed from the reading thread to the replay at once (or fewer, when they are big).
 const BATCH_RECORDS: usize = 512;
@@ -33,17 +33,17 @@ const BATCH_BYTES: usize = 1 << 20;
 const BATCHES_IN_FLIGHT: usize = 4;
 
 /// Records read together, with the texts of their pending JSON values.
-pub(super) type Batch = (Vec<Result<LogRecord, IngestError>>, std::sync::Arc<Texts>);
+type Batch = (Vec<Result<LogRecord, IngestError>>, std::sync::Arc<Texts>);
 /// A batch as the replay receives it: decoded, part events read into the model, each JSON value
 /// with how [`LogStats`] counts it.
-pub(super) type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
+type ReadyBatch = Vec<(Result<Ready, IngestError>, Option<Decoded>)>;
 
 /// A record ready to be applied. A part event is read whole (its part validated and read into
 /// the model, a `step_finish`'s step read) while its batch is decoded in parallel, and its value
 /// is freed there: the replay's thread, which applies the records one after the other, only
 /// files what was read.
 #[derive(Debug)]
-pub(super) enum Ready {
+enum Ready {
     Record(LogRecord),
     Part(Box<PartEvent>),
     /// A line taken whole that is not one JSON object (see
@@ -53,21 +53,21 @@ pub(super) enum Ready {
 
 /// A part event as [`State::apply_part_event`] applies it.
 #[derive(Debug)]
-pub(super) struct PartEvent {
+struct PartEvent {
     /// The whole record.
-    pub(super) span: Span,
+    span: Span,
     /// The record's `sessionID`, when it is a string.
-    pub(super) session: RecordSession,
+    session: RecordSession,
     prepared: PreparedPart,
     /// What a `step_finish` recorded.
-    pub(super) step: Option<Box<crate::session::StepFinish>>,
+    step: Option<Box<crate::session::StepFinish>>,
 }
 
 /// A part event's `sessionID`. It is nearly always its part's own, which the event then does not
 /// copy: the copy would be made on the decoding thread and freed on the replay's, which costs
 /// more than the copy.
 #[derive(Debug)]
-pub(super) enum RecordSession {
+enum RecordSession {
     /// Not there, or not a string.
     Absent,
     /// The part's `sessionID`.
@@ -76,7 +76,7 @@ pub(super) enum RecordSession {
 }
 
 impl RecordSession {
-    pub(super) fn new(id: Option<std::borrow::Cow<'_, str>>, part: &Part) -> Self {
+    fn new(id: Option<std::borrow::Cow<'_, str>>, part: &Part) -> Self {
         match id {
             None => Self::Absent,
             Some(id) if id == part.session_id.as_str() => Self::Part,
@@ -85,7 +85,7 @@ impl RecordSession {
     }
 
     /// The record's session, given its part's.
-    pub(super) fn get<'a>(&'a self, part: &'a str) -> Option<&'a str> {
+    fn get<'a>(&'a self, part: &'a str) -> Option<&'a str> {
         match self {
             Self::Absent => None,
             Self::Part => Some(part),
@@ -96,8 +96,8 @@ impl RecordSession {
 
 /// A part event's part as [`State::apply_part`] records it, with its schema issues located.
 #[derive(Debug)]
-pub(super) struct PreparedPart {
-    pub(super) part: Part,
+struct PreparedPart {
+    part: Part,
     /// Schema issues, each with the span of its value (or of its parent object).
     issues: Vec<(schema::SchemaIssue, Option<Span>)>,
     /// The part's value in the file (where the issues are reported).

@@ -46,7 +46,7 @@ use crate::source::{FileId, Span};
 
 /// A content block, as far as the checks need it.
 #[derive(Debug)]
-pub(super) enum Block {
+enum Block {
     Text {
         span: Option<Span>,
         text: String,
@@ -72,29 +72,29 @@ pub(super) enum Block {
 
 /// What is kept of one conversation record.
 #[derive(Debug)]
-pub(super) struct Rec {
-    pub(super) seq: Seq,
-    pub(super) uuid: String,
-    pub(super) parent: Option<String>,
-    pub(super) ty: String,
-    pub(super) span: Span,
-    pub(super) sidechain: bool,
+struct Rec {
+    seq: Seq,
+    uuid: String,
+    parent: Option<String>,
+    ty: String,
+    span: Span,
+    sidechain: bool,
     message_id: Option<String>,
-    pub(super) synthetic: bool,
+    synthetic: bool,
     meta: bool,
     compact_summary: bool,
     /// The first text of the content, capped (for API errors and words).
     text: Option<(String, Option<Span>)>,
-    pub(super) api_error: Option<(Option<String>, Option<u64>)>,
-    pub(super) blocks: Vec<Block>,
+    api_error: Option<(Option<String>, Option<u64>)>,
+    blocks: Vec<Block>,
     /// A `compact_boundary`'s `compactMetadata.preservedSegment`: the records kept verbatim
     /// (`headUuid` … `tailUuid`), placed after `anchorUuid` (the summary) when the client loads
     /// the history.
     preserved: Option<Preserved>,
     /// A `system`/`compact_boundary` record.
-    pub(super) boundary: bool,
+    boundary: bool,
     /// Where the `parentUuid` value is, when it named no record read before this one.
-    pub(super) parent_span: Option<Span>,
+    parent_span: Option<Span>,
     /// Inline base64 images: their total length, and the ones over the API's limit.
     image_bytes: u64,
     big_images: Vec<(u64, Span)>,
@@ -102,7 +102,7 @@ pub(super) struct Rec {
 
 #[derive(Debug)]
 struct Preserved {
-    pub(super) head: String,
+    head: String,
     anchor: String,
     tail: String,
 }
@@ -146,7 +146,7 @@ impl Rec {
     }
 
     /// The call ids its `tool_result` blocks answer.
-    pub(super) fn result_ids(&self) -> impl Iterator<Item = &str> {
+    fn result_ids(&self) -> impl Iterator<Item = &str> {
         self.blocks.iter().filter_map(|b| match b {
             Block::ToolResult { id, .. } => Some(id.as_str()),
             _ => None,
@@ -154,15 +154,15 @@ impl Rec {
     }
 
     /// A user or assistant record that takes part in the conversation.
-    pub(super) fn converses(&self) -> bool {
+    fn converses(&self) -> bool {
         matches!(self.ty.as_str(), "user" | "assistant") && !self.meta
     }
 }
 
 #[derive(Default)]
-pub(super) struct Reader {
-    pub(super) records: Vec<Rec>,
-    pub(super) index: HashMap<String, usize>,
+struct Reader {
+    records: Vec<Rec>,
+    index: HashMap<String, usize>,
     main_leaf: Option<String>,
     side_leaf: Option<String>,
     last_prompt_seq: Option<Seq>,
@@ -171,7 +171,7 @@ pub(super) struct Reader {
     undecodable: Vec<Undecodable>,
     counts: (u64, u64, u64),
     /// Records whose `uuid` an earlier record has: where, and the uuid.
-    pub(super) duplicates: Vec<(Span, String)>,
+    duplicates: Vec<(Span, String)>,
     size: TranscriptSize,
 }
 
@@ -196,11 +196,11 @@ fn capped(s: &str, max: usize) -> String {
 
 impl Reader {
     /// The index of the record `rec` answers, when that record is in the file.
-    pub(super) fn parent_of(&self, rec: &Rec) -> Option<usize> {
+    fn parent_of(&self, rec: &Rec) -> Option<usize> {
         rec.parent.as_ref().and_then(|p| self.index.get(p)).copied()
     }
 
-    pub(super) fn line(&mut self, line: Line) {
+    fn line(&mut self, line: Line) {
         self.counts.0 += 1;
         self.size.line(line.span);
         let seq = line.index;
@@ -410,7 +410,7 @@ impl Reader {
     }
 
     /// Indices of the active path, root first.
-    pub(super) fn active_path(&self) -> Vec<usize> {
+    fn active_path(&self) -> Vec<usize> {
         let relinks = self.relinks();
         let mut path = Vec::new();
         let mut seen = HashSet::new();
@@ -626,7 +626,7 @@ impl Reader {
         out
     }
 
-    pub(super) fn finish(self, file: FileId) -> Analysis {
+    fn finish(self, file: FileId) -> Analysis {
         let mut analysis = Analysis::new(file, Format::ClaudeTranscript);
         analysis.counts.insert("lines", self.counts.0);
         analysis
@@ -800,13 +800,7 @@ impl Reader {
     /// A user turn with no reply: the last conversing record of the active history is the
     /// user's and no `last-prompt` (written when a turn ends) follows it; or a prompt followed,
     /// on the active history, by the client's own synthetic reply or the next prompt (a resume).
-    pub(super) fn unanswered(
-        &self,
-        path: &[usize],
-        session: &str,
-        client: &str,
-        facts: &mut TranscriptFacts,
-    ) {
+    fn unanswered(&self, path: &[usize], session: &str, client: &str, facts: &mut TranscriptFacts) {
         let talk: Vec<&Rec> = path
             .iter()
             .map(|&i| &self.records[i])

@@ -117,7 +117,7 @@ pub struct Change {
 
 /// An edit of the file's lines (0-based line indices of the original).
 #[derive(Clone, Debug)]
-pub(super) enum Edit {
+enum Edit {
     /// Leave out the torn last line.
     Trim,
     /// Leave out a line.
@@ -137,25 +137,19 @@ pub struct Plan {
     /// Problems seen but left alone, in words.
     pub unfixable: Vec<String>,
     #[serde(skip)]
-    pub(super) edits: Vec<Edit>,
+    edits: Vec<Edit>,
     /// Call ids the plan answers or whose orphan results it drops.
     #[serde(skip)]
-    pub(super) calls: BTreeSet<String>,
+    calls: BTreeSet<String>,
     /// The newest record's time of the unanswered calls (ms since the epoch).
     #[serde(skip)]
-    pub(super) unanswered_at_ms: Option<i64>,
+    unanswered_at_ms: Option<i64>,
 }
 
 impl Plan {
     /// Plans appending `record`, the answer to the unanswered call `call_id`, as file line
     /// `line`.
-    pub(super) fn answer(
-        &mut self,
-        line: u64,
-        call_id: String,
-        record: Map<String, Value>,
-        change: String,
-    ) {
+    fn answer(&mut self, line: u64, call_id: String, record: Map<String, Value>, change: String) {
         self.edits.push(Edit::Append(
             serde_json::to_string(&Value::Object(record)).unwrap_or_default(),
         ));
@@ -210,13 +204,13 @@ pub enum TranscriptRepairError {
 }
 
 /// One line of the file.
-pub(super) struct Line<'a> {
-    pub(super) raw: &'a [u8],
-    pub(super) value: Option<Value>,
+struct Line<'a> {
+    raw: &'a [u8],
+    value: Option<Value>,
 }
 
 /// The file split into lines (without their `\n`), and whether the last one had its newline.
-pub(super) fn split(bytes: &[u8]) -> (Vec<Line<'_>>, bool) {
+fn split(bytes: &[u8]) -> (Vec<Line<'_>>, bool) {
     let mut lines = Vec::new();
     let mut rest = bytes;
     let mut newline_at_end = true;
@@ -237,22 +231,22 @@ pub(super) fn split(bytes: &[u8]) -> (Vec<Line<'_>>, bool) {
     (lines, newline_at_end)
 }
 
-pub(super) fn obj(v: &Option<Value>) -> Option<&Map<String, Value>> {
+fn obj(v: &Option<Value>) -> Option<&Map<String, Value>> {
     v.as_ref().and_then(Value::as_object)
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time.
-pub(super) fn time_ms(s: &str) -> Option<i64> {
+fn time_ms(s: &str) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(s)
         .ok()
         .map(|t| t.timestamp_millis())
 }
 
-pub(super) fn now_utc() -> chrono::DateTime<chrono::Utc> {
+fn now_utc() -> chrono::DateTime<chrono::Utc> {
     SystemTime::now().into()
 }
 
-pub(super) fn now_iso() -> String {
+fn now_iso() -> String {
     now_utc().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
