@@ -90,3 +90,37 @@ fn a_store_shows_which_model_answered() {
     let good = rules_reported("tests/fixtures/checks/export-healthy.json");
     assert!(!good.iter().any(|r| r == "model-substituted"), "{good:?}");
 }
+
+#[test]
+fn a_retry_sleep_nobody_waited_out_is_information() {
+    // A 19-hour sleep announced for a side request's rate limit, after which the agent goes on
+    // working and the log ends three minutes later: nothing waited, so not a warning.
+    let (code, doc) = diagnose_json(
+        &repo("tests/fixtures/checks/retry-wait-not-waited.log"),
+        &[],
+    );
+    let f = findings(&doc);
+    let retry = of_rule(&f, "retry-wait-excessive");
+    assert_eq!(retry.len(), 1, "{}", describe(&f));
+    assert_eq!(retry[0]["severity"], "info");
+    assert!(
+        retry[0]["notes"]
+            .to_string()
+            .contains("nothing waited it out"),
+        "{}",
+        retry[0]
+    );
+    assert!(
+        f.iter().all(|x| x["severity"] == "info"),
+        "a healthy run with an unwaited sleep gets no warning: {}",
+        describe(&f)
+    );
+    assert_eq!(code, 0);
+    // The same sleep with no work after it (the run hung in it) stays a warning.
+    let (_, doc) = diagnose_json(&repo("tests/fixtures/checks/retry-wait-excessive.log"), &[]);
+    let f = findings(&doc);
+    assert_eq!(
+        of_rule(&f, "retry-wait-excessive")[0]["severity"],
+        "warning"
+    );
+}

@@ -11,6 +11,9 @@ declare_check! {
     /// ten minutes, typically hours taken from a provider's `retry-after` header after a rate
     /// limit. It shows the delay and the `retry-after` it came from.
     ///
+    /// A sleep that the log shows was not waited out (the agent kept working after it, and the log
+    /// ends before the sleep could have) is reported at information level: it held nothing up.
+    ///
     /// ## Why it matters
     /// A free-tier rate limit can answer with a `retry-after` of half a day. An agent that obeys
     /// it blindly hangs: the run looks alive, holds its resources, and ends much later with a
@@ -42,6 +45,7 @@ impl Check for RetryWaitExcessive {
                 delay_ms,
                 delay_span,
                 retry_after,
+                after: waited,
             } = &**wait;
             if *delay_ms <= EXCESSIVE_MS {
                 continue;
@@ -70,6 +74,19 @@ impl Check for RetryWaitExcessive {
                 });
             if let Some((_, span)) = retry_after {
                 f = f.also(Some(*span), "the provider's retry-after");
+            }
+            // The agent worked on after the announcement and the log ended before the sleep
+            // could have: nothing waited it out (a side request's retry, or a run that moved
+            // on). Said, at information level: the sleep did not hold the session up.
+            if let (true, Some(went_on)) = (waited.work, waited.log_went_on_ms)
+                && went_on < *delay_ms
+            {
+                f = f
+                    .severity(crate::checks::diagnostic::Severity::Info)
+                    .note(format!(
+                        "nothing waited it out: the agent went on working after it, and the log ends {} later, before the sleep would have",
+                        duration(went_on)
+                    ));
             }
             out.push(f.help("cap retry sleeps at a few minutes; past the cap, fail with the rate limit's error or switch provider"));
         }

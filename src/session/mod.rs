@@ -680,6 +680,20 @@ pub struct RetryWait {
     pub delay_span: Option<Span>,
     /// The provider's `retry-after`, when the agent logged it just before, and where.
     pub retry_after: Option<(u64, Span)>,
+    /// What followed the announcement: whether the agent wrote any part after it, and how long
+    /// after it (ms) the log's last timestamped entry came. Work that went on, and a log that
+    /// ended, before the sleep could have ended mean nothing waited it out.
+    pub after: WaitAfter,
+}
+
+/// What a log shows after a retry sleep was announced: [`RetryWait::after`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitAfter {
+    /// A part was written after the announcement.
+    pub work: bool,
+    /// From the announcement to the last timestamped logger entry after it, in ms (`None`: no
+    /// timestamp to tell).
+    pub log_went_on_ms: Option<u64>,
 }
 
 /// Usage as the provider itself sent it: [`EventKind::ProviderUsage`].

@@ -28,6 +28,12 @@ impl State {
             rec.locate(&path)
         };
         let num = |k: &str| obj.get(k).and_then(num_of);
+        // After a retry sleep was announced, how long the log goes on.
+        if !self.waits.is_empty()
+            && let Some(t) = obj.get("timestamp").and_then(timestamp_ms)
+        {
+            self.last_log_ms = Some(self.last_log_ms.map_or(t, |l| l.max(t)));
+        }
         if service == "http" {
             self.embedded_stream(rec);
             self.response_usage(seq, rec, obj, &at);
@@ -103,7 +109,10 @@ impl State {
                 delay_ms: ms,
                 delay_span: at(key),
                 retry_after: self.retry_after.take(),
+                after: crate::session::WaitAfter::default(),
             }));
+            let at_ms = obj.get("timestamp").and_then(timestamp_ms);
+            self.waits.push((seq, at_ms, false));
             self.event(seq, rec.span, None, kind);
         }
         let level = match obj.get("level").and_then(Value::as_str) {
@@ -212,5 +221,16 @@ impl State {
             }));
             self.event(seq, rec.span, None, kind);
         }
+    }
+}
+
+/// A logger entry's `timestamp` in ms since the epoch: an RFC 3339 string or a number of ms.
+fn timestamp_ms(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => chrono::DateTime::parse_from_rfc3339(s)
+            .ok()
+            .and_then(|t| u64::try_from(t.timestamp_millis()).ok()),
+        _ => None,
     }
 }

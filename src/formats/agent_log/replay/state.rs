@@ -30,6 +30,11 @@ pub(super) struct State {
     pub(super) bus_events: u64,
     /// The last `retry-after` the agent parsed, until the sleep it leads to.
     pub(super) retry_after: Option<(u64, Span)>,
+    /// The retry sleeps announced so far: their position and time (ms, when the entry had a
+    /// timestamp), and whether a part was written after each.
+    pub(super) waits: Vec<(Seq, Option<u64>, bool)>,
+    /// The latest timestamp of a logger entry after the first retry sleep was announced.
+    pub(super) last_log_ms: Option<u64>,
     /// Informational stderr lines a wrapper wrapped as errors (see [`informational`]).
     pub(super) informational: Vec<String>,
     /// The tool results of the last user turn of a Claude Code session: what the next request
@@ -63,6 +68,8 @@ impl State {
             current_session: None,
             bus_events: 0,
             retry_after: None,
+            waits: Vec::new(),
+            last_log_ms: None,
             informational: Vec::new(),
             last_results: Vec::new(),
             media_results: Vec::new(),
@@ -115,6 +122,7 @@ impl State {
             }
         }
         self.analysis.counts.insert("bus events", self.bus_events);
+        self.note_wait_afters();
         Ok(self.analysis)
     }
 
@@ -174,7 +182,38 @@ impl State {
     /// first `pending` and last `running` write, the first and last write, and the first write
     /// of a session after any event (what `incidents` and `loop-exited-early` ask for: a
     /// cleanup's write does not count as activity there, so the write after it is kept too).
+    /// Tells each retry sleep what the log shows after it (see [`crate::session::WaitAfter`]).
+    fn note_wait_afters(&mut self) {
+        if self.waits.is_empty() {
+            return;
+        }
+        for e in &mut self.analysis.events {
+            let EventKind::RetryWait(wait) = &mut e.kind else {
+                continue;
+            };
+            if let Some(&(_, at, work)) = self.waits.iter().find(|(seq, _, _)| *seq == e.seq) {
+                wait.after = crate::session::WaitAfter {
+                    work,
+                    log_went_on_ms: at
+                        .zip(self.last_log_ms)
+                        .map(|(at, last)| last.saturating_sub(at)),
+                };
+            }
+        }
+    }
+
     pub(super) fn file_part(&mut self, si: usize, mi: usize, part: Part, observation: Observation) {
+        // Work after a retry sleep was announced.
+        if let Some(last) = self.waits.last_mut()
+            && !last.2
+        {
+            for w in self.waits.iter_mut().rev() {
+                if w.2 {
+                    break;
+                }
+                w.2 = true;
+            }
+        }
         if self.events_at_write.len() <= si {
             self.events_at_write.resize(si + 1, 0);
             self.first_after_event.resize_with(si + 1, Vec::new);
