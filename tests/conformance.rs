@@ -42,6 +42,25 @@ struct Suite {
     results: Vec<(String, Result<String, String>, Duration)>,
 }
 
+/// The scenarios OpenCode runs through healthy, per provider.
+const HEALTHY: &[(&str, Provider)] = &[
+    ("text", Provider::OpenAiCompatible),
+    ("tool", Provider::OpenAiCompatible),
+    ("toolerr", Provider::OpenAiCompatible),
+    ("parallel", Provider::OpenAiCompatible),
+    ("reasoning", Provider::OpenAiCompatible),
+    ("texttool", Provider::OpenAiCompatible),
+    ("tooltext", Provider::OpenAiCompatible),
+    ("retry500", Provider::OpenAiCompatible),
+    ("drop", Provider::OpenAiCompatible),
+    ("text", Provider::Anthropic),
+    ("tool", Provider::Anthropic),
+    ("parallel", Provider::Anthropic),
+    ("reasoning", Provider::Anthropic),
+    ("tooltext", Provider::Anthropic),
+    ("retry529", Provider::Anthropic),
+];
+
 #[test]
 #[ignore = "drives the real OpenCode from npm for minutes: run `bash scripts/conformance.sh`"]
 fn real_opencode_agrees_with_rewind() {
@@ -70,23 +89,7 @@ fn real_opencode_agrees_with_rewind() {
         client::OPENCODE_VERSION,
         s.mock.port
     );
-    for (scn, p) in [
-        ("text", Provider::OpenAiCompatible),
-        ("tool", Provider::OpenAiCompatible),
-        ("toolerr", Provider::OpenAiCompatible),
-        ("parallel", Provider::OpenAiCompatible),
-        ("reasoning", Provider::OpenAiCompatible),
-        ("texttool", Provider::OpenAiCompatible),
-        ("tooltext", Provider::OpenAiCompatible),
-        ("retry500", Provider::OpenAiCompatible),
-        ("drop", Provider::OpenAiCompatible),
-        ("text", Provider::Anthropic),
-        ("tool", Provider::Anthropic),
-        ("parallel", Provider::Anthropic),
-        ("reasoning", Provider::Anthropic),
-        ("tooltext", Provider::Anthropic),
-        ("retry529", Provider::Anthropic),
-    ] {
+    for &(scn, p) in HEALTHY {
         s.case(&format!("healthy:{}:{scn}", p.name()), |s, name| {
             s.healthy(name, scn, p)
         });

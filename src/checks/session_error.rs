@@ -274,6 +274,41 @@ fn status_code(v: &serde_json::Value) -> Option<u64> {
         })
 }
 
+/// The note on the retryable errors the provider answered with before the error, if any.
+fn retried_note(retried: &[(&Event, &ErrorInfo)]) -> Option<String> {
+    let (_, first) = retried.first()?;
+    let code = status_code(&first.data)
+        .map(|c| format!(" {c}"))
+        .unwrap_or_default();
+    let what = first.name.as_deref().unwrap_or("error");
+    let msg = first
+        .data
+        .pointer("/data/error/message")
+        .or_else(|| first.data.pointer("/data/message"))
+        .and_then(serde_json::Value::as_str)
+        .or(Some(first.message.as_str()).filter(|m| !m.is_empty()))
+        .map(|m| format!(": {}", crate::session::first_line(m, 100)))
+        .unwrap_or_default();
+    // Each failed attempt is logged once per service (the prompt loop and the processor).
+    let mut per_service: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (e, _) in retried {
+        let service = match &e.kind {
+            EventKind::Log { service, .. } => service.as_str(),
+            _ => "",
+        };
+        *per_service.entry(service).or_default() += 1;
+    }
+    let times = per_service.values().copied().max().unwrap_or(retried.len());
+    let times = if times == 1 {
+        "once".to_owned()
+    } else {
+        format!("{times} times")
+    };
+    Some(format!(
+        "before it, the provider answered with a retryable error {times} ({what}{code}{msg}) and the agent retried"
+    ))
+}
+
 /// Notes that tie the error to what surrounds it: the provider errors retried before it, retries
 /// running out, a long retry wait before a timeout, a wrapper that still reported success.
 fn notes(
@@ -288,37 +323,8 @@ fn notes(
         .errors()
         .filter(|(e, i)| e.seq < event.seq && i.retryable == Some(true))
         .collect();
-    if let Some((_, first)) = retried.first() {
-        let code = status_code(&first.data)
-            .map(|c| format!(" {c}"))
-            .unwrap_or_default();
-        let what = first.name.as_deref().unwrap_or("error");
-        let msg = first
-            .data
-            .pointer("/data/error/message")
-            .or_else(|| first.data.pointer("/data/message"))
-            .and_then(serde_json::Value::as_str)
-            .or(Some(first.message.as_str()).filter(|m| !m.is_empty()))
-            .map(|m| format!(": {}", crate::session::first_line(m, 100)))
-            .unwrap_or_default();
-        // Each failed attempt is logged once per service (the prompt loop and the processor).
-        let mut per_service: std::collections::BTreeMap<&str, usize> = Default::default();
-        for (e, _) in &retried {
-            let service = match &e.kind {
-                EventKind::Log { service, .. } => service.as_str(),
-                _ => "",
-            };
-            *per_service.entry(service).or_default() += 1;
-        }
-        let times = per_service.values().copied().max().unwrap_or(retried.len());
-        let times = if times == 1 {
-            "once".to_owned()
-        } else {
-            format!("{times} times")
-        };
-        f = f.note(format!(
-            "before it, the provider answered with a retryable error {times} ({what}{code}{msg}) and the agent retried"
-        ));
+    if let Some(note) = retried_note(&retried) {
+        f = f.note(note);
     }
     if let Some((e, _)) = incident
         .errors()

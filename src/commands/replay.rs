@@ -453,6 +453,19 @@ fn timeline_text(sources: &SourceMap, a: &Analysis, path: &Path) -> String {
     out
 }
 
+/// A timeline's processor reactions: (event, where, what it did).
+fn reactions(t: &[Entry]) -> Vec<(Seq, Span, String)> {
+    t.iter()
+        .filter(|e| {
+            matches!(
+                e.what.as_str(),
+                "skipped" | "threw" | "session error" | "stopped" | "cleanup" | "uncaught"
+            ) || e.what.starts_with("dropped")
+        })
+        .map(|e| (e.seq, e.span, format!("{}: {}", e.what, e.detail)))
+        .collect()
+}
+
 /// The rows where two runs differ: (what, first run, second run).
 fn differences(
     sources: &SourceMap,
@@ -473,17 +486,6 @@ fn differences(
     };
     rows.push(("outcome".to_owned(), outcome(a), outcome(b)));
     // Processor reactions, event by event.
-    let reactions = |t: &[Entry]| -> Vec<(Seq, Span, String)> {
-        t.iter()
-            .filter(|e| {
-                matches!(
-                    e.what.as_str(),
-                    "skipped" | "threw" | "session error" | "stopped" | "cleanup" | "uncaught"
-                ) || e.what.starts_with("dropped")
-            })
-            .map(|e| (e.seq, e.span, format!("{}: {}", e.what, e.detail)))
-            .collect()
-    };
     let (ra, rb) = (reactions(&ta), reactions(&tb));
     let mut seqs: Vec<(Seq, Span)> = ra
         .iter()

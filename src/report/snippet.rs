@@ -724,6 +724,33 @@ pub fn escape(s: &str, keep_newlines: bool) -> String {
     out
 }
 
+/// The line ranges a snippet of `labels` shows, with their context, merged when they touch.
+fn shown_ranges(labels: &[SourceLabel]) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = labels
+        .iter()
+        .map(|l| {
+            let end_line = if l.resolved.display_end < l.end {
+                l.resolved.start.line
+            } else {
+                l.resolved.end.line
+            };
+            (
+                l.resolved.start.line.saturating_sub(CONTEXT).max(1),
+                end_line + CONTEXT,
+            )
+        })
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in ranges {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 + 1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged
+}
+
 impl Snippet {
     /// Builds the snippet for `labels` (all in one source) from the scanned `lines`. Returns the
     /// snippet and the labels moved into its coordinates.
@@ -732,29 +759,7 @@ impl Snippet {
         lines: &Lines,
         labels: &[SourceLabel],
     ) -> (Snippet, Vec<miette::LabeledSpan>) {
-        // Line ranges to show, merged when they touch.
-        let mut ranges: Vec<(u64, u64)> = labels
-            .iter()
-            .map(|l| {
-                let end_line = if l.resolved.display_end < l.end {
-                    l.resolved.start.line
-                } else {
-                    l.resolved.end.line
-                };
-                (
-                    l.resolved.start.line.saturating_sub(CONTEXT).max(1),
-                    end_line + CONTEXT,
-                )
-            })
-            .collect();
-        ranges.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (s, e) in ranges {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 + 1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
+        let merged = shown_ranges(labels);
         // Where labels start on each line, and the column of the first, to choose what part of
         // long lines shows.
         let mut marks: BTreeMap<u64, (Vec<u64>, (u64, u64))> = BTreeMap::new();

@@ -162,6 +162,31 @@ pub fn exchange(first: i64, parts: Vec<Value>, completed: bool) -> Vec<Msg> {
     ]
 }
 
+/// Healthy: must stay clean, and untouched by repair.
+fn healthy() -> Ses {
+    Ses {
+        id: "ses_healthy",
+        title: "Healthy session",
+        messages: exchange(
+            60,
+            vec![
+                step_start(),
+                text("Reading it."),
+                tool(
+                    "read",
+                    "toolu_06Fine",
+                    completed(json!({"filePath": "c.ts"}), "ok"),
+                ),
+                step_finish(),
+                step_start(),
+                text("Done."),
+                step_finish(),
+            ],
+            true,
+        ),
+    }
+}
+
 /// The fixture sessions: one per corruption, and a healthy one.
 pub fn sessions() -> Vec<Ses> {
     vec![
@@ -250,28 +275,7 @@ pub fn sessions() -> Vec<Ses> {
                 true,
             ),
         },
-        // Healthy: must stay clean, and untouched by repair.
-        Ses {
-            id: "ses_healthy",
-            title: "Healthy session",
-            messages: exchange(
-                60,
-                vec![
-                    step_start(),
-                    text("Reading it."),
-                    tool(
-                        "read",
-                        "toolu_06Fine",
-                        completed(json!({"filePath": "c.ts"}), "ok"),
-                    ),
-                    step_finish(),
-                    step_start(),
-                    text("Done."),
-                    step_finish(),
-                ],
-                true,
-            ),
-        },
+        healthy(),
     ]
 }
 

@@ -166,6 +166,21 @@ fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observatio
     }
 }
 
+/// The error a `task_complete` event carries, with its message and where that is.
+fn task_error(error: &Value, message: &str, span: Span) -> ErrorInfo {
+    ErrorInfo {
+        name: error.get("codex_error_info").and_then(|c| {
+            c.as_str()
+                .map(str::to_owned)
+                .or_else(|| c.as_object().and_then(|o| o.keys().next().cloned()))
+        }),
+        message: crate::session::first_line(message, MAX_KEPT_STRING),
+        data: crate::json::value::cap_strings(error, MAX_KEPT_STRING),
+        message_span: Some(span),
+        ..ErrorInfo::default()
+    }
+}
+
 impl Reader {
     fn analysis(&mut self) -> &mut Analysis {
         self.analysis
@@ -252,17 +267,7 @@ impl Reader {
                         let span = at(&["error", "message"])
                             .or(at(&["error"]))
                             .unwrap_or(line.span);
-                        let info = ErrorInfo {
-                            name: error.get("codex_error_info").and_then(|c| {
-                                c.as_str().map(str::to_owned).or_else(|| {
-                                    c.as_object().and_then(|o| o.keys().next().cloned())
-                                })
-                            }),
-                            message: crate::session::first_line(&message, MAX_KEPT_STRING),
-                            data: crate::json::value::cap_strings(error, MAX_KEPT_STRING),
-                            message_span: Some(span),
-                            ..ErrorInfo::default()
-                        };
+                        let info = task_error(error, &message, span);
                         let session = Some(self.session.id.clone());
                         self.analysis().events.push(Event {
                             seq,
@@ -601,6 +606,34 @@ impl Reader {
         out
     }
 
+    /// Stranded calls leave the parts (they are not open any more: a later turn moved on).
+    fn strand(
+        &mut self,
+        mut strand: Vec<(usize, usize, Span)>,
+        client: &str,
+        facts: &mut TranscriptFacts,
+    ) {
+        strand.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
+        for (mi, pi, later) in strand {
+            let record = self.session.messages[mi].parts.remove(pi);
+            let Some(tool) = record.part.tool() else {
+                continue;
+            };
+            facts.stranded_calls.push(StrandedCall {
+                session: self.session.id.clone(),
+                call_id: tool.call_id.clone(),
+                tool: tool.tool.clone(),
+                span: record.history[0].span,
+                why: "its turn ended or a later turn began without its output".into(),
+                related: vec![(later.head(), "the session went on here".into())],
+                notes: vec![format!(
+                    "written by {client}; on resume Codex 0.169.0 sends a synthetic output \"aborted\" for it (not written to the rollout), so the request is valid; the call stays unanswered on disk"
+                )],
+            });
+        }
+        facts.stranded_calls.reverse();
+    }
+
     fn finish(mut self, file: FileId) -> Analysis {
         let mut analysis = self
             .analysis
@@ -690,26 +723,7 @@ impl Reader {
                 )],
             });
         }
-        // Stranded calls leave the parts (they are not open any more: a later turn moved on).
-        strand.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
-        for (mi, pi, later) in strand {
-            let record = self.session.messages[mi].parts.remove(pi);
-            let Some(tool) = record.part.tool() else {
-                continue;
-            };
-            facts.stranded_calls.push(StrandedCall {
-                session: self.session.id.clone(),
-                call_id: tool.call_id.clone(),
-                tool: tool.tool.clone(),
-                span: record.history[0].span,
-                why: "its turn ended or a later turn began without its output".into(),
-                related: vec![(later.head(), "the session went on here".into())],
-                notes: vec![format!(
-                    "written by {client}; on resume Codex 0.169.0 sends a synthetic output \"aborted\" for it (not written to the rollout), so the request is valid; the call stays unanswered on disk"
-                )],
-            });
-        }
-        facts.stranded_calls.reverse();
+        self.strand(strand, &client, &mut facts);
         analysis.sessions.push(std::mem::take(&mut self.session));
         analysis.transcript = Some(Box::new(facts));
         analysis

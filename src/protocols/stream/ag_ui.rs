@@ -199,6 +199,18 @@ impl AgUi {
         Self::default()
     }
 
+    /// `RUN_FINISHED`: the step finishes for `reason`, and the run is over.
+    fn run_finished(&mut self, reason: String, at: Span, out: &mut Out) {
+        out.finish_reason = Some(reason.clone());
+        out.part(PartKind::FinishStep {
+            reason: unified_finish(&reason).into(),
+            input_tokens: 0,
+            output_tokens: 0,
+        });
+        out.terminal = Some("`RUN_FINISHED`".into());
+        self.book.finished = Some(("`RUN_FINISHED`".into(), at));
+    }
+
     fn event(&mut self, e: Event<'_>, data: &str, at: Span, out: &mut Out) {
         if !matches!(e, Event::RunStarted { .. }) {
             self.book.after_terminal(|| type_name(&e, data), out);
@@ -275,14 +287,7 @@ impl AgUi {
                     .and_then(Value::as_str)
                     .unwrap_or("stop")
                     .to_owned();
-                out.finish_reason = Some(reason.clone());
-                out.part(PartKind::FinishStep {
-                    reason: unified_finish(&reason).into(),
-                    input_tokens: 0,
-                    output_tokens: 0,
-                });
-                out.terminal = Some("`RUN_FINISHED`".into());
-                self.book.finished = Some(("`RUN_FINISHED`".into(), at));
+                self.run_finished(reason, at, out);
             }
             Event::RunError {
                 message,

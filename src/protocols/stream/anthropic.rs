@@ -264,6 +264,36 @@ pub struct Anthropic {
     closed: Option<Span>,
 }
 
+/// A server tool's result block (`…_tool_result`): the tool's result, or its error.
+fn server_tool_result(block: &Block<'_>, t: &str, out: &mut Out) {
+    let id = block.tool_use_id.get().unwrap_or_default().to_owned();
+    let name = t.trim_end_matches("_tool_result").to_owned();
+    let output = block
+        .content
+        .0
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_default();
+    let failed = block.is_error.0.as_ref().and_then(Value::as_bool) == Some(true)
+        || block
+            .content
+            .0
+            .as_ref()
+            .and_then(|c| c.get("type"))
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.ends_with("_error"));
+    let part = if failed {
+        PartKind::ToolError {
+            id,
+            name,
+            error: output,
+        }
+    } else {
+        PartKind::ToolResult { id, name, output }
+    };
+    out.part_at(part, Focus::path(&["content_block", "tool_use_id"]));
+}
+
 impl Anthropic {
     pub fn new() -> Self {
         Self::default()
@@ -392,32 +422,7 @@ impl Anthropic {
                 BlockKind::Other
             }
             t if t.ends_with("_tool_result") => {
-                let id = block.tool_use_id.get().unwrap_or_default().to_owned();
-                let name = t.trim_end_matches("_tool_result").to_owned();
-                let output = block
-                    .content
-                    .0
-                    .as_ref()
-                    .map(Value::to_string)
-                    .unwrap_or_default();
-                let failed = block.is_error.0.as_ref().and_then(Value::as_bool) == Some(true)
-                    || block
-                        .content
-                        .0
-                        .as_ref()
-                        .and_then(|c| c.get("type"))
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| t.ends_with("_error"));
-                let part = if failed {
-                    PartKind::ToolError {
-                        id,
-                        name,
-                        error: output,
-                    }
-                } else {
-                    PartKind::ToolResult { id, name, output }
-                };
-                out.part_at(part, Focus::path(&["content_block", "tool_use_id"]));
+                server_tool_result(block, t, out);
                 BlockKind::Other
             }
             _ => BlockKind::Other,

@@ -763,25 +763,6 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
         .map(|f| f.profile.clone())
         .unwrap_or_default();
     let mut differences = Vec::new();
-    // What each processor did with each event: the first reaction recorded for it.
-    let reactions = |a: &Analysis| -> HashMap<Seq, String> {
-        let mut by_seq = HashMap::new();
-        for e in &a.events {
-            let reaction = match &e.kind {
-                EventKind::ProcessorSkipped { .. } => "skips the event and reads on".to_owned(),
-                EventKind::SessionError(i) => format!("ends the session ({})", i.title()),
-                EventKind::Log { error: Some(i), .. } if i.name.as_deref() != Some("ZodError") => {
-                    format!("re-throws it ({})", i.name.as_deref().unwrap_or("error"))
-                }
-                EventKind::ProcessorDropped(d) => {
-                    format!("drops the `{}`: {}", d.what, d.reason)
-                }
-                _ => continue,
-            };
-            by_seq.entry(e.seq).or_insert(reaction);
-        }
-        by_seq
-    };
     let (main_reactions, other_reactions) = (reactions(main), reactions(other));
     let mut seqs: Vec<Seq> = main
         .events
@@ -807,24 +788,7 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
             differences.push((seq, b.clone()));
         }
     }
-    let tools = |a: &Analysis| -> Vec<(String, String, String)> {
-        let awaiting: crate::FastSet<&str> = (a.stream.iter())
-            .flat_map(|f| f.awaiting_execution.iter().map(String::as_str))
-            .collect();
-        a.parts()
-            .filter_map(|(_, _, p): (_, _, &PartRecord)| {
-                let t = p.part.tool()?;
-                let awaiting = awaiting.contains(p.part.id.as_str());
-                let state = match (t.state.error_text(), awaiting) {
-                    (Some(e), _) => format!("error \"{e}\""),
-                    (None, true) => format!("{} (awaiting execution)", t.state.status()),
-                    (None, false) => t.state.status().to_owned(),
-                };
-                Some((t.call_id.clone(), t.tool.clone(), state))
-            })
-            .collect()
-    };
-    let (mine, theirs) = (tools(main), tools(other));
+    let (mine, theirs) = (tool_states(main), tool_states(other));
     let mine: HashSet<(&str, &str)> = mine
         .iter()
         .map(|(c, _, s)| (c.as_str(), s.as_str()))
@@ -855,6 +819,45 @@ fn alternative(main: &Analysis, other: &Analysis) -> Alternative {
         },
         differences,
     }
+}
+
+/// What a processor did with each event: the first reaction recorded for it.
+fn reactions(a: &Analysis) -> HashMap<Seq, String> {
+    let mut by_seq = HashMap::new();
+    for e in &a.events {
+        let reaction = match &e.kind {
+            EventKind::ProcessorSkipped { .. } => "skips the event and reads on".to_owned(),
+            EventKind::SessionError(i) => format!("ends the session ({})", i.title()),
+            EventKind::Log { error: Some(i), .. } if i.name.as_deref() != Some("ZodError") => {
+                format!("re-throws it ({})", i.name.as_deref().unwrap_or("error"))
+            }
+            EventKind::ProcessorDropped(d) => {
+                format!("drops the `{}`: {}", d.what, d.reason)
+            }
+            _ => continue,
+        };
+        by_seq.entry(e.seq).or_insert(reaction);
+    }
+    by_seq
+}
+
+/// Each tool call of a processor's model: (call id, tool, the state it ends in).
+fn tool_states(a: &Analysis) -> Vec<(String, String, String)> {
+    let awaiting: crate::FastSet<&str> = (a.stream.iter())
+        .flat_map(|f| f.awaiting_execution.iter().map(String::as_str))
+        .collect();
+    a.parts()
+        .filter_map(|(_, _, p): (_, _, &PartRecord)| {
+            let t = p.part.tool()?;
+            let awaiting = awaiting.contains(p.part.id.as_str());
+            let state = match (t.state.error_text(), awaiting) {
+                (Some(e), _) => format!("error \"{e}\""),
+                (None, true) => format!("{} (awaiting execution)", t.state.status()),
+                (None, false) => t.state.status().to_owned(),
+            };
+            Some((t.call_id.clone(), t.tool.clone(), state))
+        })
+        .collect()
 }
 
 /// Replays a stream read from `input` (a raw capture file).

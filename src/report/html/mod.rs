@@ -157,6 +157,34 @@ impl<W: Write> HtmlPrinter<W> {
         }
     }
 
+    /// With several sessions, a way to the ones with findings among the collapsed others.
+    fn jump_links(&self, s: &mut String) {
+        if self.sessions > 1 && !self.links.is_empty() {
+            let _ = writeln!(
+                s,
+                "<p>Sessions with findings ({}){}:</p>\n<ul class=\"jump\">",
+                self.with_findings,
+                if self.with_findings > self.opened {
+                    format!("; the first {} are expanded", self.opened)
+                } else {
+                    String::new()
+                }
+            );
+            for l in &self.links {
+                s.push_str(l);
+                s.push('\n');
+            }
+            if self.with_findings > self.links.len() {
+                let _ = writeln!(
+                    s,
+                    "<li class=\"meta\">and {} more</li>",
+                    self.with_findings - self.links.len()
+                );
+            }
+            s.push_str("</ul>\n");
+        }
+    }
+
     fn start(&mut self) -> io::Result<()> {
         if self.started {
             return Ok(());
@@ -261,31 +289,7 @@ impl<W: Write> Printer for HtmlPrinter<W> {
             }
             s.push_str("</table>\n");
         }
-        // With several sessions, a way to the ones with findings among the collapsed others.
-        if self.sessions > 1 && !self.links.is_empty() {
-            let _ = writeln!(
-                s,
-                "<p>Sessions with findings ({}){}:</p>\n<ul class=\"jump\">",
-                self.with_findings,
-                if self.with_findings > self.opened {
-                    format!("; the first {} are expanded", self.opened)
-                } else {
-                    String::new()
-                }
-            );
-            for l in &self.links {
-                s.push_str(l);
-                s.push('\n');
-            }
-            if self.with_findings > self.links.len() {
-                let _ = writeln!(
-                    s,
-                    "<li class=\"meta\">and {} more</li>",
-                    self.with_findings - self.links.len()
-                );
-            }
-            s.push_str("</ul>\n");
-        }
+        self.jump_links(&mut s);
         if self.files.len() > 1 {
             s.push_str("<ul class=\"files\">\n");
             for (f, t) in &self.files {
