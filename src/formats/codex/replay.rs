@@ -457,6 +457,16 @@ impl Reader {
             });
         }
         match (ty, role) {
+            // The context Codex writes as user messages (the environment, AGENTS.md): no turn
+            // starts or waits for a reply with them. Codex 0.100 writes them before a turn's
+            // `task_started`, later versions after it.
+            ("message", Some("user")) if is_context(p) => {
+                self.session.messages.push(Message {
+                    id: item_id,
+                    span: Some(line.span),
+                    ..Message::default()
+                });
+            }
             ("message", Some("user")) => {
                 self.open_output = None;
                 if self.turns.is_empty() {
@@ -728,6 +738,22 @@ impl Reader {
         analysis.transcript = Some(Box::new(facts));
         analysis
     }
+}
+
+/// Whether a user message is context Codex adds, not the user's prompt: the
+/// `<environment_context>` block, the project's `AGENTS.md` instructions (`# AGENTS.md
+/// instructions for …`, `<user_instructions>`).
+fn is_context(payload: &serde_json::Map<String, Value>) -> bool {
+    let text = payload
+        .get("content")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim_start();
+    text.starts_with("<environment_context>")
+        || text.starts_with("<user_instructions>")
+        || text.starts_with("# AGENTS.md instructions")
 }
 
 #[cfg(test)]

@@ -81,6 +81,9 @@ struct Rec {
     sidechain: bool,
     message_id: Option<String>,
     synthetic: bool,
+    /// The client's own result for a call it found unanswered on resume
+    /// (`toolDenialKind: "interrupted"`, Claude Code 2.1.3xx).
+    interrupted_result: bool,
     meta: bool,
     compact_summary: bool,
     /// The first text of the content, capped (for API errors and words).
@@ -166,6 +169,9 @@ struct Reader {
     main_leaf: Option<String>,
     side_leaf: Option<String>,
     last_prompt_seq: Option<Seq>,
+    /// The last `api-request` record (Claude Code 2.1.3xx logs each request it sends, and writes
+    /// a `last-prompt` right after it, before any reply).
+    last_api_request_seq: Option<Seq>,
     session_id: Option<String>,
     version: Option<String>,
     undecodable: Vec<Undecodable>,
@@ -232,6 +238,9 @@ impl Reader {
         if let Some(v) = str_of(obj, "version") {
             self.version = Some(v.to_owned());
         }
+        if ty == "api-request" {
+            self.last_api_request_seq = Some(seq);
+        }
         if ty == "last-prompt" {
             self.last_prompt_seq = Some(seq);
             if let Some(leaf) = str_of(obj, "leafUuid") {
@@ -251,6 +260,7 @@ impl Reader {
         }
         let message = obj.get("message").and_then(Value::as_object);
         let synthetic = message.and_then(|m| str_of(m, "model")) == Some("<synthetic>");
+        let interrupted_result = str_of(obj, "toolDenialKind") == Some("interrupted");
         let keep = if synthetic {
             MAX_KEPT_STRING
         } else {
@@ -338,6 +348,7 @@ impl Reader {
             sidechain,
             message_id: message.and_then(|m| str_of(m, "id")).map(str::to_owned),
             synthetic,
+            interrupted_result,
             meta: obj.get("isMeta").and_then(Value::as_bool) == Some(true),
             compact_summary: obj.get("isCompactSummary").and_then(Value::as_bool) == Some(true),
             text,
@@ -823,11 +834,20 @@ impl Reader {
             let next = talk.get(n + 1);
             let resumed = match next {
                 None => {
-                    if self.last_prompt_seq.is_some_and(|s| s > rec.seq) {
+                    // A `last-prompt` after the prompt ends its turn, unless it only follows the
+                    // request the prompt led to (2.1.3xx writes one when it sends a request):
+                    // then the reply never came.
+                    let sent_unanswered = self.last_api_request_seq.is_some_and(|r| {
+                        r > rec.seq && self.last_prompt_seq.is_some_and(|l| l > r)
+                    });
+                    if self.last_prompt_seq.is_some_and(|s| s > rec.seq) && !sent_unanswered {
                         continue;
                     }
                     None
                 }
+                // The client closed a call it found unanswered with its own interrupted result
+                // and answered that itself: nothing was lost, the turn is whole.
+                Some(next) if next.synthetic && rec.interrupted_result => continue,
                 Some(next) if next.synthetic && next.api_error.is_none() => Some((
                     next.span.head(),
                     format!(
