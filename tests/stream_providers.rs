@@ -70,7 +70,11 @@ fn healthy_cohere_captures_have_no_warning_or_error() {
 
 #[test]
 fn healthy_bedrock_captures_have_no_warning_or_error() {
-    for name in ["bedrock-text.jsonl", "bedrock-tool-call.jsonl"] {
+    for name in [
+        "bedrock-text.jsonl",
+        "bedrock-tool-call.jsonl",
+        "bedrock-tool-call.eventstream",
+    ] {
         assert_healthy(name, "Bedrock ConverseStream");
     }
 }
@@ -149,4 +153,34 @@ fn a_stream_of_unknown_variants_gets_no_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_bedrock_frame_with_a_bad_crc_is_reported() {
+    let (_, doc) = diagnose_json(&fixture("bedrock-bad-crc.eventstream"), &[]);
+    let fs = findings(&doc);
+    let f = of_rule(&fs, "undecodable-record");
+    assert_eq!(f.len(), 1, "{}", describe(&fs));
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("CRC does not match"),
+        "{}",
+        f[0]
+    );
+}
+
+#[test]
+fn a_bedrock_capture_cut_inside_a_frame_is_truncated() {
+    let (code, _, rules) = diagnosed("bedrock-cut.eventstream");
+    assert_eq!(code, 1);
+    assert!(
+        rules.contains(&("stream-truncated".into(), "error".into())),
+        "{rules:?}"
+    );
+    assert!(
+        rules.contains(&("undecodable-record".into(), "warning".into())),
+        "{rules:?}"
+    );
 }

@@ -1,5 +1,6 @@
 //! A stream capture is recognised by its first line being an SSE field, or by a line that is a
-//! provider's or a UI's stream event.
+//! provider's or a UI's stream event; a binary AWS event-stream capture by its first frame's
+//! prelude (lengths that hold together and a matching CRC).
 
 use serde_json::{Map, Value};
 
@@ -10,6 +11,13 @@ use crate::protocols::stream::protocol::BEDROCK_KEYS;
 
 pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
     if head.text.is_none() {
+        if crate::protocols::eventstream::starts_with_frame(head.bytes) {
+            return vec![Claim::new(
+                Format::EventStream,
+                Evidence::Magic,
+                "an AWS event-stream frame (its prelude's CRC matches)",
+            )];
+        }
         return Vec::new();
     }
     let first = head.first;

@@ -39,7 +39,7 @@ use crate::protocols::capture::{Envelope, Framing, Locator, Payload};
 use crate::protocols::sse::NamedWithoutData;
 use crate::session::{
     Alternative, Analysis, BodyCut, ErrorInfo, EventKind, NotUnderstood, PartRecord, PayloadIssues,
-    PayloadProblem, Seq, StreamOutcome,
+    PayloadProblem, Seq, StreamOutcome, Undecodable,
 };
 use crate::source::Span;
 use part::{ErrorKind, PartKind, StreamError};
@@ -214,6 +214,8 @@ pub struct StreamReplay {
     /// Of those, the ones the protocol rejected or found nothing of its own in; the first one.
     unfit: u64,
     first_unfit: Option<(Seq, Span)>,
+    /// Frames of a binary capture that could not be read (a bad CRC, the input ending inside).
+    undecodable: Vec<Undecodable>,
     /// The body was cut by its logger: the last event is not checked.
     cut: Option<BodyCut>,
     /// The first and last `event:` field groups without data (the stream's only sign when no
@@ -250,6 +252,7 @@ impl StreamReplay {
             decoded: 0,
             unfit: 0,
             first_unfit: None,
+            undecodable: Vec::new(),
             cut: None,
             named_without_data: [None, None],
         }
@@ -306,6 +309,22 @@ impl StreamReplay {
             }
         }
         self.decode(p);
+    }
+
+    /// A frame of a binary capture that could not be read: an event, lost.
+    pub fn damaged(&mut self, seq: Seq, range: (u64, u64), reason: String, truncated: bool) {
+        self.events += 1;
+        let span = self.locator.span(range.0, range.1);
+        self.last = Some((seq, span));
+        if truncated {
+            self.unterminated = Some(span);
+        }
+        self.undecodable.push(Undecodable {
+            span,
+            reason,
+            at: None,
+            truncated,
+        });
     }
 
     fn span_of(&self, p: &Payload<'_>, range: (usize, usize)) -> Span {
@@ -763,6 +782,7 @@ impl StreamReplay {
             .collect();
         for a in &mut analyses {
             a.schema_issues = self.schema_issues.clone();
+            a.undecodable.extend(self.undecodable.iter().cloned());
             a.counts.insert("events", total);
             a.counts.insert("undecodable events", self.invalid);
             for (k, v) in counts {
@@ -986,4 +1006,68 @@ pub fn replay_text(
         stats.sse.last_named_without_data.clone(),
     );
     Ok(replay.finish(&[("bytes", stats.bytes), ("comments", stats.sse.comments)]))
+}
+
+/// Replays a binary `application/vnd.amazon.eventstream` capture (Bedrock ConverseStream): each
+/// frame becomes the event `{"<:event-type>": <payload>}`, as the SDK wraps it (an exception
+/// frame is keyed by its `:exception-type`); a frame without a type is skipped, as in the SDK.
+pub fn replay_eventstream(bytes: &[u8], locator: Locator, options: StreamOptions) -> Vec<Analysis> {
+    use crate::protocols::eventstream::{Damage, Item, read};
+    let mut replay = StreamReplay::new(locator, options);
+    let mut index = 0;
+    for item in read(bytes) {
+        match item {
+            Item::Frame(f) => {
+                let Some(ty) = f.event_type else {
+                    continue;
+                };
+                let key = serde_json::to_string(&ty).unwrap_or_default();
+                let body = String::from_utf8_lossy(&bytes[f.payload.0..f.payload.1]);
+                let data = format!("{{{key}:{body}}}");
+                let prefix = key.len() + 2;
+                let segments = [
+                    (0, f.start as u64),
+                    (prefix, f.payload.0 as u64),
+                    (prefix + body.len(), f.payload.1 as u64),
+                ];
+                replay.payload(&Payload {
+                    index,
+                    event_type: None,
+                    data: &data,
+                    start: f.start as u64,
+                    end: f.end as u64,
+                    line: 1,
+                    segments: &segments,
+                    unterminated: false,
+                });
+            }
+            Item::Damaged(Damage::MessageCrc {
+                start,
+                end,
+                computed,
+                recorded,
+            }) => replay.damaged(
+                index,
+                (start as u64, end as u64),
+                format!(
+                    "the event-stream frame's CRC does not match (computed {computed:#010x}, recorded {recorded:#010x}): the frame was altered and its event is lost"
+                ),
+                false,
+            ),
+            Item::Damaged(Damage::Prelude { start, reason }) => replay.damaged(
+                index,
+                (start as u64, bytes.len() as u64),
+                format!("{reason}: the frames from here on cannot be read"),
+                false,
+            ),
+            Item::Damaged(Damage::Truncated { start, have, need }) => replay.damaged(
+                index,
+                (start as u64, bytes.len() as u64),
+                format!("the input ends inside an event-stream frame ({have} of its {need} bytes)"),
+                true,
+            ),
+        }
+        index += 1;
+    }
+    replay.finish(&[("bytes", bytes.len() as u64)])
 }
