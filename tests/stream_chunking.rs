@@ -165,6 +165,13 @@ fn samples_frame_the_same_however_chunked() {
     }
     let mut fixtures = Vec::new();
     files(&common::repo("tests/fixtures/stream"), &mut fixtures);
+    // Text captures only (a binary event-stream capture is read whole, not pushed in chunks),
+    // and not the one rewind refuses as no stream it knows.
+    fixtures.retain(|f| {
+        f.extension()
+            .is_some_and(|e| e == "sse" || e == "jsonl" || e == "txt")
+            && !f.ends_with("providers/cohere-v1-unknown.jsonl")
+    });
     for f in fixtures {
         check_capture(&f);
     }

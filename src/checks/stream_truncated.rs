@@ -41,7 +41,7 @@ impl Check for StreamTruncated {
         let Some(f) = facts(analysis) else {
             return;
         };
-        if f.events == 0 && f.without_data.is_none() {
+        if (f.events == 0 && f.without_data.is_none()) || f.not_understood.is_some() {
             return;
         }
         let session = analysis.sessions.first().map(|s| s.id.clone());

@@ -1,11 +1,14 @@
 use super::Check;
-use crate::checks::diagnostic::Finding;
+use super::streams::{event_no, facts};
+use crate::checks::diagnostic::{Finding, Severity};
 use crate::session::Analysis;
 
 declare_check! {
     /// ## What it does
     /// Reports records rewind could not decode: a JSON object in a log that is not valid JSON, or
-    /// that the input ends inside (a truncated log).
+    /// that the input ends inside (a truncated log). A stream capture most of whose events do
+    /// not fit the protocol it was read under is another protocol's: it is noted (at `info`)
+    /// as not understood, and nothing else about it is diagnosed.
     ///
     /// ## Why it matters
     /// What cannot be decoded cannot be checked: a tool update or an error hidden in that record is
@@ -43,6 +46,19 @@ impl Check for UndecodableRecord {
                     .also(rec.at.map(|_| rec.span.head()), "the record starts here")
             };
             out.push(f);
+        }
+        if let Some(n) = facts(analysis).and_then(|f| f.not_understood.as_ref()) {
+            out.push(
+                Self::META
+                    .finding(format!(
+                        "this stream is not one rewind can read: {} of its {} events do not fit the {} protocol it was taken for, so nothing in it is diagnosed",
+                        n.unfit, n.of, n.protocol
+                    ))
+                    .severity(Severity::Info)
+                    .at(n.first.1.head(), format!("event {} is the first that does not fit", event_no(n.first.0)))
+                    .note("rewind reads OpenAI Chat Completions and Responses, Anthropic Messages, Gemini, Cohere v2 and Bedrock ConverseStream streams, AI SDK UI message streams and AG-UI events")
+                    .help("check that this is a model's streamed response; if it is another provider's, rewind cannot diagnose it yet"),
+            );
         }
     }
 }

@@ -10,6 +10,8 @@ pub enum Format {
     Sse,
     /// One provider stream event per line (`*.chunks.txt`, `.jsonl` captures).
     JsonLines,
+    /// A binary `application/vnd.amazon.eventstream` body (Bedrock ConverseStream).
+    EventStream,
     /// An HTTP recording (`{version, metadata, interactions: [...]}`).
     HttpRecording,
     /// A HAR 1.2 export.
@@ -35,6 +37,7 @@ impl Format {
             Format::AgentLog => "an agent log",
             Format::Sse => "an SSE capture",
             Format::JsonLines => "a JSON-lines stream capture",
+            Format::EventStream => "an AWS event-stream capture",
             Format::HttpRecording => "an HTTP recording",
             Format::Har => "a HAR file",
             Format::OpencodeDb => "an OpenCode database",

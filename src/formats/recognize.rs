@@ -415,6 +415,15 @@ mod tests {
         );
         assert_eq!(fmt(b"data: {\"a\":1}\n\n").ok(), Some(Format::Sse));
         assert_eq!(fmt(b"event: ping\ndata: {}\n\n").ok(), Some(Format::Sse));
+        // Gemini, Cohere and Bedrock events, one per line.
+        for line in [
+            &b"{\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"hi\"}]}}]}\n"[..],
+            b"{\"type\":\"message-start\",\"id\":\"c\"}\n",
+            b"{\"messageStart\":{\"role\":\"assistant\"}}\n",
+            b"{\"contentBlockDelta\":{\"contentBlockIndex\":0,\"delta\":{\"text\":\"x\"}}}\n",
+        ] {
+            assert_eq!(fmt(line).ok(), Some(Format::JsonLines));
+        }
         assert_eq!(
             fmt(b"{\"type\":\"message_start\",\"message\":{}}\n").ok(),
             Some(Format::JsonLines)

@@ -4,6 +4,7 @@
 //! the providers' rules on that input with their verbatim errors (`provider`).
 
 pub mod capture;
+pub mod eventstream;
 pub mod provider;
 pub mod request;
 pub mod sse;

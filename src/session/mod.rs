@@ -824,6 +824,21 @@ pub struct StreamFacts {
     pub native_states: Vec<(String, Vec<(Seq, String)>)>,
     /// What another profile (`opencode` when replaying with `opencode-fixed`) did differently.
     pub alternative: Option<Alternative>,
+    /// Most payloads do not fit the protocol the stream was read under: nothing else about the
+    /// stream is diagnosed.
+    pub not_understood: Option<NotUnderstood>,
+}
+
+/// A stream read under a protocol most of whose JSON payloads do not fit it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotUnderstood {
+    /// The protocol it was read under, in words.
+    pub protocol: String,
+    /// Payloads that do not fit, of the JSON payloads read.
+    pub unfit: u64,
+    pub of: u64,
+    /// The first payload that does not fit.
+    pub first: (Seq, Span),
 }
 
 /// A stream body cut by its logger.

@@ -16,7 +16,7 @@ pub struct StreamCaptures;
 
 impl Family for StreamCaptures {
     fn formats(&self) -> &'static [Format] {
-        &[Format::Sse, Format::JsonLines]
+        &[Format::Sse, Format::JsonLines, Format::EventStream]
     }
 
     fn recognize(&self, head: &Head<'_>) -> Vec<Claim> {
@@ -30,7 +30,18 @@ impl Family for StreamCaptures {
         each: &mut UnitSink<'_>,
     ) -> Result<(), RewindError> {
         let file = sources.add_file(input.path);
-        let reader = crate::ingest::open(input.path)?;
+        let mut reader = crate::ingest::open(input.path)?;
+        if input.format == Format::EventStream {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut bytes)
+                .map_err(|e| input.ingest_err(crate::ingest::IngestError::Io(e)))?;
+            let units = crate::protocols::stream::replay_eventstream(
+                &bytes,
+                Locator::File(file),
+                input.stream_options(),
+            );
+            return each(sources, Unit::profiles(units));
+        }
         let envelope = if input.format == Format::Sse {
             Envelope::Sse
         } else {

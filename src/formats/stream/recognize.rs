@@ -1,14 +1,23 @@
 //! A stream capture is recognised by its first line being an SSE field, or by a line that is a
-//! provider's or a UI's stream event.
+//! provider's or a UI's stream event; a binary AWS event-stream capture by its first frame's
+//! prelude (lengths that hold together and a matching CRC).
 
 use serde_json::{Map, Value};
 
 use crate::core::Format;
 use crate::formats::agent_log::recognize::STREAM_MARKERS;
 use crate::formats::recognize::{Claim, Evidence, Head, RecordLine, first_record};
+use crate::protocols::stream::protocol::BEDROCK_KEYS;
 
 pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
     if head.text.is_none() {
+        if crate::protocols::eventstream::starts_with_frame(head.bytes) {
+            return vec![Claim::new(
+                Format::EventStream,
+                Evidence::Magic,
+                "an AWS event-stream frame (its prelude's CRC matches)",
+            )];
+        }
         return Vec::new();
     }
     let first = head.first;
@@ -37,10 +46,21 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
 }
 
 /// A provider or UI stream event: Chat Completions chunks, Responses and Anthropic events, AI SDK
-/// UI chunks (hyphenated types), AG-UI events (UPPER_CASE types).
+/// UI chunks and Cohere events (hyphenated types), AG-UI events (UPPER_CASE types), Gemini
+/// chunks (`candidates`, `usageMetadata`, `modelVersion`), Bedrock ConverseStream events (an
+/// object with one key, the event's name).
 fn stream_object(obj: &Map<String, Value>) -> bool {
     let ty = obj.get("type").and_then(|t| t.as_str()).unwrap_or_default();
-    obj.contains_key("choices")
+    let bedrock = obj.len() == 1
+        && obj.keys().all(|k| {
+            BEDROCK_KEYS.contains(&k.as_str()) || k == "metadata" || k.ends_with("Exception")
+        })
+        && obj.values().all(Value::is_object);
+    bedrock
+        || ["candidates", "usageMetadata", "modelVersion"]
+            .iter()
+            .any(|k| obj.contains_key(*k))
+        || obj.contains_key("choices")
         || obj.get("object").and_then(|o| o.as_str()) == Some("chat.completion.chunk")
         || ty.starts_with("response.")
         || ty.starts_with("message_")

@@ -10,7 +10,10 @@
 
 pub mod ag_ui;
 pub mod anthropic;
+pub mod bedrock;
+pub mod cohere;
 pub mod envelope;
+pub mod gemini;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod opencode;
@@ -31,12 +34,12 @@ use crate::ingest::IngestError;
 use crate::json::position::text_offset;
 use crate::json::scan::Seg;
 use crate::json::value::{MAX_KEPT_STRING, cap_strings};
-use crate::model::schema::SchemaIssue;
+use crate::model::schema::{IssueKind, SchemaIssue};
 use crate::protocols::capture::{Envelope, Framing, Locator, Payload};
 use crate::protocols::sse::NamedWithoutData;
 use crate::session::{
-    Alternative, Analysis, BodyCut, ErrorInfo, EventKind, PartRecord, PayloadIssues,
-    PayloadProblem, Seq, StreamOutcome,
+    Alternative, Analysis, BodyCut, ErrorInfo, EventKind, NotUnderstood, PartRecord, PayloadIssues,
+    PayloadProblem, Seq, StreamOutcome, Undecodable,
 };
 use crate::source::Span;
 use part::{ErrorKind, PartKind, StreamError};
@@ -206,6 +209,13 @@ pub struct StreamReplay {
     step_open: bool,
     last_step_reason: Option<String>,
     invalid: u64,
+    /// Payloads that were JSON and reached the decoder.
+    decoded: u64,
+    /// Of those, the ones the protocol rejected or found nothing of its own in; the first one.
+    unfit: u64,
+    first_unfit: Option<(Seq, Span)>,
+    /// Frames of a binary capture that could not be read (a bad CRC, the input ending inside).
+    undecodable: Vec<Undecodable>,
     /// The body was cut by its logger: the last event is not checked.
     cut: Option<BodyCut>,
     /// The first and last `event:` field groups without data (the stream's only sign when no
@@ -239,6 +249,10 @@ impl StreamReplay {
             step_open: false,
             last_step_reason: None,
             invalid: 0,
+            decoded: 0,
+            unfit: 0,
+            first_unfit: None,
+            undecodable: Vec::new(),
             cut: None,
             named_without_data: [None, None],
         }
@@ -297,6 +311,22 @@ impl StreamReplay {
         self.decode(p);
     }
 
+    /// A frame of a binary capture that could not be read: an event, lost.
+    pub fn damaged(&mut self, seq: Seq, range: (u64, u64), reason: String, truncated: bool) {
+        self.events += 1;
+        let span = self.locator.span(range.0, range.1);
+        self.last = Some((seq, span));
+        if truncated {
+            self.unterminated = Some(span);
+        }
+        self.undecodable.push(Undecodable {
+            span,
+            reason,
+            at: None,
+            truncated,
+        });
+    }
+
     fn span_of(&self, p: &Payload<'_>, range: (usize, usize)) -> Span {
         let (s, e) = p.stream_range(range.0, range.1);
         self.locator.span(s, e)
@@ -335,14 +365,28 @@ impl StreamReplay {
                 return;
             }
             Err(Rejected::Schema(issues)) => {
+                self.decoded += 1;
                 if issues.is_empty() {
                     return;
+                }
+                // An event type the protocol does not have; a field of the wrong type in one of
+                // its own events is the protocol's broken event, not another protocol's.
+                if issues.iter().any(|i| {
+                    matches!(i.kind, IssueKind::UnknownVariant { .. }) && i.path.0.len() <= 1
+                }) {
+                    self.unfit(seq, span);
                 }
                 self.invalid += 1;
                 let info = self.schema_problem(p, &issues, protocol, seq, span);
                 let kind = ErrorKind::TypeValidation;
                 self.reject(seq, span, kind, "AI_TypeValidationError", &info);
                 return;
+            }
+        }
+        if !envelope::is_done(p.data) {
+            self.decoded += 1;
+            if self.out.foreign {
+                self.unfit(seq, span);
             }
         }
         let out = std::mem::take(&mut self.out);
@@ -404,6 +448,26 @@ impl StreamReplay {
             self.apply(seq, span, focus_span, part, info.as_ref());
         }
         self.out = out;
+    }
+
+    fn unfit(&mut self, seq: Seq, span: Span) {
+        self.unfit += 1;
+        self.first_unfit.get_or_insert((seq, span));
+    }
+
+    /// The protocol was recognised (or assumed), not forced, and most of the stream's JSON
+    /// payloads do not fit it: the stream is another protocol's, and nothing in it is diagnosed.
+    fn not_understood(&self) -> Option<NotUnderstood> {
+        if self.options.protocol.is_some() || self.unfit == 0 || self.unfit * 2 <= self.decoded {
+            return None;
+        }
+        let (seq, span) = self.first_unfit?;
+        Some(NotUnderstood {
+            protocol: self.decoder.as_ref()?.protocol().name().to_owned(),
+            unfit: self.unfit,
+            of: self.decoded,
+            first: (seq, span),
+        })
     }
 
     /// An event the SDK rejects becomes a stream error part, which every processor receives.
@@ -524,9 +588,12 @@ impl StreamReplay {
                 ) | (Protocol::Anthropic, "message_stop")
                     | (Protocol::UiStream, "finish")
                     | (Protocol::AgUi, "RUN_FINISHED" | "RUN_ERROR")
+                    | (Protocol::Cohere, "message-end")
             )
         }) || (protocol == Protocol::OpenAiChat
-            && data.contains("\"finish_reason\":\""));
+            && data.contains("\"finish_reason\":\""))
+            || (protocol == Protocol::Gemini && data.contains("\"finishReason\":\""))
+            || (protocol == Protocol::Bedrock && protocol::first_key(data) == Some("messageStop"));
         let text = capped(data, MAX_PAYLOAD_TEXT);
         let reason = e.to_string();
         let problem = PayloadProblem {
@@ -666,7 +733,19 @@ impl StreamReplay {
         let mut protocol_name = "unknown protocol".to_owned();
         let mut expected = String::new();
         let mut open = Vec::new();
-        if let Some(decoder) = self.decoder.as_mut() {
+        let not_understood = self.not_understood();
+        if let Some(n) = &not_understood {
+            // What the decoder made of the stream is not the stream's: the processors start
+            // again with nothing, and only the note is left.
+            let file = self.locator.file();
+            self.processors = (self.options.profiles.iter())
+                .map(|p| processor(*p, file, self.options.format, &self.options.session_id))
+                .collect();
+            self.schema_issues.clear();
+            self.terminal = None;
+            self.finish_reason = None;
+            protocol_name = format!("unknown protocol (not {})", n.protocol);
+        } else if let Some(decoder) = self.decoder.as_mut() {
             protocol_name = decoder.protocol().name().to_owned();
             expected = decoder.protocol().terminal_words().to_owned();
             open = decoder.open_at_end();
@@ -703,6 +782,7 @@ impl StreamReplay {
             .collect();
         for a in &mut analyses {
             a.schema_issues = self.schema_issues.clone();
+            a.undecodable.extend(self.undecodable.iter().cloned());
             a.counts.insert("events", total);
             a.counts.insert("undecodable events", self.invalid);
             for (k, v) in counts {
@@ -722,6 +802,7 @@ impl StreamReplay {
             facts.body_cut = self.cut.clone();
             facts.finish_reason = self.finish_reason.clone();
             facts.open_at_end = open.clone();
+            facts.not_understood = not_understood.clone();
         }
         if analyses.len() == 2 {
             let alt = alternative(&analyses[0], &analyses[1]);
@@ -740,6 +821,9 @@ fn new_decoder(p: Protocol) -> Box<dyn Decoder> {
         Protocol::Anthropic => Box::new(anthropic::Anthropic::new()),
         Protocol::UiStream => Box::new(ui_stream::UiStream::new()),
         Protocol::AgUi => Box::new(ag_ui::AgUi::new()),
+        Protocol::Gemini => Box::new(gemini::Gemini::new()),
+        Protocol::Cohere => Box::new(cohere::Cohere::new()),
+        Protocol::Bedrock => Box::new(bedrock::Bedrock::new()),
     }
 }
 
@@ -925,4 +1009,68 @@ pub fn replay_text(
         stats.sse.last_named_without_data.clone(),
     );
     Ok(replay.finish(&[("bytes", stats.bytes), ("comments", stats.sse.comments)]))
+}
+
+/// Replays a binary `application/vnd.amazon.eventstream` capture (Bedrock ConverseStream): each
+/// frame becomes the event `{"<:event-type>": <payload>}`, as the SDK wraps it (an exception
+/// frame is keyed by its `:exception-type`); a frame without a type is skipped, as in the SDK.
+pub fn replay_eventstream(bytes: &[u8], locator: Locator, options: StreamOptions) -> Vec<Analysis> {
+    use crate::protocols::eventstream::{Damage, Item, read};
+    let mut replay = StreamReplay::new(locator, options);
+    let mut index = 0;
+    for item in read(bytes) {
+        match item {
+            Item::Frame(f) => {
+                let Some(ty) = f.event_type else {
+                    continue;
+                };
+                let key = serde_json::to_string(&ty).unwrap_or_default();
+                let body = String::from_utf8_lossy(&bytes[f.payload.0..f.payload.1]);
+                let data = format!("{{{key}:{body}}}");
+                let prefix = key.len() + 2;
+                let segments = [
+                    (0, f.start as u64),
+                    (prefix, f.payload.0 as u64),
+                    (prefix + body.len(), f.payload.1 as u64),
+                ];
+                replay.payload(&Payload {
+                    index,
+                    event_type: None,
+                    data: &data,
+                    start: f.start as u64,
+                    end: f.end as u64,
+                    line: 1,
+                    segments: &segments,
+                    unterminated: false,
+                });
+            }
+            Item::Damaged(Damage::MessageCrc {
+                start,
+                end,
+                computed,
+                recorded,
+            }) => replay.damaged(
+                index,
+                (start as u64, end as u64),
+                format!(
+                    "the event-stream frame's CRC does not match (computed {computed:#010x}, recorded {recorded:#010x}): the frame was altered and its event is lost"
+                ),
+                false,
+            ),
+            Item::Damaged(Damage::Prelude { start, reason }) => replay.damaged(
+                index,
+                (start as u64, bytes.len() as u64),
+                format!("{reason}: the frames from here on cannot be read"),
+                false,
+            ),
+            Item::Damaged(Damage::Truncated { start, have, need }) => replay.damaged(
+                index,
+                (start as u64, bytes.len() as u64),
+                format!("the input ends inside an event-stream frame ({have} of its {need} bytes)"),
+                true,
+            ),
+        }
+        index += 1;
+    }
+    replay.finish(&[("bytes", bytes.len() as u64)])
 }

@@ -385,6 +385,9 @@ impl Decoder for OpenAiChat {
         }
         match serde_json::from_str::<Chunk<'_>>(data) {
             Ok(c) => {
+                // Nothing of a chunk's: another protocol's event read as one.
+                out.foreign =
+                    c.id.is_none() && c.choices.is_none() && c.usage.is_none() && c.error.is_none();
                 self.chunk(c, at, out);
                 Ok(())
             }

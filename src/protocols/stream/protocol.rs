@@ -18,6 +18,12 @@ pub enum Protocol {
     UiStream,
     /// AG-UI events (TanStack AI).
     AgUi,
+    /// Google Gemini `streamGenerateContent` chunks.
+    Gemini,
+    /// Cohere v2 chat stream events (hyphenated types).
+    Cohere,
+    /// Amazon Bedrock ConverseStream events (single-key objects).
+    Bedrock,
 }
 
 impl Protocol {
@@ -29,6 +35,10 @@ impl Protocol {
             Some(Protocol::OpenAiResponses)
         } else if url.trim_end_matches('/').ends_with("/messages") {
             Some(Protocol::Anthropic)
+        } else if url.contains(":streamGenerateContent") {
+            Some(Protocol::Gemini)
+        } else if url.contains("/converse-stream") {
+            Some(Protocol::Bedrock)
         } else {
             None
         }
@@ -43,6 +53,9 @@ impl Protocol {
             Protocol::Anthropic => "Anthropic Messages",
             Protocol::UiStream => "AI SDK UI message stream",
             Protocol::AgUi => "AG-UI (TanStack AI)",
+            Protocol::Gemini => "Gemini streamGenerateContent",
+            Protocol::Cohere => "Cohere v2 chat",
+            Protocol::Bedrock => "Bedrock ConverseStream",
         }
     }
 
@@ -56,6 +69,9 @@ impl Protocol {
             Protocol::Anthropic => "`message_stop`",
             Protocol::UiStream => "a `finish` chunk",
             Protocol::AgUi => "`RUN_FINISHED` or `RUN_ERROR`",
+            Protocol::Gemini => "a candidate's `finishReason`",
+            Protocol::Cohere => "`message-end`",
+            Protocol::Bedrock => "`messageStop`",
         }
     }
 
@@ -66,6 +82,9 @@ impl Protocol {
             "anthropic" => Protocol::Anthropic,
             "ui-stream" => Protocol::UiStream,
             "ag-ui" => Protocol::AgUi,
+            "gemini" => Protocol::Gemini,
+            "cohere" => Protocol::Cohere,
+            "bedrock" => Protocol::Bedrock,
             _ => return None,
         })
     }
@@ -107,6 +126,53 @@ const UI_TYPES: [&str; 24] = [
     "error",
 ];
 
+/// Cohere v2 chat stream event types: hyphenated like the UI stream's, none of them the same.
+pub const COHERE_TYPES: [&str; 11] = [
+    "message-start",
+    "content-start",
+    "content-delta",
+    "content-end",
+    "tool-plan-delta",
+    "tool-call-start",
+    "tool-call-delta",
+    "tool-call-end",
+    "citation-start",
+    "citation-end",
+    "message-end",
+];
+
+/// Bedrock ConverseStream events: an object with one of these keys alone (`metadata` too, but
+/// that word alone tells nothing), or an exception (`throttlingException`, …).
+pub const BEDROCK_KEYS: [&str; 5] = [
+    "messageStart",
+    "contentBlockStart",
+    "contentBlockDelta",
+    "contentBlockStop",
+    "messageStop",
+];
+
+/// The first key of a JSON object, read without parsing: `{ "messageStart": …` → `messageStart`.
+pub fn first_key(text: &str) -> Option<&str> {
+    let rest = text.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let end = rest.find('"')?;
+    let key = &rest[..end];
+    rest[end + 1..].trim_start().starts_with(':').then_some(key)
+}
+
+/// A Bedrock ConverseStream event, by its first key.
+pub fn is_bedrock_event(text: &str) -> bool {
+    first_key(text).is_some_and(|k| BEDROCK_KEYS.contains(&k) || k.ends_with("Exception"))
+}
+
+/// A Gemini `streamGenerateContent` chunk: an object whose first key is one of the response's.
+pub fn is_gemini_chunk(text: &str) -> bool {
+    matches!(
+        first_key(text),
+        Some("candidates" | "usageMetadata" | "modelVersion" | "promptFeedback")
+    )
+}
+
 /// The string value of the first `"type"` key in `text`, read without parsing (works on cut
 /// JSON): `{"type":"response.completed","response":{…` → `response.completed`.
 pub fn sniff_type(text: &str) -> Option<String> {
@@ -128,6 +194,9 @@ pub fn detect(data: &str, event_type: Option<&str>) -> Option<Protocol> {
         if ANTHROPIC_TYPES.contains(&t) {
             return Some(Protocol::Anthropic);
         }
+        if COHERE_TYPES.contains(&t) {
+            return Some(Protocol::Cohere);
+        }
         if t != "error" && (UI_TYPES.contains(&t) || t.starts_with("data-")) {
             return Some(Protocol::UiStream);
         }
@@ -142,6 +211,13 @@ pub fn detect(data: &str, event_type: Option<&str>) -> Option<Protocol> {
     }
     if let Some(p) = ty.as_deref().and_then(by_type) {
         return Some(p);
+    }
+    // By the first key (a nested `"type"` does not hide it).
+    if is_gemini_chunk(data) {
+        return Some(Protocol::Gemini);
+    }
+    if is_bedrock_event(data) {
+        return Some(Protocol::Bedrock);
     }
     event_type.and_then(by_type)
 }
@@ -215,6 +291,9 @@ pub struct Out {
     pub finish_reason: Option<String>,
     /// The SDK's stream errors here: nothing after this event is decoded.
     pub fatal: bool,
+    /// The payload was read without complaint but holds nothing of this protocol's (an object
+    /// none of whose keys the protocol has): evidence that the stream is another protocol's.
+    pub foreign: bool,
 }
 
 impl Out {
@@ -226,6 +305,7 @@ impl Out {
         self.reopened = false;
         self.finish_reason = None;
         self.fatal = false;
+        self.foreign = false;
     }
 
     pub fn part(&mut self, kind: PartKind) {
@@ -293,6 +373,26 @@ pub fn text_of(v: Option<&Value>) -> String {
     }
 }
 
+/// Decodes `lines` then flushes: the part types, and how many payloads were rejected.
+#[cfg(test)]
+pub fn run_lines(d: &mut dyn Decoder, lines: &[&str]) -> (Vec<String>, usize) {
+    let mut out = Out::default();
+    let mut parts = Vec::new();
+    let mut rejected = 0;
+    let at = Span::new(crate::source::FileId(0), 0, 0);
+    for l in lines {
+        out.clear();
+        if d.decode(l, at, &mut out).is_err() {
+            rejected += 1;
+        }
+        parts.extend(out.parts.iter().map(|(p, _)| p.type_name().to_owned()));
+    }
+    out.clear();
+    d.flush(&mut out);
+    parts.extend(out.parts.iter().map(|(p, _)| p.type_name().to_owned()));
+    (parts, rejected)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +425,26 @@ mod tests {
         assert_eq!(
             detect(r#"{"type":"RUN_STARTED","threadId":"t"}"#, None),
             Some(Protocol::AgUi)
+        );
+        assert_eq!(
+            detect(r#"{"type":"content-delta","index":0}"#, None),
+            Some(Protocol::Cohere)
+        );
+        assert_eq!(
+            detect(r#"{"delta":{}}"#, Some("tool-plan-delta")),
+            Some(Protocol::Cohere)
+        );
+        assert_eq!(
+            detect(r#"{"candidates":[{"content":{"parts":[]}}]}"#, None),
+            Some(Protocol::Gemini)
+        );
+        assert_eq!(
+            detect(r#"{ "contentBlockDelta": {"contentBlockIndex":0}}"#, None),
+            Some(Protocol::Bedrock)
+        );
+        assert_eq!(
+            detect(r#"{"metadata":{"serviceTier":{"type":"default"}}}"#, None),
+            None
         );
         assert_eq!(detect(r#"{"type":"ping"}"#, None), None);
         assert_eq!(detect(r#"{"type":"error"}"#, None), None);
