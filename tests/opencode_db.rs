@@ -290,8 +290,8 @@ fn bad_databases_get_one_clear_line_and_exit_2() {
 #[test]
 fn version_decides_how_pending_tools_are_sent() {
     let dir = tempfile::tempdir().unwrap();
-    // A pending tool followed by text in the same step: OpenCode ≥ 1.14 sends the call (with an
-    // interrupted result) and the text after it; older versions drop the call.
+    // A pending tool followed by text in the same step: OpenCode ≥ 1.1 sends the call (with an
+    // interrupted result) and the text after it; 1.0 drops the call.
     let s = Ses {
         id: "ses_v",
         title: "v",
@@ -310,7 +310,7 @@ fn version_decides_how_pending_tools_are_sent() {
         ),
     };
     let old = build_db_1_2(&dir.path().join("old.db"), &[s]);
-    let (_, doc) = diagnose_json(&old, &[]);
+    let (_, doc) = diagnose_json(&old, &["--opencode-version", "1.0.185"]);
     let f = findings(&doc);
     assert!(
         of_rule(&f, "tool-use-without-result").is_empty(),

@@ -206,19 +206,19 @@ fn a_database_with_one_session_needs_no_session() {
     let db = build_db(&dir.path().join("opencode.db"), &only);
     let doc = request_json(&db, &[]);
     assert_eq!(doc["session"], "ses_crash");
-    // From 1.14 on the pending tool is sent as an interrupted, error result…
+    // From 1.1 on the pending tool is sent as an interrupted, error result…
     let last = doc["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["blocks"][0]["type"], "tool_result");
     assert_eq!(last["blocks"][0]["is_error"], true);
     assert_eq!(doc["problems"], serde_json::json!([]));
     // …before, the pending tool is not sent at all.
-    let old = request_json(&db, &["--opencode-version", "1.13.0"]);
-    assert_eq!(old["opencode_version"], "1.13.0");
+    let old = request_json(&db, &["--opencode-version", "1.0.185"]);
+    assert_eq!(old["opencode_version"], "1.0.185");
     let types: Vec<String> = shape(&old).into_iter().flat_map(|(_, b)| b).collect();
     assert_eq!(types, ["text", "text"]);
-    let (_, human, _) = request(&db, &["--opencode-version", "1.13.0"]);
+    let (_, human, _) = request(&db, &["--opencode-version", "1.0.185"]);
     assert!(
-        human.contains("(as OpenCode < 1.14 sends it), for Anthropic"),
+        human.contains("(as OpenCode < 1.1 sends it), for Anthropic"),
         "{human}"
     );
 }

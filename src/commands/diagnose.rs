@@ -57,7 +57,7 @@ pub struct StoreArgs {
     pub sessions: Vec<String>,
 
     /// Rebuild requests as this OpenCode version does (default: the newest version that created
-    /// a session in the store). From 1.14 on, pending/running tools are sent as interrupted;
+    /// a session in the store). From 1.1 on, pending/running tools are sent as interrupted;
     /// from 1.18.26 on, Anthropic requests carry each step's tool calls after its text.
     #[arg(long, value_name = "VERSION")]
     pub opencode_version: Option<String>,

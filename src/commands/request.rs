@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = ProviderArg::Auto)]
     pub provider: ProviderArg,
 
-    /// Rebuild the request as this OpenCode version does (default: the store's newest). From 1.14 on,
+    /// Rebuild the request as this OpenCode version does (default: the store's newest). From 1.1 on,
     /// pending/running tools are sent as interrupted.
     #[arg(long, value_name = "VERSION")]
     pub opencode_version: Option<String>,

@@ -21,8 +21,10 @@ pub fn newer(v: &str, than: Option<&str>) -> bool {
 }
 
 /// The first release whose `toModelMessages` answers a `pending`/`running` tool part with an
-/// "[Tool execution was interrupted]" error result (older ones send nothing for it).
-pub const INTERRUPTED_RESULT_SINCE: (u64, u64, u64) = (1, 14, 0);
+/// "[Tool execution was interrupted]" error result (older ones send nothing for it). Observed on
+/// the real clients (`tests/fixtures/matrix/opencode`): 1.0.185 sends nothing; 1.1.65, 1.2.27,
+/// 1.3.2 and 1.14.41 send the interrupted result.
+pub const INTERRUPTED_RESULT_SINCE: (u64, u64, u64) = (1, 1, 0);
 
 /// The first release that bundles an `@ai-sdk/anthropic` (3.0.111; the change came in 3.0.86,
 /// vercel/ai#16312) whose prompt conversion moves an assistant message's `tool_use` blocks after

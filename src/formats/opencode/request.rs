@@ -17,7 +17,7 @@
 //!   `step-start` (the only block separator) and tools; the others are not sent.
 //! * Tool states: `completed` → a result; `error` → an error result (or the partial output of an
 //!   interrupted call); `pending`/`running` → an "[Tool execution was interrupted]" error result
-//!   from OpenCode 1.14 on ([`version::INTERRUPTED_RESULT_SINCE`]), nothing before; an invalid
+//!   from OpenCode 1.1 on ([`version::INTERRUPTED_RESULT_SINCE`]), nothing before; an invalid
 //!   status → nothing. Provider-executed tools carry their result inline and are not paired.
 //! * Each block of an assistant message becomes one `assistant` model message followed by one
 //!   `tool` message with the results of the block's tools.
@@ -70,7 +70,7 @@ pub enum ProviderChoice {
 /// How the request is rebuilt.
 #[derive(Clone, Copy, Debug)]
 pub struct Options {
-    /// Pending/running tools get an "[Tool execution was interrupted]" result (OpenCode ≥ 1.14).
+    /// Pending/running tools get an "[Tool execution was interrupted]" result (OpenCode ≥ 1.1).
     pub interrupted_results: bool,
     /// Anthropic requests carry each assistant message's `tool_use` blocks after its other
     /// blocks (OpenCode ≥ 1.18.26, [`version::ANTHROPIC_TOOL_USE_LAST_SINCE`]).
@@ -116,8 +116,8 @@ impl Options {
         }
         match (self.interrupted_results, self.tool_use_last) {
             (_, true) => "OpenCode ≥ 1.18.26",
-            (true, false) => "OpenCode 1.14 to 1.18.25",
-            (false, false) => "OpenCode < 1.14",
+            (true, false) => "OpenCode 1.1 to 1.18.25",
+            (false, false) => "OpenCode < 1.1",
         }
     }
 }
