@@ -21,7 +21,14 @@
 # resume_* scenarios resume the session left by the kill scenario they name, in the same HOME, so they
 # must come after it in SCENARIOS.
 #
-# Environment: CLIENTS ("claude codex"), CLAUDE_VERSIONS, CODEX_VERSIONS, SCENARIOS (a scenario a client
+# OpenCode (client `opencode`) runs through the OpenCode harness ($OC_HARNESS, default
+# ../shared/tools/opencode-harness: its mock/mock.py, config/ and run_scn.sh): healthy = `SCN:text`,
+# tool = `SCN:tool`, toolfail = `SCN:toolerr`, kill_tool = `SCN:sleeptool` SIGKILLed as soon as a tool part
+# is stored `running`, resume_after_kill_tool = `opencode run --session ID "SCN:text continue"` on a copy.
+# Its store is kept as `opencode.sql` (`sqlite3 .dump`, which rewind reads) or, for versions before the
+# database, as the `storage/` folder. Skipped with a line when the harness or sqlite3 is missing.
+#
+# Environment: CLIENTS ("claude codex opencode"), CLAUDE_VERSIONS, CODEX_VERSIONS, OPENCODE_VERSIONS, SCENARIOS (a scenario a client
 # has no recipe for is skipped), MATRIX_TOOLS (scripts/matrix-tools), MATRIX_CACHE, MATRIX_RUNS,
 # MATRIX_OUT, MATRIX_PORT (first mock port, default 19371; one port per run), KILL_AFTER.
 # Needs node/npm (the registry once per version), python3; exits 0 with "skipped: ..." without them.
@@ -32,9 +39,11 @@ TOOLS=${MATRIX_TOOLS:-$ROOT/scripts/matrix-tools}
 CACHE=${MATRIX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rewind-matrix}
 RUNS=${MATRIX_RUNS:-/tmp/rewind-matrix-runs}
 OUT=${MATRIX_OUT:-$ROOT/tests/fixtures/matrix}
-CLIENTS=${CLIENTS:-"claude codex"}
+CLIENTS=${CLIENTS:-"claude codex opencode"}
 CLAUDE_VERSIONS=${CLAUDE_VERSIONS:-"1.0.128 2.0.27 2.0.77 2.1.332"}
 CODEX_VERSIONS=${CODEX_VERSIONS:-"0.40.0 0.100.0 0.140.0 0.171.0"}
+OPENCODE_VERSIONS=${OPENCODE_VERSIONS:-"1.0.185 1.1.65 1.2.27 1.3.2 1.14.41"}
+OC_HARNESS=${OC_HARNESS:-$ROOT/../shared/tools/opencode-harness}
 SCENARIOS=${SCENARIOS:-"healthy tool toolfail kill_tool resume_after_kill_tool kill_stream resume_after_kill_stream"}
 PORT=${MATRIX_PORT:-19371}
 KILL_AFTER_S=${KILL_AFTER:-8}
@@ -51,17 +60,19 @@ fi
 # install CLIENT VERSION -> prints the bin folder, or nothing
 install() {
   local c=$1 v=$2 pkg bin dir=$CACHE/$1-$2
-  case $c in claude) pkg=@anthropic-ai/claude-code;; codex) pkg=@openai/codex;; esac
+  case $c in claude) pkg=@anthropic-ai/claude-code;; codex) pkg=@openai/codex;; opencode) pkg=opencode-ai;; esac
   bin=$dir/node_modules/.bin
   if [ ! -x "$bin/$c" ]; then
     mkdir -p "$dir"
     npm install --prefix "$dir" --no-audit --no-fund "$pkg@$v" > "$dir/install.log" 2>&1 || return 1
   fi
+  # `--version` alone writes state under HOME (~/.codex/tmp, ~/.local/share/opencode): give it its own
+  version() { HOME=$dir/home XDG_DATA_HOME= XDG_CONFIG_HOME= XDG_CACHE_HOME= XDG_STATE_HOME= timeout 60 "$bin/$c" --version; }
   # some Claude Code 2.1.x packages fetch their native binary in a postinstall step: run it by hand if needed
-  if ! timeout 60 "$bin/$c" --version > /dev/null 2>&1 && [ -f "$dir/node_modules/$pkg/install.cjs" ]; then
+  if ! version > /dev/null 2>&1 && [ -f "$dir/node_modules/$pkg/install.cjs" ]; then
     (cd "$dir/node_modules/$pkg" && node install.cjs) >> "$dir/install.log" 2>&1
   fi
-  timeout 60 "$bin/$c" --version > /dev/null 2>&1 || return 1
+  version > /dev/null 2>&1 || return 1
   echo "$bin"
 }
 
@@ -110,8 +121,82 @@ collect() {
   fi
 }
 
+# opencode_version VERSION BINARY: the OpenCode scenarios of one version
+opencode_version() {
+  local v=$1 oc=$2 W=$RUNS/opencode-$1 mp s
+  local port=$((PORT + 500))
+  rm -rf "$W"; mkdir -p "$W/config" "$W/raw"
+  cp -r "$OC_HARNESS/config/." "$W/config/"
+  sed -i "s/127.0.0.1:18080/127.0.0.1:$port/" "$W"/config/*/opencode/opencode.json
+  export W H=$OC_HARNESS OC=$oc MOCK_PORT=$port MOCK_LOG=$W/requests.jsonl
+  : > "$MOCK_LOG"
+  python3 "$OC_HARNESS/mock/mock.py" > "$W/mock.out" 2>&1 & mp=$!
+  sleep 1
+  for s in $SCENARIOS; do
+    case $s in
+      healthy|tool|toolfail)
+        local scn=$s; [ $s = healthy ] && scn=text; [ $s = toolfail ] && scn=toolerr
+        RUNS=$W/runs RUN_NAME=$s OC_TIMEOUT=90 bash "$OC_HARNESS/run_scn.sh" $scn > /dev/null;;
+      kill_tool) (
+        . "$OC_HARNESS/env.sh"; R=$W/runs/kill_tool; mkdir -p "$R"; export XDG_DATA_HOME=$R/data
+        local db=$R/data/opencode/opencode.db mark i pid k
+        mark=$(wc -l < "$MOCK_LOG"); cd "$W/work"
+        "$OC" run "SCN:sleeptool go" --format json --print-logs --log-level INFO > "$R/run.out" 2> "$R/run.err" & pid=$!
+        for i in $(seq 1 120); do
+          sleep 0.5
+          if [ -f "$db" ]; then
+            [ -n "$(sqlite3 -cmd '.timeout 2000' "$db" "select id from part where json_extract(data,'\$.state.status')='running'" 2>/dev/null)" ] && break
+          elif grep -rqs '"status": *"running"' "$R/data/opencode/storage/part"; then break; fi
+        done
+        sleep 0.5
+        echo "SIGKILL opencode after $i polls of its store" > "$R/kill.log"
+        k=$(pgrep -P $pid); kill -9 $pid; wait $pid 2>/dev/null; echo "client exit: 137" > "$R/rc"
+        for c in $k; do kill -9 $c 2>/dev/null && echo "ended child $c" >> "$R/kill.log"; done
+        tail -n +$((mark + 1)) "$MOCK_LOG" > "$R/requests.jsonl" );;
+      resume_after_kill_tool) (
+        . "$OC_HARNESS/env.sh"; R=$W/runs/resume_after_kill_tool; rm -rf "$R"; mkdir -p "$R"
+        [ -d "$W/runs/kill_tool/data" ] || exit 0
+        cp -a "$W/runs/kill_tool/data" "$R/data"; export XDG_DATA_HOME=$R/data
+        local db=$R/data/opencode/opencode.db sid mark
+        if [ -f "$db" ]; then sid=$(sqlite3 "$db" "select id from session order by time_created limit 1")
+        else sid=$(basename "$(ls "$R"/data/opencode/storage/session/*/ses_*.json | head -1)" .json); fi
+        mark=$(wc -l < "$MOCK_LOG"); cd "$W/work"
+        timeout 150 "$OC" run --session "$sid" "SCN:text continue" --format json --print-logs --log-level INFO > "$R/run.out" 2> "$R/run.err"
+        echo "client exit: $?" > "$R/rc"
+        tail -n +$((mark + 1)) "$MOCK_LOG" > "$R/requests.jsonl" );;
+      *) continue;;
+    esac
+    local R=$W/runs/$s raw=$W/raw/$s dest=$OUT/opencode/$v/$s
+    [ -d "$R/data" ] || { echo "opencode $v $s: no store written"; continue; }
+    rm -rf "$raw" "$dest"; mkdir -p "$raw"
+    if [ -f "$R/data/opencode/opencode.db" ]; then sqlite3 "$R/data/opencode/opencode.db" .dump > "$raw/opencode.sql"
+    else cp -r "$R/data/opencode/storage" "$raw/storage"; fi
+    for f in requests.jsonl run.out kill.log; do [ -f "$R/$f" ] && cp "$R/$f" "$raw/"; done
+    local rc="?"; [ -f "$R/rc" ] && rc=$(cat "$R/rc"); echo "client exit: ${rc#client exit: }" > "$raw/client.rc"
+    # the session row also keeps the folder relative to / (session.path)
+    python3 "$ROOT/scripts/matrix_clean.py" "$raw" "$dest" "$W/work=/home/dev/project" "$W/home=/home/dev" "$W=/home/dev/opencode" \
+      "$CACHE=/home/dev/clients" "${W#/}/work=home/dev/project"
+    echo "opencode $v $s: $(cat "$raw/client.rc"), $(ls "$dest" | tr '\n' ' ')"
+  done
+  kill $mp
+}
+
 status=0
 for c in $CLIENTS; do
+  if [ $c = opencode ]; then
+    if [ ! -f "$OC_HARNESS/mock/mock.py" ] || ! command -v sqlite3 > /dev/null; then
+      echo "opencode: skipped: harness ($OC_HARNESS) or sqlite3 not found"; continue
+    fi
+    for v in $OPENCODE_VERSIONS; do
+      if ! bin=$(install opencode $v) || [ -z "$bin" ]; then
+        echo "opencode $v: does not install or run (see $CACHE/opencode-$v/install.log)"; status=1; continue
+      fi
+      # the platform binary, as the harness runs it (the npm launcher only finds and starts it)
+      ocbin=$(dirname "$bin")/opencode-linux-x64/bin/opencode; [ -x "$ocbin" ] || ocbin=$bin/opencode
+      opencode_version $v "$ocbin"
+    done
+    continue
+  fi
   case $c in claude) vers=$CLAUDE_VERSIONS; name=claude-code; runner=$TOOLS/run_claude.sh;;
              codex) vers=$CODEX_VERSIONS; name=codex; runner=$TOOLS/run_codex.sh;;
              *) echo "unknown client $c"; continue;; esac

@@ -6,7 +6,8 @@ Usage: matrix_clean.py RAW DEST OLD=NEW [OLD=NEW ...]
 - every text file is copied with each OLD path replaced by NEW (longest first), and also the
   dash-encoded form Claude Code uses for project folders (`/tmp/x.y/project` -> `-tmp-x-y-project`);
 - in requests.jsonl the clients' own system prompt / instructions / tool definitions are replaced by
-  "<omitted: N bytes of the client's own prompt and tool definitions>" (messages / input stay intact);
+  "<omitted: N bytes of the client's own prompt and tool definitions>" (messages / input stay intact;
+  for Chat Completions requests, the content of the role "system" messages, which is that prompt);
 - the runner's bookkeeping (mock.pid, client.pid, mock.stderr) is left out.
 """
 import json, os, re, shutil, sys
@@ -58,6 +59,13 @@ def main():
                         continue
                     o = json.loads(line)
                     body = o.get("body")
+                    if isinstance(body, dict) and str(o.get("path", "")).split("?")[0].endswith("/chat/completions"):
+                        # Chat Completions carries the client's prompt as role "system" messages: their
+                        # content goes, the messages themselves (and their order) stay
+                        for m in body.get("messages") or []:
+                            if isinstance(m, dict) and m.get("role") == "system" and m.get("content"):
+                                n = len(json.dumps(m["content"], ensure_ascii=False, separators=(",", ":")).encode())
+                                m["content"] = f"<omitted: {n} bytes of the client's own prompt and tool definitions>"
                     if isinstance(body, dict):
                         for k in OMIT_KEYS:
                             if k in body and body[k] not in (None, "", []):
