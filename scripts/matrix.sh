@@ -16,7 +16,7 @@
 # /home/dev/<scenario>; the clients' own system prompt / instructions / tools in requests.jsonl -> a
 # placeholder with the omitted byte count) into $MATRIX_OUT/<client>/<version>/<scenario>/ (default
 # tests/fixtures/matrix). Kill scenarios SIGKILL the client $KILL_AFTER seconds (default 8) after start.
-# Claude Code's kill_tool runs `echo waiting; sleep 120` rather than the corpus's `sleep 120`: 2.1.3xx
+# Claude Code's kill_tool runs `echo waiting; sleep 120` rather than the corpus's `sleep 120`: recent 2.1.x
 # answers a command that starts with a long sleep with "Blocked: standalone sleep 120" and never runs it.
 # resume_* scenarios resume the session left by the kill scenario they name, in the same HOME, so they
 # must come after it in SCENARIOS.
@@ -28,7 +28,11 @@
 # Its store is kept as `opencode.sql` (`sqlite3 .dump`, which rewind reads) or, for versions before the
 # database, as the `storage/` folder. Skipped with a line when the harness or sqlite3 is missing.
 #
-# Environment: CLIENTS ("claude codex opencode"), CLAUDE_VERSIONS, CODEX_VERSIONS, OPENCODE_VERSIONS, SCENARIOS (a scenario a client
+# Then, unless CLAUDE_BOUNDARY_VERSIONS is empty, the Claude Code versions on either side of two changes
+# (2.1.280/2.1.281: the resume of a killed tool call; 2.1.299: last-prompt before the reply, from 2.1.300) are
+# recorded with kill_tool, resume_after_kill_tool and kill_stream only.
+#
+# Environment: CLIENTS ("claude codex opencode"), CLAUDE_VERSIONS, CLAUDE_BOUNDARY_VERSIONS, CODEX_VERSIONS, OPENCODE_VERSIONS, SCENARIOS (a scenario a client
 # has no recipe for is skipped), MATRIX_TOOLS (scripts/matrix-tools), MATRIX_CACHE, MATRIX_RUNS,
 # MATRIX_OUT, MATRIX_PORT (first mock port, default 19371; one port per run), KILL_AFTER.
 # Needs node/npm (the registry once per version), python3; exits 0 with "skipped: ..." without them.
@@ -226,4 +230,11 @@ for c in $CLIENTS; do
     done
   done
 done
+BOUNDARY=${CLAUDE_BOUNDARY_VERSIONS-"2.1.280 2.1.281 2.1.299"}
+case " $CLIENTS " in
+  *" claude "*) if [ -n "$BOUNDARY" ] && [ -z "${MATRIX_INNER:-}" ]; then
+      MATRIX_INNER=1 CLIENTS=claude CLAUDE_VERSIONS="$BOUNDARY" SCENARIOS="kill_tool resume_after_kill_tool kill_stream" \
+        MATRIX_PORT=$((PORT + 1)) KILL_AFTER=$KILL_AFTER_S bash "$0" || status=1
+    fi;;
+esac
 exit $status

@@ -101,7 +101,10 @@ def real_shape(body):
                 seq.append(("assistant", ["reasoning"]))
             else:
                 seq.append(("?", [t]))
-    # the prompt typed on resume ("Continue please") is not in the pre-resume transcript
+    # the prompt typed on resume ("Continue please") is not in the pre-resume transcript (nor the system
+    # messages a client puts after it, e.g. Claude Code's <total_tokens> reminder)
+    while seq and seq[-1][0] == "system":
+        seq.pop()
     if seq and seq[-1][0] == "user" and seq[-1][1] and seq[-1][1][-1] == "text":
         seq[-1] = ("user", seq[-1][1][:-1])
         if not seq[-1][1]:

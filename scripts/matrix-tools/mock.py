@@ -204,7 +204,7 @@ class H(BaseHTTPRequestHandler):
             if sc == "toolfail" and "Read" in names:
                 name, inp = "Read", {"file_path": "/home/dev/does-not-exist.txt"}
             elif sc == "kill_tool":
-                # MOCK_KILL_CMD: Claude Code 2.1.3xx refuses a command that starts with a long `sleep`
+                # MOCK_KILL_CMD: recent Claude Code 2.1.x refuses a command that starts with a long `sleep`
                 name, inp = "Bash", {"command": os.environ.get("MOCK_KILL_CMD", "sleep 120"), "description": "Sleep for two minutes"}
             else:
                 name, inp = "Bash", {"command": "echo hello-from-tool", "description": "Print a greeting"}
