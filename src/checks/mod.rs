@@ -397,10 +397,14 @@ fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
                 "this message is before the compaction at {} and is no longer sent to the model",
                 compaction.at
             ));
-            f.severity = match f.severity {
+            // One level below the rule's own severity, and never lower than that: a check that
+            // already lowered the finding for the same reason (the session went on past it) is
+            // not lowered twice.
+            let lowered = match f.rule.meta().severity {
                 Severity::Error => Severity::Warning,
                 Severity::Warning | Severity::Info => Severity::Info,
             };
+            f.severity = f.severity.min(lowered);
         }
     }
 }

@@ -103,6 +103,16 @@ impl Check for StepUnclosed {
                             "the next step starts here, in the same message",
                         );
                     }
+                    if next.is_none()
+                        && analysis.format.is_opencode_store()
+                        && session.went_on_after(&message.id)
+                    {
+                        // The client resumed past the message: its last step stays open on
+                        // disk, and the session lives.
+                        f = f.severity(crate::checks::diagnostic::Severity::Warning).note(
+                            "the session went on after it (a later user message): OpenCode resumed past the unfinished step, which stays open on disk",
+                        );
+                    }
                     out.push(
                         f.ids(
                             Ids::default()

@@ -139,6 +139,13 @@ impl Check for ToolNeverFinished {
             let at_rest = analysis.format.is_opencode_store();
             if at_rest && !matches!(tool.state, ToolState::Error(_)) {
                 f = f.note("at rest in a session store this means the OpenCode process died (or lost its runner) while the tool ran; OpenCode only closes tools at the end of its own prompt loop");
+                if session.went_on_after(&message.id) {
+                    // The client resumed past it (OpenCode from 1.1 on sends the call with an
+                    // interrupted result): the store still holds it open, the session lives.
+                    f = f.severity(Severity::Warning).note(
+                        "the session went on after it (a later user message): OpenCode resumed past the open call, which stays open on disk",
+                    );
+                }
             }
             if let Some(facts) = analysis.transcript.as_deref() {
                 f = f.help("the call ends the active history with no result: the client was killed while the tool ran; resume with a client that repairs it on its own, or remove the unanswered call");

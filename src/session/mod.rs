@@ -365,6 +365,20 @@ impl Analysis {
     }
 }
 
+impl Session {
+    /// Whether the user went on after `message`: a later user message of the session (its
+    /// messages are in id order, which is time order). In a store, a turn after a part left open
+    /// means the client resumed past it.
+    pub fn went_on_after(&self, message: &str) -> bool {
+        self.messages.iter().any(|m| {
+            m.id.as_str() > message
+                && m.info
+                    .as_ref()
+                    .is_some_and(|i| matches!(i.body, crate::model::MessageBody::User(_)))
+        })
+    }
+}
+
 /// A session: its messages in id order.
 #[derive(Debug, Default)]
 pub struct Session {
