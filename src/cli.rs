@@ -9,9 +9,10 @@ use crate::report::ColorChoice;
 
 /// rewind: forensics and repair for AI coding-agent sessions.
 ///
-/// Reads agent logs, raw SSE captures, HTTP recordings and OpenCode session stores, replays them
-/// through the agent's stream processor and its history reconstruction, and reports what broke —
-/// pointing at the exact bytes.
+/// Reads agent logs, SSE captures, HTTP recordings, OpenCode session stores, Claude Code
+/// transcripts and Codex rollouts, replays them through the agent's stream processor and its
+/// history reconstruction, and reports what broke — pointing at the exact bytes. Checked against
+/// Claude Code 1.0.128–2.1.332, Codex 0.40.0–0.171.0 and OpenCode 1.0.185–1.18.33.
 #[derive(Debug, Parser)]
 #[command(name = "rewind", version, about, long_about, max_term_width = 100)]
 pub struct Cli {

@@ -831,6 +831,12 @@ impl Reader {
             if !(rec.is_prompt() || rec.has_results()) {
                 continue;
             }
+            // Claude Code 2.0.x warms its caches at start with side chains whose prompt is
+            // "Warmup"; the session does not wait for their replies, and a run that ends first
+            // leaves them unanswered on disk.
+            if rec.sidechain && rec.text.as_ref().is_some_and(|(t, _)| t == "Warmup") {
+                continue;
+            }
             let next = talk.get(n + 1);
             let resumed = match next {
                 None => {
