@@ -6,6 +6,45 @@
 //! folder with a `recognize.rs`, one line here, and its fixtures (DEVELOPERS.md, "Adding an input
 //! format").
 
+/// Declares a folder's unit in the `formats!` registry: its struct and the formats it reads, with
+/// its `recognize.rs` and the `analyze` function of its `mod.rs` as its [`Family`]
+/// (`; folders recognize_folder` adds the claims on folders).
+macro_rules! family {
+    ($(#[$doc:meta])* $name:ident: $($format:ident)|+ $(; folders $folders:ident)?) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl $crate::formats::Family for $name {
+            fn formats(&self) -> &'static [$crate::core::Format] {
+                &[$($crate::core::Format::$format),+]
+            }
+
+            fn recognize(
+                &self,
+                head: &$crate::formats::recognize::Head<'_>,
+            ) -> Vec<$crate::formats::recognize::Claim> {
+                recognize::recognize(head)
+            }
+
+            $(fn recognize_folder(
+                &self,
+                path: &std::path::Path,
+            ) -> Vec<$crate::formats::recognize::Claim> {
+                recognize::$folders(path)
+            })?
+
+            fn analyze(
+                &self,
+                input: &$crate::formats::unit::Input<'_>,
+                sources: &mut $crate::source::SourceMap,
+                each: &mut $crate::formats::unit::UnitSink<'_>,
+            ) -> Result<(), $crate::core::RewindError> {
+                analyze(input, sources, each)
+            }
+        }
+    };
+}
+
 pub mod agent_log;
 pub mod claude_code;
 pub mod codex;

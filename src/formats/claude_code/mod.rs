@@ -5,51 +5,41 @@ pub mod recognize;
 pub mod replay;
 pub mod store;
 
-use crate::core::{Format, RewindError};
-use crate::formats::Family;
-use crate::formats::recognize::{Claim, Head};
+use crate::core::RewindError;
 use crate::formats::unit::{Input, Unit, UnitSink};
 use crate::source::SourceMap;
 
-/// This folder's unit in the `formats!` registry.
-pub struct ClaudeCode;
+family! {
+    /// This folder's unit in the `formats!` registry.
+    ClaudeCode: ClaudeTranscript
+}
 
-impl Family for ClaudeCode {
-    fn formats(&self) -> &'static [Format] {
-        &[Format::ClaudeTranscript]
-    }
-
-    fn recognize(&self, head: &Head<'_>) -> Vec<Claim> {
-        recognize::recognize(head)
-    }
-
-    fn analyze(
-        &self,
-        input: &Input<'_>,
-        sources: &mut SourceMap,
-        each: &mut UnitSink<'_>,
-    ) -> Result<(), RewindError> {
-        let path = input.path;
-        let file = sources.add_file(path);
-        let reader = crate::ingest::open(path)?;
-        let mut analysis = replay::replay(reader, file).map_err(|e| input.ingest_err(e))?;
-        if let Some(facts) = analysis.transcript.as_deref_mut() {
-            for meta in read::subagent_metas(path) {
-                let id = sources.add_file(&meta.path);
-                let span = |(s, e): (usize, usize)| {
-                    crate::source::Span::new(id, s as u64, e.saturating_sub(s) as u64)
-                };
-                facts.subagents.push(crate::session::Subagent {
-                    agent_id: meta.agent_id,
-                    tool_use_id: meta.tool_use_id.map(|(t, at)| (t, span(at))),
-                    span: crate::source::Span::new(id, 0, 1),
-                    transcript: meta.transcript,
-                });
-            }
+/// Reads an input of this family and replays it into units of diagnosis.
+fn analyze(
+    input: &Input<'_>,
+    sources: &mut SourceMap,
+    each: &mut UnitSink<'_>,
+) -> Result<(), RewindError> {
+    let path = input.path;
+    let file = sources.add_file(path);
+    let reader = crate::ingest::open(path)?;
+    let mut analysis = replay::replay(reader, file).map_err(|e| input.ingest_err(e))?;
+    if let Some(facts) = analysis.transcript.as_deref_mut() {
+        for meta in read::subagent_metas(path) {
+            let id = sources.add_file(&meta.path);
+            let span = |(s, e): (usize, usize)| {
+                crate::source::Span::new(id, s as u64, e.saturating_sub(s) as u64)
+            };
+            facts.subagents.push(crate::session::Subagent {
+                agent_id: meta.agent_id,
+                tool_use_id: meta.tool_use_id.map(|(t, at)| (t, span(at))),
+                span: crate::source::Span::new(id, 0, 1),
+                transcript: meta.transcript,
+            });
         }
-        analysis
-            .requests
-            .extend(crate::formats::transcript::request::next_request(&analysis));
-        each(sources, Unit::ready(analysis))
     }
+    analysis
+        .requests
+        .extend(crate::formats::transcript::request::next_request(&analysis));
+    each(sources, Unit::ready(analysis))
 }

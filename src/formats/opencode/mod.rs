@@ -15,38 +15,20 @@ pub mod storage;
 pub mod stored;
 pub mod v2;
 
-use crate::core::{Format, RewindError};
-use crate::formats::Family;
-use crate::formats::recognize::{Claim, Head};
+use crate::core::RewindError;
 use crate::formats::unit::{Input, UnitSink};
 use crate::source::SourceMap;
 
-/// This folder's unit in the `formats!` registry.
-pub struct OpenCode;
+family! {
+    /// This folder's unit in the `formats!` registry.
+    OpenCode: OpencodeDb | OpencodeExport | OpencodeStorage | OpencodeSqlDump; folders recognize_folder
+}
 
-impl Family for OpenCode {
-    fn formats(&self) -> &'static [Format] {
-        &[
-            Format::OpencodeDb,
-            Format::OpencodeExport,
-            Format::OpencodeStorage,
-            Format::OpencodeSqlDump,
-        ]
-    }
-
-    fn recognize(&self, head: &Head<'_>) -> Vec<Claim> {
-        recognize::recognize(head)
-    }
-    fn recognize_folder(&self, path: &std::path::Path) -> Vec<Claim> {
-        recognize::recognize_folder(path)
-    }
-
-    fn analyze(
-        &self,
-        input: &Input<'_>,
-        sources: &mut SourceMap,
-        each: &mut UnitSink<'_>,
-    ) -> Result<(), RewindError> {
-        analyze::analyze(input, sources, each)
-    }
+/// Reads an input of this family and replays it into units of diagnosis.
+fn analyze(
+    input: &Input<'_>,
+    sources: &mut SourceMap,
+    each: &mut UnitSink<'_>,
+) -> Result<(), RewindError> {
+    analyze::analyze(input, sources, each)
 }

@@ -5,55 +5,45 @@
 pub mod recognize;
 
 use crate::core::{Format, RewindError};
-use crate::formats::Family;
-use crate::formats::recognize::{Claim, Head};
 use crate::formats::unit::{Input, Unit, UnitSink};
 use crate::protocols::capture::{Envelope, Locator};
 use crate::source::SourceMap;
 
-/// This folder's unit in the `formats!` registry.
-pub struct StreamCaptures;
+family! {
+    /// This folder's unit in the `formats!` registry.
+    StreamCaptures: Sse | JsonLines | EventStream
+}
 
-impl Family for StreamCaptures {
-    fn formats(&self) -> &'static [Format] {
-        &[Format::Sse, Format::JsonLines, Format::EventStream]
-    }
-
-    fn recognize(&self, head: &Head<'_>) -> Vec<Claim> {
-        recognize::recognize(head)
-    }
-
-    fn analyze(
-        &self,
-        input: &Input<'_>,
-        sources: &mut SourceMap,
-        each: &mut UnitSink<'_>,
-    ) -> Result<(), RewindError> {
-        let file = sources.add_file(input.path);
-        let mut reader = crate::ingest::open(input.path)?;
-        if input.format == Format::EventStream {
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut reader, &mut bytes)
-                .map_err(|e| input.ingest_err(crate::ingest::IngestError::Io(e)))?;
-            let units = crate::protocols::stream::replay_eventstream(
-                &bytes,
-                Locator::File(file),
-                input.stream_options(),
-            );
-            return each(sources, Unit::profiles(units));
-        }
-        let envelope = if input.format == Format::Sse {
-            Envelope::Sse
-        } else {
-            Envelope::JsonLines
-        };
-        let units = crate::protocols::stream::replay_reader(
-            reader,
-            envelope,
+/// Reads an input of this family and replays it into units of diagnosis.
+fn analyze(
+    input: &Input<'_>,
+    sources: &mut SourceMap,
+    each: &mut UnitSink<'_>,
+) -> Result<(), RewindError> {
+    let file = sources.add_file(input.path);
+    let mut reader = crate::ingest::open(input.path)?;
+    if input.format == Format::EventStream {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut reader, &mut bytes)
+            .map_err(|e| input.ingest_err(crate::ingest::IngestError::Io(e)))?;
+        let units = crate::protocols::stream::replay_eventstream(
+            &bytes,
             Locator::File(file),
             input.stream_options(),
-        )
-        .map_err(|e| input.ingest_err(e))?;
-        each(sources, Unit::profiles(units))
+        );
+        return each(sources, Unit::profiles(units));
     }
+    let envelope = if input.format == Format::Sse {
+        Envelope::Sse
+    } else {
+        Envelope::JsonLines
+    };
+    let units = crate::protocols::stream::replay_reader(
+        reader,
+        envelope,
+        Locator::File(file),
+        input.stream_options(),
+    )
+    .map_err(|e| input.ingest_err(e))?;
+    each(sources, Unit::profiles(units))
 }
