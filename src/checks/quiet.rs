@@ -128,6 +128,54 @@ impl Quiet {
             }
         }
     }
+
+    /// loop-exited-early: a loop exit after steps that do not continue the loop (of its session,
+    /// or of every session when it has none). Needs the steps whose message got a tool call the
+    /// rule reports; the messages of the others are remembered as exited.
+    fn loop_exit<'m>(
+        &mut self,
+        e: &Event,
+        find: &dyn Fn(&str, &str) -> Option<&'m Message>,
+    ) -> Verdict {
+        use Verdict::{Loud, Needs, Quiet};
+        // A loop exit with no session ends the steps of every session.
+        let steps: Vec<(&String, &Unusable)> = match &e.session {
+            Some(s) => (self.unusable.get_key_value(s).into_iter())
+                .flat_map(|(s, steps)| steps.iter().map(move |step| (s, step)))
+                .collect(),
+            None => (self.unusable.iter())
+                .flat_map(|(s, steps)| steps.iter().map(move |step| (s, step)))
+                .collect(),
+        };
+        let mut exited = Vec::new();
+        let mut needs = None;
+        for (session, (message, before, zero_usage)) in steps {
+            let Some(m) = find(session, message) else {
+                return Loud;
+            };
+            // Reported when a call of the step completed or runs, or any did with zero
+            // tokens; one that failed may still be written again (see `written`).
+            let owed = (m.parts.iter()).any(|p| {
+                p.part
+                    .tool()
+                    .is_some_and(|t| *zero_usage || !matches!(t.state, ToolState::Error(_)))
+                    && p.history
+                        .first()
+                        .is_some_and(|o| before.is_none_or(|b| o.seq > b))
+            });
+            // The rule reads the message (which the model holds) and the events from its
+            // step before on.
+            if owed {
+                needs = earlier(needs, self.step_reading(session, *before, e.seq));
+            } else {
+                exited.push((session.clone(), message.clone()));
+            }
+        }
+        for (session, message) in exited {
+            self.exited.entry(session).or_default().insert(message);
+        }
+        needs.map_or(Quiet, Needs)
+    }
 }
 
 impl Forgetting for Quiet {
@@ -236,45 +284,7 @@ impl Forgetting for Quiet {
                 };
                 from.map_or(Quiet, Needs)
             }
-            EventKind::LoopExit => {
-                // A loop exit with no session ends the steps of every session.
-                let steps: Vec<(&String, &Unusable)> = match &e.session {
-                    Some(s) => (self.unusable.get_key_value(s).into_iter())
-                        .flat_map(|(s, steps)| steps.iter().map(move |step| (s, step)))
-                        .collect(),
-                    None => (self.unusable.iter())
-                        .flat_map(|(s, steps)| steps.iter().map(move |step| (s, step)))
-                        .collect(),
-                };
-                let mut exited = Vec::new();
-                let mut needs = None;
-                for (session, (message, before, zero_usage)) in steps {
-                    let Some(m) = find(session, message) else {
-                        return Loud;
-                    };
-                    // Reported when a call of the step completed or runs, or any did with zero
-                    // tokens; one that failed may still be written again (see `written`).
-                    let owed = (m.parts.iter()).any(|p| {
-                        p.part
-                            .tool()
-                            .is_some_and(|t| *zero_usage || !matches!(t.state, ToolState::Error(_)))
-                            && p.history
-                                .first()
-                                .is_some_and(|o| before.is_none_or(|b| o.seq > b))
-                    });
-                    // The rule reads the message (which the model holds) and the events from its
-                    // step before on.
-                    if owed {
-                        needs = earlier(needs, self.step_reading(session, *before, e.seq));
-                    } else {
-                        exited.push((session.clone(), message.clone()));
-                    }
-                }
-                for (session, message) in exited {
-                    self.exited.entry(session).or_default().insert(message);
-                }
-                needs.map_or(Quiet, Needs)
-            }
+            EventKind::LoopExit => self.loop_exit(e, find),
             // sse-concatenated-events (which reads the event itself)
             EventKind::Log { error, .. } => {
                 let concatenated = error

@@ -231,6 +231,48 @@ enum Kind {
     Other,
 }
 
+/// Walks the sequence of `kinds` with the `inserts` planned after each part index: a step still
+/// open at the next start, or at the end, gets a recovery step-finish (`step-unclosed`) before it.
+fn close_open_steps(kinds: &[Kind], inserts: &mut BTreeMap<usize, Vec<(Rule, Kind)>>) {
+let mut open = false;
+let mut closes: Vec<usize> = Vec::new();
+let mut ends_open = false;
+for (i, kind) in kinds.iter().enumerate() {
+    if *kind == Kind::Start && open && i > 0 {
+        closes.push(i - 1);
+    }
+    match kind {
+        Kind::Start => open = true,
+        Kind::Finish => open = false,
+        Kind::Other => {}
+    }
+    if let Some(ins) = inserts.get(&i) {
+        for (_, k) in ins {
+            match k {
+                Kind::Start => open = true,
+                Kind::Finish => open = false,
+                Kind::Other => {}
+            }
+        }
+    }
+    if i + 1 == kinds.len() && open {
+        ends_open = true;
+    }
+}
+for i in closes {
+    inserts
+        .entry(i)
+        .or_default()
+        .insert(0, (StepUnclosed::RULE, Kind::Finish));
+}
+if ends_open && let Some(last) = kinds.len().checked_sub(1) {
+    inserts
+        .entry(last)
+        .or_default()
+        .push((StepUnclosed::RULE, Kind::Finish));
+}
+}
+
 /// Plans the step boundaries of the finding's message, once per message, for both rules that
 /// need them: splits of merged steps (`step-merged`) first, then a recovery step-finish for every
 /// step still open at the next step-start or at the end (`step-unclosed`). Both rules' fixes call
@@ -280,45 +322,7 @@ pub(super) fn plan_boundaries(f: &Finding, ctx: &mut FixContext<'_>) -> Fix {
             ]);
         }
     }
-    // Walk the simulated sequence; a step still open at the next start, or at the end, gets a
-    // recovery step-finish before it.
-    let mut open = false;
-    let mut closes: Vec<usize> = Vec::new();
-    let mut ends_open = false;
-    for (i, kind) in kinds.iter().enumerate() {
-        if *kind == Kind::Start && open && i > 0 {
-            closes.push(i - 1);
-        }
-        match kind {
-            Kind::Start => open = true,
-            Kind::Finish => open = false,
-            Kind::Other => {}
-        }
-        if let Some(ins) = inserts.get(&i) {
-            for (_, k) in ins {
-                match k {
-                    Kind::Start => open = true,
-                    Kind::Finish => open = false,
-                    Kind::Other => {}
-                }
-            }
-        }
-        if i + 1 == kinds.len() && open {
-            ends_open = true;
-        }
-    }
-    for i in closes {
-        inserts
-            .entry(i)
-            .or_default()
-            .insert(0, (StepUnclosed::RULE, Kind::Finish));
-    }
-    if ends_open && let Some(last) = kinds.len().checked_sub(1) {
-        inserts
-            .entry(last)
-            .or_default()
-            .push((StepUnclosed::RULE, Kind::Finish));
-    }
+    close_open_steps(&kinds, &mut inserts);
     for (at, ins) in inserts {
         let after = &message.parts[at].part.id;
         let before = message.parts.get(at + 1).map(|p| p.part.id.as_str());

@@ -120,49 +120,7 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
             let outcome =
                 crate::formats::opencode::repair::db::repair(path, &options, args.dry_run)
                     .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
-            let unfixable: Vec<&String> = outcome.plans.iter().flat_map(|p| &p.unfixable).collect();
-            match args.format {
-                OutputFormat::Json => {
-                    serde_json::to_writer_pretty(
-                        &mut out,
-                        &json!({"path": shown, "dry_run": args.dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
-                                "unfixable": unfixable, "caveats": outcome.caveats, "applied": outcome.applied, "backup": outcome.backup}),
-                    )
-                    .map_err(std::io::Error::from)?;
-                    writeln!(out)?;
-                }
-                OutputFormat::Human => {
-                    if outcome.changes() == 0 {
-                        writeln!(out, "{}: nothing to repair", escape(&shown, false))?;
-                    } else {
-                        writeln!(out, "{}", table(&outcome.plans))?;
-                    }
-                    for u in &unfixable {
-                        writeln!(out, "not repaired: {}", escape(u, false))?;
-                    }
-                    for c in &outcome.caveats {
-                        writeln!(out, "caveat: {}", escape(c, false))?;
-                    }
-                    if args.dry_run {
-                        writeln!(
-                            out,
-                            "dry run: nothing was written ({} changes planned)",
-                            outcome.changes()
-                        )?;
-                    } else if outcome.applied {
-                        writeln!(
-                            out,
-                            "applied {} changes in one transaction; backup of the original: {}",
-                            outcome.changes(),
-                            outcome
-                                .backup
-                                .as_ref()
-                                .map(|b| b.display().to_string())
-                                .unwrap_or_default()
-                        )?;
-                    }
-                }
-            }
+            db_report(&mut out, &shown, args.format, args.dry_run, &outcome)?;
             Ok(ExitStatus::Clean)
         }
         Format::OpencodeExport => {
@@ -222,6 +180,60 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
             format: other,
         }),
     }
+}
+
+/// What the repair of an OpenCode database planned and did, as `format`.
+fn db_report(
+    out: &mut impl Write,
+    shown: &str,
+    format: OutputFormat,
+    dry_run: bool,
+    outcome: &crate::formats::opencode::repair::db::Outcome,
+) -> Result<(), RewindError> {
+    let unfixable: Vec<&String> = outcome.plans.iter().flat_map(|p| &p.unfixable).collect();
+    match format {
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &json!({"path": shown, "dry_run": dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
+                        "unfixable": unfixable, "caveats": outcome.caveats, "applied": outcome.applied, "backup": outcome.backup}),
+            )
+            .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        OutputFormat::Human => {
+            if outcome.changes() == 0 {
+                writeln!(out, "{}: nothing to repair", escape(shown, false))?;
+            } else {
+                writeln!(out, "{}", table(&outcome.plans))?;
+            }
+            for u in &unfixable {
+                writeln!(out, "not repaired: {}", escape(u, false))?;
+            }
+            for c in &outcome.caveats {
+                writeln!(out, "caveat: {}", escape(c, false))?;
+            }
+            if dry_run {
+                writeln!(
+                    out,
+                    "dry run: nothing was written ({} changes planned)",
+                    outcome.changes()
+                )?;
+            } else if outcome.applied {
+                writeln!(
+                    out,
+                    "applied {} changes in one transaction; backup of the original: {}",
+                    outcome.changes(),
+                    outcome
+                        .backup
+                        .as_ref()
+                        .map(|b| b.display().to_string())
+                        .unwrap_or_default()
+                )?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn transcript_report(

@@ -14,7 +14,7 @@ use crate::checks::diagnostic::{Finding, Severity};
 use crate::core::ExitStatus;
 use crate::core::Format;
 use crate::core::RewindError;
-use crate::model::PartBody;
+use crate::model::{PartBody, ToolPart};
 use crate::pipeline::{self, Options};
 use crate::protocols::stream::Profile;
 use crate::report::html::{self, CompareRow, CompareRun, Comparison, HtmlPrinter, Side};
@@ -23,7 +23,7 @@ use crate::report::snippet::escape;
 use crate::report::{
     Located, OutputFormat, Printer, RunSummary, locate, locate_spans, prepare, record,
 };
-use crate::session::{Analysis, EventKind, Seq};
+use crate::session::{Analysis, EventKind, Observation, PartRecord, Seq};
 use crate::source::{SourceMap, Span};
 
 #[derive(Debug, clap::Args)]
@@ -243,6 +243,106 @@ fn preview(text: &str) -> String {
     }
 }
 
+/// A tool part's entry: its transitions (the stream's own states of it, `native`, when it has
+/// them, else the statuses of its writes), with its error and whether it is `awaiting` execution.
+fn tool_entry(
+    p: &PartRecord,
+    t: &ToolPart,
+    first: &Observation,
+    native: Option<&Vec<(Seq, String)>>,
+    awaiting: bool,
+) -> Entry {
+    let states: Vec<(Seq, Span, String)> = match native {
+        Some(h) => h
+            .iter()
+            .map(|(s, st)| {
+                let span = p
+                    .history
+                    .iter()
+                    .find(|o| o.seq == *s)
+                    .map_or(first.span, |o| o.span);
+                (*s, span, st.clone())
+            })
+            .collect(),
+        None => {
+            let mut v: Vec<(Seq, Span, String)> = Vec::new();
+            for o in &p.history {
+                let st = o.status.as_deref().unwrap_or_default().to_owned();
+                if v.last().map(|(_, _, s)| s) != Some(&st) {
+                    v.push((o.seq, o.span, st));
+                }
+            }
+            v
+        }
+    };
+    let mut detail = states
+        .iter()
+        .map(|(s, _, st)| format!("{st} (event {})", s + 1))
+        .collect::<Vec<_>>()
+        .join(" → ");
+    let mut tail = String::new();
+    if let Some(e) = t.state.error_text() {
+        tail.push_str(&format!(": {e:?}"));
+    }
+    if awaiting {
+        tail.push_str(" · awaiting execution (the tool runs after the stream)");
+    }
+    detail.push_str(&tail);
+    let mut states = states;
+    if let Some(last) = states.last_mut() {
+        last.2.push_str(&tail);
+    }
+    Entry {
+        seq: first.seq,
+        span: first.span,
+        what: format!("tool `{}` {}", t.tool, t.call_id),
+        detail,
+        states,
+    }
+}
+
+/// An event of the processor or of the stream in the timeline, in words (what, detail); `None`
+/// for the other events.
+fn event_entry(kind: &EventKind) -> Option<(String, String)> {
+    Some(match kind {
+        EventKind::ProcessorSkipped { reason } => ("skipped".to_owned(), reason.clone()),
+        EventKind::ProcessorDropped(d) => (
+            format!("dropped {}", d.what),
+            format!("tool `{}`: {}", d.tool, d.reason),
+        ),
+        EventKind::ProcessorStopped { remaining } => (
+            "stopped".to_owned(),
+            format!("the processor reads no further ({remaining} events never processed)"),
+        ),
+        EventKind::ProcessorCleanup { part_ids } => (
+            "cleanup".to_owned(),
+            format!(
+                "closed {} as \"Tool execution aborted\"",
+                part_ids.join(", ")
+            ),
+        ),
+        EventKind::Log { error: Some(i), .. } => (
+            "threw".to_owned(),
+            crate::protocols::stream::opencode::headline(&i.title()),
+        ),
+        EventKind::SessionError(i) => (
+            "session error".to_owned(),
+            crate::protocols::stream::opencode::headline(&i.title()),
+        ),
+        EventKind::RawError(i) => ("uncaught".to_owned(), i.title()),
+        EventKind::StreamProviderError(i) => ("provider error".to_owned(), i.title()),
+        EventKind::StreamPayload(p) => (
+            if p.schema { "bad shape" } else { "not JSON" }.to_owned(),
+            crate::session::first_line(&p.reason, 120),
+        ),
+        EventKind::StreamOutOfOrder { problem, .. } => ("out of order".to_owned(), problem.clone()),
+        EventKind::StreamUnhandled { event_type, .. } => {
+            ("unhandled".to_owned(), event_type.clone())
+        }
+        _ => return None,
+    })
+}
+
 /// The timeline of one run: parts (steps, text, tools with their transitions) and the
 /// processor's and the stream's events, in stream order.
 fn timeline(a: &Analysis) -> Vec<Entry> {
@@ -294,55 +394,13 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
                 detail: preview(&t.text),
                 states: Vec::new(),
             }),
-            PartBody::Tool(t) => {
-                let states: Vec<(Seq, Span, String)> = match native.get(p.part.id.as_str()) {
-                    Some(h) => h
-                        .iter()
-                        .map(|(s, st)| {
-                            let span = p
-                                .history
-                                .iter()
-                                .find(|o| o.seq == *s)
-                                .map_or(first.span, |o| o.span);
-                            (*s, span, st.clone())
-                        })
-                        .collect(),
-                    None => {
-                        let mut v: Vec<(Seq, Span, String)> = Vec::new();
-                        for o in &p.history {
-                            let st = o.status.as_deref().unwrap_or_default().to_owned();
-                            if v.last().map(|(_, _, s)| s) != Some(&st) {
-                                v.push((o.seq, o.span, st));
-                            }
-                        }
-                        v
-                    }
-                };
-                let mut detail = states
-                    .iter()
-                    .map(|(s, _, st)| format!("{st} (event {})", s + 1))
-                    .collect::<Vec<_>>()
-                    .join(" → ");
-                let mut tail = String::new();
-                if let Some(e) = t.state.error_text() {
-                    tail.push_str(&format!(": {e:?}"));
-                }
-                if awaiting.contains(p.part.id.as_str()) {
-                    tail.push_str(" · awaiting execution (the tool runs after the stream)");
-                }
-                detail.push_str(&tail);
-                let mut states = states;
-                if let Some(last) = states.last_mut() {
-                    last.2.push_str(&tail);
-                }
-                out.push(Entry {
-                    seq: first.seq,
-                    span: first.span,
-                    what: format!("tool `{}` {}", t.tool, t.call_id),
-                    detail,
-                    states,
-                });
-            }
+            PartBody::Tool(t) => out.push(tool_entry(
+                p,
+                t,
+                first,
+                native.get(p.part.id.as_str()).copied(),
+                awaiting.contains(p.part.id.as_str()),
+            )),
             _ => {}
         }
     }
@@ -352,44 +410,8 @@ fn timeline(a: &Analysis) -> Vec<Entry> {
             (EventKind::ProcessorCleanup { .. }, Some(s)) => s,
             _ => e.seq,
         };
-        let (what, detail) = match &e.kind {
-            EventKind::ProcessorSkipped { reason } => ("skipped".to_owned(), reason.clone()),
-            EventKind::ProcessorDropped(d) => (
-                format!("dropped {}", d.what),
-                format!("tool `{}`: {}", d.tool, d.reason),
-            ),
-            EventKind::ProcessorStopped { remaining } => (
-                "stopped".to_owned(),
-                format!("the processor reads no further ({remaining} events never processed)"),
-            ),
-            EventKind::ProcessorCleanup { part_ids } => (
-                "cleanup".to_owned(),
-                format!(
-                    "closed {} as \"Tool execution aborted\"",
-                    part_ids.join(", ")
-                ),
-            ),
-            EventKind::Log { error: Some(i), .. } => (
-                "threw".to_owned(),
-                crate::protocols::stream::opencode::headline(&i.title()),
-            ),
-            EventKind::SessionError(i) => (
-                "session error".to_owned(),
-                crate::protocols::stream::opencode::headline(&i.title()),
-            ),
-            EventKind::RawError(i) => ("uncaught".to_owned(), i.title()),
-            EventKind::StreamProviderError(i) => ("provider error".to_owned(), i.title()),
-            EventKind::StreamPayload(p) => (
-                if p.schema { "bad shape" } else { "not JSON" }.to_owned(),
-                crate::session::first_line(&p.reason, 120),
-            ),
-            EventKind::StreamOutOfOrder { problem, .. } => {
-                ("out of order".to_owned(), problem.clone())
-            }
-            EventKind::StreamUnhandled { event_type, .. } => {
-                ("unhandled".to_owned(), event_type.clone())
-            }
-            _ => continue,
+        let Some((what, detail)) = event_entry(&e.kind) else {
+            continue;
         };
         out.push(Entry {
             seq,

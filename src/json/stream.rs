@@ -240,6 +240,52 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
+/// What is expected after a value, in the `containers` open (`true` for an object).
+fn after_value(containers: &[bool]) -> Expect {
+    match containers.last() {
+        None => Expect::Done,
+        Some(true) => Expect::CommaOrObjEnd,
+        Some(false) => Expect::CommaOrArrEnd,
+    }
+}
+
+/// Reads the value starting with byte `b` at `path`: opens an object or an array, or reads a
+/// string or a scalar for `visitor`. Returns what is expected next.
+fn value<R: BufRead>(
+    r: &mut Reader<R>,
+    b: u8,
+    path: &mut Vec<PathSeg>,
+    containers: &mut Vec<bool>,
+    visitor: &mut dyn Visitor,
+) -> Result<Expect, IngestError> {
+    Ok(match b {
+        b'{' => {
+            r.bump();
+            containers.push(true);
+            Expect::KeyOrEnd
+        }
+        b'[' => {
+            r.bump();
+            containers.push(false);
+            path.push(PathSeg::Index(0));
+            Expect::ValueOrArrEnd
+        }
+        b'"' => {
+            let keep = visitor.wants(path);
+            let s = r.string(keep)?;
+            if keep {
+                visitor.string(path, s)?;
+            }
+            after_value(containers)
+        }
+        _ => {
+            let (text, at) = r.scalar()?;
+            visitor.scalar(path, &text, at);
+            after_value(containers)
+        }
+    })
+}
+
 /// Walks the JSON document read from `input`, calling `visitor`.
 pub fn walk<R: BufRead>(input: R, visitor: &mut dyn Visitor) -> Result<(), IngestError> {
     let mut r = Reader {
@@ -258,11 +304,6 @@ pub fn walk<R: BufRead>(input: R, visitor: &mut dyn Visitor) -> Result<(), Inges
     let mut path: Vec<PathSeg> = Vec::new();
     let mut containers: Vec<bool> = Vec::new();
     let mut expect = Expect::Value;
-    let after_value = |containers: &Vec<bool>| match containers.last() {
-        None => Expect::Done,
-        Some(true) => Expect::CommaOrObjEnd,
-        Some(false) => Expect::CommaOrArrEnd,
-    };
     loop {
         let next = r.skip_ws()?;
         let Some(b) = next else {
@@ -282,32 +323,7 @@ pub fn walk<R: BufRead>(input: R, visitor: &mut dyn Visitor) -> Result<(), Inges
                     expect = after_value(&containers);
                     continue;
                 }
-                match b {
-                    b'{' => {
-                        r.bump();
-                        containers.push(true);
-                        expect = Expect::KeyOrEnd;
-                    }
-                    b'[' => {
-                        r.bump();
-                        containers.push(false);
-                        path.push(PathSeg::Index(0));
-                        expect = Expect::ValueOrArrEnd;
-                    }
-                    b'"' => {
-                        let keep = visitor.wants(&path);
-                        let s = r.string(keep)?;
-                        if keep {
-                            visitor.string(&path, s)?;
-                        }
-                        expect = after_value(&containers);
-                    }
-                    _ => {
-                        let (text, at) = r.scalar()?;
-                        visitor.scalar(&path, &text, at);
-                        expect = after_value(&containers);
-                    }
-                }
+                expect = value(&mut r, b, &mut path, &mut containers, visitor)?;
             }
             Expect::KeyOrEnd | Expect::Key => {
                 if b == b'}' && expect == Expect::KeyOrEnd {

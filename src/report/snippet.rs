@@ -157,6 +157,42 @@ impl Lines {
     }
 }
 
+/// Keeps the pieces of line `line` (starting at offset `ls`, bytes `buf`) that can be shown
+/// around the span starts `marks`: the first in `out.captured` when `capture_this`, else in the
+/// `ring` of the last lines (context, should a span start below); the farther ones in
+/// `out.farther`.
+fn keep_line(
+    out: &mut Lines,
+    ring: &mut std::collections::VecDeque<(u64, Piece)>,
+    line: u64,
+    ls: u64,
+    buf: &[u8],
+    marks: Vec<u64>,
+    capture_this: bool,
+) {
+    let mut pieces = windows(marks.into_iter())
+        .into_iter()
+        .map(|(from, to)| Piece {
+            at: ls + from,
+            bytes: buf[(from as usize).min(buf.len())..(to as usize).min(buf.len())].to_vec(),
+        });
+    let Some(kept) = pieces.next() else {
+        return;
+    };
+    let farther: Vec<Piece> = pieces.collect();
+    if !farther.is_empty() {
+        out.farther.insert(line, farther);
+    }
+    if capture_this {
+        out.captured.insert(line, kept);
+    } else {
+        ring.push_back((line, kept));
+        if ring.len() > CONTEXT as usize {
+            ring.pop_front();
+        }
+    }
+}
+
 /// Reads `input` once and resolves each `(start, end)` byte range (end exclusive). With
 /// `keep_lines`, the lines around the spans are kept for display, each only where it can be
 /// shown (see [`windows`]), so a log of long lines does not cost a long line per finding.
@@ -252,29 +288,8 @@ pub fn scan(mut input: impl BufRead, spans: &[(u64, u64)], keep_lines: bool) -> 
                 true
             }
         });
-        if !keep_lines {
-            continue;
-        }
-        let mut pieces = windows(marks.into_iter())
-            .into_iter()
-            .map(|(from, to)| Piece {
-                at: ls + from,
-                bytes: buf[(from as usize).min(buf.len())..(to as usize).min(buf.len())].to_vec(),
-            });
-        let Some(kept) = pieces.next() else {
-            continue;
-        };
-        let farther: Vec<Piece> = pieces.collect();
-        if !farther.is_empty() {
-            out.farther.insert(line, farther);
-        }
-        if capture_this {
-            out.captured.insert(line, kept);
-        } else {
-            ring.push_back((line, kept));
-            if ring.len() > CONTEXT as usize {
-                ring.pop_front();
-            }
+        if keep_lines {
+            keep_line(&mut out, &mut ring, line, ls, &buf, marks, capture_this);
         }
     }
     // Spans that run to the end of the input.

@@ -134,14 +134,7 @@ impl<'d> Reader<'d> {
                     && let Some(files) = v.get("files").and_then(Value::as_array)
                 {
                     for (i, f) in files.iter().enumerate() {
-                        let mut file = Map::new();
-                        file.insert("type".into(), json!("file"));
-                        file.insert("mime".into(), f.get("mime").cloned().unwrap_or(json!("")));
-                        file.insert("url".into(), f.get("uri").cloned().unwrap_or(json!("")));
-                        if let Some(n) = f.get("name").filter(|n| n.is_string()) {
-                            file.insert("filename".into(), n.clone());
-                        }
-                        parts.push((format!("{}.files.{i}", row.id), Value::Object(file)));
+                        parts.push((format!("{}.files.{i}", row.id), file_part(f)));
                     }
                 }
                 if row.kind == "compaction" {
@@ -165,49 +158,8 @@ impl<'d> Reader<'d> {
                 if let Some(a) = v.get("agent").and_then(Value::as_str) {
                     self.agent = a.to_owned();
                 }
-                let start = created.clone();
-                for (i, item) in v
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    if let Some(p) = content_part(item, &start) {
-                        parts.push((part_id(i), p));
-                    }
-                }
-                let mut info = Map::new();
-                info.insert("role".into(), json!("assistant"));
-                let mut t = Map::new();
-                t.insert("created".into(), created);
-                if let Some(c) = time.get("completed") {
-                    t.insert("completed".into(), c.clone());
-                }
-                info.insert("time".into(), Value::Object(t));
-                info.insert("parentID".into(), json!(self.parent));
-                info.insert("modelID".into(), json!(self.model.1));
-                info.insert("providerID".into(), json!(self.model.0));
-                info.insert("mode".into(), json!(self.agent));
-                info.insert("agent".into(), json!(self.agent));
-                info.insert(
-                    "path".into(),
-                    json!({"cwd": self.directory, "root": self.directory}),
-                );
-                info.insert("cost".into(), v.get("cost").cloned().unwrap_or(json!(0)));
-                info.insert(
-                    "tokens".into(),
-                    v.get("tokens").cloned().unwrap_or(json!({
-                        "input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}
-                    })),
-                );
-                if let Some(f) = v.get("finish") {
-                    info.insert("finish".into(), f.clone());
-                }
-                if let Some(e) = v.get("error") {
-                    info.insert("error".into(), named_error(e));
-                }
-                Value::Object(info)
+                parts.extend(content_parts(&v, &created, row.id));
+                self.assistant_info(&v, created, &time)
             }
             _ => return None,
         };
@@ -220,6 +172,67 @@ impl<'d> Reader<'d> {
                 .collect(),
         })
     }
+
+    /// The info of an `assistant` row `v` created at `created` (its `time` is `time`), with the
+    /// model, agent and parent the rows before it set.
+    fn assistant_info(&self, v: &Value, created: Value, time: &Value) -> Value {
+        let mut info = Map::new();
+        info.insert("role".into(), json!("assistant"));
+        let mut t = Map::new();
+        t.insert("created".into(), created);
+        if let Some(c) = time.get("completed") {
+            t.insert("completed".into(), c.clone());
+        }
+        info.insert("time".into(), Value::Object(t));
+        info.insert("parentID".into(), json!(self.parent));
+        info.insert("modelID".into(), json!(self.model.1));
+        info.insert("providerID".into(), json!(self.model.0));
+        info.insert("mode".into(), json!(self.agent));
+        info.insert("agent".into(), json!(self.agent));
+        info.insert(
+            "path".into(),
+            json!({"cwd": self.directory, "root": self.directory}),
+        );
+        info.insert("cost".into(), v.get("cost").cloned().unwrap_or(json!(0)));
+        info.insert(
+            "tokens".into(),
+            v.get("tokens").cloned().unwrap_or(json!({
+                "input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}
+            })),
+        );
+        if let Some(f) = v.get("finish") {
+            info.insert("finish".into(), f.clone());
+        }
+        if let Some(e) = v.get("error") {
+            info.insert("error".into(), named_error(e));
+        }
+        Value::Object(info)
+    }
+}
+
+/// The parts of the `content` of an assistant row `v` (of id `row_id`, created at `created`),
+/// each with its id.
+fn content_parts<'v>(
+    v: &'v Value,
+    created: &'v Value,
+    row_id: &'v str,
+) -> impl Iterator<Item = (String, Value)> + 'v {
+    let content = v.get("content").and_then(Value::as_array).into_iter();
+    content.flatten().enumerate().filter_map(move |(i, item)| {
+        content_part(item, created).map(|p| (format!("{row_id}.content.{i}"), p))
+    })
+}
+
+/// A file attached to a user row, as a `file` part.
+fn file_part(f: &Value) -> Value {
+    let mut file = Map::new();
+    file.insert("type".into(), json!("file"));
+    file.insert("mime".into(), f.get("mime").cloned().unwrap_or(json!("")));
+    file.insert("url".into(), f.get("uri").cloned().unwrap_or(json!("")));
+    if let Some(n) = f.get("name").filter(|n| n.is_string()) {
+        file.insert("filename".into(), n.clone());
+    }
+    Value::Object(file)
 }
 
 /// `(providerID, modelID)` of a v2 model reference (`{id, providerID}`).

@@ -278,29 +278,12 @@ impl UiStream {
                 error_text,
             } => {
                 self.tool_input(&tool_call_id, &tool_name, &input, at, out);
-                out.part_at(
-                    PartKind::ToolError {
-                        id: tool_call_id.into_owned(),
-                        name: owned(&tool_name),
-                        error: owned(&error_text),
-                    },
-                    Focus::path(&["errorText"]),
-                );
+                Self::tool_error(tool_call_id, owned(&tool_name), owned(&error_text), out);
             }
             Chunk::ToolOutputAvailable {
                 tool_call_id,
                 output,
-            } => {
-                let name = self.tool_outcome(&tool_call_id, ty, out);
-                out.part_at(
-                    PartKind::ToolResult {
-                        id: tool_call_id.into_owned(),
-                        name,
-                        output: json_text(&output),
-                    },
-                    Focus::path(&["toolCallId"]),
-                );
-            }
+            } => self.tool_result(tool_call_id, &output, ty, out),
             Chunk::ToolOutputError {
                 tool_call_id,
                 error_text,
@@ -323,23 +306,42 @@ impl UiStream {
                 };
                 out.provider_error(error, false, Focus::path(&["errorText"]));
             }
-            Chunk::Finish { finish_reason } => {
-                let raw = finish_reason.get().unwrap_or("stop").to_owned();
-                out.finish_reason = Some(raw.clone());
-                self.finish_reason = Some(raw.clone());
-                out.part(PartKind::Finish { reason: raw });
-                out.terminal = Some("`finish`".into());
-                self.book.finished = Some(("`finish`".into(), at));
-            }
-            Chunk::Abort { reason } => {
-                out.part(PartKind::Abort {
-                    reason: reason.0.map(Cow::into_owned),
-                });
-                out.terminal = Some("`abort`".into());
-                self.book.finished = Some(("`abort`".into(), at));
-            }
+            Chunk::Finish { finish_reason } => self.finish(&finish_reason, at, out),
+            Chunk::Abort { reason } => self.abort(reason, at, out),
             Chunk::Other => {}
         }
+    }
+
+    /// `tool-output-available`: the call's result.
+    fn tool_result(&mut self, call: Cow<'_, str>, output: &Raw, ty: &str, out: &mut Out) {
+        let name = self.tool_outcome(&call, ty, out);
+        out.part_at(
+            PartKind::ToolResult {
+                id: call.into_owned(),
+                name,
+                output: json_text(output),
+            },
+            Focus::path(&["toolCallId"]),
+        );
+    }
+
+    /// `finish`: the end of the message, with its reason (`stop` when it gives none).
+    fn finish(&mut self, finish_reason: &Str<'_>, at: Span, out: &mut Out) {
+        let raw = finish_reason.get().unwrap_or("stop").to_owned();
+        out.finish_reason = Some(raw.clone());
+        self.finish_reason = Some(raw.clone());
+        out.part(PartKind::Finish { reason: raw });
+        out.terminal = Some("`finish`".into());
+        self.book.finished = Some(("`finish`".into(), at));
+    }
+
+    /// `abort`: the stream was aborted.
+    fn abort(&mut self, reason: Str<'_>, at: Span, out: &mut Out) {
+        out.part(PartKind::Abort {
+            reason: reason.0.map(Cow::into_owned),
+        });
+        out.terminal = Some("`abort`".into());
+        self.book.finished = Some(("`abort`".into(), at));
     }
 
     fn finish_step(&mut self, out: &mut Out) {

@@ -638,37 +638,43 @@ fn snippets(out: &mut String, sources: &SourceMap, located: &Located, f: &Findin
                     })
                     .collect();
                 let _ = write!(out, "<span class=\"ln\">{n:>width$}</span> │ ");
-                // Mark the labelled bytes (non-overlapping, first come first marked).
-                let mut pos = 0;
-                let mut sorted: Vec<_> = marked.iter().collect();
-                sorted.sort_by_key(|m| m.0);
-                for (a, b, p, _) in sorted {
-                    if *a < pos || *b <= *a {
-                        continue;
-                    }
-                    esc_into(out, &dl.text[pos..*a]);
-                    let _ = write!(out, "<mark class=\"{}\">", if *p { "p" } else { "r" });
-                    esc_into(out, &dl.text[*a..*b]);
-                    out.push_str("</mark>");
-                    pos = *b;
-                }
-                esc_into(out, &dl.text[pos..]);
-                out.push('\n');
-                for (a, b, p, text) in &marked {
-                    let col = dl.text[..*a].chars().count();
-                    let len = dl.text[*a..*b].chars().count().max(1);
-                    let _ = writeln!(
-                        out,
-                        "{:>width$} · {}<span class=\"{}\">{} {}</span>",
-                        "",
-                        " ".repeat(col),
-                        if *p { "lp" } else { "lr" },
-                        "^".repeat(len.min(80)),
-                        esc(text)
-                    );
-                }
+                marked_line(out, &dl.text, &marked, width);
             }
         }
         out.push_str("</pre></div>\n");
+    }
+}
+
+/// One source line with the labelled display bytes `marked` (`(start, end, primary, words)`)
+/// marked, then a line per label with carets under its bytes and its words.
+fn marked_line(out: &mut String, text: &str, marked: &[(usize, usize, bool, &str)], width: usize) {
+    // Mark the labelled bytes (non-overlapping, first come first marked).
+    let mut pos = 0;
+    let mut sorted: Vec<_> = marked.iter().collect();
+    sorted.sort_by_key(|m| m.0);
+    for (a, b, p, _) in sorted {
+        if *a < pos || *b <= *a {
+            continue;
+        }
+        esc_into(out, &text[pos..*a]);
+        let _ = write!(out, "<mark class=\"{}\">", if *p { "p" } else { "r" });
+        esc_into(out, &text[*a..*b]);
+        out.push_str("</mark>");
+        pos = *b;
+    }
+    esc_into(out, &text[pos..]);
+    out.push('\n');
+    for (a, b, p, words) in marked {
+        let col = text[..*a].chars().count();
+        let len = text[*a..*b].chars().count().max(1);
+        let _ = writeln!(
+            out,
+            "{:>width$} · {}<span class=\"{}\">{} {}</span>",
+            "",
+            " ".repeat(col),
+            if *p { "lp" } else { "lr" },
+            "^".repeat(len.min(80)),
+            esc(words)
+        );
     }
 }

@@ -262,6 +262,43 @@ fn part_entry(p: &PartRecord, tools: &Tools<'_>, unit: &str) -> Option<Entry> {
     })
 }
 
+/// A log entry in words: (what, detail, tone).
+fn log_words(
+    level: LogLevel,
+    service: &str,
+    message: &str,
+    error: Option<&crate::session::ErrorInfo>,
+) -> (String, String, &'static str) {
+    let mut d = format!("{service}: {}", first_line(message, 200));
+    if let Some(e) = error {
+        let _ = write!(d, " · {}", first_line(&e.title(), 240));
+    }
+    let tone = if level >= LogLevel::Error {
+        "error"
+    } else {
+        "warning"
+    };
+    (format!("log {level:?}").to_lowercase(), d, tone)
+}
+
+/// The usage a provider sent, in words.
+fn usage_words(usage: &crate::session::ProviderUsage) -> String {
+    let crate::session::ProviderUsage {
+        input,
+        output,
+        finish,
+        source,
+        ..
+    } = usage;
+    format!(
+        "{source}: in {input} out {output}{}",
+        finish
+            .as_deref()
+            .map(|f| format!(" · finish {f}"))
+            .unwrap_or_default()
+    )
+}
+
 /// An event in words: (what, detail, tone); `None` for events not worth a line.
 fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
     let headline = |i: &crate::session::ErrorInfo| first_line(&i.title(), 240);
@@ -273,18 +310,7 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
             service,
             message,
             error,
-        } => {
-            let mut d = format!("{service}: {}", first_line(message, 200));
-            if let Some(e) = error {
-                let _ = write!(d, " · {}", headline(e));
-            }
-            let tone = if *level >= LogLevel::Error {
-                "error"
-            } else {
-                "warning"
-            };
-            (format!("log {level:?}").to_lowercase(), d, tone)
-        }
+        } => log_words(*level, service, message, error.as_deref()),
         EventKind::SessionError(i) => ("session error".into(), headline(i), "error"),
         EventKind::ProcessCrash(i) => ("process crash".into(), headline(i), "error"),
         EventKind::RawError(i) => ("uncaught error".into(), headline(i), "error"),
@@ -367,26 +393,7 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
             },
             "warning",
         ),
-        EventKind::ProviderUsage(usage) => {
-            let crate::session::ProviderUsage {
-                input,
-                output,
-                finish,
-                source,
-                ..
-            } = &**usage;
-            (
-                "provider usage".into(),
-                format!(
-                    "{source}: in {input} out {output}{}",
-                    finish
-                        .as_deref()
-                        .map(|f| format!(" · finish {f}"))
-                        .unwrap_or_default()
-                ),
-                "",
-            )
-        }
+        EventKind::ProviderUsage(usage) => ("provider usage".into(), usage_words(usage), ""),
         EventKind::WrapperStatus { success, words } => (
             "wrapper status".into(),
             first_line(words, 200),

@@ -653,42 +653,55 @@ impl<R: BufRead> AgentLogReader<R> {
                 self.open_at(kind, at);
                 continue;
             }
-            let end = newline_at.unwrap_or(at + content.len() as u64);
-            // A text line longer than a piece is one text record, spanning its first piece.
-            self.text_continues = partial;
-            self.stats.text_lines += 1;
-            let span = Span::new(self.file, line_start, end - line_start);
-            let text = content;
-            let frame_start = self.frame.take();
-            if text.trim().is_empty() && frame_start.is_some() {
-                // Node prints a blank line between the caret and the error.
-                self.frame = frame_start;
-            } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(text)) {
-                self.frame = Some(frame_start.unwrap_or(line_start));
-            } else if frame_start.is_some()
-                && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(text))
-            {
-                let field = |i| caps.get(i).map_or("", |m| m.as_str()).to_owned();
-                self.ready.push_back(LogRecord::Uncaught {
-                    name: field(1),
-                    message: field(2),
-                    span: Span::new(self.file, at, end.saturating_sub(at)),
-                });
-                return;
-            } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(text)) {
-                let success = caps
-                    .get(1)
-                    .is_none_or(|code| code.as_str().parse::<i64>().is_ok_and(|c| c == 0));
-                self.ready.push_back(LogRecord::Status {
-                    span,
-                    success,
-                    words: text.trim().to_owned(),
-                });
-                return;
-            }
-            self.ready.push_back(LogRecord::Text(span));
+            self.text_line(content, at, line_start, partial, newline_at);
             return;
         }
+    }
+
+    /// A line (or its first piece) that starts no value, from `content` at `at` on: a line of a
+    /// code frame, the uncaught error under one, the wrapper's status line, or text.
+    fn text_line(
+        &mut self,
+        content: &str,
+        at: u64,
+        line_start: u64,
+        partial: bool,
+        newline_at: Option<u64>,
+    ) {
+        let end = newline_at.unwrap_or(at + content.len() as u64);
+        // A text line longer than a piece is one text record, spanning its first piece.
+        self.text_continues = partial;
+        self.stats.text_lines += 1;
+        let span = Span::new(self.file, line_start, end - line_start);
+        let text = content;
+        let frame_start = self.frame.take();
+        if text.trim().is_empty() && frame_start.is_some() {
+            // Node prints a blank line between the caret and the error.
+            self.frame = frame_start;
+        } else if CODE_FRAME.as_ref().is_some_and(|re| re.is_match(text)) {
+            self.frame = Some(frame_start.unwrap_or(line_start));
+        } else if frame_start.is_some()
+            && let Some(caps) = UNCAUGHT.as_ref().and_then(|re| re.captures(text))
+        {
+            let field = |i| caps.get(i).map_or("", |m| m.as_str()).to_owned();
+            self.ready.push_back(LogRecord::Uncaught {
+                name: field(1),
+                message: field(2),
+                span: Span::new(self.file, at, end.saturating_sub(at)),
+            });
+            return;
+        } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(text)) {
+            let success = caps
+                .get(1)
+                .is_none_or(|code| code.as_str().parse::<i64>().is_ok_and(|c| c == 0));
+            self.ready.push_back(LogRecord::Status {
+                span,
+                success,
+                words: text.trim().to_owned(),
+            });
+            return;
+        }
+        self.ready.push_back(LogRecord::Text(span));
     }
 
     /// Opens a value of `kind` whose opening bracket is at `at`.

@@ -146,50 +146,7 @@ impl State {
                     self.step_finished(seq, rec, session_id);
                 }
             }
-            "error" => {
-                if obj.contains_key("exitCode") || obj.contains_key("errorDetectedInOutput") {
-                    let matched = s("errorMatch").or(s("message")).unwrap_or_default();
-                    if self.informational.iter().any(|i| i == matched.trim()) {
-                        // The wrapper matched an informational stderr line: not a failure.
-                        return;
-                    }
-                    let kind = EventKind::WrapperError {
-                        error_type: s("errorType").unwrap_or_default().to_owned(),
-                        message: s("errorMatch").or(s("message")).unwrap_or_default().into(),
-                    };
-                    self.event(seq, rec.span, None, kind);
-                } else if obj.contains_key("errorType") && informational(obj) {
-                    // A stderr line the wrapper wrapped as an error: a banner, not a crash.
-                    let line = s("message").unwrap_or_default().trim().to_owned();
-                    if self.informational.len() < 64 && !self.informational.contains(&line) {
-                        self.informational.push(line);
-                    }
-                } else if obj.contains_key("errorType") {
-                    let mut info = error_info(rec, &[], &rec.value);
-                    info.name = s("errorType").map(str::to_owned);
-                    if let Some(stack) = s("stack") {
-                        // `AI_RetryError: Failed after …` names the thrown class.
-                        info.wrapped = stack
-                            .split_once(':')
-                            .map(|(n, _)| n.trim().to_owned())
-                            .filter(|n| !n.contains(' '));
-                    }
-                    self.event(
-                        seq,
-                        rec.span,
-                        session_id,
-                        EventKind::ProcessCrash(Box::new(info)),
-                    );
-                } else if let Some(err) = obj.get("error") {
-                    let info = error_info(rec, &["error"], err);
-                    self.event(
-                        seq,
-                        rec.span,
-                        session_id,
-                        EventKind::SessionError(Box::new(info)),
-                    );
-                }
-            }
+            "error" => self.apply_error(seq, rec, obj, session_id),
             "status" if obj.contains_key("mode") => {
                 self.current_session = None;
                 self.event(seq, rec.span, None, EventKind::RunStart);
@@ -197,6 +154,60 @@ impl State {
             "input" => self.event(seq, rec.span, None, EventKind::Prompt),
             "session_idle" => self.event(seq, rec.span, session_id, EventKind::Idle),
             _ => {}
+        }
+    }
+
+    /// An `error` record: the wrapper's (an agent failure, or an informational stderr line it
+    /// wrapped), a process crash, or a session error.
+    fn apply_error(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        obj: &serde_json::Map<String, Value>,
+        session_id: Option<String>,
+    ) {
+        let s = |k: &str| obj.get(k).and_then(Value::as_str);
+        if obj.contains_key("exitCode") || obj.contains_key("errorDetectedInOutput") {
+            let matched = s("errorMatch").or(s("message")).unwrap_or_default();
+            if self.informational.iter().any(|i| i == matched.trim()) {
+                // The wrapper matched an informational stderr line: not a failure.
+                return;
+            }
+            let kind = EventKind::WrapperError {
+                error_type: s("errorType").unwrap_or_default().to_owned(),
+                message: s("errorMatch").or(s("message")).unwrap_or_default().into(),
+            };
+            self.event(seq, rec.span, None, kind);
+        } else if obj.contains_key("errorType") && informational(obj) {
+            // A stderr line the wrapper wrapped as an error: a banner, not a crash.
+            let line = s("message").unwrap_or_default().trim().to_owned();
+            if self.informational.len() < 64 && !self.informational.contains(&line) {
+                self.informational.push(line);
+            }
+        } else if obj.contains_key("errorType") {
+            let mut info = error_info(rec, &[], &rec.value);
+            info.name = s("errorType").map(str::to_owned);
+            if let Some(stack) = s("stack") {
+                // `AI_RetryError: Failed after …` names the thrown class.
+                info.wrapped = stack
+                    .split_once(':')
+                    .map(|(n, _)| n.trim().to_owned())
+                    .filter(|n| !n.contains(' '));
+            }
+            self.event(
+                seq,
+                rec.span,
+                session_id,
+                EventKind::ProcessCrash(Box::new(info)),
+            );
+        } else if let Some(err) = obj.get("error") {
+            let info = error_info(rec, &["error"], err);
+            self.event(
+                seq,
+                rec.span,
+                session_id,
+                EventKind::SessionError(Box::new(info)),
+            );
         }
     }
 

@@ -236,6 +236,64 @@ use peek::{light, parse_object};
 use state::State;
 use window::Window;
 
+/// Reads the records of an agent log in batches and hands each to `tx`, decoded on rayon's pool
+/// when `parallel` (else on this thread), until the end or until the replay stops taking them.
+/// Returns the reader's counts.
+fn read_batches<R: BufRead>(
+    input: R,
+    file: FileId,
+    whole_lines: bool,
+    parallel: bool,
+    tx: &std::sync::mpsc::SyncSender<InFlight>,
+) -> LogStats {
+    let mut reader = AgentLogReader::new(input, file)
+        .with_light(light)
+        .with_object_parser(parse_object)
+        .deferred();
+    if whole_lines {
+        reader = reader.with_whole_lines();
+    }
+    let decoding = reader.decoding();
+    let mut batch = Vec::with_capacity(BATCH_RECORDS);
+    let mut bytes = 0;
+    loop {
+        let record = reader.next();
+        let last = record.is_none();
+        if let Some(record) = record {
+            bytes += match &record {
+                Ok(LogRecord::Pending(p)) => p.text_len(),
+                _ => 64,
+            };
+            batch.push(record);
+        }
+        if batch.len() >= BATCH_RECORDS || bytes >= BATCH_BYTES || (last && !batch.is_empty()) {
+            bytes = 0;
+            let records = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
+            let full = (records, reader.take_texts());
+            let in_flight = if parallel {
+                let (done, decoded) = std::sync::mpsc::sync_channel(1);
+                rayon::spawn(move || {
+                    // A panic is handed to the replay, which resumes it on its thread.
+                    let decode = std::panic::AssertUnwindSafe(|| decode_batch(full, decoding));
+                    let result = std::panic::catch_unwind(decode);
+                    let _ = done.send(result);
+                });
+                InFlight::Decoding(decoded)
+            } else {
+                InFlight::Decoded(decode_batch(full, decoding))
+            };
+            if tx.send(in_flight).is_err() {
+                // The replay stopped (on an error): nothing more is wanted.
+                break;
+            }
+        }
+        if last {
+            break;
+        }
+    }
+    reader.stats().clone()
+}
+
 /// Builds the session model of an agent log, forgetting what `window` allows.
 ///
 /// Reading and re-joining the records runs on its own thread, which hands each batch's JSON
@@ -252,58 +310,7 @@ fn run<R: BufRead + Send>(
     let parallel = rayon::current_thread_index().is_none();
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<InFlight>(BATCHES_IN_FLIGHT);
-        let reading = scope.spawn(move || {
-            let mut reader = AgentLogReader::new(input, file)
-                .with_light(light)
-                .with_object_parser(parse_object)
-                .deferred();
-            if whole_lines {
-                reader = reader.with_whole_lines();
-            }
-            let decoding = reader.decoding();
-            let mut batch = Vec::with_capacity(BATCH_RECORDS);
-            let mut bytes = 0;
-            loop {
-                let record = reader.next();
-                let last = record.is_none();
-                if let Some(record) = record {
-                    bytes += match &record {
-                        Ok(LogRecord::Pending(p)) => p.text_len(),
-                        _ => 64,
-                    };
-                    batch.push(record);
-                }
-                if batch.len() >= BATCH_RECORDS
-                    || bytes >= BATCH_BYTES
-                    || (last && !batch.is_empty())
-                {
-                    bytes = 0;
-                    let records = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_RECORDS));
-                    let full = (records, reader.take_texts());
-                    let in_flight = if parallel {
-                        let (done, decoded) = std::sync::mpsc::sync_channel(1);
-                        rayon::spawn(move || {
-                            // A panic is handed to the replay, which resumes it on its thread.
-                            let decode =
-                                std::panic::AssertUnwindSafe(|| decode_batch(full, decoding));
-                            let result = std::panic::catch_unwind(decode);
-                            let _ = done.send(result);
-                        });
-                        InFlight::Decoding(decoded)
-                    } else {
-                        InFlight::Decoded(decode_batch(full, decoding))
-                    };
-                    if tx.send(in_flight).is_err() {
-                        // The replay stopped (on an error): nothing more is wanted.
-                        break;
-                    }
-                }
-                if last {
-                    break;
-                }
-            }
-            reader.stats().clone()
-        });
+        let reading = scope.spawn(move || read_batches(input, file, whole_lines, parallel, &tx));
         let mut state = State::new(file);
         state.window = window;
         let mut decoded_stats = LogStats::default();

@@ -389,6 +389,42 @@ mod tests {
     use crate::source::FileId;
     use crate::source::Span;
 
+    /// Checks the history kept of part `p` of session `s` against every write made to it
+    /// (`(seq, status, cleanup)`): the same path of statuses, the same first and last writes, and
+    /// the first and last write of each status. Returns how many writes the history keeps.
+    fn check_part_history(
+        state: &State,
+        s: usize,
+        p: usize,
+        writes: &[(Seq, &str, bool)],
+        statuses: &[&str],
+    ) -> usize {
+        let session = state.analysis.session(&format!("ses_{s}")).into_iter();
+        let record = session
+            .flat_map(|x| x.messages.iter().flat_map(|m| &m.parts))
+            .find(|r| r.part.id == format!("prt_{p}"));
+        let Some(record) = record else {
+            panic!("prt_{p} of ses_{s} is missing");
+        };
+        let kept: Vec<(Seq, &str)> = record
+            .history
+            .iter()
+            .map(|o| (o.seq, o.status.as_deref().unwrap_or_default()))
+            .collect();
+        let mut path: Vec<&str> = writes.iter().map(|w| w.1).collect();
+        path.dedup();
+        assert_eq!(record.status_path(), path);
+        assert_eq!(kept.first(), writes.first().map(|w| (w.0, w.1)).as_ref());
+        assert_eq!(kept.last(), writes.last().map(|w| (w.0, w.1)).as_ref());
+        for &status in statuses {
+            let first = writes.iter().find(|w| w.1 == status).map(|w| w.0);
+            let last = writes.iter().rev().find(|w| w.1 == status).map(|w| w.0);
+            assert_eq!(kept.iter().find(|k| k.1 == status).map(|k| k.0), first);
+            assert_eq!(kept.iter().rev().find(|k| k.1 == status).map(|k| k.0), last);
+        }
+        kept.len()
+    }
+
     /// Histories keep what the checks read of every write, whatever the order of writes and
     /// events: random runs of writes (three parts, two sessions, cleanups among them) and events,
     /// each compared with every write kept.
@@ -442,31 +478,8 @@ mod tests {
                 all.entry((s, p)).or_default().push((seq, status, cleanup));
             }
             for ((s, p), writes) in &all {
-                let session = state.analysis.session(&format!("ses_{s}")).into_iter();
-                let record = session
-                    .flat_map(|x| x.messages.iter().flat_map(|m| &m.parts))
-                    .find(|r| r.part.id == format!("prt_{p}"));
-                let Some(record) = record else {
-                    panic!("prt_{p} of ses_{s} is missing");
-                };
-                let kept: Vec<(Seq, &str)> = record
-                    .history
-                    .iter()
-                    .map(|o| (o.seq, o.status.as_deref().unwrap_or_default()))
-                    .collect();
                 writes_made += writes.len();
-                writes_kept += kept.len();
-                let mut path: Vec<&str> = writes.iter().map(|w| w.1).collect();
-                path.dedup();
-                assert_eq!(record.status_path(), path);
-                assert_eq!(kept.first(), writes.first().map(|w| (w.0, w.1)).as_ref());
-                assert_eq!(kept.last(), writes.last().map(|w| (w.0, w.1)).as_ref());
-                for status in statuses {
-                    let first = writes.iter().find(|w| w.1 == status).map(|w| w.0);
-                    let last = writes.iter().rev().find(|w| w.1 == status).map(|w| w.0);
-                    assert_eq!(kept.iter().find(|k| k.1 == status).map(|k| k.0), first);
-                    assert_eq!(kept.iter().rev().find(|k| k.1 == status).map(|k| k.0), last);
-                }
+                writes_kept += check_part_history(&state, *s, *p, writes, &statuses);
             }
             // The first write of each session after each event, with and without the cleanups'
             // last writes (what `incidents` and `loop-exited-early` ask).

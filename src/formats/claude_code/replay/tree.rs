@@ -342,9 +342,9 @@ mod tests {
     use crate::source::FileId;
     use serde_json::{Value, json};
 
-    #[test]
-    fn forks_children_and_hidden_prompts_are_found_as_the_walks_found_them() {
-        // Branches off the history (one long, one in a cycle), and resumes with hidden prompts.
+    /// A transcript with branches off the history (one long, one in a cycle), and resumes with
+    /// hidden prompts.
+    fn branching_transcript() -> String {
         let mut lines: Vec<String> = Vec::new();
         let mut rec = |t: &str, u: &str, p: Option<&str>, content: Value, extra: Value| {
             let mut extra = extra;
@@ -418,7 +418,12 @@ mod tests {
         rec("assistant", "c1", Some("c2"), call.clone(), json!({}));
         rec("assistant", "c2", Some("c1"), call, json!({}));
         lines.push(r#"{"type":"last-prompt","leafUuid":"a19","sessionId":"s"}"#.into());
-        let text = lines.join("\n") + "\n";
+        lines.join("\n") + "\n"
+    }
+
+    #[test]
+    fn forks_children_and_hidden_prompts_are_found_as_the_walks_found_them() {
+        let text = branching_transcript();
         let mut r = Reader::default();
         let read = claude_transcript::read(text.as_bytes(), FileId(0), &mut |line| r.line(line));
         assert!(read.is_ok());

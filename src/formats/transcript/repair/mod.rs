@@ -403,6 +403,33 @@ fn stamp(path: &Path) -> Option<(u64, Option<SystemTime>)> {
         .map(|m| (m.len(), m.modified().ok()))
 }
 
+/// Copies `bytes` (the file at `path` as read) to a new backup next to it: written and synced
+/// under a partial name, checked to read back the same, then given its final name.
+fn write_backup(path: &Path, bytes: &[u8]) -> Result<PathBuf, TranscriptRepairError> {
+    let backup = backup_path(path);
+    let backup_err = |e: &dyn std::fmt::Display| TranscriptRepairError::NotChanged {
+        cause: Box::new(TranscriptRepairError::Backup {
+            path: backup.clone(),
+            detail: crate::text::clip(&e.to_string()).into_owned(),
+        }),
+    };
+    let partial = Scratch::new(companion(
+        &backup,
+        &format!(".partial-{}", std::process::id()),
+    ));
+    write_synced(&partial.path, bytes).map_err(|e| backup_err(&e))?;
+    let copy = std::fs::read(&partial.path).map_err(|e| backup_err(&e))?;
+    if copy != bytes {
+        return Err(backup_err(&"the copy differs from the file"));
+    }
+    if std::fs::hard_link(&partial.path, &backup).is_err() {
+        std::fs::rename(&partial.path, &backup).map_err(|e| backup_err(&e))?;
+    }
+    drop(partial);
+    sync_dir(&backup);
+    Ok(backup)
+}
+
 /// Plans (and unless `dry_run`, applies) the repair of the transcript or rollout at `path`.
 pub fn repair(
     path: &Path,
@@ -450,27 +477,7 @@ pub fn repair(
     let repaired = render(&bytes, &outcome.plan);
 
     // The backup, before anything else is written.
-    let backup = backup_path(path);
-    let backup_err = |e: &dyn std::fmt::Display| {
-        not_changed(TranscriptRepairError::Backup {
-            path: backup.clone(),
-            detail: crate::text::clip(&e.to_string()).into_owned(),
-        })
-    };
-    let partial = Scratch::new(companion(
-        &backup,
-        &format!(".partial-{}", std::process::id()),
-    ));
-    write_synced(&partial.path, &bytes).map_err(|e| backup_err(&e))?;
-    let copy = std::fs::read(&partial.path).map_err(|e| backup_err(&e))?;
-    if copy != bytes {
-        return Err(backup_err(&"the copy differs from the file"));
-    }
-    if std::fs::hard_link(&partial.path, &backup).is_err() {
-        std::fs::rename(&partial.path, &backup).map_err(|e| backup_err(&e))?;
-    }
-    drop(partial);
-    sync_dir(&backup);
+    let backup = write_backup(path, &bytes)?;
     let mut backup_guard = Scratch::new(backup.clone());
     fault("after-backup");
 
