@@ -316,6 +316,48 @@ impl Gemini {
         }
     }
 
+    /// A text part: a delta of the open thinking block or the open text block, the other one
+    /// closed first.
+    fn text_part(&mut self, text: &str, thought: bool, out: &mut Out) {
+        if thought {
+            if let Some(id) = self.text_block.take() {
+                out.part(PartKind::TextEnd { id });
+            }
+            let id = match &self.reasoning_block {
+                Some(id) => id.clone(),
+                None => {
+                    let id = self.blocks.to_string();
+                    self.blocks += 1;
+                    self.reasoning_block = Some(id.clone());
+                    out.part(PartKind::ReasoningStart { id: id.clone() });
+                    id
+                }
+            };
+            out.part(PartKind::ReasoningDelta {
+                id,
+                delta: text.to_owned(),
+            });
+        } else {
+            if let Some(id) = self.reasoning_block.take() {
+                out.part(PartKind::ReasoningEnd { id });
+            }
+            let id = match &self.text_block {
+                Some(id) => id.clone(),
+                None => {
+                    let id = self.blocks.to_string();
+                    self.blocks += 1;
+                    self.text_block = Some(id.clone());
+                    out.part(PartKind::TextStart { id: id.clone() });
+                    id
+                }
+            };
+            out.part(PartKind::TextDelta {
+                id,
+                delta: text.to_owned(),
+            });
+        }
+    }
+
     fn chunk(&mut self, v: &Value, at: Span, out: &mut Out) {
         if let Some(err) = v.get("error").filter(|e| e.is_object()) {
             let name = match (s(err, "status"), err.get("code")) {
@@ -362,48 +404,9 @@ impl Gemini {
             .map(Vec::as_slice)
             .unwrap_or_default();
         for part in parts {
-            let Some(text) = s(part, "text") else {
-                continue;
-            };
-            if text.is_empty() {
-                continue;
-            }
-            if part.get("thought").and_then(Value::as_bool) == Some(true) {
-                if let Some(id) = self.text_block.take() {
-                    out.part(PartKind::TextEnd { id });
-                }
-                let id = match &self.reasoning_block {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.blocks.to_string();
-                        self.blocks += 1;
-                        self.reasoning_block = Some(id.clone());
-                        out.part(PartKind::ReasoningStart { id: id.clone() });
-                        id
-                    }
-                };
-                out.part(PartKind::ReasoningDelta {
-                    id,
-                    delta: text.to_owned(),
-                });
-            } else {
-                if let Some(id) = self.reasoning_block.take() {
-                    out.part(PartKind::ReasoningEnd { id });
-                }
-                let id = match &self.text_block {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = self.blocks.to_string();
-                        self.blocks += 1;
-                        self.text_block = Some(id.clone());
-                        out.part(PartKind::TextStart { id: id.clone() });
-                        id
-                    }
-                };
-                out.part(PartKind::TextDelta {
-                    id,
-                    delta: text.to_owned(),
-                });
+            if let Some(text) = s(part, "text").filter(|t| !t.is_empty()) {
+                let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+                self.text_part(text, thought, out);
             }
         }
         for (k, part) in parts.iter().enumerate() {

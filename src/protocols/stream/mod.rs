@@ -698,6 +698,30 @@ impl StreamReplay {
         }
     }
 
+    /// No data at all, but `event:` lines that name the protocol: a stream cut before its first
+    /// data (its terminal event is missing like any other). Sets the decoder they name, and
+    /// returns the last of them (its type and span).
+    fn decoder_from_event_names(&mut self) -> Option<(String, Span)> {
+        let [first, last_named] = &self.named_without_data;
+        if self.decoder.is_none()
+            && self.events == 0
+            && let Some(n) = last_named
+            && let Some(proto) = [last_named, first]
+                .into_iter()
+                .flatten()
+                .find_map(|x| detect("", Some(&x.event_type)))
+        {
+            let span = self.locator.span(n.start, n.end);
+            let named = (n.event_type.clone(), span);
+            if n.unterminated {
+                self.unterminated = Some(span);
+            }
+            self.decoder = Some(new_decoder(proto));
+            return Some(named);
+        }
+        None
+    }
+
     /// Ends the stream; returns one analysis per profile (the first profile's first). With two
     /// profiles, the first analysis also records what the second did differently.
     pub fn finish(mut self, counts: &[(&'static str, u64)]) -> Vec<Analysis> {
@@ -709,25 +733,7 @@ impl StreamReplay {
                 self.decode(&q.view());
             }
         }
-        // No data at all, but `event:` lines that name the protocol: a stream cut before its
-        // first data (its terminal event is missing like any other).
-        let mut dataless_last = None;
-        let [first, last_named] = &self.named_without_data;
-        if self.decoder.is_none()
-            && self.events == 0
-            && let Some(n) = last_named
-            && let Some(proto) = [last_named, first]
-                .into_iter()
-                .flatten()
-                .find_map(|x| detect("", Some(&x.event_type)))
-        {
-            let span = self.locator.span(n.start, n.end);
-            self.decoder = Some(new_decoder(proto));
-            dataless_last = Some((n.event_type.clone(), span));
-            if n.unterminated {
-                self.unterminated = Some(span);
-            }
-        }
+        let dataless_last = self.decoder_from_event_names();
         let last = self.last.unwrap_or((0, self.locator.span(0, 0)));
         let (seq, span) = last;
         let mut protocol_name = "unknown protocol".to_owned();
