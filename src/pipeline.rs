@@ -1,5 +1,5 @@
-//! The one-way pipeline, end to end: detect → ingest → replay → reconstruct → checks →
-//! prepared output.
+//! The engine: recognise → read and replay (the input's format family) → check → prepared
+//! output.
 //!
 //! [`diagnose_file`] streams: each unit (a log, a capture, one recorded exchange, one session of
 //! a store) is checked and prepared for printing as soon as it is replayed, and handed over at

@@ -1,8 +1,6 @@
-//! Stage 1 of the pipeline: bytes → records with byte spans.
-//!
-//! Each input kind has a submodule that streams its records; [`detect`] recognises the kind from
-//! the content (never from the file name alone). Ingest knows framing, not meaning: deciding that
-//! an object is a tool update or a crash is the job of `replay`.
+//! Opening an input: a file with a buffer sized for streaming, and standard input or a FIFO read
+//! once into a private copy (`input`, `private`). What the input is, and its records, are the
+//! formats' (`formats/`).
 
 pub mod input;
 pub mod private;
