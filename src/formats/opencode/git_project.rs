@@ -108,24 +108,40 @@ fn root_commit(dir: &Path) -> Option<String> {
 }
 
 /// Hands `analysis` the store's project rows and what `session-hidden` needs to know of this
-/// machine: how OpenCode resolves each folder the rows and the unit's sessions name (as written,
-/// and in canonical form for the rows' folders).
+/// machine: how OpenCode resolves the folders whose resolution can decide something. Those are
+/// a worktree that several project rows claim (as written, and in canonical form; one row's
+/// worktree is listed whatever it resolves to), and the folder of a session filed under no row
+/// or under `global`. Resolving reads `.git` and may start `git`, so nothing else is resolved.
 pub fn attach(analysis: &mut Analysis, projects: &Option<Arc<[Project]>>) {
     analysis.projects.clone_from(projects);
     let Some(projects) = projects else {
         return;
     };
-    let mut folders: Vec<String> = Vec::new();
+    let mut claims: HashMap<String, Vec<&str>> = HashMap::new();
     for p in projects.iter() {
-        folders.extend(p.worktree.clone());
-        folders.extend(
-            p.worktree
-                .iter()
-                .chain(&p.folders)
-                .map(|f| canonical_folder(f)),
-        );
+        if let Some(w) = &p.worktree {
+            claims.entry(canonical_folder(w)).or_default().push(w);
+        }
     }
-    folders.extend(analysis.sessions.iter().filter_map(|s| s.directory.clone()));
+    let mut folders: Vec<String> = Vec::new();
+    for (canonical, raw) in claims {
+        if raw.len() > 1 {
+            folders.extend(raw.into_iter().map(str::to_owned));
+            folders.push(canonical);
+        }
+    }
+    let filed = |s: &crate::session::Session| {
+        s.project_id
+            .as_deref()
+            .is_some_and(|id| id != "global" && projects.iter().any(|p| p.id == id))
+    };
+    folders.extend(
+        analysis
+            .sessions
+            .iter()
+            .filter(|s| !filed(s))
+            .filter_map(|s| s.directory.clone()),
+    );
     let mut here = FoldersHere::default();
     for folder in folders {
         if let std::collections::hash_map::Entry::Vacant(e) = here.0.entry(folder) {
