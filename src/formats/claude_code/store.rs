@@ -1,10 +1,9 @@
 //! Claude Code's projects folder (`~/.claude/projects`): one folder per project, a transcript
 //! per session named by its id, subagents' transcripts beside it.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::formats::store::sorted_entries;
+use crate::formats::store::{head, sorted_entries};
 
 /// The transcripts of a Claude Code projects folder (or of one project's folder): sessions and
 /// their subagents.
@@ -51,11 +50,5 @@ pub fn session_file(root: &Path, id: &str) -> Option<PathBuf> {
     }
     // A renamed or copied file: the first records name the session.
     let quoted = format!("\"sessionId\":\"{id}\"");
-    files.into_iter().find(|f| {
-        let mut head = Vec::new();
-        std::fs::File::open(f)
-            .and_then(|file| file.take(64 * 1024).read_to_end(&mut head))
-            .is_ok()
-            && String::from_utf8_lossy(&head).contains(&quoted)
-    })
+    files.into_iter().find(|f| head(f).contains(&quoted))
 }

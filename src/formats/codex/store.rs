@@ -1,9 +1,8 @@
 //! Codex's sessions folder (`~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`).
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::formats::store::sorted_entries;
+use crate::formats::store::{head, sorted_entries};
 
 /// The rollouts of a Codex sessions folder (`YYYY/MM/DD/rollout-*.jsonl`).
 pub fn rollouts(root: &Path) -> Vec<PathBuf> {
@@ -46,11 +45,8 @@ pub fn session_file(root: &Path, id: &str) -> Option<PathBuf> {
     }
     let quoted = format!("\"{id}\"");
     files.into_iter().find(|f| {
-        let Ok(file) = std::fs::File::open(f) else {
-            return false;
-        };
-        let mut first = String::new();
-        let _ = BufReader::new(file.take(64 * 1024)).read_line(&mut first);
+        let head = head(f);
+        let first = head.lines().next().unwrap_or_default();
         first.contains("\"session_meta\"") && first.contains(&quoted)
     })
 }
