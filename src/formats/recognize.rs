@@ -79,7 +79,7 @@ impl Claim {
         }
     }
 
-    /// A claim on the record at `at` of [`Head::record_lines`].
+    /// A claim on the record at `at` of [`Head::records`].
     pub fn record(format: Format, at: usize, what: impl Into<String>) -> Self {
         Self {
             format,
@@ -101,9 +101,13 @@ pub struct Head<'a> {
     pub first: &'a str,
     /// The lines of the text.
     pub lines: Vec<&'a str>,
-    /// The first [`RECORD_LINES`] lines that start with `{` (trimmed): the candidates for
-    /// [`Evidence::Record`], read only when the first line starts with `{`.
-    pub record_lines: Vec<&'a str>,
+    /// The first [`RECORD_LINES`] lines that start with `{`, each decoded once: the candidates
+    /// for [`Evidence::Record`], read only when the first line starts with `{` (else empty).
+    pub records: Vec<RecordLine>,
+    /// The first 4 KiB of the text (a document's distinguishing keys are read there), and the
+    /// same without whitespace.
+    pub probe: &'a str,
+    pub probe_compact: String,
 }
 
 impl<'a> Head<'a> {
@@ -112,24 +116,9 @@ impl<'a> Head<'a> {
         self.first.starts_with('{')
     }
 
-    /// The first 4 KiB of the text (a document's distinguishing keys are read there).
-    pub fn probe(&self) -> &'a str {
-        let text = self.text.unwrap_or_default();
-        let end = text.char_indices().nth(4096).map_or(text.len(), |(i, _)| i);
-        &text[..end]
-    }
-
     /// Whether `key` appears as a quoted string in the first 4 KiB.
     pub fn probe_has(&self, key: &str) -> bool {
-        self.probe().contains(&format!("\"{key}\""))
-    }
-
-    /// The first 4 KiB without whitespace.
-    pub fn probe_compact(&self) -> String {
-        self.probe()
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect()
+        self.probe.contains(&format!("\"{key}\""))
     }
 }
 
@@ -161,9 +150,9 @@ pub fn first_record(
     if !head.first_is_object() {
         return None;
     }
-    head.record_lines
+    head.records
         .iter()
-        .position(|l| fits(&record_line(l)))
+        .position(&mut fits)
         .map(|at| Claim::record(format, at, format!("{what} (record {})", at + 1)))
 }
 
@@ -210,7 +199,9 @@ pub fn recognise(path: &Path, bytes: &[u8]) -> Result<Claim, DetectError> {
         text: None,
         first: "",
         lines: Vec::new(),
-        record_lines: Vec::new(),
+        records: Vec::new(),
+        probe: "",
+        probe_compact: String::new(),
     };
     if let Some(claim) = strongest(super::claims_on(&binary)) {
         return Ok(claim);
@@ -247,18 +238,26 @@ pub fn recognise(path: &Path, bytes: &[u8]) -> Result<Claim, DetectError> {
         .map(|l| l.trim_start())
         .find(|l| !l.is_empty())
         .unwrap_or_default();
-    let record_lines = lines
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| l.starts_with('{') && l.len() > 1)
-        .take(RECORD_LINES)
-        .collect();
+    let records = if first.starts_with('{') {
+        lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| l.starts_with('{') && l.len() > 1)
+            .take(RECORD_LINES)
+            .map(record_line)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let probe = &text[..text.char_indices().nth(4096).map_or(text.len(), |(i, _)| i)];
     let head = Head {
         bytes,
         text: Some(text),
         first,
         lines,
-        record_lines,
+        records,
+        probe,
+        probe_compact: probe.chars().filter(|c| !c.is_whitespace()).collect(),
     };
     strongest(super::claims_on(&head)).ok_or_else(|| DetectError::Unknown {
         path: path_buf(),

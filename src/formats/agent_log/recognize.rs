@@ -70,7 +70,7 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
         ));
     }
     if head.first_is_object() {
-        let compact = head.probe_compact();
+        let compact = &head.probe_compact;
         let mentions = head.probe_has("sessionID")
             || (head.probe_has("service") && head.probe_has("message"))
             || AGENT_TYPES

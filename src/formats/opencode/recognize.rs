@@ -38,7 +38,7 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
                 _ => false,
             },
         ));
-        if head.probe_compact().starts_with("{\"info\":") && head.probe_has("messages") {
+        if head.probe_compact.starts_with("{\"info\":") && head.probe_has("messages") {
             claims.push(Claim::new(
                 Format::OpencodeExport,
                 Evidence::PrettyDocument,
