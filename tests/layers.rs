@@ -35,7 +35,12 @@ const LAYERS: &[&[&str]] = &[
     // Printers.
     &["report"],
     // Repairs ask the rules for their fixes and verify with them.
-    &["formats::opencode::repair", "formats::transcript::repair"],
+    &[
+        "formats::opencode::repair",
+        "formats::transcript::repair",
+        "formats::claude_code::repair",
+        "formats::codex::repair",
+    ],
     // The engine and what it reads besides inputs.
     &["pipeline", "config", "baseline", "discover"],
     // The front end.

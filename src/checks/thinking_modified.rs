@@ -439,7 +439,7 @@ mod tests {
     fn findings(text: &str) -> Vec<Finding> {
         let mut analysis =
             crate::formats::claude_code::replay::replay(text.as_bytes(), FileId(0)).unwrap();
-        let next = crate::formats::transcript::request::next_request(&analysis);
+        let next = crate::formats::claude_code::request::next_request(&analysis);
         analysis.requests.extend(next);
         let mut out = Vec::new();
         ThinkingModified.run(&analysis, &mut out);

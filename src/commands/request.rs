@@ -3,7 +3,7 @@
 //! message and part ids each block comes from, and the provider rules it breaks
 //! (`crate::protocols::provider`), each with the provider's error, verbatim. Given a Claude Code
 //! transcript or a Codex rollout, the request that client sends on resume
-//! (`crate::formats::transcript::request`), with the blocks' record ids, and, for Claude Code, the signed
+//! (`crate::formats::claude_code::request`, `crate::formats::codex::request`), with the blocks' record ids, and, for Claude Code, the signed
 //! thinking it would send changed (`thinking-modified`).
 
 use std::io::Write;

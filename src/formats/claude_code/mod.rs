@@ -2,7 +2,9 @@
 
 pub mod read;
 pub mod recognize;
+pub mod repair;
 pub mod replay;
+pub mod request;
 pub mod store;
 
 use crate::core::RewindError;
@@ -38,8 +40,6 @@ fn analyze(
             });
         }
     }
-    analysis
-        .requests
-        .extend(crate::formats::transcript::request::next_request(&analysis));
+    analysis.requests.extend(request::next_request(&analysis));
     each(sources, Unit::ready(analysis))
 }

@@ -2,7 +2,9 @@
 
 pub mod read;
 pub mod recognize;
+pub mod repair;
 pub mod replay;
+pub mod request;
 pub mod store;
 
 use crate::core::RewindError;
@@ -23,8 +25,6 @@ fn analyze(
     let file = sources.add_file(input.path);
     let reader = crate::ingest::open(input.path)?;
     let mut analysis = replay::replay(reader, file).map_err(|e| input.ingest_err(e))?;
-    analysis
-        .requests
-        .extend(crate::formats::transcript::request::next_request(&analysis));
+    analysis.requests.extend(request::next_request(&analysis));
     each(sources, Unit::ready(analysis))
 }
