@@ -539,3 +539,31 @@ fn a_tool_error_quotes_long_arguments_capped() {
         .unwrap_or(usize::MAX);
     assert!((4096..5000).contains(&kept), "error of {kept} bytes: {t}");
 }
+
+/// A Responses stream that ends with an `mcp_approval_request` pauses the turn for the user's
+/// approval: the call it asks for is made (provider-executed, named `mcp.<tool>` as the SDK
+/// names it), the tool listing before it is no call, and nothing is missing. The approved
+/// `mcp_call` of the next response answers that same call.
+#[test]
+fn an_mcp_approval_request_ends_a_turn_cleanly() {
+    for file in [
+        "responses-mcp-approval-request.sse",
+        "responses-mcp-approved.sse",
+    ] {
+        for profile in ["opencode-fixed", "opencode", "agent-0.8", "tanstack"] {
+            let (code, doc) = diagnose_json(&fixture(file), &["--processor", profile]);
+            let f = findings(&doc);
+            assert_eq!(code, 0, "{file} {profile}: {}", describe(&f));
+            assert!(f.is_empty(), "{file} {profile}: {}", describe(&f));
+        }
+        let t = timeline(file, "opencode");
+        assert!(t.contains("tool `mcp.search` mcpr_1"), "{t}");
+        assert!(
+            !t.contains("mcp_list_tools") && !t.contains("mcpl_1"),
+            "{t}"
+        );
+    }
+    let t = timeline("responses-mcp-approved.sse", "opencode");
+    assert!(t.contains("completed"), "{t}");
+    assert!(!t.contains("mcp_1 "), "{t}");
+}

@@ -208,6 +208,9 @@ struct Item<'a> {
     name: Str<'a>,
     #[serde(borrow, default)]
     status: Str<'a>,
+    /// An `mcp_call`'s: the `mcp_approval_request` the user approved.
+    #[serde(borrow, default)]
+    approval_request_id: Str<'a>,
     #[serde(default)]
     arguments: Raw,
     #[serde(default)]
@@ -278,6 +281,24 @@ pub struct OpenAiResponses {
 }
 
 /// A field rendered as JSON text, strings as they are; `first` when present, else `second`.
+/// The tool a provider-executed item runs: `mcp.<name>` for an MCP server's tool, as the SDK
+/// names it, else the item's kind without `_call` (`web_search`).
+fn provider_tool(kind: &str, name: Option<&str>) -> String {
+    match (kind, name) {
+        ("mcp_call", Some(name)) => format!("mcp.{name}"),
+        _ => kind.trim_end_matches("_call").to_owned(),
+    }
+}
+
+/// A provider-executed call's id: an approved MCP call answers its approval request, so it is
+/// that request's call (the SDK maps the one to the other).
+fn provider_call_id<'i>(item: &'i Item<'_>, id: &'i str) -> &'i str {
+    match item.kind.as_ref() {
+        "mcp_call" => item.approval_request_id.get().unwrap_or(id),
+        _ => id,
+    }
+}
+
 fn text_of_either(first: &Raw, second: &Raw) -> String {
     text_of(first.0.as_ref().or(second.0.as_ref()))
 }
@@ -414,10 +435,13 @@ impl OpenAiResponses {
         match kind {
             "message" => out.part(PartKind::TextStart { id: id.to_owned() }),
             "reasoning" => out.part(PartKind::ReasoningStart { id: id.to_owned() }),
+            // The SDK makes nothing of a tool listing, and the call an approval asks for is
+            // made when the request is done.
+            "mcp_list_tools" | "mcp_approval_request" => {}
             k if PROVIDER_ITEMS.contains(&k) => {
                 out.part(PartKind::ToolInputStart {
-                    id: id.to_owned(),
-                    name: k.trim_end_matches("_call").to_owned(),
+                    id: provider_call_id(item, id).to_owned(),
+                    name: provider_tool(k, item.name.get()),
                     provider_executed: true,
                 });
             }
@@ -493,7 +517,25 @@ impl OpenAiResponses {
         match kind {
             "message" => out.part(PartKind::TextEnd { id }),
             "reasoning" => out.part(PartKind::ReasoningEnd { id }),
+            "mcp_list_tools" => {}
+            // The call waits for the user's approval: the response ends here, and the approved
+            // call (an `mcp_call` naming this request) comes in the next response.
+            "mcp_approval_request" => {
+                out.part(PartKind::ToolInputStart {
+                    id: id.clone(),
+                    name: provider_tool("mcp_call", item.name.get()),
+                    provider_executed: true,
+                });
+                out.part(PartKind::ToolInputEnd { id: id.clone() });
+                out.part(PartKind::ToolCall {
+                    id,
+                    name: provider_tool("mcp_call", item.name.get()),
+                    input: text_of(item.arguments.0.as_ref()),
+                    provider_executed: true,
+                });
+            }
             k if PROVIDER_ITEMS.contains(&k) => {
+                let id = provider_call_id(item, &id).to_owned();
                 Self::provider_item_done(k, id, open.is_none(), item, out);
             }
             _ => self.tool_item_done(kind, id, open, item, out),
@@ -502,7 +544,7 @@ impl OpenAiResponses {
 
     /// A provider-executed item: its call and its result (or error) at once.
     fn provider_item_done(kind: &str, id: String, unopened: bool, item: &Item<'_>, out: &mut Out) {
-        let name = kind.trim_end_matches("_call").to_owned();
+        let name = provider_tool(kind, item.name.get());
         if unopened {
             out.part(PartKind::ToolInputStart {
                 id: id.clone(),
