@@ -300,6 +300,9 @@ const THINKING_KILLED: &str = "tests/fixtures/transcripts/claude-thinking/kill_t
 fn a_claude_transcript_shows_the_request_the_client_resumes_with() {
     let doc = request_json(&repo(THINKING_KILLED), &[]);
     assert_eq!(doc["provider"], "anthropic");
+    assert_eq!(doc["client"], "claude-code");
+    assert_eq!(doc["client_version"], "2.1.197");
+    assert!(doc["opencode_version"].is_null(), "{doc}");
     // The unanswered call is left out, its signed thinking kept: what Claude Code 2.1.197 sent.
     assert_eq!(
         shape(&doc),
@@ -357,4 +360,43 @@ fn opencode_options_are_refused_for_a_transcript() {
     let (code, _, stderr) = request(&repo(THINKING_KILLED), &["--opencode-version", "1.14.0"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("are for OpenCode stores"), "{stderr}");
+}
+
+/// Claude Code 2.1.281 and later send a call the kill left unanswered, answered with their own
+/// interrupted result and a synthetic reply (recorded: `tests/fixtures/matrix/claude-code/`);
+/// 2.1.280 leaves it out.
+#[test]
+fn a_killed_call_is_rebuilt_as_each_claude_code_version_resumes_it() {
+    let killed = |version: &str| {
+        let dir = repo("tests/fixtures/matrix/claude-code")
+            .join(version)
+            .join("kill_tool");
+        let file = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                n.ends_with(".jsonl") && n != "requests.jsonl"
+            })
+            .unwrap();
+        request_json(&file, &[])
+    };
+    let old = killed("2.1.280");
+    assert_eq!(old["client_version"], "2.1.280");
+    assert!(!old.to_string().contains("tool_use"), "{old}");
+    let new = killed("2.1.281");
+    let s = shape(&new);
+    assert_eq!(
+        s[s.len() - 3..],
+        [
+            (
+                "assistant".to_owned(),
+                vec!["text".to_owned(), "tool_use".to_owned()]
+            ),
+            ("user".to_owned(), vec!["tool_result".to_owned()]),
+            ("assistant".to_owned(), vec!["text".to_owned()]),
+        ]
+    );
+    assert_eq!(new["problems"].as_array().map(Vec::len), Some(0), "{new}");
 }

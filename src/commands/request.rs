@@ -85,6 +85,8 @@ struct Chosen {
     violations: Vec<Violation>,
     /// It is a client's transcript (one session, no `--session`).
     transcript: bool,
+    /// The client that wrote it: `opencode`, `claude-code` or `codex`.
+    client: &'static str,
 }
 
 /// The JSON document.
@@ -92,6 +94,11 @@ struct Chosen {
 struct Document {
     session: String,
     provider: Option<&'static str>,
+    /// `opencode`, `claude-code` or `codex`.
+    client: &'static str,
+    /// The version whose behaviour the rebuild follows.
+    client_version: Option<String>,
+    /// The same, for an OpenCode store only (kept for the readers of earlier output).
     opencode_version: Option<String>,
     messages: Vec<MessageDoc>,
     problems: Vec<ProblemDoc>,
@@ -211,6 +218,13 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
                 undecided,
                 violations,
                 transcript,
+                client: if format.is_claude_code() {
+                    "claude-code"
+                } else if format.is_codex() {
+                    "codex"
+                } else {
+                    "opencode"
+                },
             });
         }
         Ok(())
@@ -465,7 +479,9 @@ fn document(chosen: &Chosen, violations: &[Violation]) -> Document {
             Provider::Anthropic => "anthropic",
             Provider::OpenAi => "openai",
         }),
-        opencode_version: chosen.version.clone(),
+        client: chosen.client,
+        client_version: chosen.version.clone(),
+        opencode_version: chosen.version.clone().filter(|_| !chosen.transcript),
         messages,
         problems,
     }
@@ -500,6 +516,7 @@ mod tests {
             undecided: false,
             violations: Vec::new(),
             transcript: false,
+            client: "opencode",
         }
     }
 

@@ -775,9 +775,17 @@ impl Reader {
             .flat_map(|m| &m.parts)
             .any(|p| p.part.tool().is_some_and(|t| !t.state.is_terminal()));
         if open_at_end {
-            facts.open_call_notes.push(format!(
-                "written by {client}; on resume, Claude Code 2.1.197 branches the next turn from the record before the unanswered `tool_use` and leaves the call out of the request it rebuilds; clients that send it get `tool_use ids were found without tool_result blocks immediately after` (a 400)"
-            ));
+            let answers =
+                crate::formats::claude_code::request::answers_on_resume(self.version.as_deref());
+            facts.open_call_notes.push(if answers {
+                format!(
+                    "written by {client}; on resume, Claude Code 2.1.281 and later answer the unanswered `tool_use` with an interrupted `tool_result` and a synthetic reply, and send the call answered"
+                )
+            } else {
+                format!(
+                    "written by {client}; on resume, Claude Code up to 2.1.280 branches the next turn from the record before the unanswered `tool_use` and leaves the call out of the request it rebuilds; clients that send it get `tool_use ids were found without tool_result blocks immediately after` (a 400)"
+                )
+            });
         }
         self.unanswered(&path, &session_id, &client, &mut facts);
         self.stranded(&path, &on_path, &session_id, &client, &mut facts);
