@@ -244,3 +244,34 @@ fn each_oversized_image_of_one_record_is_pointed_at() {
     at.sort_unstable();
     assert_eq!(at, expected, "{}", describe(&all));
 }
+
+/// Records of types rewind does not model are counted and named, never findings; their type is
+/// the input's text, so it is escaped.
+#[test]
+fn records_rewind_does_not_model_are_counted_not_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir
+        .path()
+        .join("11111111-2222-4333-8444-555555555555.jsonl");
+    let records = [
+        r#"{"type":"file-history-snapshot","messageId":"u1","snapshot":{},"isSnapshotUpdate":false,"sessionId":"s"}"#,
+        r#"{"type":"file-history-snapshot","messageId":"u1","snapshot":{},"isSnapshotUpdate":true,"sessionId":"s"}"#,
+        r#"{"type":"x\u001b[2Jy","sessionId":"s"}"#,
+        r#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2026-01-01T00:00:00.000Z","sessionId":"s","version":"2.1.197"}"#,
+        r#"{"parentUuid":"u1","isSidechain":false,"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn"},"uuid":"a1","timestamp":"2026-01-01T00:00:01.000Z","sessionId":"s","version":"2.1.197"}"#,
+    ];
+    std::fs::write(&path, records.join("\n") + "\n").unwrap();
+    let (code, doc) = diagnose_json(&path, &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(findings(&doc).is_empty(), "{doc}");
+    let unmodelled = &doc["files"][0]["unmodelled_records"];
+    assert_eq!(unmodelled["file-history-snapshot"], 2, "{doc}");
+    assert_eq!(unmodelled["x\u{1b}[2Jy"], 1, "{doc}");
+    let out = rewind().arg("diagnose").arg(&path).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("3 records of types rewind does not model: `file-history-snapshot` ×2"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}'), "{text}");
+}

@@ -306,6 +306,30 @@ impl<W: Write> HumanPrinter<W> {
     }
 }
 
+/// `12 records of types rewind does not model: `attachment` ×5, …` (the five commonest types,
+/// escaped: they are the input's text), or nothing when every record was modelled.
+fn unmodelled_words(unmodelled: &std::collections::BTreeMap<String, u64>) -> Option<String> {
+    let total: u64 = unmodelled.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let mut by_count: Vec<(&String, &u64)> = unmodelled.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let mut shown: Vec<String> = by_count
+        .iter()
+        .take(5)
+        .map(|(ty, n)| format!("`{}` ×{n}", escape(ty, false)))
+        .collect();
+    if by_count.len() > 5 {
+        shown.push("…".to_owned());
+    }
+    let noun = if total == 1 { "record" } else { "records" };
+    Some(format!(
+        "{total} {noun} of types rewind does not model: {}",
+        shown.join(", ")
+    ))
+}
+
 impl<W: Write> Printer for HumanPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         self.out.write_all(unit.human.as_bytes())?;
@@ -319,7 +343,7 @@ impl<W: Write> Printer for HumanPrinter<W> {
         for (rule, n) in by_rule(unit.records.iter()) {
             self.rules.entry(rule).or_default().merge(n);
         }
-        let objects = unit
+        let mut objects = unit
             .counts
             .get("json objects")
             .map(|n| {
@@ -327,6 +351,12 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 format!("{n} JSON objects, {bad} undecodable")
             })
             .unwrap_or_default();
+        if let Some(words) = unmodelled_words(&unit.unmodelled) {
+            if !objects.is_empty() {
+                objects.push_str("; ");
+            }
+            objects.push_str(&words);
+        }
         let sessionless = unit.format.is_agent_log() && unit.sessions.is_empty();
         match self
             .file_index

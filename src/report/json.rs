@@ -17,6 +17,9 @@ struct FileEntry {
     path: String,
     format: crate::core::Format,
     counts: std::collections::BTreeMap<&'static str, u64>,
+    /// Records of types rewind reads but does not model, by type as written.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    unmodelled_records: std::collections::BTreeMap<String, u64>,
     sessions: Vec<SessionSummary>,
 }
 
@@ -57,6 +60,9 @@ impl<W: Write> Printer for JsonPrinter<W> {
                 for (&key, &n) in &unit.counts {
                     *entry.counts.entry(key).or_default() += n;
                 }
+                for (key, &n) in &unit.unmodelled {
+                    *entry.unmodelled_records.entry(key.clone()).or_default() += n;
+                }
             }
             None => {
                 self.file_index.insert(unit.file.clone(), self.files.len());
@@ -64,6 +70,7 @@ impl<W: Write> Printer for JsonPrinter<W> {
                     path: unit.file.clone(),
                     format: unit.format,
                     counts: unit.counts.clone(),
+                    unmodelled_records: unit.unmodelled.clone(),
                     sessions: unit.sessions.clone(),
                 });
             }

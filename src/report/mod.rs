@@ -77,6 +77,8 @@ pub struct UnitOutput {
     pub file: String,
     pub format: Format,
     pub counts: BTreeMap<&'static str, u64>,
+    /// Records read but not modelled, by type (see `Analysis::unmodelled`).
+    pub unmodelled: BTreeMap<String, u64>,
     pub sessions: Vec<SessionSummary>,
     /// Findings kept (after baseline filtering), in source order.
     pub records: Vec<FindingRecord>,
@@ -141,6 +143,7 @@ pub fn prepare(
         file,
         format: analysis.format,
         counts: analysis.counts.clone(),
+        unmodelled: analysis.unmodelled.clone(),
         sessions: summarize(analysis, &kept_findings),
         records,
         baselined,

@@ -82,6 +82,9 @@ pub struct Analysis {
     pub requests: Vec<ModelRequest>,
     /// Counters shown by `-v` and in JSON output ("json objects", "rejoined splits", …).
     pub counts: BTreeMap<&'static str, u64>,
+    /// Records the format's reader read but does not model, by their type as written
+    /// (`file-history-snapshot`): tolerated and shown, never a finding.
+    pub unmodelled: BTreeMap<String, u64>,
     /// For a replayed stream capture: the stream, and how the processor ended it.
     pub stream: Option<Box<StreamFacts>>,
     /// Streams found inside this input (an agent log's verbose HTTP `bodyPreview`s), to replay as
@@ -320,6 +323,7 @@ impl Analysis {
             undecodable: Vec::new(),
             requests: Vec::new(),
             counts: BTreeMap::new(),
+            unmodelled: BTreeMap::new(),
             stream: None,
             embedded_streams: Vec::new(),
             transcript: None,

@@ -217,6 +217,14 @@ impl Reader {
             }
         };
         self.order(&line, obj);
+        let ty = str_of(obj, "type").unwrap_or_default();
+        if !matches!(
+            ty,
+            "session_meta" | "event_msg" | "response_item" | "compacted"
+        ) {
+            let ty = ty.to_owned();
+            *self.analysis().unmodelled.entry(ty).or_default() += 1;
+        }
         let Some(payload) = obj.get("payload").and_then(Value::as_object) else {
             return;
         };

@@ -498,6 +498,7 @@ mod tests {
             file: file.into(),
             format: crate::testing::formats::AGENT_LOG,
             counts: BTreeMap::new(),
+            unmodelled: BTreeMap::new(),
             sessions: sessions
                 .iter()
                 .map(|(id, errors)| SessionSummary {

@@ -176,6 +176,8 @@ struct Reader {
     version: Option<String>,
     undecodable: Vec<Undecodable>,
     counts: (u64, u64, u64),
+    /// Records of types the replay does not model, by type.
+    unmodelled: std::collections::BTreeMap<String, u64>,
     /// Records whose `uuid` an earlier record has: where, and the uuid.
     duplicates: Vec<(Span, String)>,
     size: TranscriptSize,
@@ -249,6 +251,9 @@ impl Reader {
             return;
         }
         let Some(uuid) = str_of(obj, "uuid") else {
+            if ty != "api-request" {
+                *self.unmodelled.entry(ty.to_owned()).or_default() += 1;
+            }
             return;
         };
         self.counts.1 += 1;
@@ -644,6 +649,7 @@ impl Reader {
             .counts
             .insert("conversation records", self.counts.1);
         analysis.undecodable = self.undecodable.clone();
+        analysis.unmodelled = self.unmodelled.clone();
         let session_id = self.session_id.clone().unwrap_or_else(|| "session".into());
         let path = self.active_path();
         analysis
