@@ -65,6 +65,9 @@ pub struct Claim {
     pub evidence: Evidence,
     /// The index of the first record that fits, for [`Evidence::Record`] (0 otherwise).
     pub at: usize,
+    /// How many of the head's records fit, for [`Evidence::Record`] (0 otherwise): between two
+    /// formats whose records both appear, the one more of them fit wins.
+    pub fitting: usize,
     /// What was recognised, in words.
     pub what: String,
 }
@@ -75,16 +78,18 @@ impl Claim {
             format,
             evidence,
             at: 0,
+            fitting: 0,
             what: what.into(),
         }
     }
 
-    /// A claim on the record at `at` of [`Head::records`].
-    pub fn record(format: Format, at: usize, what: impl Into<String>) -> Self {
+    /// A claim on the record at `at` of [`Head::records`], `fitting` of which fit.
+    pub fn record(format: Format, at: usize, fitting: usize, what: impl Into<String>) -> Self {
         Self {
             format,
             evidence: Evidence::Record,
             at,
+            fitting,
             what: what.into(),
         }
     }
@@ -140,7 +145,7 @@ pub fn record_line(line: &str) -> RecordLine {
     }
 }
 
-/// The first record of `head` that `fits`, as a claim for `format`.
+/// The first record of `head` that `fits`, as a claim for `format`, with how many fit.
 pub fn first_record(
     head: &Head<'_>,
     format: Format,
@@ -150,10 +155,17 @@ pub fn first_record(
     if !head.first_is_object() {
         return None;
     }
-    head.records
-        .iter()
-        .position(&mut fits)
-        .map(|at| Claim::record(format, at, format!("{what} (record {})", at + 1)))
+    let fit: Vec<bool> = head.records.iter().map(&mut fits).collect();
+    let fitting = fit.iter().filter(|&&f| f).count();
+    fit.iter().position(|&f| f).map(|at| {
+        let of = head.records.len();
+        Claim::record(
+            format,
+            at,
+            fitting,
+            format!("{what} (record {}; {fitting} of {of} records fit)", at + 1),
+        )
+    })
 }
 
 /// Recognises the format of `path` from its first bytes, or from its layout for a folder.
@@ -266,9 +278,12 @@ pub fn recognise(path: &Path, bytes: &[u8]) -> Result<Claim, DetectError> {
     })
 }
 
-/// The strongest of `claims`, which come in the registry's order.
+/// The strongest of `claims`, which come in the registry's order: the strongest evidence, then,
+/// between record claims, the one more of the head's records fit, then the earliest record.
 fn strongest(claims: Vec<Claim>) -> Option<Claim> {
-    claims.into_iter().min_by_key(|c| (c.evidence, c.at))
+    claims
+        .into_iter()
+        .min_by_key(|c| (c.evidence, std::cmp::Reverse(c.fitting), c.at))
 }
 
 /// The first key of the JSON object `text` starts with, when it is a plain string.
@@ -523,6 +538,28 @@ mod tests {
         assert_eq!(
             fmt(b"{\"type\":\"abort\",\"level\":\"info\",\"service\":\"session.processor\",\"message\":\"unhandled\"}\n").ok(),
             Some(Format::AgentLog)
+        );
+    }
+
+    /// Between two formats whose records both appear in the head, the one more records fit
+    /// wins, whichever comes first; on equal counts the earlier record decides.
+    #[test]
+    fn the_format_more_records_fit_wins() {
+        let a = Claim::record(Format::AgentLog, 0, 1, "one agent record first");
+        let b = Claim::record(Format::JsonLines, 1, 40, "forty stream events after it");
+        assert_eq!(
+            strongest(vec![a.clone(), b.clone()]).map(|c| c.format),
+            Some(Format::JsonLines)
+        );
+        let b_few = Claim::record(Format::JsonLines, 1, 1, "one stream event after it");
+        assert_eq!(
+            strongest(vec![b_few, a]).map(|c| c.format),
+            Some(Format::AgentLog)
+        );
+        let magic = Claim::new(Format::OpencodeDb, Evidence::Magic, "SQLite's header");
+        assert_eq!(
+            strongest(vec![b, magic]).map(|c| c.format),
+            Some(Format::OpencodeDb)
         );
     }
 
