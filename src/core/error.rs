@@ -61,7 +61,7 @@ pub enum DetectError {
         line: u64,
     },
     #[error(
-        "cannot tell what `{path}` is: expected an agent log, an SSE capture, an HTTP recording or an OpenCode session store (it starts with {head:?}; {found}); if you know what it is, say so with `--input` (e.g. `--input agent-log`)"
+        "cannot tell what `{path}` is: expected an agent log, a stream capture, an HTTP recording, an OpenCode session store or a Claude Code or Codex transcript (it starts with {head:?}; {found}); if you know what it is, say so with `--input` (e.g. `--input agent-log`)"
     )]
     Unknown {
         path: PathBuf,

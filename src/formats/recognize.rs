@@ -526,6 +526,26 @@ mod tests {
         );
     }
 
+    /// A line that is a whole object, not an agent's, is no agent log even when text nested in
+    /// it looks like an agent's keys (a recorded request's `"type":"text"` blocks); a
+    /// pretty-printed agent object still is one.
+    #[test]
+    fn a_whole_object_is_judged_by_its_keys_not_by_what_it_mentions() {
+        let request = concat!(
+            r#"{"n":1,"method":"POST","path":"/v1/messages","body":{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}}"#,
+            "\n",
+            r#"{"n":2,"method":"POST","path":"/v1/messages","body":{"messages":[{"role":"user","content":[{"type":"text","text":"go"}]}]}}"#,
+            "\n"
+        );
+        assert!(matches!(
+            fmt(request.as_bytes()),
+            Err(DetectError::Unknown { .. })
+        ));
+        let pretty =
+            "{\n  \"body\": {\n    \"type\": \"text\",\n    \"sessionID\": \"ses_1\"\n  }\n}\n";
+        assert_eq!(fmt(pretty.as_bytes()).ok(), Some(Format::AgentLog));
+    }
+
     #[test]
     fn agent_objects_after_a_preamble() {
         let status = "{\n  \"type\": \"status\",\n  \"mode\": \"stdin-stream\"\n}\n";

@@ -69,7 +69,11 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
             "an agent's object after a preamble",
         ));
     }
-    if head.first_is_object() {
+    // Mentions stand for records only where no record can be read whole: a pretty-printed
+    // document, a line cut by the head's end. A first line that is a whole object not an
+    // agent's (a recorded request whose messages hold `"type":"text"`) is no agent log.
+    let first_is_whole = matches!(head.records.first(), Some(RecordLine::Object(_)));
+    if head.first_is_object() && !first_is_whole {
         let compact = &head.probe_compact;
         let mentions = head.probe_has("sessionID")
             || (head.probe_has("service") && head.probe_has("message"))
