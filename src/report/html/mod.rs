@@ -21,6 +21,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use maud::{Markup, PreEscaped, Render, html};
+
 use super::snippet::push_escaped;
 use super::{Printer, RunSummary, Totals, UnitOutput, by_rule};
 use crate::checks::diagnostic::Severity;
@@ -63,6 +65,18 @@ pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + s.len() / 8);
     esc_into(&mut out, s);
     out
+}
+
+/// Text from the input, as the page shows it: a [`Render`] that escapes it as [`esc`] does. Every
+/// piece of input text goes on the page through it (a string spliced into a template without it
+/// would still be escaped by maud, but its control characters and bidi overrides kept).
+#[derive(Clone, Copy)]
+struct Text<'a>(&'a str);
+
+impl Render for Text<'_> {
+    fn render_to(&self, out: &mut String) {
+        esc_into(out, self.0);
+    }
 }
 
 fn esc_into(out: &mut String, s: &str) {
@@ -190,11 +204,13 @@ impl<W: Write> HtmlPrinter<W> {
             return Ok(());
         }
         self.started = true;
-        write!(
-            self.out,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rewind report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<header><h1>rewind report</h1><p class=\"meta\">rewind {} · findings are pinned to the timeline entry they are about; sessions without findings are collapsed</p></header>\n<main>\n",
-            env!("CARGO_PKG_VERSION")
-        )
+        let page = page_start(
+            html! { "rewind report" },
+            &[STYLE],
+            html! { "rewind report" },
+            "findings are pinned to the timeline entry they are about; sessions without findings are collapsed",
+        );
+        self.out.write_all(page.as_bytes())
     }
 }
 
@@ -324,12 +340,7 @@ impl<W: Write> Printer for HtmlPrinter<W> {
         let tail = "</aside>\n</body>\n</html>\n";
         // The page's size, this line included (its own digits are counted too).
         let base = self.out.written + (s.len() + tail.len()) as u64;
-        let mut size = base;
-        for _ in 0..3 {
-            let line = size_line(size);
-            size = base + line.len() as u64;
-        }
-        s.push_str(&size_line(size));
+        size_line_for(base).render_to(&mut s);
         s.push_str(tail);
         self.out.write_all(s.as_bytes())?;
         self.out.flush()
@@ -412,11 +423,58 @@ fn totals_class(t: &Totals) -> &'static str {
     }
 }
 
-fn size_line(bytes: u64) -> String {
-    format!(
-        "<p class=\"meta size\">page size: {bytes} bytes ({:.1} KiB)</p>\n",
-        bytes as f64 / 1024.0
-    )
+/// The page up to its `<main>`: the head (the policy, `styles`) and the header. A page is written
+/// in parts (the report's as its units come), so this opens `<html>`, `<body>` and `<main>`, and
+/// [`MAIN_END`] and [`PAGE_END`] close them; all that is written in between is whole elements.
+fn page_start(title: Markup, styles: &[&str], heading: Markup, about: &str) -> String {
+    let mut page = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n");
+    html! {
+        head {
+            "\n" meta charset="utf-8";
+            "\n" meta http-equiv="Content-Security-Policy" content=(CSP);
+            "\n" meta name="referrer" content="no-referrer";
+            "\n" meta name="viewport" content="width=device-width, initial-scale=1";
+            "\n" title { (title) }
+            "\n" style { @for s in styles { (PreEscaped(s)) } }
+            "\n"
+        }
+        "\n"
+    }
+    .render_to(&mut page);
+    page.push_str("<body>\n");
+    html! {
+        header {
+            h1 { (heading) }
+            p.meta { "rewind " (env!("CARGO_PKG_VERSION")) " · " (about) }
+        }
+        "\n"
+    }
+    .render_to(&mut page);
+    page.push_str("<main>\n");
+    page
+}
+
+/// Closes what [`page_start`] opened: the `<main>`, then (after what follows it) the page.
+const MAIN_END: &str = "</main>\n";
+const PAGE_END: &str = "</body>\n</html>\n";
+
+/// The line that gives the page's size, for a page of `base` bytes without it: its own digits
+/// are counted too.
+fn size_line_for(base: u64) -> Markup {
+    let mut size = base;
+    for _ in 0..3 {
+        size = base + size_line(size).0.len() as u64;
+    }
+    size_line(size)
+}
+
+fn size_line(bytes: u64) -> Markup {
+    html! {
+        p.meta.size {
+            "page size: " (bytes) " bytes (" (format!("{:.1}", bytes as f64 / 1024.0)) " KiB)"
+        }
+        "\n"
+    }
 }
 
 const STYLE: &str = r#"
