@@ -1,10 +1,12 @@
 //! A unit's section of the page: its sessions, their timelines and the findings' cards with
 //! their annotated source lines.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::timeline::{Entry, Kind, Tools, keep, pins, timeline};
+use maud::Render;
+
+use super::timeline::{Shown, Timeline, Tools, keep, pins, timeline};
 use super::{
     MAX_CARDS, MAX_CLEAN_ENTRIES, MAX_ENTRIES, PAGE_BUDGET, UNIT, esc, esc_into, sev_class,
 };
@@ -14,23 +16,6 @@ use crate::report::snippet::CONTEXT;
 use crate::report::{Located, SessionSummary, Totals, locate_spans, root_cause_order, summarize};
 use crate::session::{Analysis, first_line};
 use crate::source::{SourceKind, SourceMap, Span};
-
-/// Where a span is, for people: `line 12` of its file, or its row.
-pub(super) fn place(sources: &SourceMap, located: &Located, span: &Span) -> String {
-    match sources.get(span.file).map(|s| &s.kind) {
-        // The row's last step (`message msg_…`): the session is the section's.
-        Some(SourceKind::Virtual { locator, .. }) => locator
-            .rsplit('›')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_owned(),
-        _ => located
-            .get(span)
-            .map(|r| format!("line {}", r.start.line))
-            .unwrap_or_default(),
-    }
-}
 
 /// The unit's section of the page.
 pub fn section(
@@ -77,12 +62,6 @@ pub fn section(
     }
 
     // Timelines to render, with their findings pinned.
-    struct Shown {
-        entries: Vec<Entry>,
-        kept: Vec<bool>,
-        pins: Vec<Vec<usize>>,
-        findings: bool,
-    }
     let mut shown: Vec<Option<Shown>> = Vec::new();
     for si in 0..=n {
         let session = analysis.sessions.get(si).map(|s| s.id.as_str());
@@ -267,7 +246,14 @@ pub fn section(
             out.push_str("</ol>\n");
         }
         match shown {
-            Some(s) => render_timeline(&mut out, sources, &lines, s, &sid, findings),
+            Some(s) => Timeline {
+                shown: s,
+                sid: &sid,
+                findings,
+                sources,
+                lines: &lines,
+            }
+            .render_to(&mut out),
             None if store && mine.is_empty() => {
                 out.push_str("<p class=\"meta\">no findings: timeline not rendered</p>\n")
             }
@@ -293,128 +279,6 @@ pub fn section(
     }
     out.push_str("</section>\n");
 
-    fn render_timeline(
-        out: &mut String,
-        sources: &SourceMap,
-        lines: &Located,
-        s: &Shown,
-        sid: &str,
-        findings: &[Finding],
-    ) {
-        out.push_str("<h3>Timeline</h3>\n<ol class=\"timeline\">\n");
-        let mut step_open = false;
-        let mut step_no = 0;
-        let mut elided: BTreeMap<&'static str, usize> = BTreeMap::new();
-        let flush = |out: &mut String, elided: &mut BTreeMap<&'static str, usize>| {
-            if elided.is_empty() {
-                return;
-            }
-            let total: usize = elided.values().sum();
-            let kinds = elided
-                .iter()
-                .map(|(k, n)| format!("{n} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let _ = writeln!(
-                out,
-                "<li class=\"elided\">… {total} entries elided ({kinds})</li>"
-            );
-            elided.clear();
-        };
-        for (ei, e) in s.entries.iter().enumerate() {
-            if e.kind == Kind::StepStart {
-                step_no += 1;
-            }
-            if !s.kept[ei] {
-                *elided.entry(e.kind.name()).or_default() += 1;
-                continue;
-            }
-            flush(out, &mut elided);
-            if e.kind == Kind::StepStart {
-                if step_open {
-                    out.push_str("<li class=\"unfinished\">no step-finish before the next step</li>\n</ol></li>\n");
-                }
-                step_open = true;
-            }
-            let worst = s.pins[ei].iter().map(|&i| findings[i].severity).max();
-            let mut class = format!("entry {}", e.kind.class());
-            if !e.tone.is_empty() {
-                let _ = write!(class, " tone-{}", e.tone);
-            }
-            if let Some(w) = worst {
-                let _ = write!(class, " pinned sev-{}", sev_class(w));
-            }
-            let at = e
-                .spans
-                .first()
-                .map(|sp| place(sources, lines, sp))
-                .unwrap_or_default();
-            let pos = format!(
-                "#{}{}",
-                e.seq + 1,
-                if at.is_empty() {
-                    String::new()
-                } else {
-                    format!(" · {at}")
-                }
-            );
-            let what = if e.kind == Kind::StepStart {
-                format!("step {step_no}")
-            } else {
-                e.what.clone()
-            };
-            if e.kind == Kind::StepStart {
-                let _ = write!(
-                    out,
-                    "<li class=\"{class} block\" id=\"{sid}-e{ei}\"><div class=\"row\"><span class=\"pos\">{}</span><span class=\"what\">{}</span><span class=\"detail\">{}</span></div>",
-                    esc(&pos),
-                    esc(&what),
-                    esc(&e.detail)
-                );
-                pins_html(out, &s.pins[ei], findings, sid);
-                out.push_str("\n<ol class=\"steps\">\n");
-                continue;
-            }
-            let _ = write!(
-                out,
-                "<li class=\"{class}\" id=\"{sid}-e{ei}\"><div class=\"row\"><span class=\"pos\">{}</span><span class=\"what\">{}</span><span class=\"detail\">{}</span></div>",
-                esc(&pos),
-                esc(&what),
-                esc(&e.detail)
-            );
-            pins_html(out, &s.pins[ei], findings, sid);
-            out.push_str("</li>\n");
-            if e.kind == Kind::StepFinish && step_open {
-                out.push_str("</ol></li>\n");
-                step_open = false;
-            }
-        }
-        flush(out, &mut elided);
-        if step_open {
-            out.push_str("<li class=\"unfinished\">the step never finished</li>\n</ol></li>\n");
-        }
-        out.push_str("</ol>\n");
-    }
-
-    fn pins_html(out: &mut String, pins: &[usize], findings: &[Finding], sid: &str) {
-        if pins.is_empty() {
-            return;
-        }
-        out.push_str("<ul class=\"pins\">");
-        for &i in pins {
-            let f = &findings[i];
-            let _ = write!(
-                out,
-                "<li class=\"sev-{}\"><a href=\"#{}-f{i}\">{} [{}]</a> {}</li>",
-                sev_class(f.severity),
-                sid,
-                sev_class(f.severity),
-                f.rule,
-                esc(&first_line(&f.message, 160))
-            );
-        }
-        out.push_str("</ul>");
-    }
     out
 }
 
