@@ -386,7 +386,7 @@ fn compact(unit: &UnitOutput) -> String {
             clean += 1;
             continue;
         }
-        let _ = writeln!(out, "<li>{}</li>", summary_line(s, None));
+        let _ = writeln!(out, "<li>{}</li>", summary_line(s, None).into_string());
     }
     if clean > 0 {
         let _ = writeln!(
@@ -411,6 +411,17 @@ fn compact(unit: &UnitOutput) -> String {
     }
     out.push_str("</ul>\n</section>\n");
     out
+}
+
+/// A unit's heading: its file, its format, its findings in words.
+fn unit_heading(file: &str, format: &str, totals: &Totals) -> Markup {
+    html! {
+        h2 {
+            span.file { (Text(file)) } " " span.fmt { (Text(format)) } " "
+            span.totals.(totals_class(totals)) { (Text(&totals.words())) }
+        }
+        "\n"
+    }
 }
 
 fn totals_class(t: &Totals) -> &'static str {
