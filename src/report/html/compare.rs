@@ -1,8 +1,8 @@
 //! The page of `replay --compare`: two processors' timelines side by side.
 
-use std::fmt::Write as _;
+use maud::{Markup, Render, html};
 
-use super::{CSP, STYLE, esc, sev_class, size_line};
+use super::{MAIN_END, PAGE_END, STYLE, Text, page_start, sev_class, size_line_for};
 use crate::checks::diagnostic::Severity;
 use crate::session::first_line;
 
@@ -94,17 +94,14 @@ fn keep_rows(rows: &[CompareRow], cap: usize) -> Vec<bool> {
     kept
 }
 
-fn side_cell(out: &mut String, side: Option<&Side>) {
-    match side {
-        Some(s) => {
-            let _ = write!(
-                out,
-                "<td class=\"run\"><span class=\"what\">{}</span> <span class=\"detail\">{}</span></td>",
-                esc(&s.what),
-                esc(&s.detail)
-            );
+fn side_cell(side: Option<&Side>) -> Markup {
+    html! {
+        @match side {
+            Some(s) => td.run {
+                span.what { (Text(&s.what)) } " " span.detail { (Text(&s.detail)) }
+            },
+            None => td.run.none { "—" },
         }
-        None => out.push_str("<td class=\"run none\">—</td>"),
     }
 }
 
@@ -113,195 +110,223 @@ fn side_cell(out: &mut String, side: Option<&Side>) {
 /// highlighted and the first of them anchored (`#diverge` for the page's first, `#cN-diverge`
 /// for each unit's) and focused when the page opens. Self-contained like the report.
 pub fn compare_page(units: &[Comparison]) -> String {
-    let mut out = String::new();
-    let names = |i: usize| {
-        units
-            .first()
-            .map(|c| c.runs[i].name.clone())
-            .unwrap_or_default()
-    };
-    let (na, nb) = (esc(&names(0)), esc(&names(1)));
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rewind replay: {na} vs {nb}</title>\n<style>{STYLE}{COMPARE_STYLE}</style>\n</head>\n<body>\n<header><h1>rewind replay: <span class=\"proc\">{na}</span> vs <span class=\"proc\">{nb}</span></h1><p class=\"meta\">rewind {} · the two processors' timelines side by side; rows where they differ are highlighted</p></header>\n<main>\n",
-        env!("CARGO_PKG_VERSION"),
+    let name = |i: usize| Text(units.first().map_or("", |c| c.runs[i].name.as_str()));
+    let (a, b) = (name(0), name(1));
+    let mut out = page_start(
+        html! { "rewind replay: " (a) " vs " (b) },
+        &[STYLE, COMPARE_STYLE],
+        html! { "rewind replay: " span.proc { (a) } " vs " span.proc { (b) } },
+        "the two processors' timelines side by side; rows where they differ are highlighted",
     );
     let mut first_seen = false;
     for (n, c) in units.iter().enumerate() {
-        compare_section(&mut out, c, n + 1, &mut first_seen);
+        compare_section(c, n + 1, &mut first_seen).render_to(&mut out);
     }
     if units.is_empty() {
-        out.push_str("<p class=\"meta\">nothing was replayed</p>\n");
+        html! { p.meta { "nothing was replayed" } "\n" }.render_to(&mut out);
     }
-    out.push_str("</main>\n");
-    let tail = "</body>\n</html>\n";
-    let base = (out.len() + tail.len()) as u64;
-    let mut size = base;
-    for _ in 0..3 {
-        size = base + size_line(size).len() as u64;
-    }
-    out.push_str(&size_line(size));
-    out.push_str(tail);
+    out.push_str(MAIN_END);
+    size_line_for((out.len() + PAGE_END.len()) as u64).render_to(&mut out);
+    out.push_str(PAGE_END);
     out
 }
 
 /// One unit of a comparison page; `first_seen` says whether an earlier unit already holds the
 /// page's first divergence.
-fn compare_section(out: &mut String, c: &Comparison, n: usize, first_seen: &mut bool) {
-    let [a, b] = &c.runs;
-    let _ = writeln!(
-        out,
-        "<section class=\"unit compare\" id=\"c{n}\">\n<h2><span class=\"file\">{}</span> <span class=\"fmt\">{}</span></h2>",
-        esc(&c.file),
-        esc(&c.about),
-    );
+fn compare_section(c: &Comparison, n: usize, first_seen: &mut bool) -> Markup {
     let first = c.rows.iter().position(CompareRow::differs);
-    let differing = c.rows.iter().filter(|r| r.differs()).count();
-    let outcomes_differ = a.outcome != b.outcome;
     // The page's first divergence is the anchor `#diverge`, focused (so scrolled to) on opening.
     let page_first = first.is_some() && !*first_seen;
     if first.is_some() {
         *first_seen = true;
     }
-    match first {
-        Some(i) => {
-            let _ = writeln!(
-                out,
-                "<p class=\"verdict diverge\">The processors diverge first at <a href=\"#c{n}-diverge\">{}</a>; {} of {} rows differ.</p>",
-                esc(&c.rows[i].pos),
-                differing,
-                c.rows.len()
-            );
+    html! {
+        section.unit.compare #{ "c" (n) } {
+            "\n"
+            h2 { span.file { (Text(&c.file)) } " " span.fmt { (Text(&c.about)) } }
+            "\n"
+            (verdict(c, n, first))
+            (runs_table(c))
+            @if !c.rows.is_empty() {
+                (rows_table(c, n, first, page_first))
+            }
         }
-        None if outcomes_differ => {
-            let _ = writeln!(
-                out,
-                "<p class=\"verdict diverge\" id=\"c{n}-no-divergence\">The timelines agree at all {} rows, but the outcomes differ.</p>",
-                c.rows.len()
-            );
-        }
-        None if c.rows.is_empty() => {
-            let _ = writeln!(
-                out,
-                "<p class=\"verdict same\" id=\"c{n}-no-divergence\">The processors agree: neither put anything on the timeline.</p>"
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "<p class=\"verdict same\" id=\"c{n}-no-divergence\">The processors agree at every position: {} rows identical.</p>",
-                c.rows.len()
-            );
-        }
+        "\n"
     }
-    // The runs: outcome and findings of each.
-    out.push_str("<table class=\"runs\"><tr><th></th>");
-    for r in &c.runs {
-        let _ = write!(out, "<th class=\"proc\">{}</th>", esc(&r.name));
+}
+
+/// Where the processors first diverge, or that they do not.
+fn verdict(c: &Comparison, n: usize, first: Option<usize>) -> Markup {
+    let rows = c.rows.len();
+    let differing = c.rows.iter().filter(|r| r.differs()).count();
+    let agree = format!("c{n}-no-divergence");
+    html! {
+        @if let Some(i) = first {
+            p.verdict.diverge {
+                "The processors diverge first at "
+                a href={ "#c" (n) "-diverge" } { (Text(&c.rows[i].pos)) }
+                "; " (differing) " of " (rows) " rows differ."
+            }
+        } @else if c.runs[0].outcome != c.runs[1].outcome {
+            p.verdict.diverge #(agree) {
+                "The timelines agree at all " (rows) " rows, but the outcomes differ."
+            }
+        } @else if rows == 0 {
+            p.verdict.same #(agree) {
+                "The processors agree: neither put anything on the timeline."
+            }
+        } @else {
+            p.verdict.same #(agree) {
+                "The processors agree at every position: " (rows) " rows identical."
+            }
+        }
+        "\n"
     }
-    let _ = write!(
-        out,
-        "</tr>\n<tr class=\"{}\"><th>outcome</th>",
-        if outcomes_differ { "diff" } else { "same" }
-    );
-    for r in &c.runs {
-        let _ = write!(out, "<td>{}</td>", esc(&r.outcome));
-    }
+}
+
+/// The runs: outcome and findings of each.
+fn runs_table(c: &Comparison) -> Markup {
+    let [a, b] = &c.runs;
     let rule_set = |r: &CompareRun| {
         let mut v: Vec<(&str, Severity)> = r.findings.iter().map(|f| (f.1, f.0)).collect();
         v.sort_unstable();
         v.dedup();
         v
     };
-    let _ = write!(
-        out,
-        "</tr>\n<tr class=\"{}\"><th>findings</th>",
-        if rule_set(a) != rule_set(b) {
-            "diff"
-        } else {
-            "same"
-        }
-    );
-    for r in &c.runs {
-        if r.findings.is_empty() {
-            out.push_str("<td class=\"meta\">no findings</td>");
-            continue;
-        }
-        out.push_str("<td><ul class=\"compact\">");
-        for (sev, rule, msg) in &r.findings {
-            let sev = sev_class(*sev);
-            let _ = write!(
-                out,
-                "<li class=\"sev-{sev}\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{rule}]</span> {}</li>",
-                esc(&first_line(msg, 240))
-            );
-        }
-        out.push_str("</ul></td>");
-    }
-    out.push_str("</tr>\n</table>\n");
-    if c.rows.is_empty() {
-        out.push_str("</section>\n");
-        return;
-    }
-    // The timelines, aligned.
-    let _ = write!(
-        out,
-        "<table class=\"compare\">\n<thead><tr><th class=\"pos\">position</th><th class=\"proc\">{}</th><th class=\"proc\">{}</th></tr></thead>\n<tbody>\n",
-        esc(&a.name),
-        esc(&b.name)
-    );
-    let kept = keep_rows(&c.rows, MAX_COMPARE_ROWS);
-    let mut elided = 0usize;
-    let mut elided_diff = 0usize;
-    let flush = |out: &mut String, elided: &mut usize, elided_diff: &mut usize| {
-        if *elided == 0 {
-            return;
-        }
-        let _ = writeln!(
-            out,
-            "<tr class=\"elided\"><td colspan=\"3\">… {} rows elided{}</td></tr>",
-            *elided,
-            match *elided_diff {
-                0 => " (identical under both)".to_owned(),
-                n => format!(" ({n} of them differ)"),
+    let class = |differ: bool| if differ { "diff" } else { "same" };
+    html! {
+        table.runs {
+            tr { th {} @for r in &c.runs { th.proc { (Text(&r.name)) } } }
+            "\n"
+            tr class=(class(a.outcome != b.outcome)) {
+                th { "outcome" }
+                @for r in &c.runs { td { (Text(&r.outcome)) } }
             }
-        );
-        *elided = 0;
-        *elided_diff = 0;
-    };
-    for (i, r) in c.rows.iter().enumerate() {
+            "\n"
+            tr class=(class(rule_set(a) != rule_set(b))) {
+                th { "findings" }
+                @for r in &c.runs { (findings_cell(r)) }
+            }
+            "\n"
+        }
+        "\n"
+    }
+}
+
+fn findings_cell(r: &CompareRun) -> Markup {
+    html! {
+        @if r.findings.is_empty() {
+            td.meta { "no findings" }
+        } @else {
+            td { ul.compact {
+                @for (sev, rule, msg) in &r.findings {
+                    @let sev = sev_class(*sev);
+                    li class={ "sev-" (sev) } {
+                        span.sev { (sev) } " " span.rule { "[" (rule) "]" } " "
+                        (Text(&first_line(msg, 240)))
+                    }
+                }
+            } }
+        }
+    }
+}
+
+/// A line of the aligned timelines: a row, or rows left out.
+enum Line {
+    Row(usize),
+    Elided { rows: usize, differ: usize },
+}
+
+/// The lines of the aligned timelines: the kept rows, and between them how many were left out.
+fn lines(rows: &[CompareRow], kept: &[bool]) -> Vec<Line> {
+    let mut out = Vec::new();
+    let (mut elided, mut differ) = (0, 0);
+    for (i, r) in rows.iter().enumerate() {
         if !kept[i] {
             elided += 1;
-            if r.differs() {
-                elided_diff += 1;
-            }
+            differ += usize::from(r.differs());
             continue;
         }
-        flush(out, &mut elided, &mut elided_diff);
-        let is_first = Some(i) == first;
-        let class = match (r.differs(), is_first) {
-            (true, true) => "diff first",
-            (true, false) => "diff",
-            _ => "same",
-        };
-        let _ = write!(
-            out,
-            "<tr class=\"{class}\" id=\"c{n}-r{i}\"><td class=\"pos\">{}",
-            esc(&r.pos)
-        );
-        if is_first {
-            if page_first {
-                out.push_str(" <a class=\"first-mark\" id=\"diverge\" href=\"#diverge\" autofocus>first divergence</a>");
-            }
-            let _ = write!(out, "<span id=\"c{n}-diverge\" class=\"anchor\"></span>");
+        if elided > 0 {
+            out.push(Line::Elided {
+                rows: elided,
+                differ,
+            });
+            (elided, differ) = (0, 0);
         }
-        out.push_str("</td>");
-        side_cell(out, r.sides[0].as_ref());
-        side_cell(out, r.sides[1].as_ref());
-        out.push_str("</tr>\n");
+        out.push(Line::Row(i));
     }
-    flush(out, &mut elided, &mut elided_diff);
-    out.push_str("</tbody>\n</table>\n</section>\n");
+    if elided > 0 {
+        out.push(Line::Elided {
+            rows: elided,
+            differ,
+        });
+    }
+    out
+}
+
+/// The timelines, aligned.
+fn rows_table(c: &Comparison, n: usize, first: Option<usize>, page_first: bool) -> Markup {
+    let kept = keep_rows(&c.rows, MAX_COMPARE_ROWS);
+    html! {
+        table.compare {
+            "\n"
+            thead { tr {
+                th.pos { "position" }
+                @for r in &c.runs { th.proc { (Text(&r.name)) } }
+            } }
+            "\n"
+            tbody {
+                "\n"
+                @for line in lines(&c.rows, &kept) {
+                    @match line {
+                        Line::Row(i) => (row(c, n, i, first == Some(i), page_first)),
+                        Line::Elided { rows, differ } => {
+                            tr.elided { td colspan="3" {
+                                "… " (rows) " rows elided"
+                                @if differ == 0 {
+                                    " (identical under both)"
+                                } @else {
+                                    " (" (differ) " of them differ)"
+                                }
+                            } }
+                            "\n"
+                        }
+                    }
+                }
+            }
+            "\n"
+        }
+        "\n"
+    }
+}
+
+/// Row `i` of the aligned timelines; the unit's first divergence is anchored, and the page's
+/// first also marked.
+fn row(c: &Comparison, n: usize, i: usize, is_first: bool, page_first: bool) -> Markup {
+    let r = &c.rows[i];
+    let class = match (r.differs(), is_first) {
+        (true, true) => "diff first",
+        (true, false) => "diff",
+        _ => "same",
+    };
+    html! {
+        tr class=(class) id={ "c" (n) "-r" (i) } {
+            td.pos {
+                (Text(&r.pos))
+                @if is_first {
+                    @if page_first {
+                        " "
+                        a.first-mark #diverge href="#diverge" autofocus { "first divergence" }
+                    }
+                    span id={ "c" (n) "-diverge" } class="anchor" {}
+                }
+            }
+            (side_cell(r.sides[0].as_ref()))
+            (side_cell(r.sides[1].as_ref()))
+        }
+        "\n"
+    }
 }
 
 const COMPARE_STYLE: &str = r#"

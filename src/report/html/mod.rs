@@ -4,8 +4,10 @@
 //! died of, session errors — with every finding pinned to the entry it is about, and the findings
 //! themselves (root cause first) with their annotated source lines, notes and help.
 //!
-//! Everything that comes from the input is escaped ([`esc`]); the page carries a Content Security
-//! Policy that allows no script at all and no network access. Sessions without findings are one
+//! The page is rendered by maud templates, which escape whatever is spliced into them; text from
+//! the input is spliced as [`Text`], which also shows control characters and bidi overrides
+//! instead of keeping them. The page carries a Content Security Policy that allows no script at
+//! all and no network access. Sessions without findings are one
 //! collapsed line; a session's timeline is capped at [`MAX_ENTRIES`] entries (the entries findings
 //! are pinned to are always kept, and the page says how many of each kind were left out), and
 //! past [`MAX_CARDS`] its findings are one line each. The summary links to the sessions with
@@ -18,9 +20,11 @@
 //! is written last and shown first (CSS `order`).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use maud::{Markup, PreEscaped, Render, html};
+
+use super::record::FindingRecord;
 use super::snippet::push_escaped;
 use super::{Printer, RunSummary, Totals, UnitOutput, by_rule};
 use crate::checks::diagnostic::Severity;
@@ -57,24 +61,25 @@ const UNIT: &str = "\u{1}";
 /// The Content Security Policy of the page: no script, no fetch, no frames, inline styles only.
 pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
-/// `s` escaped for HTML text and attribute values; control characters and bidi overrides are
-/// shown as `\u{…}` (newlines kept).
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + s.len() / 8);
-    esc_into(&mut out, s);
-    out
-}
+/// Text from the input, as the page shows it: escaped for HTML text and attribute values (quotes
+/// included), control characters and bidi overrides shown as `\u{…}` (newlines kept). Every piece
+/// of input text goes on the page through it; a string spliced into a template without it would
+/// still be escaped by maud, but keep its control characters and bidi overrides.
+#[derive(Clone, Copy)]
+struct Text<'a>(&'a str);
 
-fn esc_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\n' => out.push('\n'),
-            _ => push_escaped(out, c),
+impl Render for Text<'_> {
+    fn render_to(&self, out: &mut String) {
+        for c in self.0.chars() {
+            match c {
+                '&' => out.push_str("&amp;"),
+                '<' => out.push_str("&lt;"),
+                '>' => out.push_str("&gt;"),
+                '"' => out.push_str("&quot;"),
+                '\'' => out.push_str("&#39;"),
+                '\n' => out.push('\n'),
+                _ => push_escaped(out, c),
+            }
         }
     }
 }
@@ -122,7 +127,7 @@ pub struct HtmlPrinter<W: Write> {
     /// Units written compact.
     compacted: usize,
     /// Links to the first sessions with findings written in full (for the summary).
-    links: Vec<String>,
+    links: Vec<Markup>,
     /// Sessions with findings written in full.
     with_findings: usize,
     /// Sessions written expanded.
@@ -158,30 +163,85 @@ impl<W: Write> HtmlPrinter<W> {
     }
 
     /// With several sessions, a way to the ones with findings among the collapsed others.
-    fn jump_links(&self, s: &mut String) {
-        if self.sessions > 1 && !self.links.is_empty() {
-            let _ = writeln!(
-                s,
-                "<p>Sessions with findings ({}){}:</p>\n<ul class=\"jump\">",
-                self.with_findings,
-                if self.with_findings > self.opened {
-                    format!("; the first {} are expanded", self.opened)
-                } else {
-                    String::new()
+    fn jump_links(&self) -> Markup {
+        let more = self.with_findings.saturating_sub(self.links.len());
+        html! {
+            @if self.sessions > 1 && !self.links.is_empty() {
+                p {
+                    "Sessions with findings (" (self.with_findings) ")"
+                    @if self.with_findings > self.opened {
+                        "; the first " (self.opened) " are expanded"
+                    }
+                    ":"
                 }
-            );
-            for l in &self.links {
-                s.push_str(l);
-                s.push('\n');
+                "\n"
+                ul.jump {
+                    "\n"
+                    @for l in &self.links {
+                        (l) "\n"
+                    }
+                    @if more > 0 {
+                        li.meta { "and " (more) " more" }
+                        "\n"
+                    }
+                }
+                "\n"
             }
-            if self.with_findings > self.links.len() {
-                let _ = writeln!(
-                    s,
-                    "<li class=\"meta\">and {} more</li>",
-                    self.with_findings - self.links.len()
-                );
+        }
+    }
+
+    /// The summary of the run, shown first: totals, rules, links to the sessions with findings,
+    /// files, what could not be read.
+    fn summary(&self, run: &RunSummary) -> Markup {
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let (files, sessions) = (self.files.len(), self.sessions);
+        html! {
+            h2 { "Summary" }
+            "\n"
+            p.big {
+                (files) " file" (plural(files)) " · "
+                (sessions) " session" (plural(sessions)) " · "
+                span.totals.(totals_class(&self.totals)) { (Text(&self.totals.words())) }
+                @if self.baselined > 0 { " · " (self.baselined) " in the baseline" }
             }
-            s.push_str("</ul>\n");
+            "\n"
+            @if !self.rules.is_empty() {
+                table {
+                    tr { th { "rule" } th { "errors" } th { "warnings" } th { "infos" } }
+                    "\n"
+                    @for (rule, t) in &self.rules {
+                        tr { td { (rule) } td { (t.errors) } td { (t.warnings) } td { (t.infos) } }
+                        "\n"
+                    }
+                }
+                "\n"
+            }
+            (self.jump_links())
+            @if files > 1 {
+                ul.files {
+                    "\n"
+                    @for (f, t) in &self.files {
+                        li { (Text(f)) ": " (Text(&t.words())) }
+                        "\n"
+                    }
+                }
+                "\n"
+            }
+            @for (file, error) in &run.errors {
+                p.unreadable { "could not read " (Text(file)) ": " (Text(error)) }
+                "\n"
+            }
+            @if self.compacted > 0 {
+                p.budget {
+                    (self.compacted) " of " (self.units) " units are listed compact (page budget "
+                    (self.budget / 1024) " KiB)."
+                }
+                "\n"
+            }
+            @if !run.files_skipped.is_empty() {
+                p.meta { (run.files_skipped.len()) " file(s) skipped (not recordings)" }
+                "\n"
+            }
         }
     }
 
@@ -190,11 +250,14 @@ impl<W: Write> HtmlPrinter<W> {
             return Ok(());
         }
         self.started = true;
-        write!(
-            self.out,
-            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n<meta name=\"referrer\" content=\"no-referrer\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rewind report</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<header><h1>rewind report</h1><p class=\"meta\">rewind {} · findings are pinned to the timeline entry they are about; sessions without findings are collapsed</p></header>\n<main>\n",
-            env!("CARGO_PKG_VERSION")
-        )
+        let page = page_start(
+            html! { "rewind report" },
+            &[STYLE],
+            html! { "rewind report" },
+            "findings are pinned to the timeline entry they are about; sessions without findings \
+             are collapsed",
+        );
+        self.out.write_all(page.as_bytes())
     }
 }
 
@@ -213,24 +276,29 @@ impl<W: Write> Printer for HtmlPrinter<W> {
                 if s.errors + s.warnings + s.infos > 0 || single {
                     self.with_findings += 1;
                     if self.links.len() < MAX_SUMMARY_LINKS {
-                        self.links.push(format!(
-                            "<li><a href=\"#u{n}-s{si}\">{}</a> <span class=\"meta\">{}</span></li>",
-                            esc(&s.id),
-                            esc(&unit.file)
-                        ));
+                        self.links.push(html! {
+                            li {
+                                a href={ "#u" (n) "-s" (si) } { (Text(&s.id)) }
+                                " " span.meta { (Text(&unit.file)) }
+                            }
+                        });
                     }
                 }
             }
         } else {
             if self.compacted == 0 {
-                writeln!(
-                    self.out,
-                    "<p class=\"budget\">The page reached {} KiB: the files and sessions below are listed without timelines or source lines, and sessions without findings are only counted.</p>",
-                    self.budget / 1024
-                )?;
+                let note = html! {
+                    p.budget {
+                        "The page reached " (self.budget / 1024) " KiB: the files and sessions \
+                        below are listed without timelines or source lines, and sessions without \
+                        findings are only counted."
+                    }
+                    "\n"
+                };
+                self.out.write_all(note.0.as_bytes())?;
             }
             self.compacted += 1;
-            self.out.write_all(compact(&unit).as_bytes())?;
+            self.out.write_all(compact(&unit).0.as_bytes())?;
         }
         let totals = Totals::of(&unit.records);
         self.totals.merge(totals);
@@ -255,83 +323,14 @@ impl<W: Write> Printer for HtmlPrinter<W> {
 
     fn finish(&mut self, run: &RunSummary) -> io::Result<()> {
         self.start()?;
-        let mut s = String::from("</main>\n<aside id=\"summary\">\n<h2>Summary</h2>\n");
-        let _ = writeln!(
-            s,
-            "<p class=\"big\">{} file{} · {} session{} · <span class=\"totals {}\">{}</span>{}</p>",
-            self.files.len(),
-            if self.files.len() == 1 { "" } else { "s" },
-            self.sessions,
-            if self.sessions == 1 { "" } else { "s" },
-            if self.totals.errors > 0 {
-                "error"
-            } else if self.totals.warnings > 0 {
-                "warning"
-            } else {
-                "clean"
-            },
-            esc(&self.totals.words()),
-            match self.baselined {
-                0 => String::new(),
-                n => format!(" · {n} in the baseline"),
-            }
-        );
-        if !self.rules.is_empty() {
-            s.push_str(
-                "<table><tr><th>rule</th><th>errors</th><th>warnings</th><th>infos</th></tr>\n",
-            );
-            for (rule, t) in &self.rules {
-                let _ = writeln!(
-                    s,
-                    "<tr><td>{rule}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    t.errors, t.warnings, t.infos
-                );
-            }
-            s.push_str("</table>\n");
-        }
-        self.jump_links(&mut s);
-        if self.files.len() > 1 {
-            s.push_str("<ul class=\"files\">\n");
-            for (f, t) in &self.files {
-                let _ = writeln!(s, "<li>{}: {}</li>", esc(f), esc(&t.words()));
-            }
-            s.push_str("</ul>\n");
-        }
-        for (file, error) in &run.errors {
-            let _ = writeln!(
-                s,
-                "<p class=\"unreadable\">could not read {}: {}</p>",
-                esc(file),
-                esc(error)
-            );
-        }
-        if self.compacted > 0 {
-            let _ = writeln!(
-                s,
-                "<p class=\"budget\">{} of {} units are listed compact (page budget {} KiB).</p>",
-                self.compacted,
-                self.units,
-                self.budget / 1024
-            );
-        }
-        if !run.files_skipped.is_empty() {
-            let _ = writeln!(
-                s,
-                "<p class=\"meta\">{} file(s) skipped (not recordings)</p>",
-                run.files_skipped.len()
-            );
-        }
-        let tail = "</aside>\n</body>\n</html>\n";
-        // The page's size, this line included (its own digits are counted too).
-        let base = self.out.written + (s.len() + tail.len()) as u64;
-        let mut size = base;
-        for _ in 0..3 {
-            let line = size_line(size);
-            size = base + line.len() as u64;
-        }
-        s.push_str(&size_line(size));
-        s.push_str(tail);
-        self.out.write_all(s.as_bytes())?;
+        let summary = self.summary(run);
+        let aside = |size: &Markup| html! { aside #summary { "\n" (summary) (size) } "\n" };
+        // The page's size, the line that gives it included (its own digits are counted too).
+        let rest = MAIN_END.len() + aside(&Markup::default()).0.len() + PAGE_END.len();
+        let size = size_line_for(self.out.written + rest as u64);
+        self.out.write_all(MAIN_END.as_bytes())?;
+        self.out.write_all(aside(&size).0.as_bytes())?;
+        self.out.write_all(PAGE_END.as_bytes())?;
         self.out.flush()
     }
 }
@@ -360,46 +359,56 @@ fn open_at_most(html: String, allowed: usize) -> (String, usize) {
 
 /// A unit in a few lines, from its records alone: its sessions with findings, one line each, a
 /// count of the others, and each finding on one line.
-fn compact(unit: &UnitOutput) -> String {
-    let totals = Totals::of(&unit.records);
-    let mut out = format!(
-        "<section class=\"unit compact\">\n<h2><span class=\"file\">{}</span> <span class=\"fmt\">{}</span> <span class=\"totals {}\">{}</span></h2>\n<ul class=\"compact\">\n",
-        esc(&unit.file),
-        esc(unit.format.describe()),
-        totals_class(&totals),
-        esc(&totals.words())
-    );
-    let mut clean = 0;
-    for s in &unit.sessions {
-        if s.errors + s.warnings + s.infos == 0 {
-            clean += 1;
-            continue;
+fn compact(unit: &UnitOutput) -> Markup {
+    let clean = unit
+        .sessions
+        .iter()
+        .filter(|s| s.errors + s.warnings + s.infos == 0)
+        .count();
+    let place = |r: &FindingRecord| match (&r.file, r.line, &r.locator) {
+        (Some(f), Some(l), _) => html! { " · " (Text(f)) ":" (l) },
+        (Some(f), None, Some(loc)) => html! { " · " (Text(f)) " › " (Text(loc)) },
+        _ => Markup::default(),
+    };
+    html! {
+        section.unit.compact {
+            "\n"
+            (unit_heading(&unit.file, unit.format.describe(), &Totals::of(&unit.records)))
+            ul.compact {
+                "\n"
+                @for s in unit.sessions.iter().filter(|s| s.errors + s.warnings + s.infos > 0) {
+                    li { (summary_line(s, None)) }
+                    "\n"
+                }
+                @if clean > 0 {
+                    li.meta { (clean) " session" @if clean != 1 { "s" } " without findings" }
+                    "\n"
+                }
+                @for r in &unit.records {
+                    @let sev = sev_class(r.severity);
+                    li class={ "sev-" (sev) } {
+                        span.sev { (sev) } " " span.rule { "[" (r.rule) "]" } " "
+                        (Text(&first_line(&r.message, 240)))
+                        span.meta { (place(r)) }
+                    }
+                    "\n"
+                }
+            }
+            "\n"
         }
-        let _ = writeln!(out, "<li>{}</li>", summary_line(s, None));
+        "\n"
     }
-    if clean > 0 {
-        let _ = writeln!(
-            out,
-            "<li class=\"meta\">{clean} session{} without findings</li>",
-            if clean == 1 { "" } else { "s" }
-        );
+}
+
+/// A unit's heading: its file, its format, its findings in words.
+fn unit_heading(file: &str, format: &str, totals: &Totals) -> Markup {
+    html! {
+        h2 {
+            span.file { (Text(file)) } " " span.fmt { (Text(format)) } " "
+            span.totals.(totals_class(totals)) { (Text(&totals.words())) }
+        }
+        "\n"
     }
-    for r in &unit.records {
-        let sev = sev_class(r.severity);
-        let place = match (&r.file, r.line, &r.locator) {
-            (Some(f), Some(l), _) => format!(" · {}:{l}", esc(f)),
-            (Some(f), None, Some(loc)) => format!(" · {} › {}", esc(f), esc(loc)),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "<li class=\"sev-{sev}\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{}]</span> {}<span class=\"meta\">{place}</span></li>",
-            r.rule,
-            esc(&first_line(&r.message, 240))
-        );
-    }
-    out.push_str("</ul>\n</section>\n");
-    out
 }
 
 fn totals_class(t: &Totals) -> &'static str {
@@ -412,11 +421,58 @@ fn totals_class(t: &Totals) -> &'static str {
     }
 }
 
-fn size_line(bytes: u64) -> String {
-    format!(
-        "<p class=\"meta size\">page size: {bytes} bytes ({:.1} KiB)</p>\n",
-        bytes as f64 / 1024.0
-    )
+/// The page up to its `<main>`: the head (the policy, `styles`) and the header. A page is written
+/// in parts (the report's as its units come), so this opens `<html>`, `<body>` and `<main>`, and
+/// [`MAIN_END`] and [`PAGE_END`] close them; all that is written in between is whole elements.
+fn page_start(title: Markup, styles: &[&str], heading: Markup, about: &str) -> String {
+    let mut page = String::from("<!DOCTYPE html>\n<html lang=\"en\">\n");
+    html! {
+        head {
+            "\n" meta charset="utf-8";
+            "\n" meta http-equiv="Content-Security-Policy" content=(CSP);
+            "\n" meta name="referrer" content="no-referrer";
+            "\n" meta name="viewport" content="width=device-width, initial-scale=1";
+            "\n" title { (title) }
+            "\n" style { @for s in styles { (PreEscaped(s)) } }
+            "\n"
+        }
+        "\n"
+    }
+    .render_to(&mut page);
+    page.push_str("<body>\n");
+    html! {
+        header {
+            h1 { (heading) }
+            p.meta { "rewind " (env!("CARGO_PKG_VERSION")) " · " (about) }
+        }
+        "\n"
+    }
+    .render_to(&mut page);
+    page.push_str("<main>\n");
+    page
+}
+
+/// Closes what [`page_start`] opened: the `<main>`, then (after what follows it) the page.
+const MAIN_END: &str = "</main>\n";
+const PAGE_END: &str = "</body>\n</html>\n";
+
+/// The line that gives the page's size, for a page of `base` bytes without it: its own digits
+/// are counted too.
+fn size_line_for(base: u64) -> Markup {
+    let mut size = base;
+    for _ in 0..3 {
+        size = base + size_line(size).0.len() as u64;
+    }
+    size_line(size)
+}
+
+fn size_line(bytes: u64) -> Markup {
+    html! {
+        p.meta.size {
+            "page size: " (bytes) " bytes (" (format!("{:.1}", bytes as f64 / 1024.0)) " KiB)"
+        }
+        "\n"
+    }
 }
 
 const STYLE: &str = r#"
@@ -464,6 +520,10 @@ ul.jump{columns:2;font-family:ui-monospace,monospace;font-size:.9em}
 mod tests {
     use super::*;
     use crate::report::SessionSummary;
+
+    fn esc(s: &str) -> String {
+        Text(s).render().into_string()
+    }
 
     #[test]
     fn markup_and_quotes_are_escaped() {

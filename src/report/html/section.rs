@@ -1,36 +1,21 @@
 //! A unit's section of the page: its sessions, their timelines and the findings' cards with
 //! their annotated source lines.
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+use std::collections::HashMap;
 
-use super::timeline::{Entry, Kind, Tools, keep, pins, timeline};
+use maud::{Markup, Render, html};
+
+use super::timeline::{Shown, Timeline, Tools, keep, pins, timeline};
 use super::{
-    MAX_CARDS, MAX_CLEAN_ENTRIES, MAX_ENTRIES, PAGE_BUDGET, UNIT, esc, esc_into, sev_class,
+    MAX_CARDS, MAX_CLEAN_ENTRIES, MAX_ENTRIES, PAGE_BUDGET, Text, UNIT, sev_class, totals_class,
+    unit_heading,
 };
-use crate::checks::diagnostic::{Finding, Severity};
+use crate::checks::diagnostic::{Finding, Label, Severity};
 use crate::report::record::FindingRecord;
-use crate::report::snippet::CONTEXT;
+use crate::report::snippet::{CONTEXT, Lines};
 use crate::report::{Located, SessionSummary, Totals, locate_spans, root_cause_order, summarize};
-use crate::session::{Analysis, first_line};
-use crate::source::{SourceKind, SourceMap, Span};
-
-/// Where a span is, for people: `line 12` of its file, or its row.
-pub(super) fn place(sources: &SourceMap, located: &Located, span: &Span) -> String {
-    match sources.get(span.file).map(|s| &s.kind) {
-        // The row's last step (`message msg_…`): the session is the section's.
-        Some(SourceKind::Virtual { locator, .. }) => locator
-            .rsplit('›')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_owned(),
-        _ => located
-            .get(span)
-            .map(|r| format!("line {}", r.start.line))
-            .unwrap_or_default(),
-    }
-}
+use crate::session::{Analysis, Session, first_line};
+use crate::source::{Source, SourceKind, SourceMap, Span};
 
 /// The unit's section of the page.
 pub fn section(
@@ -40,91 +25,171 @@ pub fn section(
     records: &[FindingRecord],
     located: &Located,
 ) -> String {
-    let summaries = summarize(analysis, findings);
-    let store = analysis.format.is_opencode_store();
-    let single = analysis.sessions.len() == 1;
-    let order = root_cause_order(findings);
-    let serious = findings
-        .iter()
-        .filter(|f| f.severity > Severity::Info)
-        .count();
-    let root = order
-        .first()
-        .copied()
-        .filter(|&i| serious >= 2 && findings[i].severity > Severity::Info);
-
-    // Sessions by id (the first of an id), then which findings and events belong to which
-    // session: index into sessions, the last slot for what belongs to none. One pass each, so a
-    // unit of many sessions and many events costs no more than their sum.
-    let n = analysis.sessions.len();
-    let index =
-        crate::first_of((analysis.sessions.iter().enumerate()).map(|(si, s)| (s.id.as_str(), si)));
-    let slot = |session: Option<&String>| -> usize {
-        match session {
-            Some(id) => index.get(id.as_str()).copied().unwrap_or(n),
-            None if single => 0,
-            None => n,
-        }
-    };
-    let mut findings_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
-    for &i in &order {
-        findings_of[slot(findings[i].ids.session_id.as_ref())].push(i);
-    }
-    let tools = Tools::of(analysis);
-    let mut events_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
-    for (k, e) in analysis.events.iter().enumerate() {
-        events_of[slot(e.session.as_ref())].push(k);
-    }
-
-    // Timelines to render, with their findings pinned.
-    struct Shown {
-        entries: Vec<Entry>,
-        kept: Vec<bool>,
-        pins: Vec<Vec<usize>>,
-        findings: bool,
-    }
-    let mut shown: Vec<Option<Shown>> = Vec::new();
-    for si in 0..=n {
-        let session = analysis.sessions.get(si).map(|s| s.id.as_str());
-        let mine = &findings_of[si];
-        let has_findings = !mine.is_empty();
-        if store && !has_findings {
-            shown.push(None);
-            continue;
-        }
-        // The first session of an id holds its timeline, as `Analysis::session` finds it.
-        let stored = session
-            .and_then(|id| index.get(id))
-            .and_then(|&k| analysis.sessions.get(k));
-        let entries = timeline(analysis, &tools, stored, &events_of[si]);
-        if entries.is_empty() {
-            shown.push(None);
-            continue;
-        }
-        let mut pinned_to: Vec<Vec<usize>> = entries.iter().map(|_| Vec::new()).collect();
-        let mine_findings: Vec<&Finding> = mine.iter().map(|&i| &findings[i]).collect();
-        for (&i, at) in mine.iter().zip(pins(&mine_findings, &entries)) {
-            if let Some(at) = at {
-                pinned_to[at].push(i);
+    let unit = Unit::new(sources, analysis, findings, records, located);
+    let file = sources
+        .get(analysis.file)
+        .map(|s| crate::report::record::display_path(&s.path))
+        .unwrap_or_default();
+    html! {
+        section.unit #{ "u" (UNIT) } {
+            "\n"
+            (unit_heading(&file, analysis.format.describe(), &Totals::of(records)))
+            @if let Some(f) = analysis.stream.as_ref() {
+                p.meta {
+                    (Text(&f.protocol)) " · " (f.events) " events · processor " (Text(&f.profile))
+                    " · outcome: " (Text(&f.outcome.words()))
+                }
+                "\n"
             }
+            @if analysis.sessions.is_empty() {
+                p.meta {
+                    "no session in this input: only its records and log entries were checked"
+                }
+                "\n"
+            }
+            (Sessions(&unit))
         }
-        let pins = pinned_to;
-        let pinned: Vec<bool> = pins.iter().map(|p| !p.is_empty()).collect();
-        let cap = if has_findings {
-            MAX_ENTRIES
-        } else {
-            MAX_CLEAN_ENTRIES
-        };
-        let kept = keep(&entries, &pinned, cap);
-        shown.push(Some(Shown {
-            entries,
-            kept,
-            pins,
-            findings: has_findings,
-        }));
+        "\n"
     }
-    // Line numbers of the rendered entries of sessions with findings, one pass per source (a
-    // clean session's entries go without: no pass over a large input for them).
+    .into_string()
+}
+
+/// A unit as its section shows it: its findings and timelines by session.
+struct Unit<'a> {
+    sources: &'a SourceMap,
+    analysis: &'a Analysis,
+    findings: &'a [Finding],
+    records: &'a [FindingRecord],
+    located: &'a Located,
+    summaries: Vec<SessionSummary>,
+    /// Each session's findings, root cause first; the last slot for those of no session.
+    findings_of: Vec<Vec<usize>>,
+    /// Each session's timeline to render (and last, that of what belongs to no session).
+    shown: Vec<Option<Shown>>,
+    /// Line numbers of the rendered entries of sessions with findings.
+    lines: Located,
+    /// The finding shown as the root cause.
+    root: Option<usize>,
+    store: bool,
+}
+
+impl<'a> Unit<'a> {
+    fn new(
+        sources: &'a SourceMap,
+        analysis: &'a Analysis,
+        findings: &'a [Finding],
+        records: &'a [FindingRecord],
+        located: &'a Located,
+    ) -> Self {
+        let store = analysis.format.is_opencode_store();
+        let single = analysis.sessions.len() == 1;
+        let order = root_cause_order(findings);
+        let serious = findings
+            .iter()
+            .filter(|f| f.severity > Severity::Info)
+            .count();
+        let root = order
+            .first()
+            .copied()
+            .filter(|&i| serious >= 2 && findings[i].severity > Severity::Info);
+
+        // Sessions by id (the first of an id), then which findings and events belong to which
+        // session: index into sessions, the last slot for what belongs to none. One pass each, so
+        // a unit of many sessions and many events costs no more than their sum.
+        let n = analysis.sessions.len();
+        let index = crate::first_of(
+            (analysis.sessions.iter().enumerate()).map(|(si, s)| (s.id.as_str(), si)),
+        );
+        let slot = |session: Option<&String>| -> usize {
+            match session {
+                Some(id) => index.get(id.as_str()).copied().unwrap_or(n),
+                None if single => 0,
+                None => n,
+            }
+        };
+        let mut findings_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+        for &i in &order {
+            findings_of[slot(findings[i].ids.session_id.as_ref())].push(i);
+        }
+        let tools = Tools::of(analysis);
+        let mut events_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
+        for (k, e) in analysis.events.iter().enumerate() {
+            events_of[slot(e.session.as_ref())].push(k);
+        }
+
+        // Timelines to render, with their findings pinned.
+        let shown: Vec<Option<Shown>> = (0..=n)
+            .map(|si| {
+                let mine = &findings_of[si];
+                if store && mine.is_empty() {
+                    return None;
+                }
+                // The first session of an id holds its timeline, as `Analysis::session` finds it.
+                let stored = analysis
+                    .sessions
+                    .get(si)
+                    .and_then(|s| index.get(s.id.as_str()))
+                    .and_then(|&k| analysis.sessions.get(k));
+                let events = &events_of[si];
+                shown_timeline(analysis, &tools, stored, events, mine, findings)
+            })
+            .collect();
+        let lines = entry_lines(sources, &shown, store);
+        Self {
+            sources,
+            analysis,
+            findings,
+            records,
+            located,
+            summaries: summarize(analysis, findings),
+            findings_of,
+            shown,
+            lines,
+            root,
+            store,
+        }
+    }
+}
+
+/// A session's timeline (`stored`'s, with `events`), its findings (`mine`) pinned; `None` when it
+/// has no entry.
+fn shown_timeline(
+    analysis: &Analysis,
+    tools: &Tools<'_>,
+    stored: Option<&Session>,
+    events: &[usize],
+    mine: &[usize],
+    findings: &[Finding],
+) -> Option<Shown> {
+    let entries = timeline(analysis, tools, stored, events);
+    if entries.is_empty() {
+        return None;
+    }
+    let mut pinned_to: Vec<Vec<usize>> = entries.iter().map(|_| Vec::new()).collect();
+    let mine_findings: Vec<&Finding> = mine.iter().map(|&i| &findings[i]).collect();
+    for (&i, at) in mine.iter().zip(pins(&mine_findings, &entries)) {
+        if let Some(at) = at {
+            pinned_to[at].push(i);
+        }
+    }
+    let pinned: Vec<bool> = pinned_to.iter().map(|p| !p.is_empty()).collect();
+    let cap = if mine.is_empty() {
+        MAX_CLEAN_ENTRIES
+    } else {
+        MAX_ENTRIES
+    };
+    let kept = keep(&entries, &pinned, cap);
+    Some(Shown {
+        entries,
+        kept,
+        pins: pinned_to,
+        findings: !mine.is_empty(),
+    })
+}
+
+/// Line numbers of the rendered entries of sessions with findings, one pass per source (a clean
+/// session's entries go without: no pass over a large input for them).
+fn entry_lines(sources: &SourceMap, shown: &[Option<Shown>], store: bool) -> Located {
     let spans: Vec<Span> = shown
         .iter()
         .flatten()
@@ -140,285 +205,245 @@ pub fn section(
             matches!(sources.get(s.file).map(|x| &x.kind), Some(SourceKind::File)) && !store
         })
         .collect();
-    let lines = locate_spans(sources, spans.into_iter(), true);
-
-    let file = sources
-        .get(analysis.file)
-        .map(|s| crate::report::record::display_path(&s.path))
-        .unwrap_or_default();
-    let totals = Totals::of(records);
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<section class=\"unit\" id=\"u{UNIT}\">\n<h2><span class=\"file\">{}</span> <span class=\"fmt\">{}</span> <span class=\"totals {}\">{}</span></h2>\n",
-        esc(&file),
-        esc(analysis.format.describe()),
-        if totals.errors > 0 {
-            "error"
-        } else if totals.warnings > 0 {
-            "warning"
-        } else {
-            "clean"
-        },
-        esc(&totals.words()),
-    );
-    if let Some(f) = analysis.stream.as_ref() {
-        let _ = writeln!(
-            out,
-            "<p class=\"meta\">{} · {} events · processor {} · outcome: {}</p>",
-            esc(&f.protocol),
-            f.events,
-            esc(&f.profile),
-            esc(&f.outcome.words())
-        );
-    }
-    if analysis.sessions.is_empty() {
-        out.push_str("<p class=\"meta\">no session in this input: only its records and log entries were checked</p>\n");
-    }
-    // Past the page's budget, the unit's remaining sessions go without timelines or source
-    // lines: those with findings list them one line each, the others are only counted (as the
-    // units past the budget are; a log of many sessions is one unit).
-    let mut over_budget = false;
-    let mut clean_unshown = 0;
-    for (si, shown) in shown.iter().enumerate() {
-        let session = analysis.sessions.get(si);
-        let mine = &findings_of[si];
-        if session.is_none() && mine.is_empty() && shown.is_none() {
-            continue;
-        }
-        let sid = format!("u{UNIT}-s{si}");
-        if !over_budget && out.len() as u64 >= PAGE_BUDGET {
-            over_budget = true;
-            let _ = writeln!(
-                out,
-                "<p class=\"budget\">This file's part of the page reached {} KiB: its sessions below are listed without timelines or source lines, and those without findings are only counted.</p>",
-                PAGE_BUDGET / 1024
-            );
-        }
-        let head = match (session, summaries.get(si)) {
-            (Some(s), Some(sum)) => summary_line(sum, s.title.as_deref()),
-            _ => "<span class=\"sid\">outside any session</span>".to_owned(),
-        };
-        if over_budget {
-            if mine.is_empty() {
-                clean_unshown += 1;
-                continue;
-            }
-            let _ = write!(
-                out,
-                "<details class=\"session findings\" id=\"{sid}\" open><summary>{head}</summary>\n<ol class=\"findings\">\n"
-            );
-            for &i in mine {
-                finding_line(&mut out, &sid, &findings[i], records.get(i), i, None);
-            }
-            out.push_str("</ol>\n</details>\n");
-            continue;
-        }
-        if mine.is_empty() {
-            let _ = writeln!(
-                out,
-                "<details class=\"session clean\" id=\"{sid}\"><summary>{head}</summary>"
-            );
-        } else {
-            let _ = write!(
-                out,
-                "<details class=\"session findings\" id=\"{sid}\" open><summary>{head}</summary>\n<h3>Findings, root cause first</h3>\n<ol class=\"findings\">\n"
-            );
-            // Where each finding is pinned (finding → entry).
-            let pinned_at: HashMap<usize, usize> = shown
-                .as_ref()
-                .map(|s| {
-                    s.pins
-                        .iter()
-                        .enumerate()
-                        .flat_map(|(e, p)| p.iter().map(move |&i| (i, e)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for (k, &i) in mine.iter().enumerate() {
-                let at = shown.as_ref().and_then(|s| {
-                    pinned_at
-                        .get(&i)
-                        .map(|&e| (format!("{sid}-e{e}"), s.entries[e].what.as_str()))
-                });
-                if k == MAX_CARDS {
-                    let _ = writeln!(
-                        out,
-                        "<li class=\"meta more\">{} more findings, one line each (without their source lines):</li>",
-                        mine.len() - MAX_CARDS
-                    );
-                }
-                if k < MAX_CARDS {
-                    finding_card(
-                        &mut out,
-                        &sid,
-                        sources,
-                        located,
-                        &findings[i],
-                        records.get(i),
-                        i,
-                        root == Some(i),
-                        at,
-                    );
-                } else {
-                    finding_line(&mut out, &sid, &findings[i], records.get(i), i, at);
-                }
-            }
-            out.push_str("</ol>\n");
-        }
-        match shown {
-            Some(s) => render_timeline(&mut out, sources, &lines, s, &sid, findings),
-            None if store && mine.is_empty() => {
-                out.push_str("<p class=\"meta\">no findings: timeline not rendered</p>\n")
-            }
-            None => {}
-        }
-        if let Some(f) = analysis.stream.as_ref()
-            && session.is_some()
-        {
-            let _ = writeln!(
-                out,
-                "<p class=\"outcome\">outcome: {}</p>",
-                esc(&f.outcome.words())
-            );
-        }
-        out.push_str("</details>\n");
-    }
-    if clean_unshown > 0 {
-        let _ = writeln!(
-            out,
-            "<p class=\"meta\">{clean_unshown} more session{} without findings</p>",
-            if clean_unshown == 1 { "" } else { "s" }
-        );
-    }
-    out.push_str("</section>\n");
-
-    fn render_timeline(
-        out: &mut String,
-        sources: &SourceMap,
-        lines: &Located,
-        s: &Shown,
-        sid: &str,
-        findings: &[Finding],
-    ) {
-        out.push_str("<h3>Timeline</h3>\n<ol class=\"timeline\">\n");
-        let mut step_open = false;
-        let mut step_no = 0;
-        let mut elided: BTreeMap<&'static str, usize> = BTreeMap::new();
-        let flush = |out: &mut String, elided: &mut BTreeMap<&'static str, usize>| {
-            if elided.is_empty() {
-                return;
-            }
-            let total: usize = elided.values().sum();
-            let kinds = elided
-                .iter()
-                .map(|(k, n)| format!("{n} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let _ = writeln!(
-                out,
-                "<li class=\"elided\">… {total} entries elided ({kinds})</li>"
-            );
-            elided.clear();
-        };
-        for (ei, e) in s.entries.iter().enumerate() {
-            if e.kind == Kind::StepStart {
-                step_no += 1;
-            }
-            if !s.kept[ei] {
-                *elided.entry(e.kind.name()).or_default() += 1;
-                continue;
-            }
-            flush(out, &mut elided);
-            if e.kind == Kind::StepStart {
-                if step_open {
-                    out.push_str("<li class=\"unfinished\">no step-finish before the next step</li>\n</ol></li>\n");
-                }
-                step_open = true;
-            }
-            let worst = s.pins[ei].iter().map(|&i| findings[i].severity).max();
-            let mut class = format!("entry {}", e.kind.class());
-            if !e.tone.is_empty() {
-                let _ = write!(class, " tone-{}", e.tone);
-            }
-            if let Some(w) = worst {
-                let _ = write!(class, " pinned sev-{}", sev_class(w));
-            }
-            let at = e
-                .spans
-                .first()
-                .map(|sp| place(sources, lines, sp))
-                .unwrap_or_default();
-            let pos = format!(
-                "#{}{}",
-                e.seq + 1,
-                if at.is_empty() {
-                    String::new()
-                } else {
-                    format!(" · {at}")
-                }
-            );
-            let what = if e.kind == Kind::StepStart {
-                format!("step {step_no}")
-            } else {
-                e.what.clone()
-            };
-            if e.kind == Kind::StepStart {
-                let _ = write!(
-                    out,
-                    "<li class=\"{class} block\" id=\"{sid}-e{ei}\"><div class=\"row\"><span class=\"pos\">{}</span><span class=\"what\">{}</span><span class=\"detail\">{}</span></div>",
-                    esc(&pos),
-                    esc(&what),
-                    esc(&e.detail)
-                );
-                pins_html(out, &s.pins[ei], findings, sid);
-                out.push_str("\n<ol class=\"steps\">\n");
-                continue;
-            }
-            let _ = write!(
-                out,
-                "<li class=\"{class}\" id=\"{sid}-e{ei}\"><div class=\"row\"><span class=\"pos\">{}</span><span class=\"what\">{}</span><span class=\"detail\">{}</span></div>",
-                esc(&pos),
-                esc(&what),
-                esc(&e.detail)
-            );
-            pins_html(out, &s.pins[ei], findings, sid);
-            out.push_str("</li>\n");
-            if e.kind == Kind::StepFinish && step_open {
-                out.push_str("</ol></li>\n");
-                step_open = false;
-            }
-        }
-        flush(out, &mut elided);
-        if step_open {
-            out.push_str("<li class=\"unfinished\">the step never finished</li>\n</ol></li>\n");
-        }
-        out.push_str("</ol>\n");
-    }
-
-    fn pins_html(out: &mut String, pins: &[usize], findings: &[Finding], sid: &str) {
-        if pins.is_empty() {
-            return;
-        }
-        out.push_str("<ul class=\"pins\">");
-        for &i in pins {
-            let f = &findings[i];
-            let _ = write!(
-                out,
-                "<li class=\"sev-{}\"><a href=\"#{}-f{i}\">{} [{}]</a> {}</li>",
-                sev_class(f.severity),
-                sid,
-                sev_class(f.severity),
-                f.rule,
-                esc(&first_line(&f.message, 160))
-            );
-        }
-        out.push_str("</ul>");
-    }
-    out
+    locate_spans(sources, spans.into_iter(), true)
 }
 
-pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> String {
+/// A unit's sessions, each a `<details>`. Past the page's budget, the unit's remaining sessions go
+/// without timelines or source lines: those with findings list them one line each, the others
+/// are only counted (as the units past the budget are; a log of many sessions is one unit).
+struct Sessions<'a>(&'a Unit<'a>);
+
+impl Render for Sessions<'_> {
+    /// `out` holds the section so far: the budget is its size.
+    fn render_to(&self, out: &mut String) {
+        let unit = self.0;
+        let mut over_budget = false;
+        let mut clean_unshown = 0;
+        for (si, shown) in unit.shown.iter().enumerate() {
+            let mine = &unit.findings_of[si];
+            if unit.analysis.sessions.get(si).is_none() && mine.is_empty() && shown.is_none() {
+                continue;
+            }
+            if !over_budget && out.len() as u64 >= PAGE_BUDGET {
+                over_budget = true;
+                html! {
+                    p.budget {
+                        "This file's part of the page reached " (PAGE_BUDGET / 1024) " KiB: its \
+                        sessions below are listed without timelines or source lines, and those \
+                        without findings are only counted."
+                    }
+                    "\n"
+                }
+                .render_to(out);
+            }
+            if !over_budget {
+                unit.session(si).render_to(out);
+            } else if mine.is_empty() {
+                clean_unshown += 1;
+            } else {
+                unit.session_brief(si).render_to(out);
+            }
+        }
+        if clean_unshown > 0 {
+            html! {
+                p.meta {
+                    (clean_unshown) " more session" @if clean_unshown != 1 { "s" }
+                    " without findings"
+                }
+                "\n"
+            }
+            .render_to(out);
+        }
+    }
+}
+
+impl Unit<'_> {
+    /// Session `si`'s anchor.
+    fn sid(si: usize) -> String {
+        format!("u{UNIT}-s{si}")
+    }
+
+    /// The line that stands for session `si` when it is collapsed.
+    fn head(&self, si: usize) -> Markup {
+        match (self.analysis.sessions.get(si), self.summaries.get(si)) {
+            (Some(s), Some(sum)) => summary_line(sum, s.title.as_deref()),
+            _ => html! { span.sid { "outside any session" } },
+        }
+    }
+
+    /// Session `si` in full: its findings' cards, its timeline, the stream's outcome.
+    fn session(&self, si: usize) -> Markup {
+        let sid = Self::sid(si);
+        let mine = &self.findings_of[si];
+        let shown = self.shown[si].as_ref();
+        let outcome = (self.analysis.sessions.get(si).is_some())
+            .then_some(self.analysis.stream.as_ref())
+            .flatten();
+        html! {
+            details.session.(if mine.is_empty() { "clean" } else { "findings" }) #(sid)
+                open[!mine.is_empty()] {
+                summary { (self.head(si)) }
+                "\n"
+                @if !mine.is_empty() {
+                    h3 { "Findings, root cause first" }
+                    "\n"
+                    ol.findings { "\n" (self.cards(si, &sid)) }
+                    "\n"
+                }
+                @if let Some(s) = shown {
+                    (Timeline {
+                        shown: s,
+                        sid: &sid,
+                        findings: self.findings,
+                        sources: self.sources,
+                        lines: &self.lines,
+                    })
+                } @else if self.store && mine.is_empty() {
+                    p.meta { "no findings: timeline not rendered" }
+                    "\n"
+                }
+                @if let Some(f) = outcome {
+                    p.outcome { "outcome: " (Text(&f.outcome.words())) }
+                    "\n"
+                }
+            }
+            "\n"
+        }
+    }
+
+    /// Session `si` past the budget: its findings one line each.
+    fn session_brief(&self, si: usize) -> Markup {
+        let sid = Self::sid(si);
+        html! {
+            details.session.findings #(sid) open {
+                summary { (self.head(si)) }
+                "\n"
+                ol.findings {
+                    "\n"
+                    @for &i in &self.findings_of[si] {
+                        (self.finding_line(&sid, i, None))
+                    }
+                }
+                "\n"
+            }
+            "\n"
+        }
+    }
+
+    /// Session `si`'s findings: the first [`MAX_CARDS`] as cards, the others one line each.
+    fn cards(&self, si: usize, sid: &str) -> Markup {
+        let mine = &self.findings_of[si];
+        let shown = self.shown[si].as_ref();
+        // Where each finding is pinned (finding → entry).
+        let pinned_at: HashMap<usize, usize> = shown
+            .map(|s| {
+                s.pins
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(e, p)| p.iter().map(move |&i| (i, e)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let at = |i: usize| {
+            let (s, e) = (shown?, pinned_at.get(&i)?);
+            Some((format!("{sid}-e{e}"), s.entries[*e].what.as_str()))
+        };
+        html! {
+            @for (k, &i) in mine.iter().enumerate() {
+                @if k == MAX_CARDS {
+                    li.meta.more {
+                        (mine.len() - MAX_CARDS)
+                        " more findings, one line each (without their source lines):"
+                    }
+                    "\n"
+                }
+                @if k < MAX_CARDS {
+                    (self.finding_card(sid, i, at(i)))
+                } @else {
+                    (self.finding_line(sid, i, at(i)))
+                }
+            }
+        }
+    }
+
+    /// A finding on one line: severity, rule, message, where; for a session's findings past
+    /// [`MAX_CARDS`].
+    fn finding_line(&self, sid: &str, i: usize, at: Option<(String, &str)>) -> Markup {
+        let f = &self.findings[i];
+        let sev = sev_class(f.severity);
+        let line = self
+            .records
+            .get(i)
+            .and_then(|r| Some((r.file.as_deref()?, r.line?)));
+        html! {
+            li class={ "finding brief sev-" (sev) } id={ (sid) "-f" (i) } {
+                span.sev { (sev) } " " span.rule { "[" (f.rule) "]" } " "
+                (Text(&first_line(&f.message, 240)))
+                @if let Some((file, line)) = line {
+                    " " span.meta { "· " (Text(file)) ":" (line) }
+                }
+                @if let Some((anchor, what)) = &at {
+                    " "
+                    span.meta { "· on the timeline: " a href={ "#" (anchor) } { (Text(what)) } }
+                }
+            }
+            "\n"
+        }
+    }
+
+    /// A finding in full: severity, rule, message, where it is (in its file, on the timeline),
+    /// its annotated source lines, notes and help.
+    fn finding_card(&self, sid: &str, i: usize, at: Option<(String, &str)>) -> Markup {
+        let f = &self.findings[i];
+        let sev = sev_class(f.severity);
+        let location = self
+            .records
+            .get(i)
+            .and_then(|r| match (&r.file, r.line, &r.locator) {
+                (Some(file), Some(line), _) => Some(html! {
+                    "at " (Text(file)) ":" (line) ":" (r.column.unwrap_or(1))
+                }),
+                (Some(file), None, Some(loc)) => Some(html! {
+                    "at " (Text(file)) " › " (Text(loc))
+                }),
+                _ => None,
+            });
+        html! {
+            li class={ "finding sev-" (sev) } id={ (sid) "-f" (i) } {
+                div.head {
+                    span.sev { (sev) } " " span.rule { "[" (f.rule) "]" }
+                    @if self.root == Some(i) { " " span.root { "root cause" } }
+                    " " span.msg { (Text(&f.message)) }
+                }
+                "\n"
+                @if at.is_some() || location.is_some() {
+                    div.where {
+                        @if let Some((anchor, what)) = &at {
+                            "on the timeline: " a href={ "#" (anchor) } { (Text(what)) }
+                        }
+                        @if let Some(l) = &location {
+                            @if at.is_some() { " · " }
+                            (l)
+                        }
+                    }
+                    "\n"
+                }
+                (snippets(self.sources, self.located, f))
+                @for note in &f.notes {
+                    div.note { b { "note:" } " " span { (Text(note)) } }
+                    "\n"
+                }
+                @if let Some(help) = &f.help {
+                    div.help { b { "help:" } " " span { (Text(help)) } }
+                    "\n"
+                }
+            }
+            "\n"
+        }
+    }
+}
+
+pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> Markup {
     let tools = if s.tools.is_empty() {
         "no tools".to_owned()
     } else {
@@ -433,136 +458,27 @@ pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> String {
         warnings: s.warnings,
         infos: s.infos,
     };
-    let class = if s.errors > 0 {
-        "error"
-    } else if s.warnings > 0 {
-        "warning"
-    } else {
-        "clean"
-    };
-    let mut out = format!("<span class=\"sid\">{}</span>", esc(&s.id));
-    if let Some(t) = title {
-        let _ = write!(
-            out,
-            " <span class=\"title\">{}</span>",
-            esc(&first_line(t, 80))
-        );
-    }
-    if let Some(r) = &s.replayed {
-        let _ = write!(out, " <span class=\"meta\">({})</span>", esc(r));
-    }
-    let _ = write!(
-        out,
-        " <span class=\"meta\">{} messages · steps {}/{} · {}</span> <span class=\"totals {class}\">{}</span>",
-        s.messages,
-        s.steps_started,
-        s.steps_finished,
-        esc(&tools),
-        esc(&findings.words())
-    );
-    out
-}
-
-/// A finding on one line: severity, rule, message, where; for a session's findings past
-/// [`MAX_CARDS`].
-fn finding_line(
-    out: &mut String,
-    sid: &str,
-    f: &Finding,
-    record: Option<&FindingRecord>,
-    i: usize,
-    at: Option<(String, &str)>,
-) {
-    let sev = sev_class(f.severity);
-    let _ = write!(
-        out,
-        "<li class=\"finding brief sev-{sev}\" id=\"{sid}-f{i}\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{}]</span> {}",
-        f.rule,
-        esc(&first_line(&f.message, 240))
-    );
-    if let Some(r) = record
-        && let (Some(file), Some(line)) = (&r.file, r.line)
-    {
-        let _ = write!(out, " <span class=\"meta\">· {}:{line}</span>", esc(file));
-    }
-    if let Some((anchor, what)) = &at {
-        let _ = write!(
-            out,
-            " <span class=\"meta\">· on the timeline: <a href=\"#{anchor}\">{}</a></span>",
-            esc(what)
-        );
-    }
-    out.push_str("</li>\n");
-}
-
-#[allow(clippy::too_many_arguments)]
-fn finding_card(
-    out: &mut String,
-    sid: &str,
-    sources: &SourceMap,
-    located: &Located,
-    f: &Finding,
-    record: Option<&FindingRecord>,
-    i: usize,
-    root: bool,
-    at: Option<(String, &str)>,
-) {
-    let sev = sev_class(f.severity);
-    let _ = writeln!(
-        out,
-        "<li class=\"finding sev-{sev}\" id=\"{sid}-f{i}\"><div class=\"head\"><span class=\"sev\">{sev}</span> <span class=\"rule\">[{}]</span>{} <span class=\"msg\">{}</span></div>",
-        f.rule,
-        if root {
-            " <span class=\"root\">root cause</span>"
-        } else {
-            ""
-        },
-        esc(&f.message)
-    );
-    let mut meta = Vec::new();
-    if let Some((anchor, what)) = &at {
-        meta.push(format!(
-            "on the timeline: <a href=\"#{anchor}\">{}</a>",
-            esc(what)
-        ));
-    }
-    if let Some(r) = record {
-        match (&r.file, r.line, &r.locator) {
-            (Some(file), Some(line), _) => {
-                meta.push(format!("at {}:{line}:{}", esc(file), r.column.unwrap_or(1)))
-            }
-            (Some(file), None, Some(loc)) => meta.push(format!("at {} › {}", esc(file), esc(loc))),
-            _ => {}
+    html! {
+        span.sid { (Text(&s.id)) }
+        @if let Some(t) = title {
+            " " span.title { (Text(&first_line(t, 80))) }
         }
+        @if let Some(r) = &s.replayed {
+            " " span.meta { "(" (Text(r)) ")" }
+        }
+        " "
+        span.meta {
+            (s.messages) " messages · steps " (s.steps_started) "/" (s.steps_finished) " · "
+            (Text(&tools))
+        }
+        " " span.totals.(totals_class(&findings)) { (Text(&findings.words())) }
     }
-    if !meta.is_empty() {
-        let _ = writeln!(out, "<div class=\"where\">{}</div>", meta.join(" · "));
-    }
-    snippets(out, sources, located, f);
-    for note in &f.notes {
-        let _ = writeln!(
-            out,
-            "<div class=\"note\"><b>note:</b> <span>{}</span></div>",
-            esc(note)
-        );
-    }
-    if let Some(help) = &f.help {
-        let _ = writeln!(
-            out,
-            "<div class=\"help\"><b>help:</b> <span>{}</span></div>",
-            esc(help)
-        );
-    }
-    out.push_str("</li>\n");
 }
 
 /// The annotated source lines of a finding: per source, the lines around each label with the
 /// labelled bytes marked and the label's words under them.
-fn snippets(out: &mut String, sources: &SourceMap, located: &Located, f: &Finding) {
-    let mut groups: Vec<(
-        crate::source::FileId,
-        Vec<(&crate::checks::diagnostic::Label, bool)>,
-    )> = Vec::new();
+fn snippets(sources: &SourceMap, located: &Located, f: &Finding) -> Markup {
+    let mut groups: Vec<(crate::source::FileId, Vec<(&Label, bool)>)> = Vec::new();
     for (l, primary) in f
         .primary
         .iter()
@@ -577,78 +493,88 @@ fn snippets(out: &mut String, sources: &SourceMap, located: &Located, f: &Findin
             None => groups.push((l.span.file, vec![(l, primary)])),
         }
     }
-    for (file, labels) in groups {
-        let (Some(lines), Some(source)) = (located.lines(file), sources.get(file)) else {
-            continue;
-        };
-        // Each label: (resolved, label, primary), sorted by position.
-        let mut ls: Vec<_> = labels
+    html! {
+        @for (file, labels) in &groups {
+            @if let (Some(lines), Some(source)) = (located.lines(*file), sources.get(*file)) {
+                (snippet(source, lines, located, labels))
+            }
+        }
+    }
+}
+
+/// The lines of one source around `labels` (each with whether it is primary).
+fn snippet(source: &Source, lines: &Lines, located: &Located, labels: &[(&Label, bool)]) -> Markup {
+    // Each label: (resolved, label, primary), sorted by position.
+    let mut ls: Vec<_> = labels
+        .iter()
+        .filter_map(|(l, p)| located.get(&l.span).map(|r| (r, *l, *p)))
+        .collect();
+    ls.sort_by_key(|(r, _, _)| (r.start.line, r.start.column));
+    let mut ranges: Vec<(u64, u64)> = ls
+        .iter()
+        .map(|(r, l, _)| {
+            let end = if r.display_end < l.span.end() {
+                r.start.line
+            } else {
+                r.end.line
+            };
+            (r.start.line.saturating_sub(CONTEXT).max(1), end + CONTEXT)
+        })
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in ranges {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 + 1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let width = merged.last().map_or(1, |m| m.1.to_string().len());
+    let line = |n: u64| {
+        let here: Vec<_> = ls.iter().filter(|(r, _, _)| r.start.line == n).collect();
+        let marks: Vec<u64> = here.iter().map(|(_, l, _)| l.span.offset).collect();
+        let column = here
             .iter()
-            .filter_map(|(l, p)| located.get(&l.span).map(|r| (r, *l, *p)))
-            .collect();
-        ls.sort_by_key(|(r, _, _)| (r.start.line, r.start.column));
-        let mut ranges: Vec<(u64, u64)> = ls
+            .map(|(r, l, _)| (l.span.offset, r.start.column))
+            .min()
+            .map_or(1, |(_, column)| column);
+        let (start, dl) = lines.display(n, &marks, column)?;
+        // Display byte ranges of the labels on this line.
+        let marked: Vec<(usize, usize, bool, &str)> = here
             .iter()
-            .map(|(r, l, _)| {
-                let end = if r.display_end < l.span.end() {
-                    r.start.line
-                } else {
-                    r.end.line
-                };
-                (r.start.line.saturating_sub(CONTEXT).max(1), end + CONTEXT)
+            .map(|(r, l, p)| {
+                let a = dl.at(l.span.offset.saturating_sub(start) as usize);
+                let end = r.display_end.min(l.span.end());
+                let b = dl.at(end.saturating_sub(start) as usize).max(a);
+                (a, b, *p, l.text.as_str())
             })
             .collect();
-        ranges.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (s, e) in ranges {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 + 1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
+        Some(html! {
+            span.ln { (format!("{n:>width$}")) } " │ " (marked_line(&dl.text, &marked, width))
+        })
+    };
+    html! {
+        div.src {
+            div.src-name { (Text(&source.display_name())) }
+            pre {
+                @for (ri, (s, e)) in merged.iter().enumerate() {
+                    @if ri > 0 { (format!("{:>width$} ┆\n", "")) }
+                    @for n in *s..=*e {
+                        (line(n).unwrap_or_default())
+                    }
+                }
             }
         }
-        let width = merged.last().map_or(1, |m| m.1.to_string().len());
-        let _ = write!(
-            out,
-            "<div class=\"src\"><div class=\"src-name\">{}</div><pre>",
-            esc(&source.display_name())
-        );
-        for (ri, (s, e)) in merged.iter().enumerate() {
-            if ri > 0 {
-                let _ = writeln!(out, "{:>width$} ┆", "");
-            }
-            for n in *s..=*e {
-                let here: Vec<_> = ls.iter().filter(|(r, _, _)| r.start.line == n).collect();
-                let marks: Vec<u64> = here.iter().map(|(_, l, _)| l.span.offset).collect();
-                let column = here
-                    .iter()
-                    .map(|(r, l, _)| (l.span.offset, r.start.column))
-                    .min()
-                    .map_or(1, |(_, column)| column);
-                let Some((start, dl)) = lines.display(n, &marks, column) else {
-                    continue;
-                };
-                // Display byte ranges of the labels on this line.
-                let marked: Vec<(usize, usize, bool, &str)> = here
-                    .iter()
-                    .map(|(r, l, p)| {
-                        let a = dl.at(l.span.offset.saturating_sub(start) as usize);
-                        let end = r.display_end.min(l.span.end());
-                        let b = dl.at(end.saturating_sub(start) as usize).max(a);
-                        (a, b, *p, l.text.as_str())
-                    })
-                    .collect();
-                let _ = write!(out, "<span class=\"ln\">{n:>width$}</span> │ ");
-                marked_line(out, &dl.text, &marked, width);
-            }
-        }
-        out.push_str("</pre></div>\n");
+        "\n"
     }
 }
 
 /// One source line with the labelled display bytes `marked` (`(start, end, primary, words)`)
 /// marked, then a line per label with carets under its bytes and its words.
-fn marked_line(out: &mut String, text: &str, marked: &[(usize, usize, bool, &str)], width: usize) {
-    // Mark the labelled bytes (non-overlapping, first come first marked).
+fn marked_line(text: &str, marked: &[(usize, usize, bool, &str)], width: usize) -> Markup {
+    // The line in pieces, the labelled bytes marked (non-overlapping, first come first marked):
+    // (text, primary when marked).
+    let mut pieces: Vec<(&str, Option<bool>)> = Vec::new();
     let mut pos = 0;
     let mut sorted: Vec<_> = marked.iter().collect();
     sorted.sort_by_key(|m| m.0);
@@ -656,25 +582,27 @@ fn marked_line(out: &mut String, text: &str, marked: &[(usize, usize, bool, &str
         if *a < pos || *b <= *a {
             continue;
         }
-        esc_into(out, &text[pos..*a]);
-        let _ = write!(out, "<mark class=\"{}\">", if *p { "p" } else { "r" });
-        esc_into(out, &text[*a..*b]);
-        out.push_str("</mark>");
+        pieces.push((&text[pos..*a], None));
+        pieces.push((&text[*a..*b], Some(*p)));
         pos = *b;
     }
-    esc_into(out, &text[pos..]);
-    out.push('\n');
-    for (a, b, p, words) in marked {
-        let col = text[..*a].chars().count();
-        let len = text[*a..*b].chars().count().max(1);
-        let _ = writeln!(
-            out,
-            "{:>width$} · {}<span class=\"{}\">{} {}</span>",
-            "",
-            " ".repeat(col),
-            if *p { "lp" } else { "lr" },
-            "^".repeat(len.min(80)),
-            esc(words)
-        );
+    pieces.push((&text[pos..], None));
+    html! {
+        @for (piece, primary) in &pieces {
+            @match primary {
+                Some(p) => mark class=(if *p { "p" } else { "r" }) { (Text(piece)) },
+                None => (Text(piece)),
+            }
+        }
+        "\n"
+        @for (a, b, p, words) in marked {
+            @let col = text[..*a].chars().count();
+            @let len = text[*a..*b].chars().count().max(1);
+            (format!("{:>width$} · {}", "", " ".repeat(col)))
+            span class=(if *p { "lp" } else { "lr" }) {
+                ("^".repeat(len.min(80))) " " (Text(words))
+            }
+            "\n"
+        }
     }
 }

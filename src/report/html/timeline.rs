@@ -1,14 +1,18 @@
 //! A session's timeline: its entries (steps, tool calls, text, events), the findings pinned
-//! to them, and which are kept when it is capped.
+//! to them, which are kept when it is capped, and the timeline rendered: the kept entries with
+//! each step's entries nested in it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
-use super::{STEP_FINISH_LOGGED, TEXT_PREVIEW};
+use maud::{Markup, Render, html};
+
+use super::{STEP_FINISH_LOGGED, TEXT_PREVIEW, Text, sev_class};
 use crate::checks::diagnostic::Finding;
 use crate::model::PartBody;
+use crate::report::Located;
 use crate::session::{Analysis, EventKind, LogLevel, PartRecord, Seq, first_line};
-use crate::source::Span;
+use crate::source::{SourceKind, SourceMap, Span};
 
 /// One line of a timeline.
 #[derive(Debug)]
@@ -566,6 +570,234 @@ pub(super) fn keep(entries: &[Entry], pinned: &[bool], cap: usize) -> Vec<bool> 
     kept
 }
 
+/// A timeline to render: its entries, which of them are kept, and the findings (indices into
+/// the unit's) pinned to each.
+pub(super) struct Shown {
+    pub(super) entries: Vec<Entry>,
+    pub(super) kept: Vec<bool>,
+    pub(super) pins: Vec<Vec<usize>>,
+    /// Whether its session has findings.
+    pub(super) findings: bool,
+}
+
+/// What a rendered timeline lists.
+#[derive(Debug, PartialEq)]
+enum Item {
+    /// A kept entry (its index).
+    Entry(usize),
+    /// Entries left out here, counted by kind.
+    Elided(BTreeMap<&'static str, usize>),
+    Step(Step),
+}
+
+/// A step: its step-start entry and the items after it up to its step-finish (the last of them);
+/// a step that ends otherwise says why.
+#[derive(Debug, PartialEq)]
+struct Step {
+    start: usize,
+    /// Its number among all the timeline's steps, the ones left out counted too.
+    number: usize,
+    items: Vec<Item>,
+    unfinished: Option<&'static str>,
+}
+
+/// The kept entries in order, each step's entries nested in it (a step ends at its step-finish,
+/// at the next step-start or at the end), and where entries were left out, how many of each kind.
+fn group(entries: &[Entry], kept: &[bool]) -> Vec<Item> {
+    let mut top: Vec<Item> = Vec::new();
+    let mut step: Option<Step> = None;
+    let mut elided: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut number = 0;
+    let close = |top: &mut Vec<Item>, step: Option<Step>, why: Option<&'static str>| {
+        if let Some(s) = step {
+            top.push(Item::Step(Step {
+                unfinished: why,
+                ..s
+            }));
+        }
+    };
+    for (ei, e) in entries.iter().enumerate() {
+        if e.kind == Kind::StepStart {
+            number += 1;
+        }
+        if !kept[ei] {
+            *elided.entry(e.kind.name()).or_default() += 1;
+            continue;
+        }
+        let here = step.as_mut().map_or(&mut top, |s| &mut s.items);
+        if !elided.is_empty() {
+            here.push(Item::Elided(std::mem::take(&mut elided)));
+        }
+        match e.kind {
+            Kind::StepStart => {
+                close(
+                    &mut top,
+                    step.take(),
+                    Some("no step-finish before the next step"),
+                );
+                step = Some(Step {
+                    start: ei,
+                    number,
+                    items: Vec::new(),
+                    unfinished: None,
+                });
+            }
+            Kind::StepFinish => {
+                here.push(Item::Entry(ei));
+                close(&mut top, step.take(), None);
+            }
+            _ => here.push(Item::Entry(ei)),
+        }
+    }
+    if !elided.is_empty() {
+        let here = step.as_mut().map_or(&mut top, |s| &mut s.items);
+        here.push(Item::Elided(elided));
+    }
+    close(&mut top, step, Some("the step never finished"));
+    top
+}
+
+/// Where a span is, for people: `line 12` of its file, or its row.
+fn place(sources: &SourceMap, located: &Located, span: &Span) -> String {
+    match sources.get(span.file).map(|s| &s.kind) {
+        // The row's last step (`message msg_…`): the session is the section's.
+        Some(SourceKind::Virtual { locator, .. }) => locator
+            .rsplit('›')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+        _ => located
+            .get(span)
+            .map(|r| format!("line {}", r.start.line))
+            .unwrap_or_default(),
+    }
+}
+
+/// A session's timeline as the page shows it (a [`Render`]): its kept entries, steps as blocks
+/// holding their entries, the findings pinned to each entry linked, and what was left out.
+pub(super) struct Timeline<'a> {
+    pub(super) shown: &'a Shown,
+    /// The session's anchor; entries are `{sid}-e{index}`, findings `{sid}-f{index}`.
+    pub(super) sid: &'a str,
+    pub(super) findings: &'a [Finding],
+    pub(super) sources: &'a SourceMap,
+    /// Line numbers of the kept entries.
+    pub(super) lines: &'a Located,
+}
+
+impl Render for Timeline<'_> {
+    fn render(&self) -> Markup {
+        let items = group(&self.shown.entries, &self.shown.kept);
+        html! {
+            h3 { "Timeline" }
+            "\n"
+            ol.timeline {
+                "\n"
+                @for item in &items {
+                    (self.item(item))
+                }
+            }
+            "\n"
+        }
+    }
+}
+
+impl Timeline<'_> {
+    fn item(&self, item: &Item) -> Markup {
+        html! {
+            @match item {
+                Item::Entry(ei) => {
+                    li class=(self.class(*ei)) id={ (self.sid) "-e" (ei) } { (self.row(*ei, None)) }
+                    "\n"
+                }
+                Item::Elided(kinds) => {
+                    li.elided {
+                        "… " (kinds.values().sum::<usize>()) " entries elided ("
+                        @for (k, (kind, n)) in kinds.iter().enumerate() {
+                            @if k > 0 { ", " }
+                            (n) " " (kind)
+                        }
+                        ")"
+                    }
+                    "\n"
+                }
+                Item::Step(step) => {
+                    li class={ (self.class(step.start)) " block" }
+                        id={ (self.sid) "-e" (step.start) } {
+                        (self.row(step.start, Some(step.number)))
+                        "\n"
+                        ol.steps {
+                            "\n"
+                            @for item in &step.items {
+                                (self.item(item))
+                            }
+                            @if let Some(why) = step.unfinished {
+                                li.unfinished { (why) }
+                                "\n"
+                            }
+                        }
+                    }
+                    "\n"
+                }
+            }
+        }
+    }
+
+    /// An entry's classes: its kind, its tone, the severity of the worst finding pinned to it.
+    fn class(&self, ei: usize) -> String {
+        let e = &self.shown.entries[ei];
+        let mut class = format!("entry {}", e.kind.class());
+        if !e.tone.is_empty() {
+            let _ = write!(class, " tone-{}", e.tone);
+        }
+        let worst = self.shown.pins[ei]
+            .iter()
+            .map(|&i| self.findings[i].severity)
+            .max();
+        if let Some(w) = worst {
+            let _ = write!(class, " pinned sev-{}", sev_class(w));
+        }
+        class
+    }
+
+    /// An entry's row (position, what, detail; a step's what is its number), then the findings
+    /// pinned to it.
+    fn row(&self, ei: usize, step: Option<usize>) -> Markup {
+        let e = &self.shown.entries[ei];
+        let at = e
+            .spans
+            .first()
+            .map(|sp| place(self.sources, self.lines, sp))
+            .unwrap_or_default();
+        let pos = match at.is_empty() {
+            true => format!("#{}", e.seq + 1),
+            false => format!("#{} · {at}", e.seq + 1),
+        };
+        let what = step.map(|n| format!("step {n}"));
+        let pins = &self.shown.pins[ei];
+        html! {
+            div.row {
+                span.pos { (Text(&pos)) }
+                span.what { (Text(what.as_deref().unwrap_or(&e.what))) }
+                span.detail { (Text(&e.detail)) }
+            }
+            @if !pins.is_empty() {
+                ul.pins {
+                    @for &i in pins {
+                        @let f = &self.findings[i];
+                        @let sev = sev_class(f.severity);
+                        li class={ "sev-" (sev) } {
+                            a href={ "#" (self.sid) "-f" (i) } { (sev) " [" (f.rule) "]" }
+                            " " (Text(&first_line(&f.message, 160)))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,6 +827,57 @@ mod tests {
         let kept = keep(&entries, &pinned, 100);
         assert!(kept[500] && kept[0] && kept[999]);
         assert!(kept.iter().filter(|k| **k).count() <= 100);
+    }
+
+    #[test]
+    fn kept_entries_are_grouped_into_their_steps() {
+        use Kind::*;
+        let kinds = [
+            StepStart, Text, StepFinish, Event, StepStart, Text, StepStart, Tool, Text, StepStart,
+            Text, StepStart,
+        ];
+        let entries: Vec<Entry> = (0..kinds.len())
+            .map(|i| Entry {
+                seq: i as Seq,
+                spans: Vec::new(),
+                kind: kinds[i],
+                what: String::new(),
+                detail: String::new(),
+                tone: "",
+                part_id: None,
+            })
+            .collect();
+        let kept: Vec<bool> = (0..kinds.len()).map(|i| ![5, 8, 9].contains(&i)).collect();
+        let step = |start, number, items, unfinished| {
+            Item::Step(Step {
+                start,
+                number,
+                items,
+                unfinished,
+            })
+        };
+        let elided =
+            |kinds: &[(&'static str, usize)]| Item::Elided(kinds.iter().copied().collect());
+        let next = Some("no step-finish before the next step");
+        assert_eq!(
+            group(&entries, &kept),
+            vec![
+                step(0, 1, vec![Item::Entry(1), Item::Entry(2)], None),
+                Item::Entry(3),
+                step(4, 2, vec![elided(&[("text", 1)])], next),
+                step(
+                    6,
+                    3,
+                    vec![
+                        Item::Entry(7),
+                        elided(&[("step start", 1), ("text", 1)]),
+                        Item::Entry(10),
+                    ],
+                    next
+                ),
+                step(11, 5, Vec::new(), Some("the step never finished")),
+            ]
+        );
     }
 
     /// The pinning as it was: walks of the timeline per finding.
