@@ -261,6 +261,9 @@ pub fn backup_path(db: &Path, conn: &Connection) -> PathBuf {
 
 /// Plans (and unless `dry_run`, applies) the repair of the database at `path`.
 pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, RepairError> {
+    // The database a link names: its backup lies beside it, and the plan is made from what
+    // SQLite reads there, WAL included (adversarial #10).
+    let path = &crate::formats::opencode::db::real_path(path);
     let not_changed = |cause: RepairError| RepairError::NotChanged {
         cause: Box::new(cause),
         backup: None,
