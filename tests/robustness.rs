@@ -321,6 +321,115 @@ fn an_export_cut_inside_a_multibyte_character_is_diagnosed_up_to_the_cut() {
     );
 }
 
+/// The exit status, the rules found (sorted; none when the run failed) and standard error of
+/// `diagnose --format json` on `bytes`, written to a file named `name`.
+fn findings_of(name: &str, bytes: &[u8], extra: &[&str]) -> (i32, Vec<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["diagnose".as_ref(), "--format".as_ref(), "json".as_ref()];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    args.push(path.as_os_str());
+    let (code, stdout, stderr) = run(&args);
+    let mut rules = if code == 2 {
+        Vec::new()
+    } else {
+        rules_of(&stdout)
+    };
+    rules.sort();
+    (code, rules, stderr)
+}
+
+/// adversarial #11: line-based inputs read LF and CRLF line ends alike; an input whose lines end
+/// in CR alone is read the same where its format allows it (SSE and JSON-lines captures) and
+/// refused with one clear line where it is not (agent logs, transcripts), never diagnosed as if
+/// it held nothing, nor planned for repair as one torn line.
+#[test]
+fn lines_ending_in_cr_are_read_or_refused_never_passed_over() {
+    let inputs = [
+        ("log", "samples/zod-failed-status.log", true),
+        ("log", "samples/sse-concatenated.log", true),
+        ("log", "samples/clean-session.log", true),
+        (
+            "jsonl",
+            "tests/fixtures/transcripts/claude-orphan-tool.jsonl",
+            true,
+        ),
+        (
+            "jsonl",
+            "tests/fixtures/transcripts/codex-orphan-call.jsonl",
+            true,
+        ),
+        ("sse", "samples/sse-concatenated-chunk.sse", false),
+    ];
+    for (ext, rel, refused) in inputs {
+        let lf = std::fs::read(repo(rel)).unwrap();
+        let name = format!("input.{ext}");
+        let (code, rules, stderr) = findings_of(&name, &lf, &[]);
+        assert_ne!(code, 2, "{rel}: {stderr}");
+        let crlf: Vec<u8> = String::from_utf8(lf.clone())
+            .unwrap()
+            .replace('\n', "\r\n")
+            .into_bytes();
+        assert_eq!(
+            findings_of(&name, &crlf, &[]),
+            (code, rules.clone(), String::new()),
+            "{rel} with CRLF"
+        );
+        let cr: Vec<u8> = lf
+            .iter()
+            .map(|&b| if b == b'\n' { b'\r' } else { b })
+            .collect();
+        let (cr_code, cr_rules, cr_err) = findings_of(&name, &cr, &[]);
+        if refused {
+            assert_eq!(cr_code, 2, "{rel} with CR: {cr_rules:?} {cr_err}");
+            assert_eq!(cr_err.lines().count(), 1, "{cr_err}");
+            assert!(cr_err.contains("carriage return"), "{rel}: {cr_err}");
+        } else {
+            assert_eq!((cr_code, cr_rules), (code, rules), "{rel} with CR");
+        }
+    }
+    // Told what it is, or on standard input, an agent log with CR line ends is refused too.
+    let cr: Vec<u8> = std::fs::read(repo("samples/zod-failed-status.log"))
+        .unwrap()
+        .iter()
+        .map(|&b| if b == b'\n' { b'\r' } else { b })
+        .collect();
+    let (code, _, stderr) = findings_of("x.log", &cr, &["--input", "agent-log"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _, stderr) = run_with_stdin(&["diagnose", "-"], &cr);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("carriage return"), "{stderr}");
+    // A repair does not take a transcript with CR line ends for one torn line.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let lf = std::fs::read(repo("tests/fixtures/transcripts/claude-orphan-tool.jsonl")).unwrap();
+    let cr: Vec<u8> = lf
+        .iter()
+        .map(|&b| if b == b'\n' { b'\r' } else { b })
+        .collect();
+    std::fs::write(&path, &cr).unwrap();
+    for extra in [&["--dry-run"][..], &["--force"][..]] {
+        let mut args: Vec<&std::ffi::OsStr> = vec!["repair".as_ref()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        args.push(path.as_os_str());
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 2, "{extra:?}: {stdout} {stderr}");
+        assert!(stderr.contains("carriage return"), "{stderr}");
+    }
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        cr,
+        "the transcript is unchanged"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing was written"
+    );
+}
+
 // 4. Error messages quote at most a few hundred bytes of the input.
 
 /// The error line of a run that must fail with status 2.
@@ -328,7 +437,11 @@ fn error_line(args: &[&std::ffi::OsStr]) -> String {
     let (code, _, stderr) = run(args);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.trim_end().len() <= 1000, "{} bytes: {stderr}", stderr.len());
+    assert!(
+        stderr.trim_end().len() <= 1000,
+        "{} bytes: {stderr}",
+        stderr.len()
+    );
     stderr
 }
 

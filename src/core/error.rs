@@ -21,6 +21,10 @@ pub enum IngestError {
     Binary { offset: u64, line: u64 },
     #[error("a line longer than {} MiB at byte {offset} (line {line})", max >> 20)]
     LineTooLong { offset: u64, line: u64, max: usize },
+    #[error(
+        "its lines end in a carriage return alone (CR at byte {offset}, and no LF in its first {head} bytes), which logs and transcripts never use: rewind reads lines ended by LF or CRLF. Convert it with `tr '\\r' '\\n'` (every byte keeps its offset) and run rewind on that"
+    )]
+    CrLineEnds { offset: u64, head: usize },
     #[error("invalid JSON at byte {offset} (line {line}): {reason}")]
     InvalidJson {
         offset: u64,

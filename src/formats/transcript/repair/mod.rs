@@ -292,6 +292,11 @@ pub fn repair(
     })?;
     let read_stamp = stamp(path);
     let bytes = std::fs::read(path).map_err(|e| not_changed(TranscriptRepairError::Read(e)))?;
+    // Lines ended by CR alone would be planned as one torn line: refused as the reading does.
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    if let Err(e) = crate::json::lines::refuse_cr_line_ends(&mut &*head) {
+        return Err(not_changed(TranscriptRepairError::Diagnose(e.to_string())));
+    }
     let plan = plan_bytes(&bytes, client);
     let mut outcome = Outcome {
         bytes_before: bytes.len() as u64,
