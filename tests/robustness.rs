@@ -790,6 +790,82 @@ fn copies_left_by_killed_runs_are_swept() {
     assert!(other.exists(), "files rewind did not make are kept");
 }
 
+/// adversarial #9: a run killed outright (SIGKILL: no handler runs) leaves its private copy of
+/// standard input behind; the next run that makes a private copy removes it, however recently
+/// the killed run made it and whatever process now has its process id, while a copy a running
+/// rewind holds is kept.
+#[test]
+#[cfg(unix)]
+fn a_copy_a_killed_run_left_is_removed_by_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copies = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect()
+    };
+    // A run reading standard input that never ends: its copy is made and held.
+    let spawn_reader = || {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("rewind"))
+            .env("TMPDIR", tmp.path())
+            .args(["diagnose", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(b"{\"type\":\"log\",\"level\":\"info\",\"message\":\"hi\"}\n")
+            .unwrap();
+        child
+    };
+    let wait_for = |n: usize| {
+        let start = Instant::now();
+        while copies().len() < n && start.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(copies().len(), n, "{:?}", copies());
+    };
+    let mut killed = spawn_reader();
+    wait_for(1);
+    let left = copies().remove(0);
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(left.exists(), "SIGKILL runs no clean-up");
+    // A minute later (as the file says), the next run that makes a copy removes it.
+    other_file_old(
+        &left,
+        std::time::SystemTime::now() - Duration::from_secs(60),
+    );
+    let mut running = spawn_reader();
+    let start = Instant::now();
+    while (left.exists() || copies().is_empty()) && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!left.exists(), "the killed run's copy is removed");
+    let held = copies();
+    assert_eq!(held.len(), 1, "{held:?}");
+    // A copy a running rewind holds is kept, however old it looks.
+    other_file_old(
+        &held[0],
+        std::time::SystemTime::now() - Duration::from_secs(7200),
+    );
+    let out = rewind()
+        .env("TMPDIR", tmp.path())
+        .args(["diagnose", "-"])
+        .write_stdin("{\"type\":\"log\",\"level\":\"info\",\"message\":\"hi\"}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(held[0].exists(), "a running rewind's copy is kept");
+    drop(running.stdin.take());
+    assert_eq!(running.wait().unwrap().code(), Some(0));
+    assert!(copies().is_empty(), "{:?}", copies());
+}
+
 fn other_file_old(p: &std::path::Path, t: std::time::SystemTime) {
     std::fs::OpenOptions::new()
         .write(true)
