@@ -749,6 +749,53 @@ fn an_interrupted_diagnosis_removes_its_private_database_copy() {
     assert_eq!(copies(), 0, "the private copy was left behind");
 }
 
+/// adversarial #8: a signal while rewind reads standard input removes the private copy and ends
+/// the run quietly, with the shell's status for that signal (128 + its number), even when the
+/// reading goes on meanwhile and finds its copy gone (standard input is closed right after the
+/// signal here, so that the run races the handler to the end).
+#[test]
+#[cfg(unix)]
+fn a_signal_while_reading_standard_input_exits_quietly_with_its_status() {
+    for (signal, status) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
+        for round in 0..3 {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut child = Command::new(assert_cmd::cargo::cargo_bin("rewind"))
+                .env("TMPDIR", tmp.path())
+                .args(["diagnose", "-"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            stdin
+                .write_all(b"{\"type\":\"log\",\"level\":\"info\",\"message\":\"hi\"}\n")
+                .unwrap();
+            let start = Instant::now();
+            let copies = || std::fs::read_dir(tmp.path()).unwrap().count();
+            while copies() == 0 && start.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(copies() > 0, "no private copy was made");
+            let sent = Command::new("kill")
+                .args([&format!("-{signal}"), &child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+            drop(stdin);
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(status),
+                "SIG{signal} (round {round}): {stderr}"
+            );
+            assert!(stderr.is_empty(), "SIG{signal} (round {round}): {stderr}");
+            assert_eq!(copies(), 0, "SIG{signal}: the private copy was left behind");
+        }
+    }
+}
+
 #[test]
 fn copies_left_by_killed_runs_are_swept() {
     let tmp = tempfile::tempdir().unwrap();

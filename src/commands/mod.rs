@@ -111,6 +111,11 @@ impl Write for Out {
 /// [`crate::core::MAX_MESSAGE`] bytes: every line rewind writes there goes through here, so
 /// no line is longer than that, whatever it quotes.
 pub fn err_line(line: &str) {
+    // A run a signal is ending says nothing more: what went wrong may be the handler's removal
+    // of its copies.
+    if crate::ingest::private::signalled().is_some() {
+        return;
+    }
     let line = crate::text::cap_line(line, crate::core::MAX_MESSAGE);
     let line: &str = &line;
     let captured = CAPTURED.with(|c| {

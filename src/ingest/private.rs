@@ -170,15 +170,72 @@ pub fn remove_all() {
     }
 }
 
-/// Installs a handler for SIGINT, SIGTERM and SIGHUP that removes the private copies and exits
-/// with 128 + 2 (the shell's convention for an interrupt). Safe to call more than once.
+/// The signal that is ending the run (0: none yet). Set in the signal handler itself, as the
+/// signal arrives, before the thread that removes the copies wakes up.
+static SIGNALLED: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicUsize>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// The signal (SIGINT, SIGTERM or SIGHUP) that is ending the run, if one arrived: the handler
+/// is removing the private paths and will exit with 128 + its number.
+pub fn signalled() -> Option<i32> {
+    match SIGNALLED.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        n => i32::try_from(n).ok(),
+    }
+}
+
+/// When a signal arrived, waits for the handler to end the process and returns never: what
+/// the run would do now (print an error, exit with its own status) may be the doing of the
+/// removal of its copies (a reader that found its copy gone), and must not be seen.
+pub fn wait_if_signalled() {
+    if signalled().is_some() {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+/// What a signal does: say which one arrived (before anything is removed, so that an error
+/// the removal causes is known for what it is), remove the private paths, and exit with the
+/// shell's status for it (128 + its number: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP).
+fn on_signal(signal: i32) {
+    SIGNALLED.store(
+        usize::try_from(signal).unwrap_or(1),
+        std::sync::atomic::Ordering::SeqCst,
+    );
+    remove_all();
+    std::process::exit(128 + signal);
+}
+
+/// Installs the handler of SIGINT, SIGTERM and SIGHUP ([`on_signal`], on a thread of its own).
+/// Safe to call more than once.
 fn install_signal_cleanup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let _ = ctrlc::set_handler(|| {
-            remove_all();
-            std::process::exit(130);
-        });
+        #[cfg(unix)]
+        {
+            use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+            for signal in [SIGINT, SIGTERM, SIGHUP] {
+                if let Ok(number) = usize::try_from(signal) {
+                    let _ = signal_hook::flag::register_usize(signal, SIGNALLED.clone(), number);
+                }
+            }
+            if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+            {
+                let _ = std::thread::Builder::new()
+                    .name("rewind-signals".into())
+                    .spawn(move || {
+                        if let Some(signal) = signals.forever().next() {
+                            on_signal(signal);
+                        }
+                    });
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            // Ctrl-C, the only signal there.
+            let _ = ctrlc::set_handler(|| on_signal(2));
+        }
     });
 }
 
