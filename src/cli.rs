@@ -54,6 +54,8 @@ pub enum Command {
 pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
     crate::core::set_exits_after();
     let result = dispatch(cli);
+    // A signal ends the run with its own status, quietly, whatever the run came to meanwhile.
+    crate::ingest::private::wait_if_signalled();
     crate::ingest::input::forget_all();
     result
 }

@@ -42,6 +42,18 @@ pub fn clip_to(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     format!("{}… ({} of {} bytes shown)", &s[..end], end, s.len()).into()
 }
 
+/// `s` cut to at most `max` bytes in all, the note of how much was cut included: what one line
+/// of rewind's own words (an error line) may be at most, however much it quotes.
+pub fn cap_line(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    let note = |kept: usize| format!("… ({kept} of {} bytes shown)", s.len());
+    // The note for the widest count that can be kept leaves room for any shorter one.
+    let end = floor_boundary(s, max.saturating_sub(note(s.len()).len()));
+    format!("{}{}", &s[..end], note(end)).into()
+}
+
 /// About [`MAX_QUOTED`] bytes of `s` around byte `at`, with `…` where it was cut, and the
 /// offset: what an error message quotes of a long input (`at` is where the problem is).
 pub fn excerpt(s: &str, at: usize) -> String {
@@ -181,6 +193,23 @@ mod tests {
         );
         assert!(e.len() < 300, "{e}");
         assert_eq!(excerpt("short", 2), "short");
+    }
+
+    #[test]
+    fn a_capped_line_holds_its_note_within_the_cap() {
+        assert_eq!(cap_line("short", 1000), "short");
+        for len in [1001, 1200, 9_999, 10_000, 123_456] {
+            for unit in ["a", "é", "😀"] {
+                let s = unit.repeat(len / unit.len() + 1);
+                let line = cap_line(&s, 1000);
+                assert!(line.len() <= 1000, "{len} {unit}: {}", line.len());
+                assert!(line.len() > 950, "{len} {unit}: {}", line.len());
+                assert!(
+                    line.ends_with(&format!(" of {} bytes shown)", s.len())),
+                    "{line}"
+                );
+            }
+        }
     }
 
     #[test]

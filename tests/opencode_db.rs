@@ -186,6 +186,58 @@ fn wal_contents_are_read_and_nothing_is_written() {
     }
 }
 
+/// adversarial #10: a database named through a symbolic link is read with the `-wal` beside the
+/// file the link points to, by every command, so that the plan of `repair --dry-run` is the one
+/// `repair` applies.
+#[test]
+#[cfg(unix)]
+fn a_wal_database_through_a_symlink_is_read_with_its_wal() {
+    for with_shm in [true, false] {
+        let (dir, db) = wal_copy(with_shm);
+        let links = tempfile::tempdir().unwrap();
+        let link = links.path().join("linked.db");
+        std::os::unix::fs::symlink(&db, &link).unwrap();
+        let before = dir_state(dir.path());
+        let (code, doc) = diagnose_json(&link, &[]);
+        assert_eq!(code, 1, "shm {with_shm}");
+        let f = findings(&doc);
+        assert_eq!(
+            of_rule(&f, "tool-never-finished").len(),
+            1,
+            "diagnose through the link sees the write only in the WAL (shm {with_shm}): {}",
+            describe(&f)
+        );
+        let listed = |path: &Path| {
+            let out = rewind()
+                .args(["sessions", "--format", "json"])
+                .arg(path)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            doc["sessions"].to_string()
+        };
+        assert_eq!(listed(&link), listed(&db), "sessions (shm {with_shm})");
+        let plan = |path: &Path| {
+            let out = rewind()
+                .args(["repair", "--dry-run", "--force", "--format", "json"])
+                .arg(path)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            doc["plan"].to_string()
+        };
+        assert_eq!(plan(&link), plan(&db), "repair --dry-run (shm {with_shm})");
+        assert_eq!(
+            dir_state(dir.path()),
+            before,
+            "shm {with_shm}: files changed"
+        );
+        assert_eq!(std::fs::read_dir(links.path()).unwrap().count(), 1);
+    }
+}
+
 #[test]
 fn works_while_another_connection_has_it_open() {
     let (dir, db) = fixture();

@@ -241,3 +241,81 @@ fn files_changed_moments_ago_are_left_unless_forced() {
     assert_eq!(forced["moves"].as_array().unwrap().len(), 3);
     assert_eq!(forced["verified"], true);
 }
+
+/// adversarial #12: files reached through symbolic links inside the storage folder are read, as
+/// OpenCode reads them: a damaged one is reported like any other. A repair moves a link that
+/// lies in the folder (never what it points to), and leaves a file whose folder lies outside
+/// the storage folder (through a linked folder) where it is, saying why.
+#[test]
+#[cfg(unix)]
+fn damaged_files_behind_symlinks_are_reported_and_nothing_outside_is_moved() {
+    use std::os::unix::fs::symlink;
+    let (dir, storage) = data_folder(Duration::from_secs(3600));
+    let outside = dir.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    // The cut message: a link in the folder to a file outside it.
+    let cut_target = outside.join("cut.json");
+    std::fs::rename(storage.join(CUT_MESSAGE), &cut_target).unwrap();
+    symlink(&cut_target, storage.join(CUT_MESSAGE)).unwrap();
+    // The empty part: its message's part folder is a link to a folder outside.
+    let part_dir = storage.join(EMPTY_PART).parent().unwrap().to_path_buf();
+    let moved_dir = outside.join("parts");
+    std::fs::rename(&part_dir, &moved_dir).unwrap();
+    symlink(&moved_dir, &part_dir).unwrap();
+    // A link back up the tree must not make the scan go round.
+    symlink("..", storage.join("session/loop")).unwrap();
+    let outside_before = files_under(&outside);
+    let outside_bytes: Vec<Vec<u8>> = outside_before
+        .iter()
+        .map(|f| std::fs::read(outside.join(f)).unwrap())
+        .collect();
+
+    let (code, doc) = diagnose_json(&storage, &[]);
+    assert_eq!(code, 1);
+    let f = findings(&doc);
+    let damaged: Vec<&str> = of_rule(&f, "storage-file-damaged")
+        .iter()
+        .map(|d| d["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(damaged.len(), 3, "{}", describe(&f));
+    for rel in [NUL_SESSION, CUT_MESSAGE, EMPTY_PART] {
+        assert!(
+            damaged.iter().any(|p| p.ends_with(rel)),
+            "{rel}: {damaged:?}"
+        );
+    }
+
+    let plan = repair_json(&storage, &["--dry-run"]);
+    let planned: Vec<&str> = plan["moves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(planned, [CUT_MESSAGE, NUL_SESSION], "{plan}");
+    let done = repair_json(&storage, &[]);
+    assert_eq!(done["applied"], true, "{done}");
+    assert_eq!(done["verified"], true, "{done}");
+    let left = done["not_repaired"].as_array().unwrap();
+    assert_eq!(left.len(), 1, "{done}");
+    assert_eq!(left[0]["file"], EMPTY_PART);
+    assert!(
+        left[0]["why"].as_str().unwrap().contains("outside"),
+        "{done}"
+    );
+    // The link was moved, not its target; nothing outside the folder changed.
+    let quarantine = PathBuf::from(done["quarantine"].as_str().unwrap());
+    let moved = quarantine.join(CUT_MESSAGE);
+    assert!(moved.symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(!storage.join(CUT_MESSAGE).exists());
+    assert_eq!(files_under(&outside), outside_before);
+    for (f, bytes) in outside_before.iter().zip(&outside_bytes) {
+        assert_eq!(&std::fs::read(outside.join(f)).unwrap(), bytes, "{f}");
+    }
+    let (code, doc) = diagnose_json(&storage, &[]);
+    assert_eq!(code, 1);
+    let f = findings(&doc);
+    let still = of_rule(&f, "storage-file-damaged");
+    assert_eq!(still.len(), 1, "{}", describe(&f));
+    assert!(still[0]["file"].as_str().unwrap().ends_with(EMPTY_PART));
+}

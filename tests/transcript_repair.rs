@@ -384,3 +384,51 @@ fn a_repaired_kill_is_a_deliberate_stop() {
         describe(&findings(&doc))
     );
 }
+
+/// adversarial, note B: a client that holds the transcript open for writing while idle (Codex
+/// keeps its rollout open) would write on after the repair into the file the rename unlinked,
+/// and lose it: a repair refuses while a process has the file open for writing, naming it,
+/// unless `--force`.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_transcript_a_process_holds_open_for_writing_is_refused_unless_forced() {
+    for name in ["codex-orphan-call.jsonl", "claude-orphan-tool.jsonl"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = copy(name, dir.path());
+        let before = std::fs::read(&path).unwrap();
+        // An idle writer: the file open for appending, nothing written.
+        let mut holder = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec 3>>\"$1\"; echo open; exec sleep 60")
+            .arg("sh")
+            .arg(&path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        assert_eq!(ready, "open\n");
+        let (code, _, stderr) = repair(&path, &[]);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        assert!(stderr.contains("open for writing"), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&holder.id().to_string()),
+            "{name}: the process is named: {stderr}"
+        );
+        assert!(stderr.contains("--force"), "{name}: {stderr}");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "{name}: unchanged");
+        assert_eq!(files_in(dir.path()), [name], "{name}: no backup");
+        // The dry run plans as before; --force repairs.
+        let (code, doc, _) = repair(&path, &["--dry-run"]);
+        assert_eq!((code, doc["applied"].as_bool()), (0, Some(false)), "{doc}");
+        let (code, doc, stderr) = repair(&path, &["--force"]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert_eq!(doc["applied"], true, "{doc}");
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+    }
+}

@@ -32,15 +32,26 @@ pub enum HumanOrJson {
     Json,
 }
 
-/// Prints an error the way every command does: one line on standard error.
+/// Prints an error the way every command does: one line on standard error, and the items it
+/// lists (if any) each on a line of its own after it, indented.
 pub fn print_error(err: &RewindError, color: bool) {
     let label = if color {
         "\u{1b}[1;31merror\u{1b}[0m"
     } else {
         "error"
     };
-    let text = crate::report::snippet::escape(&err.message(), false);
+    // Cut before escaping too, so that a long message is not escaped whole only to be cut.
+    let message = err.to_string();
+    let message = crate::text::cap_line(&message, crate::core::MAX_MESSAGE);
+    let text = crate::report::snippet::escape(&message, false);
     err_line(&format!("{label}: {text}"));
+    for item in err.items() {
+        let item = crate::text::cap_line(item, crate::core::MAX_MESSAGE);
+        err_line(&format!(
+            "  {}",
+            crate::report::snippet::escape(&item, false)
+        ));
+    }
 }
 
 thread_local! {
@@ -96,8 +107,17 @@ impl Write for Out {
     }
 }
 
-/// Prints one line on standard error (or into the buffer of [`capture`]).
+/// Prints one line on standard error (or into the buffer of [`capture`]), cut to
+/// [`crate::core::MAX_MESSAGE`] bytes: every line rewind writes there goes through here, so
+/// no line is longer than that, whatever it quotes.
 pub fn err_line(line: &str) {
+    // A run a signal is ending says nothing more: what went wrong may be the handler's removal
+    // of its copies.
+    if crate::ingest::private::signalled().is_some() {
+        return;
+    }
+    let line = crate::text::cap_line(line, crate::core::MAX_MESSAGE);
+    let line: &str = &line;
     let captured = CAPTURED.with(|c| {
         c.borrow_mut().as_mut().map(|(_, err)| {
             err.extend_from_slice(line.as_bytes());

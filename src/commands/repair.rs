@@ -119,7 +119,10 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
         Format::OpencodeDb => {
             let outcome =
                 crate::formats::opencode::repair::db::repair(path, &options, args.dry_run)
-                    .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+                    .map_err(|e| RewindError::Listed {
+                        message: format!("`{shown}`: {e}"),
+                        items: e.items().to_vec(),
+                    })?;
             db_report(&mut out, &shown, args.format, args.dry_run, &outcome)?;
             Ok(ExitStatus::Clean)
         }

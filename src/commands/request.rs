@@ -256,22 +256,16 @@ fn choose(args: &Args, listed: &[Listed]) -> Result<ExitStatus, RewindError> {
     if listed.is_empty() {
         return Err(RewindError::Usage(format!("`{store}` has no sessions")));
     }
-    let mut err = std::io::stderr().lock();
-    writeln!(
-        err,
-        "error: `{}` has {} sessions; choose one with --session ID:",
-        escape(&store.to_string(), false),
-        listed.len()
-    )?;
-    for s in listed {
-        writeln!(
-            err,
-            "  {}  {}",
-            escape(&s.id, false),
-            escape(s.title.as_deref().unwrap_or("-"), false)
-        )?;
-    }
-    Ok(ExitStatus::Error)
+    Err(RewindError::Listed {
+        message: format!(
+            "`{store}` has {} sessions; choose one with --session ID:",
+            listed.len()
+        ),
+        items: listed
+            .iter()
+            .map(|s| format!("{}  {}", s.id, s.title.as_deref().unwrap_or("-")))
+            .collect(),
+    })
 }
 
 /// A block's type, as the provider-neutral name the view uses.

@@ -21,6 +21,10 @@ pub enum IngestError {
     Binary { offset: u64, line: u64 },
     #[error("a line longer than {} MiB at byte {offset} (line {line})", max >> 20)]
     LineTooLong { offset: u64, line: u64, max: usize },
+    #[error(
+        "its lines end in a carriage return alone (CR at byte {offset}, and no LF in its first {head} bytes), which logs and transcripts never use: rewind reads lines ended by LF or CRLF. Convert it with `tr '\\r' '\\n'` (every byte keeps its offset) and run rewind on that"
+    )]
+    CrLineEnds { offset: u64, head: usize },
     #[error("invalid JSON at byte {offset} (line {line}): {reason}")]
     InvalidJson {
         offset: u64,
@@ -118,18 +122,37 @@ pub enum RewindError {
     Baseline { path: PathBuf, message: String },
     #[error("{0}")]
     Usage(String),
+    /// An error about a list of things (the sessions a repair refuses): `message` is its first
+    /// line, and each item is printed on a line of its own after it, so that no item is cut
+    /// off to keep the line short.
+    #[error("{message}")]
+    Listed { message: String, items: Vec<String> },
     #[error("cannot write output: {0}")]
     Output(#[from] std::io::Error),
 }
 
-/// The most an error message says, in bytes: input it quotes is cut much shorter (see
-/// [`crate::text::clip`]); this is the last guard against a message that quotes a whole input.
+/// The most an error line says, in bytes, all of it: input it quotes is cut much shorter (see
+/// [`crate::text::clip`]); this is the last guard against a line that quotes a whole input.
 pub const MAX_MESSAGE: usize = 1000;
 
 impl RewindError {
-    /// The message as printed: at most [`MAX_MESSAGE`] bytes.
+    /// The message on one line, its items (see [`RewindError::Listed`]) included: at most
+    /// [`MAX_MESSAGE`] bytes (for a report's list of unreadable files).
     pub fn message(&self) -> String {
-        crate::text::clip_to(&self.to_string(), MAX_MESSAGE).into_owned()
+        let mut text = self.to_string();
+        for item in self.items() {
+            text.push_str("; ");
+            text.push_str(item);
+        }
+        crate::text::cap_line(&text, MAX_MESSAGE).into_owned()
+    }
+
+    /// What the error lists, one item a line after its message.
+    pub fn items(&self) -> &[String] {
+        match self {
+            RewindError::Listed { items, .. } => items,
+            _ => &[],
+        }
     }
 
     /// Whether this is a broken pipe (the reader went away): not an error for a CLI.

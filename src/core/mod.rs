@@ -7,7 +7,7 @@ mod exit;
 mod format;
 mod order;
 
-pub use error::{DetectError, IngestError, MAX_LINE, RewindError};
+pub use error::{DetectError, IngestError, MAX_LINE, MAX_MESSAGE, RewindError};
 pub use exit::ExitStatus;
 pub(crate) use exit::{exits_after, set_exits_after};
 pub use format::Format;

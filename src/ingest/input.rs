@@ -56,8 +56,7 @@ pub fn readable(path: &Path) -> Result<PathBuf, DetectError> {
     if let Some((_, copy)) = spooled.iter().find(|(p, _)| p == key) {
         return Ok(copy.path().to_path_buf());
     }
-    let copy = PrivatePath::new("input");
-    let mut out = create_private(copy.path()).map_err(io)?;
+    let (copy, mut out) = PrivatePath::new_file("input").map_err(io)?;
     let copied = if is_stdin(key) {
         std::io::copy(&mut std::io::stdin().lock(), &mut out)
     } else {
@@ -74,16 +73,4 @@ pub fn forget_all() {
     if let Ok(mut spooled) = SPOOLED.lock() {
         spooled.clear();
     }
-}
-
-/// Creates a file only this user can read.
-fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.mode(0o600);
-    }
-    o.open(path)
 }

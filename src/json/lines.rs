@@ -79,12 +79,47 @@ impl LineLocator<'_> {
     }
 }
 
-/// Reads `input` line by line and calls `each` for every non-blank line.
+/// Where the first line of `head` (an input's first bytes) ends in a carriage return alone, when
+/// every line of it does: `head` holds no LF, and a CR before its last non-blank byte. Line
+/// readers that split at LF would read such an input as one line; the formats whose writers
+/// never end a line so (agent logs, transcripts) refuse it ([`refuse_cr_line_ends`]). Looking
+/// at the head costs one search for an LF, found at the end of the first line of any other
+/// input.
+pub fn cr_line_ends(head: &[u8]) -> Option<u64> {
+    if memchr::memchr(b'\n', head).is_some() {
+        return None;
+    }
+    memchr::memchr(b'\r', head.trim_ascii_end()).map(|k| k as u64)
+}
+
+/// Refuses an input whose lines end in a carriage return alone (see [`cr_line_ends`]), from
+/// what `input` has buffered at its start; reads nothing from it that it does not leave there.
+pub fn refuse_cr_line_ends<R: BufRead>(input: &mut R) -> Result<(), IngestError> {
+    let head = loop {
+        match input.fill_buf() {
+            Ok(head) => break head,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // Left to the reading, which reports it.
+            Err(_) => return Ok(()),
+        }
+    };
+    match cr_line_ends(head) {
+        Some(offset) => Err(IngestError::CrLineEnds {
+            offset,
+            head: head.len(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Reads `input` line by line and calls `each` for every non-blank line (an input whose lines
+/// end in CR alone is refused, see [`refuse_cr_line_ends`]).
 pub fn read<R: BufRead>(
     mut input: R,
     file: FileId,
     each: &mut dyn FnMut(Line),
 ) -> Result<(), IngestError> {
+    refuse_cr_line_ends(&mut input)?;
     let mut buf = Vec::new();
     let (mut offset, mut line_no, mut index) = (0u64, 0u64, 0u64);
     loop {
@@ -172,6 +207,26 @@ mod tests {
         let mut out = Vec::new();
         read(text.as_bytes(), FileId(0), &mut |l| out.push(l)).unwrap_or_default();
         out
+    }
+
+    #[test]
+    fn lines_ended_by_cr_alone_are_told_from_the_head() {
+        assert_eq!(cr_line_ends(b"{\"a\":1}\r{\"b\":2}\r"), Some(7));
+        assert_eq!(cr_line_ends(b"[ts] x\r\r[ts] y"), Some(6));
+        // LF or CRLF anywhere in the head, one line ended by CR, or no line end: not CR alone.
+        assert_eq!(cr_line_ends(b"{\"a\":1}\r\n{\"b\":2}\r\n"), None);
+        assert_eq!(cr_line_ends(b"a\rb\rc\n"), None);
+        assert_eq!(cr_line_ends(b"{\"a\":1}\r"), None);
+        assert_eq!(cr_line_ends(b"{\"a\":1}\r \r\r"), None);
+        assert_eq!(cr_line_ends(b"{\"a\":1}"), None);
+        assert_eq!(cr_line_ends(b""), None);
+        let mut out = Vec::new();
+        let refused = read(&b"{}\r{}\r"[..], FileId(0), &mut |l| out.push(l));
+        assert!(
+            matches!(refused, Err(IngestError::CrLineEnds { offset: 2, head: 6 })),
+            "{refused:?}"
+        );
+        assert!(out.is_empty());
     }
 
     #[test]

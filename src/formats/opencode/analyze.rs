@@ -87,7 +87,9 @@ fn sql_dump_error(dump: &str, e: &rusqlite::Error) -> String {
         .count()
         + 1;
     format!(
-        "the SQL dump does not load: {msg} at byte {byte} (line {line}), in: {}",
+        "the SQL dump does not load: {} at byte {byte} (line {line}), in: {}",
+        // SQLite's words quote the token it stopped at, which may be a long literal.
+        crate::text::clip(msg),
         crate::text::excerpt(statement, at - statement_start)
     )
 }

@@ -234,9 +234,30 @@ pub fn uri(path: &Path, query: &str) -> String {
     out
 }
 
+/// The file a database path names: `path` with symbolic links in its last component followed
+/// (a link to a link too), so that the `-wal`, `-shm` and `-journal` looked for are the ones
+/// beside the database, which SQLite reads, and not beside the link. Any other path, or a link
+/// that cannot be read, is returned as it is.
+pub fn real_path(path: &Path) -> PathBuf {
+    let mut path = path.to_path_buf();
+    // As many links as the system itself follows (Linux's `MAXSYMLINKS`).
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&path) else {
+            break;
+        };
+        path = match path.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+    }
+    path
+}
+
 impl Db {
-    /// Opens `path` read-only (see the module docs) and probes its schema.
+    /// Opens `path` read-only (see the module docs) and probes its schema. A symbolic link is
+    /// followed first ([`real_path`]).
     pub fn open(path: &Path) -> Result<Db, DbError> {
+        let path = &real_path(path);
         let wal = companion(path, "-wal").exists();
         let shm = companion(path, "-shm").exists();
         let journal = companion(path, "-journal").exists();
@@ -753,5 +774,23 @@ mod tests {
             companion(Path::new("/d/opencode.db"), "-wal"),
             PathBuf::from("/d/opencode.db-wal")
         );
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn real_paths_follow_links_relative_and_chained() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let db = data.join("opencode.db");
+        std::fs::write(&db, b"x").unwrap();
+        let first = dir.path().join("first.db");
+        std::os::unix::fs::symlink("data/opencode.db", &first).unwrap();
+        let second = dir.path().join("second.db");
+        std::os::unix::fs::symlink(&first, &second).unwrap();
+        assert_eq!(real_path(&second), db);
+        assert_eq!(real_path(&db), db);
+        let missing = dir.path().join("missing.db");
+        assert_eq!(real_path(&missing), missing);
     }
 }

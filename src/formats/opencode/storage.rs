@@ -212,8 +212,18 @@ pub fn damage_of(bytes: &[u8]) -> Option<Damage> {
     })
 }
 
-/// Every `*.json` file under `dir`, in path order (symbolic links are not followed).
+/// Every `*.json` file under `dir`, in path order. Symbolic links are followed, as OpenCode
+/// follows them when it reads the folder (a link to a damaged file is as damaged to it), and
+/// each folder is walked once, so a link back up the tree does not make the walk go round.
 fn json_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut seen = crate::FastSet::default();
+    walk_json_files(dir, out, &mut seen);
+}
+
+fn walk_json_files(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut crate::FastSet<PathBuf>) {
+    if !seen.insert(std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())) {
+        return;
+    }
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -221,10 +231,17 @@ fn json_files_under(dir: &Path, out: &mut Vec<PathBuf>) {
         .collect();
     entries.sort_by_key(std::fs::DirEntry::path);
     for e in entries {
-        let Ok(t) = e.file_type() else { continue };
+        let Ok(mut t) = e.file_type() else { continue };
         let p = e.path();
+        if t.is_symlink() {
+            // What the link names; a link to nothing is no file OpenCode lists.
+            let Ok(meta) = std::fs::metadata(&p) else {
+                continue;
+            };
+            t = meta.file_type();
+        }
         if t.is_dir() {
-            json_files_under(&p, out);
+            walk_json_files(&p, out, seen);
         } else if t.is_file() && p.extension().is_some_and(|x| x == "json") {
             out.push(p);
         }

@@ -214,6 +214,8 @@ pub struct AgentLogReader<R> {
     text_continues: bool,
     /// [`PIECE`], or less in tests.
     piece: usize,
+    /// The input's line ends were looked at (see [`crate::json::lines::refuse_cr_line_ends`]).
+    line_ends_checked: bool,
 }
 
 /// Longest piece of a physical line handled at once. A longer line (a log written without
@@ -266,6 +268,7 @@ impl<R: BufRead> AgentLogReader<R> {
             line_start: 0,
             text_continues: false,
             piece: PIECE,
+            line_ends_checked: false,
         }
     }
 
@@ -352,6 +355,13 @@ impl<R: BufRead> AgentLogReader<R> {
     /// Reads the next physical line (or piece of one, see [`PIECE`]) and turns it into zero or
     /// more ready records.
     fn step(&mut self) -> Result<bool, IngestError> {
+        // A log whose lines end in CR alone would be one line here: refused, not read as text.
+        if !self.line_ends_checked {
+            self.line_ends_checked = true;
+            if let Some(input) = self.input.as_mut() {
+                crate::json::lines::refuse_cr_line_ends(input)?;
+            }
+        }
         // Whole lines in the input's buffer are read where they are, not copied into `self.buf`
         // first: what `read_piece` would have copied, they are the same lines.
         if self.buf.is_empty()

@@ -57,14 +57,17 @@ pub enum RepairError {
         "the database is in use by another process (SQLite: {0}): close OpenCode (every window and `opencode serve`) and run rewind repair again"
     )]
     Locked(String),
+    /// Why each session looks like it is being written (see [`RepairError::items`]).
     #[error(
-        "OpenCode may be writing to this database now: {0}. A repair now would be overwritten by OpenCode's next write, or overwrite it; let the reply finish (or close OpenCode) and run rewind repair again. If no OpenCode is running (it died), pass --force; --session ID repairs other sessions"
+        "OpenCode may be writing to {} of this database now (listed below). A repair now would be overwritten by OpenCode's next write, or overwrite it; let the reply finish (or close OpenCode) and run rewind repair again. If no OpenCode is running (it died), pass --force; --session ID repairs other sessions",
+        sessions(.0.len())
     )]
-    BeingWritten(String),
+    BeingWritten(Vec<String>),
+    /// What changed (see [`RepairError::items`]).
     #[error(
-        "the database changed while rewind planned the repair ({0}): another process (OpenCode?) is writing to these sessions. Let it finish (or close OpenCode) and run rewind repair again; if no OpenCode is running, pass --force"
+        "the database changed while rewind planned the repair (listed below): another process (OpenCode?) is writing to these sessions. Let it finish (or close OpenCode) and run rewind repair again; if no OpenCode is running, pass --force"
     )]
-    Changed(String),
+    Changed(Vec<String>),
     #[error("{0}")]
     Db(#[from] DbError),
     #[error("--project {0}: the database has no such project; its projects are: {1}")]
@@ -84,6 +87,26 @@ pub enum RepairError {
         /// A backup that was kept (none is, today: a failed repair removes its backup).
         backup: Option<PathBuf>,
     },
+}
+
+fn sessions(n: usize) -> String {
+    if n == 1 {
+        "a session".into()
+    } else {
+        format!("{n} sessions")
+    }
+}
+
+impl RepairError {
+    /// What the error lists, one item a line after its message: the sessions a repair refuses,
+    /// what changed under it.
+    pub fn items(&self) -> &[String] {
+        match self {
+            RepairError::BeingWritten(items) | RepairError::Changed(items) => items,
+            RepairError::NotChanged { cause, .. } => cause.items(),
+            _ => &[],
+        }
+    }
 }
 
 fn backup_note(backup: &Option<PathBuf>) -> String {
@@ -261,6 +284,9 @@ pub fn backup_path(db: &Path, conn: &Connection) -> PathBuf {
 
 /// Plans (and unless `dry_run`, applies) the repair of the database at `path`.
 pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, RepairError> {
+    // The database a link names: its backup lies beside it, and the plan is made from what
+    // SQLite reads there, WAL included (adversarial #10).
+    let path = &crate::formats::opencode::db::real_path(path);
     let not_changed = |cause: RepairError| RepairError::NotChanged {
         cause: Box::new(cause),
         backup: None,
@@ -355,7 +381,7 @@ fn locked(
     } else {
         let changed = at_plan.differences(&now);
         if at_plan.sessions_differ(&now) && !options.force {
-            return Err(RepairError::Changed(changed.join("; ")));
+            return Err(RepairError::Changed(changed));
         }
         // Another session changed (or `--force`): plan again from what is there now.
         plan_all(db, options)?
@@ -512,7 +538,7 @@ fn apply(
     if !options.force {
         let live = being_written(db, &outcome.plans);
         if !live.is_empty() {
-            return Err(RepairError::BeingWritten(live.join("; ")));
+            return Err(RepairError::BeingWritten(live));
         }
     }
     // Under the write lock nothing else commits; checked again before the commit.

@@ -72,16 +72,28 @@ pub fn activity(conn: &Connection, session: &str) -> Activity {
             .flatten()
             .flatten()
     };
+    // A time as a number whatever SQLite stores it as: the column is INTEGER, but a fractional
+    // time is kept as a REAL and a non-numeric text as text, which `max` would rank above every
+    // number; `CAST(… AS REAL)` reads each as a number (text that is none as 0).
+    let time = |sql: &str| -> Option<i64> {
+        conn.query_row(sql, [session], |r| r.get::<_, Option<f64>>(0))
+            .optional()
+            .ok()
+            .flatten()
+            .flatten()
+            .filter(|t| t.is_finite())
+            .map(|t| t.floor() as i64)
+    };
     let newest_write = [
-        "SELECT time_updated FROM session WHERE id = ?1",
-        "SELECT max(time_updated) FROM message WHERE session_id = ?1",
-        "SELECT max(time_updated) FROM part WHERE session_id = ?1",
+        "SELECT CAST(time_updated AS REAL) FROM session WHERE id = ?1",
+        "SELECT max(CAST(time_updated AS REAL)) FROM message WHERE session_id = ?1",
+        "SELECT max(CAST(time_updated AS REAL)) FROM part WHERE session_id = ?1",
         // OpenCode 2.x's tables (a query on a table that is not there reads as unknown).
-        "SELECT time_updated FROM session_v2 WHERE id = ?1",
-        "SELECT max(time_updated) FROM session_message WHERE session_id = ?1",
+        "SELECT CAST(time_updated AS REAL) FROM session_v2 WHERE id = ?1",
+        "SELECT max(CAST(time_updated AS REAL)) FROM session_message WHERE session_id = ?1",
     ]
     .iter()
-    .filter_map(|sql| one(sql))
+    .filter_map(|sql| time(sql))
     .max();
     Activity {
         newest_write,
@@ -252,6 +264,32 @@ mod tests {
         let done =
             json!({"role": "assistant", "time": {"created": 2, "completed": 3}, "finish": "stop"});
         assert!(being_written(&db(now - 1_000, done), "s", now).is_none());
+    }
+
+    /// adversarial, note A: `time_updated` is an INTEGER column, but SQLite keeps what it is
+    /// given, so a fractional time is a REAL (and a time written as text that is not a number
+    /// stays text): the guard reads them as numbers, not only integers.
+    #[test]
+    fn a_fractional_or_text_time_is_still_a_recent_write() {
+        let now = 100 * LIVE_WINDOW_MS;
+        let streaming = json!({"role": "assistant", "time": {"created": 2}});
+        for newest in [
+            format!("{}.5", now - 3_000),
+            format!("'{}.25'", now - 3_000),
+        ] {
+            let conn = db(0, streaming.clone());
+            conn.execute(
+                &format!("INSERT INTO part VALUES ('p2', 's', {newest})"),
+                [],
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            // A stray text in another row does not hide the numbers either.
+            conn.execute("INSERT INTO part VALUES ('p3', 's', 'soon')", [])
+                .unwrap_or_else(|e| panic!("{e}"));
+            let why = being_written(&conn, "s", now).unwrap_or_default();
+            assert!(why.contains("3 s ago"), "{newest}: {why:?}");
+            assert_eq!(activity(&conn, "s").newest_write, Some(now - 3_000));
+        }
     }
 
     #[test]

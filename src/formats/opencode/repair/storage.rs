@@ -119,7 +119,21 @@ pub fn repair(path: &Path, force: bool, dry_run: bool) -> Result<Outcome, Storag
     let quarantine = quarantine_path(&root);
     let mut moves = Vec::new();
     let mut left = Vec::new();
+    let real_root = std::fs::canonicalize(&root).map_err(StorageRepairError::Scan)?;
     for d in storage::damaged(&root).map_err(StorageRepairError::Scan)? {
+        // A file whose folder lies outside the storage folder (reached through a linked folder)
+        // is not the folder's to move; a link that lies in it is moved itself, not its target.
+        let folder = d.path.parent().and_then(|f| std::fs::canonicalize(f).ok());
+        if let Some(folder) = folder.filter(|f| !f.starts_with(&real_root)) {
+            left.push(Left {
+                file: d.rel.clone(),
+                why: format!(
+                    "it lies outside the storage folder, in `{}` (a linked folder leads there): rewind moves nothing outside the folder; move it aside yourself, or remove the link",
+                    folder.display()
+                ),
+            });
+            continue;
+        }
         let young = age(&d).is_none_or(|a| a < QUIET);
         if young && !force {
             left.push(Left {
@@ -249,7 +263,10 @@ fn verify(outcome: &Outcome) -> Result<usize, StorageRepairError> {
         if m.from.exists() {
             problems.push(format!("`{}` is still in the storage folder", m.file));
         }
-        match std::fs::metadata(&m.to) {
+        // A link is moved as it is (its target is never touched): it is there, whatever it
+        // names from its new place.
+        match std::fs::symlink_metadata(&m.to) {
+            Ok(meta) if meta.file_type().is_symlink() => {}
             Ok(meta) if meta.len() == m.bytes => {}
             Ok(meta) => problems.push(format!(
                 "`{}` has {} bytes in the quarantine, not {}",

@@ -20,15 +20,18 @@
 //!
 //! 1. read the file and plan; a dry run stops here;
 //! 2. unless `--force`, refuse when the file was written to in the last 5 seconds (a client is
-//!    writing it), or when the transcript ends in a call written less than 10 minutes ago (the
-//!    client may still be running the tool, and would append its result after ours);
+//!    writing it), when a process holds it open for writing (`formats::write::open_writers`: a
+//!    client idle with it open would write on into the file the rename replaces), or when the
+//!    transcript ends in a call written less than 10 minutes ago (the client may still be
+//!    running the tool, and would append its result after ours);
 //! 3. copy the file to `<file>.rewind-backup-<UTC time>.partial-<pid>`, fsync it, check it
 //!    holds the same bytes, and only then give it its final name `<file>.rewind-backup-<UTC time>`;
 //! 4. write the repaired content to `<file>.rewind-tmp-<pid>` in the same folder, fsync it, and
 //!    diagnose it: every problem the plan fixes must be gone, no finding may appear that was
 //!    not there before, and planning again must find nothing (a second run changes nothing);
-//! 5. refuse if the file changed since it was read (the client wrote to it); otherwise rename
-//!    the temporary file over it (atomic), fsync the folder, read it back and compare.
+//! 5. refuse if the file changed since it was read (the client wrote to it) or a process opened
+//!    it for writing meanwhile; otherwise rename the temporary file over it (atomic), fsync the
+//!    folder, read it back and compare.
 //!
 //! The partial backup and the temporary file are removed on every failure and on
 //! SIGINT/SIGTERM; a failed repair removes its backup too (the file was not changed). Left by a
@@ -90,6 +93,11 @@ pub enum TranscriptRepairError {
         "the file was written to {0} ms ago: a client is writing it. Let it finish (or close it) and run rewind repair again; if no client is running, pass --force"
     )]
     BeingWritten(u128),
+    #[error(
+        "the file is open for writing by {}: a client holding it open writes on into the file the repair replaces, and what it writes is lost. Close the client (or let it exit) and run rewind repair again; if it will write no more to this file, pass --force",
+        writers_in_words(.0)
+    )]
+    OpenForWriting(Vec<crate::formats::write::Writer>),
     #[error("cannot write the backup {path}: {detail}")]
     Backup { path: PathBuf, detail: String },
     #[error("cannot write the repaired file: {0}")]
@@ -274,6 +282,23 @@ fn write_backup(path: &Path, bytes: &[u8]) -> Result<PathBuf, TranscriptRepairEr
     Ok(backup)
 }
 
+/// The processes of [`TranscriptRepairError::OpenForWriting`], the first few by name.
+fn writers_in_words(writers: &[crate::formats::write::Writer]) -> String {
+    let named: Vec<String> = writers.iter().take(3).map(ToString::to_string).collect();
+    match writers.len().saturating_sub(named.len()) {
+        0 => named.join(", "),
+        more => format!("{} and {more} more", named.join(", ")),
+    }
+}
+
+/// Refuses when a process has the file open for writing (where the platform can tell).
+fn refuse_open_writers(path: &Path) -> Result<(), TranscriptRepairError> {
+    match crate::formats::write::open_writers(path) {
+        Some(writers) if !writers.is_empty() => Err(TranscriptRepairError::OpenForWriting(writers)),
+        _ => Ok(()),
+    }
+}
+
 /// Plans (and unless `dry_run`, applies) the repair of the transcript or rollout at `path`.
 pub fn repair(
     path: &Path,
@@ -292,6 +317,11 @@ pub fn repair(
     })?;
     let read_stamp = stamp(path);
     let bytes = std::fs::read(path).map_err(|e| not_changed(TranscriptRepairError::Read(e)))?;
+    // Lines ended by CR alone would be planned as one torn line: refused as the reading does.
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    if let Err(e) = crate::json::lines::refuse_cr_line_ends(&mut &*head) {
+        return Err(not_changed(TranscriptRepairError::Diagnose(e.to_string())));
+    }
     let plan = plan_bytes(&bytes, client);
     let mut outcome = Outcome {
         bytes_before: bytes.len() as u64,
@@ -309,6 +339,10 @@ pub fn repair(
     if !force && written_ago.is_some_and(|d| d < WRITING_WINDOW) {
         let ms = written_ago.map_or(0, |d| d.as_millis());
         return Err(not_changed(TranscriptRepairError::BeingWritten(ms)));
+    }
+    // A client idle with the file open would write on into the file the rename replaces.
+    if !force {
+        refuse_open_writers(path).map_err(not_changed)?;
     }
     if !force && let Some(t) = outcome.plan.unanswered_at_ms {
         let age = now_utc().timestamp_millis() - t;
@@ -345,6 +379,9 @@ pub fn repair(
     }
     if stamp(path) != read_stamp {
         return Err(not_changed(TranscriptRepairError::Changed));
+    }
+    if !force {
+        refuse_open_writers(path).map_err(not_changed)?;
     }
     fault("before-rename");
     std::fs::rename(&tmp.path, path)
