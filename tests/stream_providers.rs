@@ -56,9 +56,27 @@ fn healthy_gemini_captures_have_no_warning_or_error() {
         "gemini-text.sse",
         "gemini-tool-call.sse",
         "gemini-unknown-parts.jsonl",
+        "gemini-text-array.json",
     ] {
         assert_healthy(name, "Gemini streamGenerateContent");
     }
+}
+
+/// Gemini without `alt=sse` streams one JSON array: each element is an event at its own bytes,
+/// and an array cut before its last chunk's `finishReason` is truncated.
+#[test]
+fn a_gemini_json_array_is_read_element_by_element() {
+    let (_, doc, rules) = diagnosed("gemini-array-cut.json");
+    assert!(
+        rules.contains(&("stream-truncated".to_owned(), "error".to_owned())),
+        "{doc}"
+    );
+    let path = fixture("gemini-text-array.json");
+    let (_, doc) = diagnose_json(&path, &[]);
+    assert_eq!(doc["files"][0]["format"], "json-lines", "{doc}");
+    // The same chunks as the SSE capture: the same session.
+    let sse = diagnose_json(&fixture("gemini-text.sse"), &[]).1;
+    assert_eq!(doc["files"][0]["sessions"], sse["files"][0]["sessions"]);
 }
 
 #[test]

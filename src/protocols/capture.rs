@@ -55,6 +55,8 @@ pub enum Envelope {
     Sse,
     /// One JSON event per line, no SSE envelope.
     JsonLines,
+    /// A JSON array of events (Gemini's `streamGenerateContent` without `alt=sse`).
+    JsonArray,
 }
 
 /// Counters of the framing.
@@ -72,6 +74,7 @@ pub struct Framing {
     envelope: Envelope,
     sse: SseFramer,
     lines: LineSplitter,
+    array: super::array::ArraySplitter,
     index: u64,
     stats: FramingStats,
 }
@@ -82,6 +85,7 @@ impl Framing {
             envelope,
             sse: SseFramer::new(),
             lines: LineSplitter::new(),
+            array: super::array::ArraySplitter::new(),
             index: 0,
             stats: FramingStats::default(),
         }
@@ -113,6 +117,9 @@ impl Framing {
             Envelope::JsonLines => self.lines.feed(chunk, &mut |text, start, line| {
                 emit_line(text, start, line, index, stats, sink)
             }),
+            Envelope::JsonArray => self.array.feed(chunk, &mut |text, start, line| {
+                emit_line(text, start, line, index, stats, sink)
+            }),
         }
     }
 
@@ -127,6 +134,10 @@ impl Framing {
             Envelope::Sse => self.sse.finish(&mut |e| emit_event(e, index, stats, sink)),
             Envelope::JsonLines => self
                 .lines
+                .finish(&mut |text, start, line| emit_line(text, start, line, index, stats, sink))
+                .map(|_| ()),
+            Envelope::JsonArray => self
+                .array
                 .finish(&mut |text, start, line| emit_line(text, start, line, index, stats, sink))
                 .map(|_| ()),
         }
@@ -231,6 +242,9 @@ pub fn sniff_envelope(head: &str) -> Option<Envelope> {
         .any(|p| first.starts_with(p));
     if sse {
         return Some(Envelope::Sse);
+    }
+    if super::array::starts_array_of_objects(head) {
+        return Some(Envelope::JsonArray);
     }
     if first.starts_with('{') {
         // One JSON value per line: the first line must be a whole value (a pretty-printed

@@ -3,6 +3,7 @@
 //! agents' stream processors (`stream`), request bodies as the model's input (`request`), and
 //! the providers' rules on that input with their verbatim errors (`provider`).
 
+pub mod array;
 pub mod capture;
 pub mod eventstream;
 pub mod provider;

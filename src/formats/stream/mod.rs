@@ -1,4 +1,5 @@
-//! Stream captures: a raw `text/event-stream` body, or one provider stream event per line. They
+//! Stream captures: a raw `text/event-stream` body, one provider stream event per line, or the
+//! events as one JSON array (Gemini without `alt=sse`). They
 //! are read by the shared protocol decoders (`protocols::stream`) and replayed through the
 //! agents' stream processors.
 
@@ -36,7 +37,15 @@ fn analyze(
     let envelope = if input.format == Format::Sse {
         Envelope::Sse
     } else {
-        Envelope::JsonLines
+        // One event per line, or the events as one JSON array.
+        let head = std::io::BufRead::fill_buf(&mut reader)
+            .map_err(|e| input.ingest_err(crate::ingest::IngestError::Io(e)))?;
+        let head = String::from_utf8_lossy(&head[..head.len().min(4096)]);
+        if crate::protocols::array::starts_array_of_objects(&head) {
+            Envelope::JsonArray
+        } else {
+            Envelope::JsonLines
+        }
     };
     let units = crate::protocols::stream::replay_reader(
         reader,

@@ -32,6 +32,19 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
             "a text/event-stream field on the first line",
         ));
     }
+    // Gemini without `alt=sse` streams its chunks as one JSON array.
+    let text = head.text.unwrap_or_default();
+    let gemini_array = crate::protocols::array::starts_array_of_objects(text)
+        && crate::protocols::array::first_element(text)
+            .and_then(|e| serde_json::from_str::<Map<String, Value>>(&e).ok())
+            .is_some_and(|obj| is_gemini_chunk(&obj));
+    if gemini_array {
+        claims.push(Claim::new(
+            Format::JsonLines,
+            Evidence::Record,
+            "a JSON array of Gemini stream chunks",
+        ));
+    }
     claims.extend(first_record(
         head,
         Format::JsonLines,
@@ -43,6 +56,13 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
         },
     ));
     claims
+}
+
+/// A Gemini `streamGenerateContent` chunk, the only provider that streams a JSON array.
+fn is_gemini_chunk(obj: &Map<String, Value>) -> bool {
+    ["candidates", "usageMetadata", "modelVersion"]
+        .iter()
+        .any(|k| obj.contains_key(*k))
 }
 
 /// A provider or UI stream event: Chat Completions chunks, Responses and Anthropic events, AI SDK
