@@ -18,7 +18,7 @@
 
 use super::step_unclosed;
 use super::{incidents, loop_exited_early, model_substituted, reply_truncated, step_merged};
-use crate::model::{PartBody, TOOL_ABORTED, ToolState};
+use crate::model::{PartBody, TOOL_ABORTED};
 use crate::session::forgetting::{Forgetting, Verdict};
 use crate::session::{Event, EventKind, Message, Seq};
 
@@ -78,9 +78,9 @@ fn message(message: &Message, new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>
     }
 }
 
-/// A step whose finish reason does not continue the loop: its message, the message's step
-/// finish before it, and whether it recorded zero tokens.
-type Unusable = (String, Option<Seq>, bool);
+/// A step whose finish reason does not continue the loop: its message and the message's step
+/// finish before it.
+type Unusable = (String, Option<Seq>);
 
 /// What the rules that run on an agent log need of it, following its events in order.
 #[derive(Debug, Default)]
@@ -90,8 +90,7 @@ pub struct Quiet {
     /// `loop-exited-early`: the latest step finish of each message held (by id)...
     last_finish: crate::FastMap<String, Seq>,
     /// ... the steps with a finish reason that does not continue the loop whose session has not
-    /// written a part since, by session: (message, the message's step finish before, whether
-    /// the step recorded zero tokens) ...
+    /// written a part since, by session: (message, the message's step finish before) ...
     unusable: crate::FastMap<String, Vec<Unusable>>,
     /// ... and the messages (ids by session) a loop exit followed such a step of, with no tool
     /// call the rule reports yet: a tool part written in one of them later may be one. (By
@@ -149,16 +148,13 @@ impl Quiet {
         };
         let mut exited = Vec::new();
         let mut needs = None;
-        for (session, (message, before, zero_usage)) in steps {
+        for (session, (message, before)) in steps {
             let Some(m) = find(session, message) else {
                 return Loud;
             };
-            // Reported when a call of the step completed or runs, or any did with zero
-            // tokens; one that failed may still be written again (see `written`).
+            // Reported when the step made a tool call, whatever its status or the tokens.
             let owed = (m.parts.iter()).any(|p| {
-                p.part
-                    .tool()
-                    .is_some_and(|t| *zero_usage || !matches!(t.state, ToolState::Error(_)))
+                p.part.tool().is_some()
                     && p.history
                         .first()
                         .is_some_and(|o| before.is_none_or(|b| o.seq > b))
@@ -258,11 +254,8 @@ impl Forgetting for Quiet {
                 // session writes a part, for the tool calls its message got after its step
                 // before.
                 if loop_exited_early::unusable(step) {
-                    (self.unusable.entry(session.clone()).or_default()).push((
-                        step.message_id.clone(),
-                        before,
-                        step.zero_usage,
-                    ));
+                    (self.unusable.entry(session.clone()).or_default())
+                        .push((step.message_id.clone(), before));
                 }
                 verdict
             }
