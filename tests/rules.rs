@@ -108,12 +108,20 @@ const CASES: &[(&str, &str)] = &[
 /// More shapes of a rule than its case, each with a twin of its own: (rule, shape, a fixture that
 /// triggers it, the closest healthy case, which must not). What the shape prints is pinned in
 /// `tests/snapshots/rules__<rule>@<shape>.{human,json}.snap`.
-const SHAPES: &[(&str, &str, &str, &str)] = &[(
-    "loop-exited-early",
-    "tool-error",
-    "tests/fixtures/checks/loop-exited-early-tool-error.log",
-    "tests/fixtures/rules/loop-exited-early.tool-error.clean.log",
-)];
+const SHAPES: &[(&str, &str, &str, &str)] = &[
+    (
+        "loop-exited-early",
+        "tool-error",
+        "tests/fixtures/checks/loop-exited-early-tool-error.log",
+        "tests/fixtures/rules/loop-exited-early.tool-error.clean.log",
+    ),
+    (
+        "usage-mismatch",
+        "nested-details",
+        "tests/fixtures/checks/usage-mismatch-nested-details.log",
+        "tests/fixtures/rules/usage-mismatch.nested-details.clean.log",
+    ),
+];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.
 fn catalogue() -> Vec<Value> {

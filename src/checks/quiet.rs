@@ -82,6 +82,69 @@ fn message(message: &Message, new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>
 /// finish before it.
 type Unusable = (String, Option<Seq>);
 
+/// `usage-mismatch`, for one kind of count a step may lack (all of them, cache reads, reasoning
+/// tokens): the usage with such counts the provider sent, and the steps that lack them.
+#[derive(Debug, Default)]
+struct Short {
+    /// Per session, the latest usage with such counts sent in it; the latest sent with none.
+    last_sent: crate::FastMap<String, Seq>,
+    sessionless_sent: Option<Seq>,
+    /// The sessions whose step lacks them and that have written no part since, each with the
+    /// record the rule starts reading at (the step's step before).
+    steps: crate::FastMap<String, Seq>,
+    /// At or before the least of `steps` (the least of those put there since it was last
+    /// empty): what usage sent with no session needs, found without a walk of `steps`.
+    floor: Option<Seq>,
+}
+
+impl Short {
+    /// A step of `session` lacks the counts; its step before is `previous`, and the rule reads
+    /// from `reading`. Whether the provider sent such counts since `previous`.
+    fn step(&mut self, session: &String, previous: Seq, reading: Seq) -> bool {
+        let sent = (self.last_sent.get(session).copied())
+            .max(self.sessionless_sent)
+            .is_some_and(|u| u > previous);
+        match self.steps.get_mut(session) {
+            Some(r) => *r = reading,
+            None => {
+                self.steps.insert(session.clone(), reading);
+            }
+        }
+        self.floor = Some(self.floor.map_or(reading, |f| f.min(reading)));
+        sent
+    }
+
+    /// The provider sent such counts at `seq` (for `session`, or with none): where the rule
+    /// then reads from, when a step lacks them.
+    fn sent(&mut self, session: Option<&String>, seq: Seq) -> Option<Seq> {
+        match session {
+            Some(s) => {
+                match self.last_sent.get_mut(s) {
+                    Some(last) => *last = seq,
+                    None => {
+                        self.last_sent.insert(s.clone(), seq);
+                    }
+                }
+                self.steps.get(s).copied()
+            }
+            None => {
+                self.sessionless_sent = Some(seq);
+                self.floor
+            }
+        }
+    }
+
+    /// `session` wrote a part: its step is no longer compared with what is sent after.
+    fn written(&mut self, session: &str) {
+        if !self.steps.is_empty() {
+            self.steps.remove(session);
+            if self.steps.is_empty() {
+                self.floor = None;
+            }
+        }
+    }
+}
+
 /// What the rules that run on an agent log need of it, following its events in order.
 #[derive(Debug, Default)]
 pub struct Quiet {
@@ -96,17 +159,13 @@ pub struct Quiet {
     /// call the rule reports yet: a tool part written in one of them later may be one. (By
     /// session, so that a write is looked up without building a key.)
     exited: crate::FastMap<String, crate::FastSet<String>>,
-    /// `usage-mismatch`: per session, its latest step finish and the latest usage the provider
-    /// sent in it; the latest usage sent with no session; the sessions whose step recorded zero
-    /// tokens and have written no part since, each with its step finish before that step (where
-    /// the rule starts looking for the provider's usage).
+    /// `usage-mismatch`: per session, its latest step finish; steps that recorded zero tokens,
+    /// and steps that recorded tokens but no cache reads, or no reasoning tokens, against the
+    /// usage the provider sent with those counts.
     last_step: crate::FastMap<String, Seq>,
-    last_usage: crate::FastMap<String, Seq>,
-    sessionless_usage: Option<Seq>,
-    zero_steps: crate::FastMap<String, Seq>,
-    /// At or before the least of `zero_steps` (the least of those put there since it was last
-    /// empty): what usage sent with no session needs, found without a walk of `zero_steps`.
-    zero_floor: Option<Seq>,
+    zero: Short,
+    no_cache: Short,
+    no_reasoning: Short,
     /// The first event of each session, and the first usage the provider sent with no session:
     /// where `usage-mismatch` and `loop-exited-early` start reading for a session's first step.
     session_first: crate::FastMap<String, Seq>,
@@ -239,16 +298,21 @@ impl Forgetting for Quiet {
                 };
                 let previous = before_step.unwrap_or(0);
                 let mut verdict = Quiet;
-                if step.zero_usage {
-                    let sent = (self.last_usage.get(session).copied())
-                        .max(self.sessionless_usage)
-                        .is_some_and(|u| u > previous);
+                // ... and a step that recorded tokens but no cache reads or no reasoning tokens,
+                // when the provider sent some.
+                let lacks = [
+                    step.zero_usage,
+                    !step.zero_usage && step.cache_read == 0,
+                    !step.zero_usage && step.reasoning == 0,
+                ];
+                if lacks.contains(&true) {
                     let reading = self.step_reading(session, before_step, e.seq);
-                    if sent {
-                        verdict = Needs(reading);
+                    let shorts = [&mut self.zero, &mut self.no_cache, &mut self.no_reasoning];
+                    for (lacks, short) in lacks.into_iter().zip(shorts) {
+                        if lacks && short.step(session, previous, reading) {
+                            verdict = Needs(reading);
+                        }
                     }
-                    self.zero_steps.insert(session.clone(), reading);
-                    self.zero_floor = Some(self.zero_floor.map_or(reading, |f| f.min(reading)));
                 }
                 // loop-exited-early: reported when the loop exits after the step before its
                 // session writes a part, for the tool calls its message got after its step
@@ -261,20 +325,25 @@ impl Forgetting for Quiet {
             }
             // usage-mismatch: usage sent after a step that recorded zero tokens, before its
             // session wrote a part (the rule reads the events from that step's step before on).
+            // Usage with cache reads or reasoning tokens, after a step that recorded none.
             EventKind::ProviderUsage(u) => {
                 if u.input.saturating_add(u.output) == 0 {
                     return Quiet;
                 }
-                let from = match &e.session {
-                    Some(s) => {
-                        self.last_usage.insert(s.clone(), e.seq);
-                        self.zero_steps.get(s).copied()
-                    }
-                    None => {
-                        self.sessionless_usage = Some(e.seq);
-                        self.zero_floor
-                    }
-                };
+                let session = e.session.as_ref();
+                let mut from = self.zero.sent(session, e.seq);
+                if u.cache_read > 0 {
+                    from = from
+                        .into_iter()
+                        .chain(self.no_cache.sent(session, e.seq))
+                        .min();
+                }
+                if u.reasoning > 0 {
+                    from = from
+                        .into_iter()
+                        .chain(self.no_reasoning.sent(session, e.seq))
+                        .min();
+                }
                 from.map_or(Quiet, Needs)
             }
             EventKind::LoopExit => self.loop_exit(e, find),
@@ -306,12 +375,9 @@ impl Forgetting for Quiet {
         if !self.unusable.is_empty() {
             self.unusable.remove(session);
         }
-        if !self.zero_steps.is_empty() {
-            self.zero_steps.remove(session);
-            if self.zero_steps.is_empty() {
-                self.zero_floor = None;
-            }
-        }
+        self.zero.written(session);
+        self.no_cache.written(session);
+        self.no_reasoning.written(session);
         !(tool && (self.exited.get(session)).is_some_and(|messages| messages.contains(message)))
     }
 

@@ -719,6 +719,14 @@ pub struct WaitAfter {
 pub struct ProviderUsage {
     pub input: u64,
     pub output: u64,
+    /// The input tokens read from the provider's cache, and the output tokens spent reasoning,
+    /// when the usage says (0 when it does not): flat (`cachedInputTokens`, `reasoningTokens`,
+    /// `prompt_tokens_details.cached_tokens` …) or nested inside the input and output counts
+    /// (`inputTokens: {total, noCache, cacheRead}`, `outputTokens: {total, text, reasoning}`).
+    pub cache_read: u64,
+    pub reasoning: u64,
+    /// The counts were nested inside `inputTokens`/`outputTokens` objects.
+    pub nested: bool,
     /// The provider's own finish reason (`tool_calls`, `end_turn`…), when the body has one.
     pub finish: Option<String>,
     /// What carried it: `providerMetadata`, `response body`.
@@ -768,6 +776,10 @@ pub struct StepFinish {
     pub reason_span: Option<Span>,
     /// Every token count is zero, or the counts are missing.
     pub zero_usage: bool,
+    /// The cache reads (`tokens.cache.read`) and reasoning tokens (`tokens.reasoning`) the step
+    /// recorded (0 when missing).
+    pub cache_read: u64,
+    pub reasoning: u64,
     pub tokens_span: Option<Span>,
     /// `model.requestedModelID` / `model.respondedModelID`, when the step says.
     pub requested_model: Option<String>,

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::MAX_ERROR_MESSAGE;
-use super::events::{error_info, finish_of, model_flag, num_of, parse_if_string, usage_of};
+use super::events::{Usage, error_info, finish_of, model_flag, num_of, parse_if_string, usage_of};
 use super::state::State;
 use crate::formats::agent_log::read::JsonRecord;
 use crate::json::scan::Seg;
@@ -38,16 +38,22 @@ impl State {
             self.embedded_stream(rec);
             self.response_usage(seq, rec, obj, &at);
         }
-        if let Some(meta) = obj.get("providerMetadata")
-            && let Some((input, output)) = usage_of(&parse_if_string(meta))
-        {
-            let kind = EventKind::ProviderUsage(Box::new(crate::session::ProviderUsage {
-                input,
-                output,
-                finish: None,
-                source: "providerMetadata".into(),
-                span: at("providerMetadata"),
-            }));
+        // The provider's metadata, or the usage the SDK handed the agent (`rawUsage`, logged
+        // by `getUsage` and by the zero-token warning): of those a record holds, the one with
+        // the most tokens, with the cache reads and reasoning any of them states.
+        let usages = ["rawUsage", "providerMetadata", "rawMetadata"]
+            .into_iter()
+            .filter_map(|key| Some((key, usage_of(&parse_if_string(obj.get(key)?))?)));
+        let mut best: Option<(&str, Usage)> = None;
+        for (key, u) in usages {
+            best = Some(match best {
+                Some((k, b)) if b.input + b.output >= u.input + u.output => (k, merge(b, u)),
+                Some((_, b)) => (key, merge(u, b)),
+                None => (key, u),
+            });
+        }
+        if let Some((key, u)) = best {
+            let kind = EventKind::ProviderUsage(Box::new(provider_usage(u, None, key, at(key))));
             self.event(seq, rec.span, None, kind);
         }
         if message == "exiting loop" && service.starts_with("session") {
@@ -211,16 +217,53 @@ impl State {
             }
         }
         if found.is_some() || finish.is_some() {
-            let (input, output) = found.unwrap_or((0, 0));
-            let kind = EventKind::ProviderUsage(Box::new(crate::session::ProviderUsage {
-                input,
-                output,
-                finish,
-                source: "the logged response body".into(),
-                span: at("bodyPreview").map(|s| s.head()),
-            }));
-            self.event(seq, rec.span, None, kind);
+            let span = at("bodyPreview").map(|s| s.head());
+            let usage = found.unwrap_or_default();
+            let usage = provider_usage(usage, finish, "the logged response body", span);
+            self.event(
+                seq,
+                rec.span,
+                None,
+                EventKind::ProviderUsage(Box::new(usage)),
+            );
         }
+    }
+}
+
+/// `a`, with the cache reads and reasoning tokens `b` states where `a` states none.
+fn merge(a: Usage, b: Usage) -> Usage {
+    Usage {
+        cache_read: if a.cache_read > 0 {
+            a.cache_read
+        } else {
+            b.cache_read
+        },
+        reasoning: if a.reasoning > 0 {
+            a.reasoning
+        } else {
+            b.reasoning
+        },
+        nested: a.nested || b.nested,
+        ..a
+    }
+}
+
+/// The session model's record of usage a provider sent.
+fn provider_usage(
+    u: Usage,
+    finish: Option<String>,
+    source: &str,
+    span: Option<Span>,
+) -> crate::session::ProviderUsage {
+    crate::session::ProviderUsage {
+        input: u.input,
+        output: u.output,
+        cache_read: u.cache_read,
+        reasoning: u.reasoning,
+        nested: u.nested,
+        finish,
+        source: source.into(),
+        span,
     }
 }
 
