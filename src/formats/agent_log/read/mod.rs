@@ -93,6 +93,61 @@ pub fn prefix_len(line: &[u8]) -> Option<usize> {
         .map(|level| STAMP.len() + level.len() + 2)
 }
 
+/// Length of the prefix a GitHub Actions job log puts before each line of a step's output, if
+/// `line` has one: the timestamp of a downloaded raw log (`2026-01-02T03:04:05.1234567Z `, the
+/// log's first line after a byte-order mark), or the job, the step and that timestamp, separated
+/// by tabs, as `gh run view --log` prints them (`build\tRun agent\t2026-…Z `).
+pub fn ci_prefix_len(line: &[u8]) -> Option<usize> {
+    let bom = if line.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    if let Some(n) = ci_timestamp_len(&line[bom..]) {
+        return Some(bom + n);
+    }
+    // `job<TAB>step<TAB>timestamp `: the names hold no tab; only the head is searched.
+    let head = line.get(..512).unwrap_or(line);
+    let job = memchr::memchr(b'\t', head)?;
+    let step = job + 1 + memchr::memchr(b'\t', &head[job + 1..])?;
+    if job == 0 || head[..step].contains(&b'\n') {
+        return None;
+    }
+    ci_timestamp_len(&line[step + 1..]).map(|n| step + 1 + n)
+}
+
+/// Length of a GitHub Actions timestamp and the space after it at the start of `line`:
+/// `2026-01-02T03:04:05Z `, with up to nine fractional digits.
+fn ci_timestamp_len(line: &[u8]) -> Option<usize> {
+    const STAMP: &[u8; 19] = b"0000-00-00T00:00:00";
+    let stamp = line.get(..STAMP.len())?;
+    let shaped = stamp.iter().zip(STAMP).all(|(c, s)| match s {
+        b'0' => c.is_ascii_digit(),
+        _ => c == s,
+    });
+    if !shaped {
+        return None;
+    }
+    let mut i = STAMP.len();
+    if line.get(i) == Some(&b'.') {
+        let digits = line[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if !(1..=9).contains(&digits) {
+            return None;
+        }
+        i += 1 + digits;
+    }
+    (line.get(i..i + 2) == Some(b"Z ")).then_some(i + 2)
+}
+
+/// Length of whatever prefix a line of an agent log carries: the `solve.mjs` wrapper's
+/// ([`prefix_len`]) or a GitHub Actions job log's ([`ci_prefix_len`]).
+pub fn line_prefix_len(line: &[u8]) -> Option<usize> {
+    prefix_len(line).or_else(|| ci_prefix_len(line))
+}
+
 #[derive(Debug, Clone)]
 enum OpenKind {
     Object,
@@ -515,7 +570,7 @@ impl<R: BufRead> AgentLogReader<R> {
         // The prefix is ASCII, so it ends on a character boundary.
         let prefix = match continues {
             true => 0,
-            false => prefix_len(text.as_bytes()).unwrap_or(0),
+            false => line_prefix_len(text.as_bytes()).unwrap_or(0),
         };
         if prefix > 0 {
             self.stats.prefixed_lines += 1;
@@ -1234,6 +1289,61 @@ mod tests {
                 .map(|m| m.end());
             assert_eq!(prefix_len(line), regex, "{}", String::from_utf8_lossy(line));
         }
+    }
+
+    /// A GitHub Actions job log's prefixes, as the raw log and `gh run view --log` write them.
+    #[test]
+    fn a_ci_job_logs_prefix_is_recognised() {
+        let cases: [(&[u8], Option<usize>); 9] = [
+            (b"2026-01-02T03:04:05.1234567Z {", Some(29)),
+            (b"2026-01-02T03:04:05Z x", Some(21)),
+            (
+                "\u{feff}2026-01-02T03:04:05.1234567Z x".as_bytes(),
+                Some(32),
+            ),
+            (
+                b"build\tRun agent\t2026-01-02T03:04:05.1234567Z {",
+                Some(45),
+            ),
+            (b"build\tRun agent\t2026-01-02T03:04:05.1234567Z", None),
+            (b"\tRun agent\t2026-01-02T03:04:05.1234567Z x", None),
+            (b"2026-01-02T03:04:05.1234567890Z x", None),
+            (b"2026-01-02 03:04:05.1234567Z x", None),
+            (b"build\tRun agent\tnot a time", None),
+        ];
+        for (line, len) in cases {
+            assert_eq!(
+                ci_prefix_len(line),
+                len,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    /// The records of a CI job log are the JSON after the prefixes, and their spans point at
+    /// exactly those bytes, compact or pretty-printed.
+    #[test]
+    fn records_of_a_ci_job_log_span_their_json() {
+        let compact = r#"{"type":"log","service":"default","message":"Agent started"}"#;
+        let log = format!(
+            "build\tRun agent\t2026-01-02T03:04:05.1234567Z {compact}\n\
+             2026-01-02T03:04:06.0000001Z {{\n2026-01-02T03:04:06.0000002Z   \"type\": \"input\"\n\
+             2026-01-02T03:04:06.0000003Z }}\n"
+        );
+        let (recs, _) = read(&log);
+        let spans: Vec<Span> = recs
+            .iter()
+            .filter_map(|r| match r {
+                LogRecord::Json(rec) => Some(rec.span),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(spans.len(), 2, "{recs:?}");
+        let text = |s: Span| &log[s.offset as usize..(s.offset + s.len) as usize];
+        assert_eq!(text(spans[0]), compact);
+        assert!(text(spans[1]).starts_with('{') && text(spans[1]).ends_with('}'));
+        assert!(text(spans[1]).contains("\"type\": \"input\""));
     }
 
     /// Texts are handed over after the values yielded so far; a value queued behind them (a
