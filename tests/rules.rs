@@ -121,6 +121,12 @@ const SHAPES: &[(&str, &str, &str, &str)] = &[
         "tests/fixtures/checks/usage-mismatch-nested-details.log",
         "tests/fixtures/rules/usage-mismatch.nested-details.clean.log",
     ),
+    (
+        "model-substituted",
+        "fallback",
+        "tests/fixtures/checks/model-substituted-fallback.txt",
+        "tests/fixtures/rules/model-substituted.fallback.clean.txt",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

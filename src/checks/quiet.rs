@@ -148,8 +148,10 @@ impl Short {
 /// What the rules that run on an agent log need of it, following its events in order.
 #[derive(Debug, Default)]
 pub struct Quiet {
-    /// The model the user asked for in this run (`model-substituted`).
+    /// The model the user asked for in this run, and on the last wrapper command line
+    /// (`model-substituted`).
     requested: Option<String>,
+    wrapper_requested: Option<String>,
     /// `loop-exited-early`: the latest step finish of each message held (by id)...
     last_finish: crate::FastMap<String, Seq>,
     /// ... the steps with a finish reason that does not continue the loop whose session has not
@@ -273,13 +275,18 @@ impl Forgetting for Quiet {
                 self.requested = None;
                 Quiet
             }
-            EventKind::ModelRequested { spec } => {
-                self.requested = Some(spec.clone());
+            EventKind::ModelRequested { spec, by_wrapper } => {
+                let slot = match by_wrapper {
+                    true => &mut self.wrapper_requested,
+                    false => &mut self.requested,
+                };
+                *slot = Some(spec.clone());
                 Quiet
             }
             // model-substituted (which reads the run's kept model events and the steps after)
             EventKind::ModelResolved(r) => {
                 let same = (self.requested.as_deref())
+                    .or(self.wrapper_requested.as_deref())
                     .is_none_or(|spec| model_substituted::same_model(spec, &r.provider, &r.model));
                 if same { Quiet } else { Kept }
             }

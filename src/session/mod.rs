@@ -657,7 +657,8 @@ pub enum EventKind {
     /// The prompt loop logged that it exits (`exiting loop`): no further step follows.
     LoopExit,
     /// The model the user asked for (`--model` on the agent's command line, as it logged it).
-    ModelRequested { spec: String },
+    /// `by_wrapper`: on a wrapper's command line (`solve … --model X`), not the agent's own.
+    ModelRequested { spec: String, by_wrapper: bool },
     /// The model the agent resolved and will call (`rawModel`, `providerID`, `modelID`).
     ModelResolved(Box<ResolvedModel>),
     /// The agent announced a retry sleep (a rate limit or a retryable error).
@@ -688,6 +689,9 @@ pub struct ResolvedModel {
     pub provider: String,
     pub model: String,
     pub span: Option<Span>,
+    /// The agent picked it as its default after failing to initialise this model (one its
+    /// catalogue did not have), and where that is said.
+    pub fallback_from: Option<(String, Option<Span>)>,
 }
 
 /// A retry sleep the agent announced: [`EventKind::RetryWait`].

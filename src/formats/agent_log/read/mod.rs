@@ -61,6 +61,15 @@ static WRAPPER_STATUS: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// A command line that runs an agent (or the wrapper that runs one) with a model: the program's
+/// name as a word or a path's last part, then, among its arguments, `--model X` or `--model=X`.
+static COMMAND: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(
+        r#"(?:^|[\s/|(&;$])(?:agent|solve|opencode|kilo|kilocode)(?:\s[^|;&]*?)?\s--model(?:=|\s+)["']?([A-Za-z0-9][A-Za-z0-9._:@/-]*)"#,
+    )
+    .ok()
+});
+
 /// Largest JSON value rewind re-joins (a single record bigger than this is reported, not read).
 const MAX_RECORD: usize = 256 << 20;
 
@@ -755,6 +764,14 @@ impl<R: BufRead> AgentLogReader<R> {
                 span: Span::new(self.file, at, end.saturating_sub(at)),
             });
             return;
+        } else if let Some(spec) = COMMAND.as_ref().and_then(|re| re.captures(text))
+            && let Some(model) = spec.get(1)
+        {
+            self.ready.push_back(LogRecord::Command {
+                spec: model.as_str().to_owned(),
+                span: Span::new(self.file, at + model.start() as u64, model.len() as u64),
+            });
+            return;
         } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(text)) {
             let success = caps
                 .get(1)
@@ -1288,6 +1305,39 @@ mod tests {
                 .and_then(|re| re.find(line))
                 .map(|m| m.end());
             assert_eq!(prefix_len(line), regex, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    /// A wrapper's command line that runs an agent with a model is told from other text, and
+    /// its model's span is the model.
+    #[test]
+    fn a_wrapper_command_line_names_the_model() {
+        for (line, spec) in [
+            (
+                "   /usr/bin/node /home/hive/.bun/bin/solve https://x/1 --tool agent --model kilo/glm-5-free --verbose\n",
+                Some("kilo/glm-5-free"),
+            ),
+            (
+                "(cd \"/tmp/s\" && cat \"/tmp/p.txt\" | agent --model=opencode/kimi-k2.5-free --verbose)\n",
+                Some("opencode/kimi-k2.5-free"),
+            ),
+            (
+                "Command: echo \"hi\" | agent --model google/gemini-3-pro --verbose\n",
+                Some("google/gemini-3-pro"),
+            ),
+            ("   Model: kilo/glm-5-free\n", None),
+            ("use --model <name> to choose a model\n", None),
+        ] {
+            let (recs, _) = read(line);
+            let found = recs.iter().find_map(|r| match r {
+                LogRecord::Command { spec, span } => Some((spec.clone(), *span)),
+                _ => None,
+            });
+            assert_eq!(found.as_ref().map(|f| f.0.as_str()), spec, "{line}");
+            if let Some((spec, span)) = found {
+                let at = span.offset as usize;
+                assert_eq!(&line[at..at + span.len as usize], spec);
+            }
         }
     }
 

@@ -225,6 +225,9 @@ pub enum LogRecord {
         success: bool,
         words: String,
     },
+    /// A wrapper's command line that runs an agent with a model (`solve … --model kilo/glm-5-free`,
+    /// `… | agent --model opencode/kimi-k2.5-free --verbose`): the model asked for, and where it is.
+    Command { spec: String, span: Span },
     /// Something that looked like a JSON object but could not be decoded.
     Undecodable {
         span: Span,

@@ -64,6 +64,13 @@ impl State {
                 success,
                 words,
             } => self.event(seq, span, None, EventKind::WrapperStatus { success, words }),
+            LogRecord::Command { spec, span } => {
+                let kind = EventKind::ModelRequested {
+                    spec,
+                    by_wrapper: true,
+                };
+                self.event(seq, span, None, kind);
+            }
             LogRecord::Undecodable {
                 span,
                 reason,

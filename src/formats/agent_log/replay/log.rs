@@ -71,7 +71,38 @@ impl State {
                 .locate_in_string(&path, &spec)
                 .or_else(|| at("command"))
                 .unwrap_or(rec.span);
-            self.event(seq, span, None, EventKind::ModelRequested { spec });
+            let kind = EventKind::ModelRequested {
+                spec,
+                by_wrapper: false,
+            };
+            self.event(seq, span, None, kind);
+        }
+        // The prompt loop's fallback when the model asked for is not in the catalogue: the
+        // default the provider service picks next (`using opencode provider as default`, which
+        // it also logs when it picks a default for other uses) is the model that runs.
+        if message == "Failed to initialize specified model, falling back to default model"
+            && let (Some(provider), Some(model)) = (
+                obj.get("providerID").and_then(Value::as_str),
+                obj.get("modelID").and_then(Value::as_str),
+            )
+        {
+            self.falling_back = Some((format!("{provider}/{model}"), at("modelID")));
+        }
+        if message == "using opencode provider as default"
+            && let (Some(provider), Some(model)) = (
+                obj.get("provider").and_then(Value::as_str),
+                obj.get("model").and_then(Value::as_str),
+            )
+            && let Some(from) = self.falling_back.take()
+        {
+            let kind = EventKind::ModelResolved(Box::new(crate::session::ResolvedModel {
+                raw: format!("{provider}/{model}"),
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+                span: at("model"),
+                fallback_from: Some(from),
+            }));
+            self.event(seq, rec.span, None, kind);
         }
         // The CLI's own model resolution (`using explicit provider/model`, with `rawModel` in
         // later versions); the provider service's `getModel` also loads auxiliary small models.
@@ -89,6 +120,7 @@ impl State {
                 provider: provider.to_owned(),
                 model: model.to_owned(),
                 span: at("rawModel").or_else(|| at("modelID")),
+                fallback_from: None,
             }));
             self.event(seq, rec.span, None, kind);
         }

@@ -542,7 +542,7 @@ mod tests {
         let a = run(&log);
         let kinds: Vec<&EventKind> = a.events.iter().map(|e| &e.kind).collect();
         assert!(
-            matches!(kinds[0], EventKind::ModelRequested { spec } if spec == "kilo/glm-5-free")
+            matches!(kinds[0], EventKind::ModelRequested { spec, .. } if spec == "kilo/glm-5-free")
         );
         assert!(
             matches!(kinds[1], EventKind::ModelResolved(m) if m.raw == "opencode/kimi-k2.5-free")

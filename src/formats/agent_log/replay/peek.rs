@@ -511,6 +511,8 @@ pub(super) fn light(text: &str) -> Option<Light> {
         && message != "unhandled"
         && message != "exiting loop"
         && !message.starts_with("Agent started")
+        // The default a fallback picks (see `apply_log`).
+        && message != "using opencode provider as default"
         && !mentions_retry(message)
         // `apply_log` reads a model resolution from these (and only then).
         && !(p.provider_id.0 && p.model_id.0 && (p.raw_model.0 || service == "default"));

@@ -30,6 +30,10 @@ pub(super) struct State {
     pub(super) bus_events: u64,
     /// The last `retry-after` the agent parsed, until the sleep it leads to.
     pub(super) retry_after: Option<(u64, Span)>,
+    /// The model the prompt loop failed to initialise before falling back to the agent's
+    /// default (`Failed to initialize specified model, falling back to default model`), and
+    /// where it is: the default the agent picks next is the model that runs.
+    pub(super) falling_back: Option<(String, Option<Span>)>,
     /// The retry sleeps announced so far: their position and time (ms, when the entry had a
     /// timestamp), and whether a part was written after each.
     pub(super) waits: Vec<(Seq, Option<u64>, bool)>,
@@ -68,6 +72,7 @@ impl State {
             current_session: None,
             bus_events: 0,
             retry_after: None,
+            falling_back: None,
             waits: Vec::new(),
             last_log_ms: None,
             informational: Vec::new(),
