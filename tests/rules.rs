@@ -99,6 +99,7 @@ const CASES: &[(&str, &str)] = &[
         "transcript-oversized",
         "tests/fixtures/transcripts/claude-long-line.jsonl",
     ),
+    ("run-hung", "tests/fixtures/checks/run-hung.log"),
     (
         "thinking-modified",
         "tests/fixtures/transcripts/claude-thinking/kill_tool/886e3896-7ebe-4e64-a23a-94324a296304.jsonl",
@@ -126,6 +127,12 @@ const SHAPES: &[(&str, &str, &str, &str)] = &[
         "fallback",
         "tests/fixtures/checks/model-substituted-fallback.txt",
         "tests/fixtures/rules/model-substituted.fallback.clean.txt",
+    ),
+    (
+        "run-hung",
+        "ci-timeout",
+        "tests/fixtures/checks/run-hung-ci-timeout.log",
+        "tests/fixtures/rules/run-hung.ci-timeout.clean.log",
     ),
 ];
 

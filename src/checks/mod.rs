@@ -202,6 +202,7 @@ rules! {
     subagent_orphaned::SubagentOrphaned,
     transcript_oversized::TranscriptOversized,
     thinking_modified::ThinkingModified,
+    run_hung::RunHung,
 }
 
 impl Rule {
@@ -240,7 +241,7 @@ impl Rule {
             | Rule::ReplyTruncated
             | Rule::EmptyTextPart
             | Rule::ToolCallDuplicate => 1,
-            Rule::SessionError => 2,
+            Rule::SessionError | Rule::RunHung => 2,
             Rule::ToolNeverFinished
             | Rule::StepUnclosed
             | Rule::MessageIncomplete

@@ -102,6 +102,32 @@ pub struct Analysis {
     /// For a legacy storage folder: the files OpenCode cannot parse, each with a span on the
     /// byte where its damage shows.
     pub damaged_files: Vec<DamagedStoreFile>,
+    /// For an agent log: how its last run ended (`None`: no record of an agent).
+    pub tail: Option<RunTail>,
+}
+
+/// How an agent log's last run ended, as the replay saw it.
+#[derive(Debug, Clone)]
+pub struct RunTail {
+    /// The agent's last record.
+    pub last_record: Span,
+    /// The agent had work in hand at that record: a prompt, a step, a tool or a provider's
+    /// set-up begun since its loop last exited, went idle or failed.
+    pub busy: bool,
+    /// Said after that record: the run was stopped from outside.
+    pub stop: Option<RunStop>,
+    /// From the wrapper's timestamp of the agent's last record to the log's last timestamp, in
+    /// ms (`None`: the log has no timestamped prefixes).
+    pub quiet_ms: Option<u64>,
+}
+
+/// A wrapper's or terminal's word that a run was stopped: [`RunTail::stop`].
+#[derive(Debug, Clone)]
+pub struct RunStop {
+    pub span: Span,
+    pub words: String,
+    /// A timeout (a CI job out of time), not an interrupt or a kill.
+    pub timeout: bool,
 }
 
 /// A file of a legacy storage folder that OpenCode cannot parse.
@@ -330,6 +356,7 @@ impl Analysis {
             projects: None,
             here: FoldersHere::default(),
             damaged_files: Vec::new(),
+            tail: None,
         }
     }
 

@@ -70,6 +70,15 @@ static COMMAND: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// A word that the run was stopped from outside: an interrupt (the terminal's `^C`, solve's
+/// `❌ Interrupted (CTRL+C)`), a kill (`❌ Terminated`), a CI job cancelled or out of time.
+static STOPPED: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"^(?:\^C\s*$|❌ (?:Interrupted \(CTRL\+C\)|Terminated)\s*$|##\[error\](?:The operation was canceled\.|The job running on runner .* has exceeded the maximum execution time of \d+ minutes\.)|Error: The action '.*' has timed out after \d+ minutes\.)",
+    )
+    .ok()
+});
+
 /// Largest JSON value rewind re-joins (a single record bigger than this is reported, not read).
 const MAX_RECORD: usize = 256 << 20;
 
@@ -280,6 +289,49 @@ pub struct AgentLogReader<R> {
     piece: usize,
     /// The input's line ends were looked at (see [`crate::json::lines::refuse_cr_line_ends`]).
     line_ends_checked: bool,
+    /// The timestamp of the last prefixed line, and of the line the last JSON value closed on,
+    /// as the prefix wrote it: see [`AgentLogReader::stamps`].
+    line_stamp: Stamp,
+    json_stamp: Stamp,
+}
+
+/// A line prefix's timestamp, as written (`2026-02-01T12:30:28.417Z`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamp {
+    bytes: [u8; 32],
+    len: u8,
+}
+
+impl Stamp {
+    /// The timestamp of a line's prefix (`prefix`, the bytes [`line_prefix_len`] measured).
+    fn of(prefix: &[u8]) -> Option<Stamp> {
+        let prefix = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(prefix);
+        let stamp = match prefix.first() {
+            // `[2026-02-01T12:30:28.417Z] [INFO] `
+            Some(b'[') => prefix.get(1..25)?,
+            // `job<TAB>step<TAB>2026-…Z ` or `2026-…Z `
+            _ => {
+                let from = prefix
+                    .iter()
+                    .rposition(|b| *b == b'\t')
+                    .map_or(0, |t| t + 1);
+                prefix.get(from..prefix.len().checked_sub(1)?)?
+            }
+        };
+        let mut bytes = [0; 32];
+        bytes.get_mut(..stamp.len())?.copy_from_slice(stamp);
+        Some(Stamp {
+            bytes,
+            len: stamp.len() as u8,
+        })
+    }
+
+    /// In ms since the epoch.
+    fn ms(&self) -> Option<u64> {
+        let text = std::str::from_utf8(&self.bytes[..usize::from(self.len)]).ok()?;
+        let t = chrono::DateTime::parse_from_rfc3339(text).ok()?;
+        u64::try_from(t.timestamp_millis()).ok()
+    }
 }
 
 /// Longest piece of a physical line handled at once. A longer line (a log written without
@@ -333,6 +385,8 @@ impl<R: BufRead> AgentLogReader<R> {
             text_continues: false,
             piece: PIECE,
             line_ends_checked: false,
+            line_stamp: Stamp::default(),
+            json_stamp: Stamp::default(),
         }
     }
 
@@ -414,6 +468,13 @@ impl<R: BufRead> AgentLogReader<R> {
 
     pub fn stats(&self) -> &LogStats {
         &self.stats
+    }
+
+    /// Where the log's time stands, from its line prefixes (the wrapper's clock): the timestamp
+    /// of the line the last JSON value closed on, and of the last prefixed line, in ms since the
+    /// epoch (`None` for a log without timestamped prefixes).
+    pub fn stamps(&self) -> (Option<u64>, Option<u64>) {
+        (self.json_stamp.ms(), self.line_stamp.ms())
     }
 
     /// Reads the next physical line (or piece of one, see [`PIECE`]) and turns it into zero or
@@ -583,6 +644,9 @@ impl<R: BufRead> AgentLogReader<R> {
         };
         if prefix > 0 {
             self.stats.prefixed_lines += 1;
+            if let Some(stamp) = Stamp::of(&text.as_bytes()[..prefix]) {
+                self.line_stamp = stamp;
+            }
         }
         let newline_at = has_newline.then_some(start + content_len as u64);
         if continues && self.text_continues {
@@ -645,6 +709,7 @@ impl<R: BufRead> AgentLogReader<R> {
             // compact log costs 1.5% more instructions); the test
             // `lines_taken_whole_read_as_framed_lines` holds the two to the same records.
             self.frame = None;
+            self.json_stamp = self.line_stamp;
             let (text, segments) = (self.buffer.text_end(), self.buffer.segment_end());
             self.buffer.segments.push((0, at));
             self.buffer.text.push_str(content);
@@ -764,6 +829,18 @@ impl<R: BufRead> AgentLogReader<R> {
                 span: Span::new(self.file, at, end.saturating_sub(at)),
             });
             return;
+        } else if STOPPED
+            .as_ref()
+            .is_some_and(|re| re.is_match(text.trim_start()))
+        {
+            let words = text.trim();
+            let timeout = words.contains("time");
+            self.ready.push_back(LogRecord::Stopped {
+                span: Span::new(self.file, at, end.saturating_sub(at)),
+                words: words.to_owned(),
+                timeout,
+            });
+            return;
         } else if let Some(spec) = COMMAND.as_ref().and_then(|re| re.captures(text))
             && let Some(model) = spec.get(1)
         {
@@ -802,6 +879,7 @@ impl<R: BufRead> AgentLogReader<R> {
         let Some(open) = self.open.take() else {
             return;
         };
+        self.json_stamp = self.line_stamp;
         let pending = Pending {
             span: Span::new(self.file, open.start, open.end.saturating_sub(open.start)),
             kind: open.kind,
@@ -1339,6 +1417,49 @@ mod tests {
                 assert_eq!(&line[at..at + span.len as usize], spec);
             }
         }
+    }
+
+    /// Words that a run was stopped from outside are told from other text; the stamps say where
+    /// the log's time stands after the last JSON value and at the end.
+    #[test]
+    fn a_stopped_run_and_the_logs_time() {
+        for (text, timeout) in [
+            ("^C\n", Some(false)),
+            (
+                "[2026-02-14T10:51:02.118Z] [ERROR] ❌ Interrupted (CTRL+C)\n",
+                Some(false),
+            ),
+            (
+                "[2026-02-14T10:51:02.118Z] [INFO] ❌ Terminated\n",
+                Some(false),
+            ),
+            (
+                "2026-02-14T11:31:55.1180000Z ##[error]The operation was canceled.\n",
+                Some(false),
+            ),
+            (
+                "2026-02-14T11:31:55.1180000Z ##[error]The job running on runner R has exceeded the maximum execution time of 30 minutes.\n",
+                Some(true),
+            ),
+            ("Press Ctrl+C to abort\n", None),
+            ("❌ Interrupted by a test\n", None),
+        ] {
+            let (recs, _) = read(text);
+            let found = recs.iter().find_map(|r| match r {
+                LogRecord::Stopped { timeout, .. } => Some(*timeout),
+                _ => None,
+            });
+            assert_eq!(found, timeout, "{text}");
+        }
+        let log = "[2026-02-14T10:12:00.408Z] [INFO] {\"a\":1}\n\
+                   [2026-02-14T10:50:51.522Z] [ERROR] ❌ Interrupted (CTRL+C)\n";
+        let mut r = AgentLogReader::new(log.as_bytes(), FileId(0));
+        while let Some(Ok(_)) = r.next() {}
+        let (json, end) = r.stamps();
+        assert_eq!(end.zip(json).map(|(e, j)| e - j), Some(2_331_114));
+        let mut r = AgentLogReader::new(&b"{\"a\":1}\n"[..], FileId(0));
+        while let Some(Ok(_)) = r.next() {}
+        assert_eq!(r.stamps(), (None, None));
     }
 
     /// A GitHub Actions job log's prefixes, as the raw log and `gh run view --log` write them.

@@ -228,6 +228,13 @@ pub enum LogRecord {
     /// A wrapper's command line that runs an agent with a model (`solve … --model kilo/glm-5-free`,
     /// `… | agent --model opencode/kimi-k2.5-free --verbose`): the model asked for, and where it is.
     Command { spec: String, span: Span },
+    /// A word that the run was stopped from outside (see `STOPPED`): an interrupt, a kill, a
+    /// timeout (`timeout`).
+    Stopped {
+        span: Span,
+        words: String,
+        timeout: bool,
+    },
     /// Something that looked like a JSON object but could not be decoded.
     Undecodable {
         span: Span,
@@ -252,6 +259,12 @@ pub struct LogStats {
     pub rejoined_splits: u64,
     /// The file ends inside a JSON value.
     pub truncated: bool,
+    /// The wrapper's timestamp of the line the last JSON value closed on, and of the last
+    /// prefixed line, in ms (see `AgentLogReader::stamps`).
+    #[serde(skip)]
+    pub json_stamp_ms: Option<u64>,
+    #[serde(skip)]
+    pub last_stamp_ms: Option<u64>,
 }
 
 /// `r`, a range in everything the reader re-joined, in a [`Texts`] that starts at `base`.
@@ -373,6 +386,17 @@ pub enum Decoded {
 }
 
 impl LogRecord {
+    /// Where the record is, when it is the agent's (a JSON object or a runtime's error), not a
+    /// wrapper's or a terminal's text.
+    pub fn agent_span(&self) -> Option<Span> {
+        match self {
+            LogRecord::Json(rec) => Some(rec.span),
+            LogRecord::Light { span, .. } | LogRecord::Uncaught { span, .. } => Some(*span),
+            LogRecord::RawError { record, .. } => Some(record.span),
+            _ => None,
+        }
+    }
+
     /// How [`LogStats::count_decoded`] counts this record.
     pub fn decoded(&self) -> Decoded {
         match self {

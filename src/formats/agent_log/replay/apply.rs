@@ -16,6 +16,16 @@ use crate::text::capped;
 
 impl State {
     pub(super) fn apply(&mut self, seq: Seq, record: LogRecord) {
+        if let Some(span) = record.agent_span() {
+            // Recorded after the record is applied (it may end the agent's work).
+            self.apply_record(seq, record);
+            self.agent_record(seq, span);
+        } else {
+            self.apply_record(seq, record);
+        }
+    }
+
+    fn apply_record(&mut self, seq: Seq, record: LogRecord) {
         match record {
             LogRecord::Json(rec) => self.apply_json(seq, &rec),
             // What `apply_json` does with a plain logger entry or a bus event.
@@ -64,6 +74,18 @@ impl State {
                 success,
                 words,
             } => self.event(seq, span, None, EventKind::WrapperStatus { success, words }),
+            LogRecord::Stopped {
+                span,
+                words,
+                timeout,
+            } => {
+                let stop = crate::session::RunStop {
+                    span,
+                    words,
+                    timeout,
+                };
+                self.stop = Some((seq, stop));
+            }
             LogRecord::Command { spec, span } => {
                 let kind = EventKind::ModelRequested {
                     spec,
@@ -149,6 +171,7 @@ impl State {
             {
                 let prepared = prepare_part(rec, rec.value["part"].clone());
                 self.apply_part(seq, rec.span, prepared, session_id.as_deref());
+                self.busy = true;
                 if ty == "step_finish" {
                     self.step_finished(seq, rec, session_id);
                 }
@@ -292,6 +315,14 @@ impl State {
 
     /// A part event read on the decoding thread: what [`State::apply_json`] does with one.
     pub(super) fn apply_part_event(&mut self, seq: Seq, event: PartEvent) {
+        let at = event.span;
+        self.apply_part_event_inner(seq, event);
+        // A part written is work in hand, until the loop ends it.
+        self.busy = true;
+        self.agent_record(seq, at);
+    }
+
+    fn apply_part_event_inner(&mut self, seq: Seq, event: PartEvent) {
         let PartEvent {
             span,
             session,
