@@ -134,6 +134,18 @@ const SHAPES: &[(&str, &str, &str, &str)] = &[
         "tests/fixtures/checks/run-hung-ci-timeout.log",
         "tests/fixtures/rules/run-hung.ci-timeout.clean.log",
     ),
+    (
+        "tool-never-finished",
+        "unread-result",
+        "tests/fixtures/checks/tool-never-finished-unread-result.log",
+        "tests/fixtures/rules/tool-never-finished.unread-result.clean.log",
+    ),
+    (
+        "step-unclosed",
+        "unread-finish",
+        "tests/fixtures/checks/step-unclosed-unread-finish.log",
+        "tests/fixtures/rules/step-unclosed.unread-finish.clean.log",
+    ),
 ];
 
 /// The rules the binary knows, as `rewind rules --format json` lists them.

@@ -16,6 +16,7 @@ mod incidents;
 pub mod quiet;
 pub use session_hidden::hidden;
 mod streams;
+mod unread;
 
 use std::fmt;
 use std::str::FromStr;

@@ -104,6 +104,9 @@ pub struct Analysis {
     pub damaged_files: Vec<DamagedStoreFile>,
     /// For an agent log: how its last run ended (`None`: no record of an agent).
     pub tail: Option<RunTail>,
+    /// For an agent log: what a lenient reading got out of its undecodable records, one for
+    /// each (by span); other inputs have none.
+    pub salvaged: Vec<Salvage>,
 }
 
 /// How an agent log's last run ended, as the replay saw it.
@@ -357,6 +360,7 @@ impl Analysis {
             here: FoldersHere::default(),
             damaged_files: Vec::new(),
             tail: None,
+            salvaged: Vec::new(),
         }
     }
 
@@ -614,6 +618,23 @@ pub struct Undecodable {
     pub at: Option<Span>,
     /// The input ends inside this record.
     pub truncated: bool,
+}
+
+/// What a lenient reading got out of an undecodable record (of [`Analysis::salvaged`]): a
+/// finding that says something is missing must first look for it here.
+#[derive(Debug, Clone)]
+pub struct Salvage {
+    /// The record's span, as in [`Undecodable::span`].
+    pub span: Span,
+    /// The record was read once the escapes a wrapper mangled were made harmless (`\^[`, caret
+    /// notation for ESC, is no JSON escape): what it holds is in the model.
+    pub recovered: bool,
+    /// The ids the record's text names (`"tool_use_id"`, `"callID"`, `"id"`, `"messageID"`),
+    /// when it could not be read even so (a cut line): what it may be about.
+    pub mentions: Vec<String>,
+    /// The `"type"`s its text names (`step_finish`, `tool_use`, `tool_result` …): what kind of
+    /// record it may be.
+    pub kinds: Vec<String>,
 }
 
 /// Something that happened, in input order.

@@ -672,6 +672,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 reason: "the log ends inside a multi-byte character: it was cut here".into(),
                 at: None,
                 truncated: true,
+                mentions: (Vec::new(), Vec::new()),
             });
         }
         Ok(keep)
@@ -902,6 +903,7 @@ impl<R: BufRead> AgentLogReader<R> {
         let Some(open) = self.open.take() else {
             return;
         };
+        let named = record::mentions(self.buffer.text_from(open.text));
         self.buffer.truncate(open.text, open.segments);
         let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
         match open.kind {
@@ -912,6 +914,7 @@ impl<R: BufRead> AgentLogReader<R> {
                     reason,
                     at: None,
                     truncated: false,
+                    mentions: named,
                 });
             }
             OpenKind::RawError(_) => {
@@ -927,6 +930,7 @@ impl<R: BufRead> AgentLogReader<R> {
         }
         self.finished = true;
         if let Some(open) = self.open.take() {
+            let named = record::mentions(self.buffer.text_from(open.text));
             self.buffer.truncate(open.text, open.segments);
             let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
             match open.kind {
@@ -938,6 +942,7 @@ impl<R: BufRead> AgentLogReader<R> {
                         reason: "the log ends inside this JSON object".into(),
                         at: None,
                         truncated: true,
+                        mentions: named,
                     });
                 }
                 OpenKind::RawError(_) => {
@@ -1460,6 +1465,38 @@ mod tests {
         let mut r = AgentLogReader::new(&b"{\"a\":1}\n"[..], FileId(0));
         while let Some(Ok(_)) = r.next() {}
         assert_eq!(r.stamps(), (None, None));
+    }
+
+    /// A record a wrapper mangled (`\^[` for ESC) is read leniently, its text and spans those of
+    /// the file; a record cut short names the ids it still holds.
+    #[test]
+    fn mangled_and_cut_records() {
+        let mangled = r#"{"type":"user","content":"\^[[32mok\^[[0m","tool_use_id":"toolu_1"}"#;
+        let (recs, _) = read(&format!("{mangled}\n"));
+        let Some(LogRecord::Mangled { record, at, .. }) = recs.first() else {
+            panic!("{recs:?}");
+        };
+        assert_eq!(record.value["tool_use_id"], "toolu_1");
+        assert_eq!(record.value["content"], " ^[[32mok ^[[0m");
+        assert_eq!(&*record.text, mangled);
+        assert_eq!(at.offset as usize, mangled.find('\\').unwrap());
+        let raw = "{\"a\":\"x\u{1b}[0m\"}\n";
+        let (recs, _) = read(raw);
+        assert!(
+            matches!(recs.first(), Some(LogRecord::Mangled { .. })),
+            "{recs:?}"
+        );
+        // Valid escapes and a literal backslash are left alone; JSON that is broken otherwise
+        // stays undecodable.
+        assert_eq!(record::unmangled(r#"{"a":"\\^[ \u001b \n"}"#), None);
+        let cut =
+            "{\"type\":\"user\",\"tool_use_id\":\"toolu_2\",\"content\":[\n{\"type\":\"log\"}\n";
+        let (recs, _) = read(cut);
+        let Some(LogRecord::Undecodable { mentions, .. }) = recs.first() else {
+            panic!("{recs:?}");
+        };
+        assert_eq!(mentions.0, ["toolu_2"]);
+        assert!(mentions.1.iter().any(|k| k == "user"), "{mentions:?}");
     }
 
     /// A GitHub Actions job log's prefixes, as the raw log and `gh run view --log` write them.

@@ -10,7 +10,7 @@ use crate::formats::agent_log::read::{BusEvent, JsonRecord, LogRecord};
 use crate::json::scan::Seg;
 use crate::json::value::{MAX_KEPT_STRING, cap_strings};
 use crate::protocols::capture;
-use crate::session::{ErrorInfo, EventKind, Observation, PayloadIssues, Seq, Undecodable};
+use crate::session::{ErrorInfo, EventKind, Observation, PayloadIssues, Salvage, Seq, Undecodable};
 use crate::source::Span;
 use crate::text::capped;
 
@@ -93,18 +93,58 @@ impl State {
                 };
                 self.event(seq, span, None, kind);
             }
+            LogRecord::Undecodable { .. } | LogRecord::Mangled { .. } => self.unread(seq, record),
+        }
+    }
+
+    /// A record that did not decode: kept among the undecodable ones, with what a lenient
+    /// reading got out of it; one read leniently is applied as any other.
+    fn unread(&mut self, seq: Seq, record: LogRecord) {
+        let (undecodable, salvage) = match record {
             LogRecord::Undecodable {
                 span,
                 reason,
                 at,
                 truncated,
-            } => self.analysis.undecodable.push(Undecodable {
-                span,
-                reason,
-                at,
-                truncated,
-            }),
-        }
+                mentions: (mentions, kinds),
+            } => {
+                let salvage = Salvage {
+                    span,
+                    recovered: false,
+                    mentions,
+                    kinds,
+                };
+                (
+                    Undecodable {
+                        span,
+                        reason,
+                        at,
+                        truncated,
+                    },
+                    salvage,
+                )
+            }
+            LogRecord::Mangled { record, reason, at } => {
+                self.apply_json(seq, &record);
+                let span = record.span;
+                let salvage = Salvage {
+                    span,
+                    recovered: true,
+                    mentions: Vec::new(),
+                    kinds: Vec::new(),
+                };
+                let undecodable = Undecodable {
+                    span,
+                    reason,
+                    at: Some(at),
+                    truncated: false,
+                };
+                (undecodable, salvage)
+            }
+            _ => return,
+        };
+        self.analysis.undecodable.push(undecodable);
+        self.analysis.salvaged.push(salvage);
     }
 
     /// Applies a JSON object. A part event is, as a rule, read ahead on the decoding pool and
