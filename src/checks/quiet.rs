@@ -233,6 +233,72 @@ impl Quiet {
         }
         needs.map_or(Quiet, Needs)
     }
+    /// usage-mismatch and loop-exited-early on a step's finish (see [`Forgetting::event`]).
+    fn step_finished(&mut self, e: &Event, step: &crate::session::StepFinish) -> Verdict {
+        use Verdict::{Needs, Quiet};
+        let before = (self.last_finish).insert(step.message_id.clone(), e.seq);
+        let Some(session) = &e.session else {
+            return Quiet;
+        };
+        // usage-mismatch: a step that recorded zero tokens when the provider sent usage
+        // after the session's step before and before its next part write. The rule reads
+        // the events from the step before on (and the session's writes after).
+        // A session's key is built once, not at each of its steps.
+        let before_step = match self.last_step.get_mut(session) {
+            Some(last) => Some(std::mem::replace(last, e.seq)),
+            None => self.last_step.insert(session.clone(), e.seq),
+        };
+        let previous = before_step.unwrap_or(0);
+        let mut verdict = Quiet;
+        // ... and a step that recorded tokens but no cache reads or no reasoning tokens,
+        // when the provider sent some.
+        let lacks = [
+            step.zero_usage,
+            !step.zero_usage && step.cache_read == 0,
+            !step.zero_usage && step.reasoning == 0,
+        ];
+        if lacks.contains(&true) {
+            let reading = self.step_reading(session, before_step, e.seq);
+            let shorts = [&mut self.zero, &mut self.no_cache, &mut self.no_reasoning];
+            for (lacks, short) in lacks.into_iter().zip(shorts) {
+                if lacks && short.step(session, previous, reading) {
+                    verdict = Needs(reading);
+                }
+            }
+        }
+        // loop-exited-early: reported when the loop exits after the step before its
+        // session writes a part, for the tool calls its message got after its step
+        // before.
+        if loop_exited_early::unusable(step) {
+            (self.unusable.entry(session.clone()).or_default())
+                .push((step.message_id.clone(), before));
+        }
+        verdict
+    }
+
+    /// usage-mismatch on usage the provider sent: what a step before it lacks (see
+    /// [`Forgetting::event`]).
+    fn usage_sent(&mut self, e: &Event, u: &crate::session::ProviderUsage) -> Verdict {
+        use Verdict::{Needs, Quiet};
+        if u.input.saturating_add(u.output) == 0 {
+            return Quiet;
+        }
+        let session = e.session.as_ref();
+        let mut from = self.zero.sent(session, e.seq);
+        if u.cache_read > 0 {
+            from = from
+                .into_iter()
+                .chain(self.no_cache.sent(session, e.seq))
+                .min();
+        }
+        if u.reasoning > 0 {
+            from = from
+                .into_iter()
+                .chain(self.no_reasoning.sent(session, e.seq))
+                .min();
+        }
+        from.map_or(Quiet, Needs)
+    }
 }
 
 impl Forgetting for Quiet {
@@ -251,7 +317,7 @@ impl Forgetting for Quiet {
         e: &Event,
         find: &dyn Fn(&str, &str) -> Option<&'m Message>,
     ) -> Verdict {
-        use Verdict::{Kept, Loud, Needs, Quiet};
+        use Verdict::{Kept, Loud, Quiet};
         match &e.session {
             Some(s) => {
                 if !self.session_first.contains_key(s) {
@@ -290,69 +356,10 @@ impl Forgetting for Quiet {
                     .is_none_or(|spec| model_substituted::same_model(spec, &r.provider, &r.model));
                 if same { Quiet } else { Kept }
             }
-            EventKind::StepFinished(step) => {
-                let before = (self.last_finish).insert(step.message_id.clone(), e.seq);
-                let Some(session) = &e.session else {
-                    return Quiet;
-                };
-                // usage-mismatch: a step that recorded zero tokens when the provider sent usage
-                // after the session's step before and before its next part write. The rule reads
-                // the events from the step before on (and the session's writes after).
-                // A session's key is built once, not at each of its steps.
-                let before_step = match self.last_step.get_mut(session) {
-                    Some(last) => Some(std::mem::replace(last, e.seq)),
-                    None => self.last_step.insert(session.clone(), e.seq),
-                };
-                let previous = before_step.unwrap_or(0);
-                let mut verdict = Quiet;
-                // ... and a step that recorded tokens but no cache reads or no reasoning tokens,
-                // when the provider sent some.
-                let lacks = [
-                    step.zero_usage,
-                    !step.zero_usage && step.cache_read == 0,
-                    !step.zero_usage && step.reasoning == 0,
-                ];
-                if lacks.contains(&true) {
-                    let reading = self.step_reading(session, before_step, e.seq);
-                    let shorts = [&mut self.zero, &mut self.no_cache, &mut self.no_reasoning];
-                    for (lacks, short) in lacks.into_iter().zip(shorts) {
-                        if lacks && short.step(session, previous, reading) {
-                            verdict = Needs(reading);
-                        }
-                    }
-                }
-                // loop-exited-early: reported when the loop exits after the step before its
-                // session writes a part, for the tool calls its message got after its step
-                // before.
-                if loop_exited_early::unusable(step) {
-                    (self.unusable.entry(session.clone()).or_default())
-                        .push((step.message_id.clone(), before));
-                }
-                verdict
-            }
-            // usage-mismatch: usage sent after a step that recorded zero tokens, before its
-            // session wrote a part (the rule reads the events from that step's step before on).
-            // Usage with cache reads or reasoning tokens, after a step that recorded none.
-            EventKind::ProviderUsage(u) => {
-                if u.input.saturating_add(u.output) == 0 {
-                    return Quiet;
-                }
-                let session = e.session.as_ref();
-                let mut from = self.zero.sent(session, e.seq);
-                if u.cache_read > 0 {
-                    from = from
-                        .into_iter()
-                        .chain(self.no_cache.sent(session, e.seq))
-                        .min();
-                }
-                if u.reasoning > 0 {
-                    from = from
-                        .into_iter()
-                        .chain(self.no_reasoning.sent(session, e.seq))
-                        .min();
-                }
-                from.map_or(Quiet, Needs)
-            }
+            EventKind::StepFinished(step) => self.step_finished(e, step),
+            // usage-mismatch: usage sent after a step that recorded zero tokens, or none of the
+            // cache reads or reasoning tokens it states, before its session wrote a part.
+            EventKind::ProviderUsage(u) => self.usage_sent(e, u),
             EventKind::LoopExit => self.loop_exit(e, find),
             // sse-concatenated-events (which reads the event itself)
             EventKind::Log { error, .. } => {

@@ -113,22 +113,7 @@ impl Check for ToolNeverFinished {
                         && !tool.state.input_is_empty()
                         && path.contains(&"running") =>
                 {
-                    Self::META
-                        .finding(format!(
-                            "tool `{}` ({}) was still running when its step was cut short; cleanup closed it as \"{TOOL_ABORTED}\" and its real result was never recorded",
-                            tool.tool, part.part.id
-                        ))
-                        .severity(Severity::Warning)
-                        .at(at, "closed by cleanup, not by the tool")
-                        .also(
-                            part.history
-                                .iter()
-                                .rev()
-                                .find(|o| o.status.as_deref() == Some("running"))
-                                .and_then(|o| o.status_span),
-                            "it was running here",
-                        )
-                        .help("the model will be told the tool was aborted; re-run it if its effect matters")
+                    closed_by_cleanup(tool, part, at)
                 }
                 _ => continue,
             };
@@ -164,6 +149,30 @@ impl Check for ToolNeverFinished {
             out.push(f.ids(ids));
         }
     }
+}
+
+/// A tool still running when its step was cut short, closed by the processor's cleanup.
+fn closed_by_cleanup(
+    tool: &crate::model::ToolPart,
+    part: &crate::session::PartRecord,
+    at: crate::source::Span,
+) -> Finding {
+    ToolNeverFinished::META
+        .finding(format!(
+            "tool `{}` ({}) was still running when its step was cut short; cleanup closed it as \"{TOOL_ABORTED}\" and its real result was never recorded",
+            tool.tool, part.part.id
+        ))
+        .severity(Severity::Warning)
+        .at(at, "closed by cleanup, not by the tool")
+        .also(
+            part.history
+                .iter()
+                .rev()
+                .find(|o| o.status.as_deref() == Some("running"))
+                .and_then(|o| o.status_span),
+            "it was running here",
+        )
+        .help("the model will be told the tool was aborted; re-run it if its effect matters")
 }
 
 /// An open tool whose result a record that could not be read may hold: the finding says so and

@@ -709,8 +709,7 @@ impl<R: BufRead> AgentLogReader<R> {
             // `open_at`, `push_piece` and a deferred `close_open` in one step (through them, a
             // compact log costs 1.5% more instructions); the test
             // `lines_taken_whole_read_as_framed_lines` holds the two to the same records.
-            self.frame = None;
-            self.json_stamp = self.line_stamp;
+            self.value_closes();
             let (text, segments) = (self.buffer.text_end(), self.buffer.segment_end());
             self.buffer.segments.push((0, at));
             self.buffer.text.push_str(content);
@@ -862,6 +861,13 @@ impl<R: BufRead> AgentLogReader<R> {
             return;
         }
         self.ready.push_back(LogRecord::Text(span));
+    }
+
+    /// A value closes on this line, taken whole: no code frame goes on across it, and the log's
+    /// time stands at the line's stamp.
+    fn value_closes(&mut self) {
+        self.frame = None;
+        self.json_stamp = self.line_stamp;
     }
 
     /// Opens a value of `kind` whose opening bracket is at `at`.

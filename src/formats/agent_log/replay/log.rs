@@ -27,7 +27,6 @@ impl State {
             path.push(Seg::Key(key));
             rec.locate(&path)
         };
-        let num = |k: &str| obj.get(k).and_then(num_of);
         // After a retry sleep was announced, how long the log goes on.
         if !self.waits.is_empty()
             && let Some(t) = obj.get("timestamp").and_then(timestamp_ms)
@@ -38,9 +37,117 @@ impl State {
             self.embedded_stream(rec);
             self.response_usage(seq, rec, obj, &at);
         }
-        // The provider's metadata, or the usage the SDK handed the agent (`rawUsage`, logged
-        // by `getUsage` and by the zero-token warning): of those a record holds, the one with
-        // the most tokens, with the cache reads and reasoning any of them states.
+        self.logged_usage(seq, rec, obj, &at);
+        if message == "exiting loop" && service.starts_with("session") {
+            self.event(seq, rec.span, None, EventKind::LoopExit);
+        }
+        self.logged_models(seq, rec, obj, base, service, message, &at);
+        self.logged_retry(seq, rec, obj, message, &at);
+        let level = match obj.get("level").and_then(Value::as_str) {
+            Some("error") => LogLevel::Error,
+            Some("warn") => LogLevel::Warn,
+            Some("info") => LogLevel::Info,
+            _ => LogLevel::Debug,
+        };
+        if service == "session.prompt" && message == "cancel" {
+            let session = obj
+                .get("sessionID")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            self.event(seq, rec.span, session, EventKind::Cancel);
+            return;
+        }
+        if level < LogLevel::Warn {
+            return;
+        }
+        let mut path: Vec<&str> = base.to_vec();
+        path.push("error");
+        let error = match obj.get("error") {
+            Some(e) if e.is_object() => Some(error_info(rec, &path, e)),
+            // An error logged without an error object: its class as a string, or nothing but
+            // the message (`Provider returned zero tokens…`).
+            Some(Value::String(_)) | None if level == LogLevel::Error => {
+                let class = obj
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .filter(|c| c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'))
+                    .map(str::to_owned);
+                let text = obj
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .filter(|_| class.is_none())
+                    .unwrap_or(message);
+                Some(ErrorInfo {
+                    name: class,
+                    message: capped(text, MAX_ERROR_MESSAGE),
+                    message_span: at("message").or_else(|| at("error")),
+                    data: cap_strings(&Value::Object(obj.clone()), MAX_KEPT_STRING),
+                    ..ErrorInfo::default()
+                })
+            }
+            _ => None,
+        };
+        let kind = EventKind::Log {
+            level,
+            service: service.to_owned(),
+            message: message.to_owned(),
+            error: error.map(Box::new),
+        };
+        self.event(seq, rec.span, None, kind);
+    }
+
+    /// A retry a logger entry speaks of: the provider's `retry-after`, in ms, remembered for the
+    /// sleep it leads to, and the sleep the agent announces.
+    fn logged_retry(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        obj: &serde_json::Map<String, Value>,
+        message: &str,
+        at: &dyn Fn(&str) -> Option<Span>,
+    ) {
+        let num = |k: &str| obj.get(k).and_then(num_of);
+        let lower = message.to_ascii_lowercase();
+        if lower.contains("retry-after")
+            && let Some(ms) = num("retryAfterMs").or_else(|| num("delayMs"))
+        {
+            let key = if obj.contains_key("retryAfterMs") {
+                "retryAfterMs"
+            } else {
+                "delayMs"
+            };
+            if let Some(span) = at(key) {
+                self.retry_after = Some((ms, span));
+            }
+        }
+        if (lower.contains("will retry") || lower.contains("retrying") || lower.contains("sleep"))
+            && let Some((key, ms)) = ["delay", "delayMs", "waitMs", "sleepMs"]
+                .iter()
+                .find_map(|k| num(k).map(|v| (*k, v)))
+        {
+            let kind = EventKind::RetryWait(Box::new(crate::session::RetryWait {
+                delay_ms: ms,
+                delay_span: at(key),
+                retry_after: self.retry_after.take(),
+                after: crate::session::WaitAfter::default(),
+            }));
+            let at_ms = obj.get("timestamp").and_then(timestamp_ms);
+            self.waits.push((seq, at_ms, false));
+            self.event(seq, rec.span, None, kind);
+        }
+    }
+
+    /// The usage a logger entry carries: the provider's metadata, or the usage the SDK handed
+    /// the agent (`rawUsage`, logged by `getUsage` and by the zero-token warning); of those a
+    /// record holds, the one with the most tokens, with the cache reads and reasoning any of
+    /// them states.
+    fn logged_usage(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        obj: &serde_json::Map<String, Value>,
+        at: &dyn Fn(&str) -> Option<Span>,
+    ) {
         let usages = ["rawUsage", "providerMetadata", "rawMetadata"]
             .into_iter()
             .filter_map(|key| Some((key, usage_of(&parse_if_string(obj.get(key)?))?)));
@@ -56,9 +163,21 @@ impl State {
             let kind = EventKind::ProviderUsage(Box::new(provider_usage(u, None, key, at(key))));
             self.event(seq, rec.span, None, kind);
         }
-        if message == "exiting loop" && service.starts_with("session") {
-            self.event(seq, rec.span, None, EventKind::LoopExit);
-        }
+    }
+
+    /// The models a logger entry speaks of: the one the agent's command line asks for, the one
+    /// it resolved, and the default it fell back to.
+    #[allow(clippy::too_many_arguments)]
+    fn logged_models(
+        &mut self,
+        seq: Seq,
+        rec: &JsonRecord,
+        obj: &serde_json::Map<String, Value>,
+        base: &[&str],
+        service: &str,
+        message: &str,
+        at: &dyn Fn(&str) -> Option<Span>,
+    ) {
         if message.starts_with("Agent started")
             && let Some(spec) = obj
                 .get("command")
@@ -124,86 +243,6 @@ impl State {
             }));
             self.event(seq, rec.span, None, kind);
         }
-        // The provider's `retry-after`, in ms, remembered for the sleep it leads to.
-        let lower = message.to_ascii_lowercase();
-        if lower.contains("retry-after")
-            && let Some(ms) = num("retryAfterMs").or_else(|| num("delayMs"))
-        {
-            let key = if obj.contains_key("retryAfterMs") {
-                "retryAfterMs"
-            } else {
-                "delayMs"
-            };
-            if let Some(span) = at(key) {
-                self.retry_after = Some((ms, span));
-            }
-        }
-        if (lower.contains("will retry") || lower.contains("retrying") || lower.contains("sleep"))
-            && let Some((key, ms)) = ["delay", "delayMs", "waitMs", "sleepMs"]
-                .iter()
-                .find_map(|k| num(k).map(|v| (*k, v)))
-        {
-            let kind = EventKind::RetryWait(Box::new(crate::session::RetryWait {
-                delay_ms: ms,
-                delay_span: at(key),
-                retry_after: self.retry_after.take(),
-                after: crate::session::WaitAfter::default(),
-            }));
-            let at_ms = obj.get("timestamp").and_then(timestamp_ms);
-            self.waits.push((seq, at_ms, false));
-            self.event(seq, rec.span, None, kind);
-        }
-        let level = match obj.get("level").and_then(Value::as_str) {
-            Some("error") => LogLevel::Error,
-            Some("warn") => LogLevel::Warn,
-            Some("info") => LogLevel::Info,
-            _ => LogLevel::Debug,
-        };
-        if service == "session.prompt" && message == "cancel" {
-            let session = obj
-                .get("sessionID")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            self.event(seq, rec.span, session, EventKind::Cancel);
-            return;
-        }
-        if level < LogLevel::Warn {
-            return;
-        }
-        let mut path: Vec<&str> = base.to_vec();
-        path.push("error");
-        let error = match obj.get("error") {
-            Some(e) if e.is_object() => Some(error_info(rec, &path, e)),
-            // An error logged without an error object: its class as a string, or nothing but
-            // the message (`Provider returned zero tokens…`).
-            Some(Value::String(_)) | None if level == LogLevel::Error => {
-                let class = obj
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .filter(|c| c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'))
-                    .map(str::to_owned);
-                let text = obj
-                    .get("error")
-                    .and_then(Value::as_str)
-                    .filter(|_| class.is_none())
-                    .unwrap_or(message);
-                Some(ErrorInfo {
-                    name: class,
-                    message: capped(text, MAX_ERROR_MESSAGE),
-                    message_span: at("message").or_else(|| at("error")),
-                    data: cap_strings(&Value::Object(obj.clone()), MAX_KEPT_STRING),
-                    ..ErrorInfo::default()
-                })
-            }
-            _ => None,
-        };
-        let kind = EventKind::Log {
-            level,
-            service: service.to_owned(),
-            message: message.to_owned(),
-            error: error.map(Box::new),
-        };
-        self.event(seq, rec.span, None, kind);
     }
 
     /// Usage in a logged response body: a JSON body's `usage`, or the last `usage` of an SSE body.
