@@ -99,9 +99,52 @@ const CASES: &[(&str, &str)] = &[
         "transcript-oversized",
         "tests/fixtures/transcripts/claude-long-line.jsonl",
     ),
+    ("run-hung", "tests/fixtures/checks/run-hung.log"),
     (
         "thinking-modified",
         "tests/fixtures/transcripts/claude-thinking/kill_tool/886e3896-7ebe-4e64-a23a-94324a296304.jsonl",
+    ),
+];
+
+/// More shapes of a rule than its case, each with a twin of its own: (rule, shape, a fixture that
+/// triggers it, the closest healthy case, which must not). What the shape prints is pinned in
+/// `tests/snapshots/rules__<rule>@<shape>.{human,json}.snap`.
+const SHAPES: &[(&str, &str, &str, &str)] = &[
+    (
+        "loop-exited-early",
+        "tool-error",
+        "tests/fixtures/checks/loop-exited-early-tool-error.log",
+        "tests/fixtures/rules/loop-exited-early.tool-error.clean.log",
+    ),
+    (
+        "usage-mismatch",
+        "nested-details",
+        "tests/fixtures/checks/usage-mismatch-nested-details.log",
+        "tests/fixtures/rules/usage-mismatch.nested-details.clean.log",
+    ),
+    (
+        "model-substituted",
+        "fallback",
+        "tests/fixtures/checks/model-substituted-fallback.txt",
+        "tests/fixtures/rules/model-substituted.fallback.clean.txt",
+    ),
+    (
+        "run-hung",
+        "ci-timeout",
+        "tests/fixtures/checks/run-hung-ci-timeout.log",
+        "tests/fixtures/rules/run-hung.ci-timeout.clean.log",
+    ),
+    (
+        "tool-never-finished",
+        "unread-result",
+        "tests/fixtures/checks/tool-never-finished-unread-result.log",
+        "tests/fixtures/rules/tool-never-finished.unread-result.clean.log",
+    ),
+    (
+        "step-unclosed",
+        "unread-finish",
+        "tests/fixtures/checks/step-unclosed-unread-finish.log",
+        "tests/fixtures/rules/step-unclosed.unread-finish.clean.log",
     ),
 ];
 
@@ -184,6 +227,34 @@ fn each_rule_stays_quiet_on_its_clean_twin() {
             .into_owned();
         let fired = rules_of(&diagnose(rule, &rel, "json"));
         assert!(fired.is_empty(), "{rule} triggers on {rel}");
+    }
+}
+
+#[test]
+fn each_shape_fires_on_its_fixture_and_not_on_its_twin() {
+    for (rule, shape, fixture, clean) in SHAPES {
+        let json = diagnose(rule, fixture, "json");
+        let fired = rules_of(&json);
+        assert!(
+            !fired.is_empty(),
+            "{rule} ({shape}) does not trigger on {fixture}"
+        );
+        let mut doc: Value = serde_json::from_str(&json).unwrap();
+        doc["tool"]["version"] = "[version]".into();
+        insta::assert_json_snapshot!(format!("{rule}@{shape}.json"), doc);
+        insta::assert_snapshot!(
+            format!("{rule}@{shape}.human"),
+            diagnose(rule, fixture, "human")
+        );
+        let fired = rules_of(&diagnose(rule, clean, "json"));
+        assert!(fired.is_empty(), "{rule} ({shape}) triggers on {clean}");
+        // The twin is healthy: no rule warns about it.
+        let (_, doc) = diagnose_json(&repo(clean), &[]);
+        let loud: Vec<Value> = findings(&doc)
+            .into_iter()
+            .filter(|f| f["severity"] != "info")
+            .collect();
+        assert!(loud.is_empty(), "{clean}: {}", describe(&loud));
     }
 }
 

@@ -62,3 +62,16 @@ fn json_output() {
     doc["tool"]["version"] = "[version]".into();
     insta::assert_json_snapshot!(doc);
 }
+
+/// An agent's output inside a GitHub Actions job log, as `gh run view --log` prints it: the
+/// labels point at the JSON after each line's job, step and timestamp.
+#[test]
+fn github_actions_job_log() {
+    insta::assert_snapshot!(human("tests/fixtures/agent-log/github-actions-job.log"));
+}
+
+/// A downloaded raw job log (a timestamp before each line) of a healthy run, pretty-printed.
+#[test]
+fn github_actions_raw_job_log() {
+    insta::assert_snapshot!(human("tests/fixtures/agent-log/github-actions-raw-job.log"));
+}

@@ -1,7 +1,7 @@
 use crate::FastMap;
 
 use super::Check;
-use crate::checks::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::session::{
     Analysis, Event, EventKind, Message, SDK_FINISH_REASONS, Seq, Session, StepFinish,
 };
@@ -12,15 +12,23 @@ declare_check! {
     /// step — `unknown`, or a value that is not one of the AI SDK's finish reasons (`stop`,
     /// `length`, `content-filter`, `tool-calls`, `error`, `other`, `unknown`), such as an object
     /// stored as JSON text — after which the prompt loop logged `exiting loop`. It names the tool
-    /// calls whose results never went back to the model.
+    /// calls whose results never went back to the model: a call that completed, one still
+    /// running, and one that failed (its error is the result the model needed), whatever token
+    /// counts the step recorded.
     ///
     /// ## Why it matters
     /// The prompt loop continues only while the last step finished with `tool-calls`. When the
     /// provider's finish reason is lost on the way (the SDK reports it undefined and the agent
     /// stores `unknown`, or the raw reason is an object), the loop ends right after the tools ran:
     /// the model never sees their results, the task stops half done, and the run still looks
-    /// successful. Zero tokens alone are not this finding: a synthetic model legitimately reports
-    /// zero usage with reason `stop`.
+    /// successful. A failed call is owed too: link-assistant/agent's guard against a lost
+    /// reason continues the loop only for calls that completed or still run, so a step whose
+    /// `edit` failed ends the run with the error unseen, even when the step recorded its tokens.
+    /// When only a lookup failed (`grep`, `read`: nothing the model meant to change was lost) and
+    /// the step recorded its tokens, the finding is information: what the run lost by stopping
+    /// cannot be told from the log.
+    /// Zero tokens alone are not this finding: a synthetic model legitimately reports zero usage
+    /// with reason `stop`.
     ///
     /// ## Example
     /// ```text
@@ -31,8 +39,8 @@ declare_check! {
     ///
     /// ## How to fix
     /// Map the provider's finish reason correctly (`tool_calls` → `tool-calls`; read `unified`
-    /// from a `{unified, raw}` object), and keep the loop going while a step has completed tool
-    /// calls whose results the model has not seen, whatever the finish reason says.
+    /// from a `{unified, raw}` object), and keep the loop going while a step has tool calls
+    /// whose results or errors the model has not seen, whatever the finish reason says.
     pub struct LoopExitedEarly {
         name: "loop-exited-early",
         severity: Error,
@@ -71,17 +79,20 @@ impl Check for LoopExitedEarly {
             else {
                 continue;
             };
+            // Every call the step made is owed to the model: a result, or an error (which the
+            // model would answer by trying again), whatever tokens the step recorded. (The
+            // agent's own guard continues only for calls that completed or still run, so a
+            // step whose only tool failed stops there.)
             let calls = tool_calls(index.message(in_session, &step.message_id), previous);
-            // The agent itself continues after an `unknown` finish for tools that completed or
-            // still run; a step whose only tool failed, with real usage recorded, is a stop the
-            // provider's answer supports. With zero usage the answer itself was lost.
-            let owed = calls
-                .iter()
-                .any(|c| matches!(c.3.as_str(), "completed" | "running"));
-            if calls.is_empty() || !(owed || step.zero_usage) {
+            if calls.is_empty() {
                 continue;
             }
             let mut f = finding(analysis, e, step, exit, &calls);
+            if lookup_failed_only(step, &calls) {
+                f = f.severity(Severity::Info).note(
+                    "only a lookup failed (a tool that changes nothing in the workspace), and the step recorded its tokens: the model never saw the error, but what the run lost by stopping there cannot be told from the log",
+                );
+            }
             // What the provider itself said, when the log kept its response.
             let start = previous.unwrap_or(0);
             // The events of the step, from its end back (events are in sequence order).
@@ -113,6 +124,20 @@ pub(super) fn unusable(step: &StepFinish) -> bool {
     step.reason_not_string
         || step.reason == "unknown"
         || !SDK_FINISH_REASONS.contains(&step.reason.as_str())
+}
+
+/// The tools that change the workspace: when one of them failed, the change the model asked for
+/// was not made, and the run ended without the model knowing.
+const WRITING_TOOLS: &[&str] = &["edit", "write", "patch", "multiedit", "apply_patch"];
+
+/// Every call of the step failed, none of a tool that writes, and the step recorded its usage:
+/// the loop left with an error unseen, but the provider's answer reached the step and nothing
+/// the model meant to change was lost.
+fn lookup_failed_only(step: &StepFinish, calls: &[Call]) -> bool {
+    !step.zero_usage
+        && calls
+            .iter()
+            .all(|c| c.3 == "error" && !WRITING_TOOLS.contains(&c.0.as_str()))
 }
 
 /// A tool call of the step: (tool, call id, part id, status, where its status is).
@@ -236,6 +261,11 @@ fn finding(a: &Analysis, e: &Event, step: &StepFinish, exit: &Event, calls: &[Ca
             )
         });
     }
+    if let Some((tool, ..)) = calls.iter().find(|c| c.3 == "error") {
+        f = f.note(format!(
+            "`{tool}` failed: its error is a result too, which the model would have answered (a retry, another approach); the loop stopped with it unseen"
+        ));
+    }
     if step.zero_usage {
         f = f.note("the step also recorded zero tokens and zero cost: the provider's finish and usage were both lost between the stream and the step");
     }
@@ -250,7 +280,7 @@ fn finding(a: &Analysis, e: &Event, step: &StepFinish, exit: &Event, calls: &[Ca
             .also(Some(w.0.span), "the wrapper still reported success")
             .note(format!("the wrapper still reported success (`{}`)", w.1));
     }
-    f.help("map the provider's finish reason to `tool-calls` when the step has tool calls, and continue the loop while tool results are unanswered")
+    f.help("map the provider's finish reason to `tool-calls` when the step has tool calls, and continue the loop while tool results or errors are unanswered")
 }
 
 #[cfg(test)]

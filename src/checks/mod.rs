@@ -16,6 +16,7 @@ mod incidents;
 pub mod quiet;
 pub use session_hidden::hidden;
 mod streams;
+mod unread;
 
 use std::fmt;
 use std::str::FromStr;
@@ -202,6 +203,7 @@ rules! {
     subagent_orphaned::SubagentOrphaned,
     transcript_oversized::TranscriptOversized,
     thinking_modified::ThinkingModified,
+    run_hung::RunHung,
 }
 
 impl Rule {
@@ -240,7 +242,7 @@ impl Rule {
             | Rule::ReplyTruncated
             | Rule::EmptyTextPart
             | Rule::ToolCallDuplicate => 1,
-            Rule::SessionError => 2,
+            Rule::SessionError | Rule::RunHung => 2,
             Rule::ToolNeverFinished
             | Rule::StepUnclosed
             | Rule::MessageIncomplete

@@ -10,7 +10,11 @@ declare_check! {
     /// it uses `opencode/kimi-k2.5-free`. A short name the agent expands (`kimi-k2.5-free` →
     /// `opencode/kimi-k2.5-free`), a dated or `-preview`/`-latest` variant of the same model, the
     /// provider's own name for it in a step's `respondedModelID`, and a small model the agent uses
-    /// for titles and summaries are not substitutions.
+    /// for titles and summaries are not substitutions. The request is the agent's own command
+    /// line, or, when its log has none, the wrapper's (`solve … --model kilo/glm-5-free`); the
+    /// model that ran is the one the agent logs it resolved, or the default it fell back to when
+    /// it could not initialise the model asked for (`Failed to initialize specified model,
+    /// falling back to default model`, then `using opencode provider as default`).
     ///
     /// ## Why it matters
     /// A run judged on a model it never used misleads everyone: its quality, cost and failures
@@ -38,7 +42,11 @@ declare_check! {
 impl Check for ModelSubstituted {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
         stored(analysis, out);
+        // The model the agent's own command line asked for in this run, and the one the last
+        // wrapper command line asked for (which a run of the agent does not reset): the agent's
+        // is the request when it has one.
         let mut requested: Option<(&str, Span)> = None;
+        let mut by_wrapper: Option<(&str, Span)> = None;
         let mut reported = false;
         for e in &analysis.events {
             match &e.kind {
@@ -46,8 +54,9 @@ impl Check for ModelSubstituted {
                     requested = None;
                     reported = false;
                 }
-                EventKind::ModelRequested { spec } => {
-                    requested = Some((spec.as_str(), e.span));
+                EventKind::ModelRequested { spec, by_wrapper: w } => {
+                    let slot = if *w { &mut by_wrapper } else { &mut requested };
+                    *slot = Some((spec.as_str(), e.span));
                     reported = false;
                 }
                 EventKind::ModelResolved(resolved) => {
@@ -56,14 +65,16 @@ impl Check for ModelSubstituted {
                         provider,
                         model,
                         span,
+                        fallback_from,
                     } = &**resolved;
-                    let Some((spec, asked_at)) = requested else {
+                    let Some((spec, asked_at)) = requested.or(by_wrapper) else {
                         continue;
                     };
                     if reported || same_model(spec, provider, model) {
                         continue;
                     }
                     reported = true;
+                    let on_wrapper = requested.is_none();
                     let session = analysis
                         .events_after(e.seq)
                         .find_map(|x| x.session.clone())
@@ -81,6 +92,18 @@ impl Check for ModelSubstituted {
                             session_id: session.clone(),
                             ..Ids::default()
                         });
+                    if on_wrapper {
+                        f = f.note(format!(
+                            "`{spec}` was asked for on the wrapper's command line; the agent's own log does not say which model it was given"
+                        ));
+                    }
+                    if let Some((failed, failed_at)) = fallback_from {
+                        f = f
+                            .also(*failed_at, format!("`{failed}` could not be initialised"))
+                            .note(format!(
+                                "the agent could not initialise `{failed}` (its catalogue has no such model) and fell back to its default, `{raw}`, instead of failing"
+                            ));
+                    }
                     if let Some(step) = analysis.events_after(e.seq).find_map(|x| match &x.kind {
                         EventKind::StepFinished(s)
                             if s.requested_model.as_deref() == Some(model.as_str()) =>

@@ -18,7 +18,7 @@
 
 use super::step_unclosed;
 use super::{incidents, loop_exited_early, model_substituted, reply_truncated, step_merged};
-use crate::model::{PartBody, TOOL_ABORTED, ToolState};
+use crate::model::{PartBody, TOOL_ABORTED};
 use crate::session::forgetting::{Forgetting, Verdict};
 use crate::session::{Event, EventKind, Message, Seq};
 
@@ -78,36 +78,96 @@ fn message(message: &Message, new_call: &mut dyn FnMut(&str, Seq) -> Option<Seq>
     }
 }
 
-/// A step whose finish reason does not continue the loop: its message, the message's step
-/// finish before it, and whether it recorded zero tokens.
-type Unusable = (String, Option<Seq>, bool);
+/// A step whose finish reason does not continue the loop: its message and the message's step
+/// finish before it.
+type Unusable = (String, Option<Seq>);
+
+/// `usage-mismatch`, for one kind of count a step may lack (all of them, cache reads, reasoning
+/// tokens): the usage with such counts the provider sent, and the steps that lack them.
+#[derive(Debug, Default)]
+struct Short {
+    /// Per session, the latest usage with such counts sent in it; the latest sent with none.
+    last_sent: crate::FastMap<String, Seq>,
+    sessionless_sent: Option<Seq>,
+    /// The sessions whose step lacks them and that have written no part since, each with the
+    /// record the rule starts reading at (the step's step before).
+    steps: crate::FastMap<String, Seq>,
+    /// At or before the least of `steps` (the least of those put there since it was last
+    /// empty): what usage sent with no session needs, found without a walk of `steps`.
+    floor: Option<Seq>,
+}
+
+impl Short {
+    /// A step of `session` lacks the counts; its step before is `previous`, and the rule reads
+    /// from `reading`. Whether the provider sent such counts since `previous`.
+    fn step(&mut self, session: &String, previous: Seq, reading: Seq) -> bool {
+        let sent = (self.last_sent.get(session).copied())
+            .max(self.sessionless_sent)
+            .is_some_and(|u| u > previous);
+        match self.steps.get_mut(session) {
+            Some(r) => *r = reading,
+            None => {
+                self.steps.insert(session.clone(), reading);
+            }
+        }
+        self.floor = Some(self.floor.map_or(reading, |f| f.min(reading)));
+        sent
+    }
+
+    /// The provider sent such counts at `seq` (for `session`, or with none): where the rule
+    /// then reads from, when a step lacks them.
+    fn sent(&mut self, session: Option<&String>, seq: Seq) -> Option<Seq> {
+        match session {
+            Some(s) => {
+                match self.last_sent.get_mut(s) {
+                    Some(last) => *last = seq,
+                    None => {
+                        self.last_sent.insert(s.clone(), seq);
+                    }
+                }
+                self.steps.get(s).copied()
+            }
+            None => {
+                self.sessionless_sent = Some(seq);
+                self.floor
+            }
+        }
+    }
+
+    /// `session` wrote a part: its step is no longer compared with what is sent after.
+    fn written(&mut self, session: &str) {
+        if !self.steps.is_empty() {
+            self.steps.remove(session);
+            if self.steps.is_empty() {
+                self.floor = None;
+            }
+        }
+    }
+}
 
 /// What the rules that run on an agent log need of it, following its events in order.
 #[derive(Debug, Default)]
 pub struct Quiet {
-    /// The model the user asked for in this run (`model-substituted`).
+    /// The model the user asked for in this run, and on the last wrapper command line
+    /// (`model-substituted`).
     requested: Option<String>,
+    wrapper_requested: Option<String>,
     /// `loop-exited-early`: the latest step finish of each message held (by id)...
     last_finish: crate::FastMap<String, Seq>,
     /// ... the steps with a finish reason that does not continue the loop whose session has not
-    /// written a part since, by session: (message, the message's step finish before, whether
-    /// the step recorded zero tokens) ...
+    /// written a part since, by session: (message, the message's step finish before) ...
     unusable: crate::FastMap<String, Vec<Unusable>>,
     /// ... and the messages (ids by session) a loop exit followed such a step of, with no tool
     /// call the rule reports yet: a tool part written in one of them later may be one. (By
     /// session, so that a write is looked up without building a key.)
     exited: crate::FastMap<String, crate::FastSet<String>>,
-    /// `usage-mismatch`: per session, its latest step finish and the latest usage the provider
-    /// sent in it; the latest usage sent with no session; the sessions whose step recorded zero
-    /// tokens and have written no part since, each with its step finish before that step (where
-    /// the rule starts looking for the provider's usage).
+    /// `usage-mismatch`: per session, its latest step finish; steps that recorded zero tokens,
+    /// and steps that recorded tokens but no cache reads, or no reasoning tokens, against the
+    /// usage the provider sent with those counts.
     last_step: crate::FastMap<String, Seq>,
-    last_usage: crate::FastMap<String, Seq>,
-    sessionless_usage: Option<Seq>,
-    zero_steps: crate::FastMap<String, Seq>,
-    /// At or before the least of `zero_steps` (the least of those put there since it was last
-    /// empty): what usage sent with no session needs, found without a walk of `zero_steps`.
-    zero_floor: Option<Seq>,
+    zero: Short,
+    no_cache: Short,
+    no_reasoning: Short,
     /// The first event of each session, and the first usage the provider sent with no session:
     /// where `usage-mismatch` and `loop-exited-early` start reading for a session's first step.
     session_first: crate::FastMap<String, Seq>,
@@ -149,16 +209,13 @@ impl Quiet {
         };
         let mut exited = Vec::new();
         let mut needs = None;
-        for (session, (message, before, zero_usage)) in steps {
+        for (session, (message, before)) in steps {
             let Some(m) = find(session, message) else {
                 return Loud;
             };
-            // Reported when a call of the step completed or runs, or any did with zero
-            // tokens; one that failed may still be written again (see `written`).
+            // Reported when the step made a tool call, whatever its status or the tokens.
             let owed = (m.parts.iter()).any(|p| {
-                p.part
-                    .tool()
-                    .is_some_and(|t| *zero_usage || !matches!(t.state, ToolState::Error(_)))
+                p.part.tool().is_some()
                     && p.history
                         .first()
                         .is_some_and(|o| before.is_none_or(|b| o.seq > b))
@@ -175,6 +232,72 @@ impl Quiet {
             self.exited.entry(session).or_default().insert(message);
         }
         needs.map_or(Quiet, Needs)
+    }
+    /// usage-mismatch and loop-exited-early on a step's finish (see [`Forgetting::event`]).
+    fn step_finished(&mut self, e: &Event, step: &crate::session::StepFinish) -> Verdict {
+        use Verdict::{Needs, Quiet};
+        let before = (self.last_finish).insert(step.message_id.clone(), e.seq);
+        let Some(session) = &e.session else {
+            return Quiet;
+        };
+        // usage-mismatch: a step that recorded zero tokens when the provider sent usage
+        // after the session's step before and before its next part write. The rule reads
+        // the events from the step before on (and the session's writes after).
+        // A session's key is built once, not at each of its steps.
+        let before_step = match self.last_step.get_mut(session) {
+            Some(last) => Some(std::mem::replace(last, e.seq)),
+            None => self.last_step.insert(session.clone(), e.seq),
+        };
+        let previous = before_step.unwrap_or(0);
+        let mut verdict = Quiet;
+        // ... and a step that recorded tokens but no cache reads or no reasoning tokens,
+        // when the provider sent some.
+        let lacks = [
+            step.zero_usage,
+            !step.zero_usage && step.cache_read == 0,
+            !step.zero_usage && step.reasoning == 0,
+        ];
+        if lacks.contains(&true) {
+            let reading = self.step_reading(session, before_step, e.seq);
+            let shorts = [&mut self.zero, &mut self.no_cache, &mut self.no_reasoning];
+            for (lacks, short) in lacks.into_iter().zip(shorts) {
+                if lacks && short.step(session, previous, reading) {
+                    verdict = Needs(reading);
+                }
+            }
+        }
+        // loop-exited-early: reported when the loop exits after the step before its
+        // session writes a part, for the tool calls its message got after its step
+        // before.
+        if loop_exited_early::unusable(step) {
+            (self.unusable.entry(session.clone()).or_default())
+                .push((step.message_id.clone(), before));
+        }
+        verdict
+    }
+
+    /// usage-mismatch on usage the provider sent: what a step before it lacks (see
+    /// [`Forgetting::event`]).
+    fn usage_sent(&mut self, e: &Event, u: &crate::session::ProviderUsage) -> Verdict {
+        use Verdict::{Needs, Quiet};
+        if u.input.saturating_add(u.output) == 0 {
+            return Quiet;
+        }
+        let session = e.session.as_ref();
+        let mut from = self.zero.sent(session, e.seq);
+        if u.cache_read > 0 {
+            from = from
+                .into_iter()
+                .chain(self.no_cache.sent(session, e.seq))
+                .min();
+        }
+        if u.reasoning > 0 {
+            from = from
+                .into_iter()
+                .chain(self.no_reasoning.sent(session, e.seq))
+                .min();
+        }
+        from.map_or(Quiet, Needs)
     }
 }
 
@@ -194,7 +317,7 @@ impl Forgetting for Quiet {
         e: &Event,
         find: &dyn Fn(&str, &str) -> Option<&'m Message>,
     ) -> Verdict {
-        use Verdict::{Kept, Loud, Needs, Quiet};
+        use Verdict::{Kept, Loud, Quiet};
         match &e.session {
             Some(s) => {
                 if !self.session_first.contains_key(s) {
@@ -218,72 +341,25 @@ impl Forgetting for Quiet {
                 self.requested = None;
                 Quiet
             }
-            EventKind::ModelRequested { spec } => {
-                self.requested = Some(spec.clone());
+            EventKind::ModelRequested { spec, by_wrapper } => {
+                let slot = match by_wrapper {
+                    true => &mut self.wrapper_requested,
+                    false => &mut self.requested,
+                };
+                *slot = Some(spec.clone());
                 Quiet
             }
             // model-substituted (which reads the run's kept model events and the steps after)
             EventKind::ModelResolved(r) => {
                 let same = (self.requested.as_deref())
+                    .or(self.wrapper_requested.as_deref())
                     .is_none_or(|spec| model_substituted::same_model(spec, &r.provider, &r.model));
                 if same { Quiet } else { Kept }
             }
-            EventKind::StepFinished(step) => {
-                let before = (self.last_finish).insert(step.message_id.clone(), e.seq);
-                let Some(session) = &e.session else {
-                    return Quiet;
-                };
-                // usage-mismatch: a step that recorded zero tokens when the provider sent usage
-                // after the session's step before and before its next part write. The rule reads
-                // the events from the step before on (and the session's writes after).
-                // A session's key is built once, not at each of its steps.
-                let before_step = match self.last_step.get_mut(session) {
-                    Some(last) => Some(std::mem::replace(last, e.seq)),
-                    None => self.last_step.insert(session.clone(), e.seq),
-                };
-                let previous = before_step.unwrap_or(0);
-                let mut verdict = Quiet;
-                if step.zero_usage {
-                    let sent = (self.last_usage.get(session).copied())
-                        .max(self.sessionless_usage)
-                        .is_some_and(|u| u > previous);
-                    let reading = self.step_reading(session, before_step, e.seq);
-                    if sent {
-                        verdict = Needs(reading);
-                    }
-                    self.zero_steps.insert(session.clone(), reading);
-                    self.zero_floor = Some(self.zero_floor.map_or(reading, |f| f.min(reading)));
-                }
-                // loop-exited-early: reported when the loop exits after the step before its
-                // session writes a part, for the tool calls its message got after its step
-                // before.
-                if loop_exited_early::unusable(step) {
-                    (self.unusable.entry(session.clone()).or_default()).push((
-                        step.message_id.clone(),
-                        before,
-                        step.zero_usage,
-                    ));
-                }
-                verdict
-            }
-            // usage-mismatch: usage sent after a step that recorded zero tokens, before its
-            // session wrote a part (the rule reads the events from that step's step before on).
-            EventKind::ProviderUsage(u) => {
-                if u.input.saturating_add(u.output) == 0 {
-                    return Quiet;
-                }
-                let from = match &e.session {
-                    Some(s) => {
-                        self.last_usage.insert(s.clone(), e.seq);
-                        self.zero_steps.get(s).copied()
-                    }
-                    None => {
-                        self.sessionless_usage = Some(e.seq);
-                        self.zero_floor
-                    }
-                };
-                from.map_or(Quiet, Needs)
-            }
+            EventKind::StepFinished(step) => self.step_finished(e, step),
+            // usage-mismatch: usage sent after a step that recorded zero tokens, or none of the
+            // cache reads or reasoning tokens it states, before its session wrote a part.
+            EventKind::ProviderUsage(u) => self.usage_sent(e, u),
             EventKind::LoopExit => self.loop_exit(e, find),
             // sse-concatenated-events (which reads the event itself)
             EventKind::Log { error, .. } => {
@@ -313,12 +389,9 @@ impl Forgetting for Quiet {
         if !self.unusable.is_empty() {
             self.unusable.remove(session);
         }
-        if !self.zero_steps.is_empty() {
-            self.zero_steps.remove(session);
-            if self.zero_steps.is_empty() {
-                self.zero_floor = None;
-            }
-        }
+        self.zero.written(session);
+        self.no_cache.written(session);
+        self.no_reasoning.written(session);
         !(tool && (self.exited.get(session)).is_some_and(|messages| messages.contains(message)))
     }
 

@@ -1,7 +1,7 @@
 use super::incidents::Endings;
 use super::fix::{Fix, FixContext};
 use super::Check;
-use crate::checks::diagnostic::{Finding, Ids};
+use crate::checks::diagnostic::{Finding, Ids, Severity};
 use crate::model::PartBody;
 use crate::session::{Analysis, Message, PartRecord};
 
@@ -49,8 +49,10 @@ impl Check for StepUnclosed {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        // What ended each step or tool, looked up once something asks.
+        // What ended each step or tool, and the records that could not be read, looked up
+        // once something asks.
         let endings = std::cell::OnceCell::new();
+        let unread = std::cell::OnceCell::new();
         if analysis
             .stream
             .as_ref()
@@ -102,6 +104,27 @@ impl Check for StepUnclosed {
                             Some(n.span.head()),
                             "the next step starts here, in the same message",
                         );
+                    }
+                    // Absence is a claim: a record after the step's start that could not be
+                    // read may hold its finish (a last step only: a next one shows it ended).
+                    if next.is_none()
+                        && let Some(may) = (unread.get_or_init(|| {
+                            super::unread::Unread::new(analysis, &["step_finish", "step-finish"])
+                        }))
+                        .may_hold(obs.span, &[&message.id])
+                    {
+                        f.message = format!(
+                            "a step of message {} started and no finish of it could be read ({starts} step-start, {finishes} step-finish); {}",
+                            message.id,
+                            may.words("its step-finish")
+                        );
+                        f = f
+                            .severity(Severity::Warning)
+                            .also(
+                                Some(may.record.span.head()),
+                                "this record could not be decoded",
+                            )
+                            .help("read the record rewind could not decode: if it holds the step's finish, the step finished and nothing is wrong; if not, the step was interrupted");
                     }
                     if next.is_none()
                         && analysis.format.is_opencode_store()

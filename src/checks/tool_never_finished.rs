@@ -60,8 +60,10 @@ impl Check for ToolNeverFinished {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
-        // What ended each step or tool, looked up once something asks.
+        // What ended each step or tool, and the records that could not be read, looked up
+        // once something asks.
         let endings = std::cell::OnceCell::new();
+        let unread = std::cell::OnceCell::new();
         if analysis.stream.is_some() {
             stream_level(analysis, out);
             return;
@@ -111,41 +113,27 @@ impl Check for ToolNeverFinished {
                         && !tool.state.input_is_empty()
                         && path.contains(&"running") =>
                 {
-                    Self::META
-                        .finding(format!(
-                            "tool `{}` ({}) was still running when its step was cut short; cleanup closed it as \"{TOOL_ABORTED}\" and its real result was never recorded",
-                            tool.tool, part.part.id
-                        ))
-                        .severity(Severity::Warning)
-                        .at(at, "closed by cleanup, not by the tool")
-                        .also(
-                            part.history
-                                .iter()
-                                .rev()
-                                .find(|o| o.status.as_deref() == Some("running"))
-                                .and_then(|o| o.status_span),
-                            "it was running here",
-                        )
-                        .help("the model will be told the tool was aborted; re-run it if its effect matters")
+                    closed_by_cleanup(tool, part, at)
                 }
                 _ => continue,
             };
+            // Absence is a claim: a record after the last write that could not be read may
+            // hold the result.
+            if tool.state.is_open() {
+                // A tool's result is in an update of its part, or a client's result record.
+                let unread = unread.get_or_init(|| {
+                    super::unread::Unread::new(analysis, &["tool_use", "tool", "tool_result"])
+                });
+                f = unread_may_hold(f, unread, part, tool);
+            }
             if path.len() > 1 {
                 f = f.note(format!("status history: {}", path.join(" → ")));
             }
             if let Some(n) = super::fix::repair_note(tool.state.fields().metadata.as_ref()) {
                 f = f.note(n);
             }
-            let at_rest = analysis.format.is_opencode_store();
-            if at_rest && !matches!(tool.state, ToolState::Error(_)) {
-                f = f.note("at rest in a session store this means the OpenCode process died (or lost its runner) while the tool ran; OpenCode only closes tools at the end of its own prompt loop");
-                if session.went_on_after(&message.id) {
-                    // The client resumed past it (OpenCode from 1.1 on sends the call with an
-                    // interrupted result): the store still holds it open, the session lives.
-                    f = f.severity(Severity::Warning).note(
-                        "the session went on after it (a later user message): OpenCode resumed past the open call, which stays open on disk",
-                    );
-                }
+            if analysis.format.is_opencode_store() && !matches!(tool.state, ToolState::Error(_)) {
+                f = at_rest(f, session, &message.id);
             }
             if let Some(facts) = analysis.transcript.as_deref() {
                 f = f.help("the call ends the active history with no result: the client was killed while the tool ran; resume with a client that repairs it on its own, or remove the unanswered call");
@@ -161,6 +149,71 @@ impl Check for ToolNeverFinished {
             out.push(f.ids(ids));
         }
     }
+}
+
+/// A tool still running when its step was cut short, closed by the processor's cleanup.
+fn closed_by_cleanup(
+    tool: &crate::model::ToolPart,
+    part: &crate::session::PartRecord,
+    at: crate::source::Span,
+) -> Finding {
+    ToolNeverFinished::META
+        .finding(format!(
+            "tool `{}` ({}) was still running when its step was cut short; cleanup closed it as \"{TOOL_ABORTED}\" and its real result was never recorded",
+            tool.tool, part.part.id
+        ))
+        .severity(Severity::Warning)
+        .at(at, "closed by cleanup, not by the tool")
+        .also(
+            part.history
+                .iter()
+                .rev()
+                .find(|o| o.status.as_deref() == Some("running"))
+                .and_then(|o| o.status_span),
+            "it was running here",
+        )
+        .help("the model will be told the tool was aborted; re-run it if its effect matters")
+}
+
+/// An open tool whose result a record that could not be read may hold: the finding says so and
+/// is a warning (see [`super::unread`]).
+fn unread_may_hold(
+    f: Finding,
+    unread: &super::unread::Unread<'_>,
+    part: &crate::session::PartRecord,
+    tool: &crate::model::ToolPart,
+) -> Finding {
+    let Some(may) = part
+        .last()
+        .and_then(|last| unread.may_hold(last.span, &[&tool.call_id, &part.part.id]))
+    else {
+        return f;
+    };
+    let mut f = f
+        .severity(Severity::Warning)
+        .also(Some(may.record.span.head()), "this record could not be decoded")
+        .help("read the record rewind could not decode: if it holds the tool's result, the tool finished and nothing is wrong; if not, nothing closed the tool");
+    f.message = format!(
+        "tool `{}` ({}) was last seen `{}`, and no later write of it could be read; {}",
+        tool.tool,
+        part.part.id,
+        tool.state.status(),
+        may.words("its result")
+    );
+    f
+}
+
+/// An open tool at rest in a session store: what that means, and whether the session went on.
+fn at_rest(f: Finding, session: &crate::session::Session, message: &str) -> Finding {
+    let mut f = f.note("at rest in a session store this means the OpenCode process died (or lost its runner) while the tool ran; OpenCode only closes tools at the end of its own prompt loop");
+    if session.went_on_after(message) {
+        // The client resumed past it (OpenCode from 1.1 on sends the call with an
+        // interrupted result): the store still holds it open, the session lives.
+        f = f.severity(Severity::Warning).note(
+            "the session went on after it (a later user message): OpenCode resumed past the open call, which stays open on disk",
+        );
+    }
+    f
 }
 
 /// In a client's transcript: calls with no result that the active history has moved past. The

@@ -8,7 +8,9 @@ declare_check! {
     /// Reports records rewind could not decode: a JSON object in a log that is not valid JSON, or
     /// that the input ends inside (a truncated log). A stream capture most of whose events do
     /// not fit the protocol it was read under is another protocol's: it is noted (at `info`)
-    /// as not understood, and nothing else about it is diagnosed.
+    /// as not understood, and nothing else about it is diagnosed. A record a wrapper mangled
+    /// (`\^[` written for ESC inside a string, a raw control character) is read leniently, with
+    /// those taken as spaces, and noted at `info`: what it holds is diagnosed with the rest.
     ///
     /// ## Why it matters
     /// What cannot be decoded cannot be checked: a tool update or an error hidden in that record is
@@ -34,8 +36,23 @@ declare_check! {
 
 impl Check for UndecodableRecord {
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        // The records a lenient reading recovered (a wrapper mangled them).
+        let recovered: crate::FastSet<(crate::source::FileId, u64)> = (analysis.salvaged.iter())
+            .filter(|s| s.recovered)
+            .map(|s| (s.span.file, s.span.offset))
+            .collect();
         for rec in &analysis.undecodable {
-            let f = if rec.truncated {
+            let f = if recovered.contains(&(rec.span.file, rec.span.offset)) {
+                Self::META
+                    .finding(format!(
+                        "this record is not valid JSON ({}), but only because a wrapper mangled it: read with the mangled escapes taken as spaces, it was diagnosed with the rest",
+                        rec.reason
+                    ))
+                    .severity(Severity::Info)
+                    .at(rec.at.unwrap_or(rec.span.head()), "mangled here")
+                    .also(rec.at.map(|_| rec.span.head()), "the record starts here")
+                    .note("a backslash before a character no JSON escape starts with (`\\^[`, caret notation for ESC, written by a wrapper that made control characters visible), or a raw control character inside a string")
+            } else if rec.truncated {
                 Self::META
                     .finding("the input ends inside this record: the file was truncated")
                     .at(rec.span.head(), "this record is never closed")

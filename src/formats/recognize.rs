@@ -330,7 +330,7 @@ pub fn scan_values(text: &str, wanted: impl Fn(&Map<String, Value>) -> bool) -> 
     while pos < text.len() && tries < SNIFF_MAX_VALUES {
         let line_end = text[pos..].find('\n').map_or(text.len(), |k| pos + k + 1);
         let line = &text[pos..line_end];
-        let skip = super::agent_log::read::prefix_len(line.as_bytes()).unwrap_or(0);
+        let skip = super::agent_log::read::line_prefix_len(line.as_bytes()).unwrap_or(0);
         if line[skip..].starts_with('{') {
             tries += 1;
             let start = pos + skip;
@@ -346,10 +346,49 @@ pub fn scan_values(text: &str, wanted: impl Fn(&Map<String, Value>) -> bool) -> 
                 pos = text[end..].find('\n').map_or(text.len(), |k| end + k + 1);
                 continue;
             }
+            // A pretty-printed object whose every line carries the prefix.
+            if skip > 0
+                && let Some((obj, end)) = prefixed_object(text, pos)
+            {
+                scan.objects += 1;
+                if wanted(&obj) {
+                    scan.found += 1;
+                    return scan;
+                }
+                pos = end;
+                continue;
+            }
         }
         pos = line_end;
     }
     scan
+}
+
+/// The object that starts on the prefixed line at `pos` of `text` and goes on over lines each with
+/// a prefix of their own (a pretty-printed object in a wrapper's or a CI job's log), read without
+/// the prefixes up to its closing line (`}` alone), and where the line after that starts.
+fn prefixed_object(text: &str, pos: usize) -> Option<(Map<String, Value>, usize)> {
+    const MAX_LINES: usize = 2000;
+    let mut joined = String::new();
+    let mut at = pos;
+    for _ in 0..MAX_LINES {
+        if at >= text.len() {
+            return None;
+        }
+        let end = text[at..].find('\n').map_or(text.len(), |k| at + k + 1);
+        let line = &text[at..end];
+        let skip = super::agent_log::read::line_prefix_len(line.as_bytes())?;
+        let content = &line[skip..];
+        joined.push_str(content);
+        at = end;
+        if content.trim_end() == "}" {
+            return match serde_json::from_str::<Value>(&joined) {
+                Ok(Value::Object(obj)) => Some((obj, at)),
+                _ => None,
+            };
+        }
+    }
+    None
 }
 
 /// The keys of the first JSON object in `text` at depth 1, and at depth 2 under a top-level
@@ -472,6 +511,35 @@ mod tests {
             fmt(b"{\"type\":\"response.created\",\"response\":{\"id\":\"r\"}\n{\"type\":\"response.in_progress\"}\n").ok(),
             Some(Format::JsonLines)
         );
+    }
+
+    /// An agent's JSON inside a GitHub Actions job log: as `gh run view --log` prints it (job,
+    /// step and timestamp before each line) and as the raw log downloads (the timestamp alone, a
+    /// byte-order mark first), compact or pretty-printed. A job log with no agent in it is not
+    /// an agent log.
+    #[test]
+    fn an_agent_inside_a_github_actions_job_log() {
+        let compact = concat!(
+            "build\tSet up job\t2026-01-02T03:04:01.0000000Z Current runner version: '2.321.0'\n",
+            "build\tRun agent\t2026-01-02T03:04:05.1234567Z ",
+            r#"{"type":"log","level":"info","timestamp":"2026-01-02T03:04:05.120Z","service":"default","message":"Agent started (continuous mode)"}"#,
+            "\n",
+        );
+        assert_eq!(fmt(compact.as_bytes()).ok(), Some(Format::AgentLog));
+        let pretty = concat!(
+            "\u{feff}2026-01-02T03:04:01.0000000Z ##[group]Run agent --verbose\n",
+            "2026-01-02T03:04:05.1234567Z {\n",
+            "2026-01-02T03:04:05.1234568Z   \"type\": \"log\",\n",
+            "2026-01-02T03:04:05.1234569Z   \"service\": \"session.prompt\",\n",
+            "2026-01-02T03:04:05.1234570Z   \"message\": \"loop\"\n",
+            "2026-01-02T03:04:05.1234571Z }\n",
+        );
+        assert_eq!(fmt(pretty.as_bytes()).ok(), Some(Format::AgentLog));
+        let build = concat!(
+            "build\tRun cargo test\t2026-01-02T03:04:05.1234567Z running 12 tests\n",
+            "build\tRun cargo test\t2026-01-02T03:04:06.1234567Z {\"reason\":\"compiler-artifact\"}\n",
+        );
+        assert!(fmt(build.as_bytes()).is_err());
     }
 
     #[test]

@@ -102,6 +102,35 @@ pub struct Analysis {
     /// For a legacy storage folder: the files OpenCode cannot parse, each with a span on the
     /// byte where its damage shows.
     pub damaged_files: Vec<DamagedStoreFile>,
+    /// For an agent log: how its last run ended (`None`: no record of an agent).
+    pub tail: Option<RunTail>,
+    /// For an agent log: what a lenient reading got out of its undecodable records, one for
+    /// each (by span); other inputs have none.
+    pub salvaged: Vec<Salvage>,
+}
+
+/// How an agent log's last run ended, as the replay saw it.
+#[derive(Debug, Clone)]
+pub struct RunTail {
+    /// The agent's last record.
+    pub last_record: Span,
+    /// The agent had work in hand at that record: a prompt, a step, a tool or a provider's
+    /// set-up begun since its loop last exited, went idle or failed.
+    pub busy: bool,
+    /// Said after that record: the run was stopped from outside.
+    pub stop: Option<RunStop>,
+    /// From the wrapper's timestamp of the agent's last record to the log's last timestamp, in
+    /// ms (`None`: the log has no timestamped prefixes).
+    pub quiet_ms: Option<u64>,
+}
+
+/// A wrapper's or terminal's word that a run was stopped: [`RunTail::stop`].
+#[derive(Debug, Clone)]
+pub struct RunStop {
+    pub span: Span,
+    pub words: String,
+    /// A timeout (a CI job out of time), not an interrupt or a kill.
+    pub timeout: bool,
 }
 
 /// A file of a legacy storage folder that OpenCode cannot parse.
@@ -330,6 +359,8 @@ impl Analysis {
             projects: None,
             here: FoldersHere::default(),
             damaged_files: Vec::new(),
+            tail: None,
+            salvaged: Vec::new(),
         }
     }
 
@@ -589,6 +620,23 @@ pub struct Undecodable {
     pub truncated: bool,
 }
 
+/// What a lenient reading got out of an undecodable record (of [`Analysis::salvaged`]): a
+/// finding that says something is missing must first look for it here.
+#[derive(Debug, Clone)]
+pub struct Salvage {
+    /// The record's span, as in [`Undecodable::span`].
+    pub span: Span,
+    /// The record was read once the escapes a wrapper mangled were made harmless (`\^[`, caret
+    /// notation for ESC, is no JSON escape): what it holds is in the model.
+    pub recovered: bool,
+    /// The ids the record's text names (`"tool_use_id"`, `"callID"`, `"id"`, `"messageID"`),
+    /// when it could not be read even so (a cut line): what it may be about.
+    pub mentions: Vec<String>,
+    /// The `"type"`s its text names (`step_finish`, `tool_use`, `tool_result` …): what kind of
+    /// record it may be.
+    pub kinds: Vec<String>,
+}
+
 /// Something that happened, in input order.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -657,7 +705,8 @@ pub enum EventKind {
     /// The prompt loop logged that it exits (`exiting loop`): no further step follows.
     LoopExit,
     /// The model the user asked for (`--model` on the agent's command line, as it logged it).
-    ModelRequested { spec: String },
+    /// `by_wrapper`: on a wrapper's command line (`solve … --model X`), not the agent's own.
+    ModelRequested { spec: String, by_wrapper: bool },
     /// The model the agent resolved and will call (`rawModel`, `providerID`, `modelID`).
     ModelResolved(Box<ResolvedModel>),
     /// The agent announced a retry sleep (a rate limit or a retryable error).
@@ -688,6 +737,9 @@ pub struct ResolvedModel {
     pub provider: String,
     pub model: String,
     pub span: Option<Span>,
+    /// The agent picked it as its default after failing to initialise this model (one its
+    /// catalogue did not have), and where that is said.
+    pub fallback_from: Option<(String, Option<Span>)>,
 }
 
 /// A retry sleep the agent announced: [`EventKind::RetryWait`].
@@ -719,6 +771,14 @@ pub struct WaitAfter {
 pub struct ProviderUsage {
     pub input: u64,
     pub output: u64,
+    /// The input tokens read from the provider's cache, and the output tokens spent reasoning,
+    /// when the usage says (0 when it does not): flat (`cachedInputTokens`, `reasoningTokens`,
+    /// `prompt_tokens_details.cached_tokens` …) or nested inside the input and output counts
+    /// (`inputTokens: {total, noCache, cacheRead}`, `outputTokens: {total, text, reasoning}`).
+    pub cache_read: u64,
+    pub reasoning: u64,
+    /// The counts were nested inside `inputTokens`/`outputTokens` objects.
+    pub nested: bool,
     /// The provider's own finish reason (`tool_calls`, `end_turn`…), when the body has one.
     pub finish: Option<String>,
     /// What carried it: `providerMetadata`, `response body`.
@@ -768,6 +828,10 @@ pub struct StepFinish {
     pub reason_span: Option<Span>,
     /// Every token count is zero, or the counts are missing.
     pub zero_usage: bool,
+    /// The cache reads (`tokens.cache.read`) and reasoning tokens (`tokens.reasoning`) the step
+    /// recorded (0 when missing).
+    pub cache_read: u64,
+    pub reasoning: u64,
     pub tokens_span: Option<Span>,
     /// `model.requestedModelID` / `model.respondedModelID`, when the step says.
     pub requested_model: Option<String>,

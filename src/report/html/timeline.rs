@@ -387,7 +387,7 @@ fn event_words(kind: &EventKind) -> Option<(String, String, &'static str)> {
             "",
         ),
         EventKind::LoopExit => ("loop exits".into(), String::new(), ""),
-        EventKind::ModelRequested { spec } => ("model requested".into(), spec.clone(), ""),
+        EventKind::ModelRequested { spec, .. } => ("model requested".into(), spec.clone(), ""),
         EventKind::ModelResolved(m) => ("model resolved".into(), m.raw.clone(), ""),
         EventKind::RetryWait(w) => (
             "retry wait".into(),

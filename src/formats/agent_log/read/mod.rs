@@ -61,6 +61,24 @@ static WRAPPER_STATUS: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// A command line that runs an agent (or the wrapper that runs one) with a model: the program's
+/// name as a word or a path's last part, then, among its arguments, `--model X` or `--model=X`.
+static COMMAND: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(
+        r#"(?:^|[\s/|(&;$])(?:agent|solve|opencode|kilo|kilocode)(?:\s[^|;&]*?)?\s--model(?:=|\s+)["']?([A-Za-z0-9][A-Za-z0-9._:@/-]*)"#,
+    )
+    .ok()
+});
+
+/// A word that the run was stopped from outside: an interrupt (the terminal's `^C`, solve's
+/// `❌ Interrupted (CTRL+C)`), a kill (`❌ Terminated`), a CI job cancelled or out of time.
+static STOPPED: LazyLock<Option<regex::Regex>> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"^(?:\^C\s*$|❌ (?:Interrupted \(CTRL\+C\)|Terminated)\s*$|##\[error\](?:The operation was canceled\.|The job running on runner .* has exceeded the maximum execution time of \d+ minutes\.)|Error: The action '.*' has timed out after \d+ minutes\.)",
+    )
+    .ok()
+});
+
 /// Largest JSON value rewind re-joins (a single record bigger than this is reported, not read).
 const MAX_RECORD: usize = 256 << 20;
 
@@ -91,6 +109,61 @@ pub fn prefix_len(line: &[u8]) -> Option<usize> {
                 .is_some_and(|after| after.starts_with(b"] "))
         })
         .map(|level| STAMP.len() + level.len() + 2)
+}
+
+/// Length of the prefix a GitHub Actions job log puts before each line of a step's output, if
+/// `line` has one: the timestamp of a downloaded raw log (`2026-01-02T03:04:05.1234567Z `, the
+/// log's first line after a byte-order mark), or the job, the step and that timestamp, separated
+/// by tabs, as `gh run view --log` prints them (`build\tRun agent\t2026-…Z `).
+pub fn ci_prefix_len(line: &[u8]) -> Option<usize> {
+    let bom = if line.starts_with(b"\xEF\xBB\xBF") {
+        3
+    } else {
+        0
+    };
+    if let Some(n) = ci_timestamp_len(&line[bom..]) {
+        return Some(bom + n);
+    }
+    // `job<TAB>step<TAB>timestamp `: the names hold no tab; only the head is searched.
+    let head = line.get(..512).unwrap_or(line);
+    let job = memchr::memchr(b'\t', head)?;
+    let step = job + 1 + memchr::memchr(b'\t', &head[job + 1..])?;
+    if job == 0 || head[..step].contains(&b'\n') {
+        return None;
+    }
+    ci_timestamp_len(&line[step + 1..]).map(|n| step + 1 + n)
+}
+
+/// Length of a GitHub Actions timestamp and the space after it at the start of `line`:
+/// `2026-01-02T03:04:05Z `, with up to nine fractional digits.
+fn ci_timestamp_len(line: &[u8]) -> Option<usize> {
+    const STAMP: &[u8; 19] = b"0000-00-00T00:00:00";
+    let stamp = line.get(..STAMP.len())?;
+    let shaped = stamp.iter().zip(STAMP).all(|(c, s)| match s {
+        b'0' => c.is_ascii_digit(),
+        _ => c == s,
+    });
+    if !shaped {
+        return None;
+    }
+    let mut i = STAMP.len();
+    if line.get(i) == Some(&b'.') {
+        let digits = line[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if !(1..=9).contains(&digits) {
+            return None;
+        }
+        i += 1 + digits;
+    }
+    (line.get(i..i + 2) == Some(b"Z ")).then_some(i + 2)
+}
+
+/// Length of whatever prefix a line of an agent log carries: the `solve.mjs` wrapper's
+/// ([`prefix_len`]) or a GitHub Actions job log's ([`ci_prefix_len`]).
+pub fn line_prefix_len(line: &[u8]) -> Option<usize> {
+    prefix_len(line).or_else(|| ci_prefix_len(line))
 }
 
 #[derive(Debug, Clone)]
@@ -216,6 +289,49 @@ pub struct AgentLogReader<R> {
     piece: usize,
     /// The input's line ends were looked at (see [`crate::json::lines::refuse_cr_line_ends`]).
     line_ends_checked: bool,
+    /// The timestamp of the last prefixed line, and of the line the last JSON value closed on,
+    /// as the prefix wrote it: see [`AgentLogReader::stamps`].
+    line_stamp: Stamp,
+    json_stamp: Stamp,
+}
+
+/// A line prefix's timestamp, as written (`2026-02-01T12:30:28.417Z`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamp {
+    bytes: [u8; 32],
+    len: u8,
+}
+
+impl Stamp {
+    /// The timestamp of a line's prefix (`prefix`, the bytes [`line_prefix_len`] measured).
+    fn of(prefix: &[u8]) -> Option<Stamp> {
+        let prefix = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(prefix);
+        let stamp = match prefix.first() {
+            // `[2026-02-01T12:30:28.417Z] [INFO] `
+            Some(b'[') => prefix.get(1..25)?,
+            // `job<TAB>step<TAB>2026-…Z ` or `2026-…Z `
+            _ => {
+                let from = prefix
+                    .iter()
+                    .rposition(|b| *b == b'\t')
+                    .map_or(0, |t| t + 1);
+                prefix.get(from..prefix.len().checked_sub(1)?)?
+            }
+        };
+        let mut bytes = [0; 32];
+        bytes.get_mut(..stamp.len())?.copy_from_slice(stamp);
+        Some(Stamp {
+            bytes,
+            len: stamp.len() as u8,
+        })
+    }
+
+    /// In ms since the epoch.
+    fn ms(&self) -> Option<u64> {
+        let text = std::str::from_utf8(&self.bytes[..usize::from(self.len)]).ok()?;
+        let t = chrono::DateTime::parse_from_rfc3339(text).ok()?;
+        u64::try_from(t.timestamp_millis()).ok()
+    }
 }
 
 /// Longest piece of a physical line handled at once. A longer line (a log written without
@@ -269,6 +385,8 @@ impl<R: BufRead> AgentLogReader<R> {
             text_continues: false,
             piece: PIECE,
             line_ends_checked: false,
+            line_stamp: Stamp::default(),
+            json_stamp: Stamp::default(),
         }
     }
 
@@ -350,6 +468,13 @@ impl<R: BufRead> AgentLogReader<R> {
 
     pub fn stats(&self) -> &LogStats {
         &self.stats
+    }
+
+    /// Where the log's time stands, from its line prefixes (the wrapper's clock): the timestamp
+    /// of the line the last JSON value closed on, and of the last prefixed line, in ms since the
+    /// epoch (`None` for a log without timestamped prefixes).
+    pub fn stamps(&self) -> (Option<u64>, Option<u64>) {
+        (self.json_stamp.ms(), self.line_stamp.ms())
     }
 
     /// Reads the next physical line (or piece of one, see [`PIECE`]) and turns it into zero or
@@ -515,10 +640,13 @@ impl<R: BufRead> AgentLogReader<R> {
         // The prefix is ASCII, so it ends on a character boundary.
         let prefix = match continues {
             true => 0,
-            false => prefix_len(text.as_bytes()).unwrap_or(0),
+            false => line_prefix_len(text.as_bytes()).unwrap_or(0),
         };
         if prefix > 0 {
             self.stats.prefixed_lines += 1;
+            if let Some(stamp) = Stamp::of(&text.as_bytes()[..prefix]) {
+                self.line_stamp = stamp;
+            }
         }
         let newline_at = has_newline.then_some(start + content_len as u64);
         if continues && self.text_continues {
@@ -544,6 +672,7 @@ impl<R: BufRead> AgentLogReader<R> {
                 reason: "the log ends inside a multi-byte character: it was cut here".into(),
                 at: None,
                 truncated: true,
+                mentions: (Vec::new(), Vec::new()),
             });
         }
         Ok(keep)
@@ -580,7 +709,7 @@ impl<R: BufRead> AgentLogReader<R> {
             // `open_at`, `push_piece` and a deferred `close_open` in one step (through them, a
             // compact log costs 1.5% more instructions); the test
             // `lines_taken_whole_read_as_framed_lines` holds the two to the same records.
-            self.frame = None;
+            self.value_closes();
             let (text, segments) = (self.buffer.text_end(), self.buffer.segment_end());
             self.buffer.segments.push((0, at));
             self.buffer.text.push_str(content);
@@ -700,6 +829,26 @@ impl<R: BufRead> AgentLogReader<R> {
                 span: Span::new(self.file, at, end.saturating_sub(at)),
             });
             return;
+        } else if STOPPED
+            .as_ref()
+            .is_some_and(|re| re.is_match(text.trim_start()))
+        {
+            let words = text.trim();
+            let timeout = words.contains("time");
+            self.ready.push_back(LogRecord::Stopped {
+                span: Span::new(self.file, at, end.saturating_sub(at)),
+                words: words.to_owned(),
+                timeout,
+            });
+            return;
+        } else if let Some(spec) = COMMAND.as_ref().and_then(|re| re.captures(text))
+            && let Some(model) = spec.get(1)
+        {
+            self.ready.push_back(LogRecord::Command {
+                spec: model.as_str().to_owned(),
+                span: Span::new(self.file, at + model.start() as u64, model.len() as u64),
+            });
+            return;
         } else if let Some(caps) = WRAPPER_STATUS.as_ref().and_then(|re| re.captures(text)) {
             let success = caps
                 .get(1)
@@ -712,6 +861,13 @@ impl<R: BufRead> AgentLogReader<R> {
             return;
         }
         self.ready.push_back(LogRecord::Text(span));
+    }
+
+    /// A value closes on this line, taken whole: no code frame goes on across it, and the log's
+    /// time stands at the line's stamp.
+    fn value_closes(&mut self) {
+        self.frame = None;
+        self.json_stamp = self.line_stamp;
     }
 
     /// Opens a value of `kind` whose opening bracket is at `at`.
@@ -730,6 +886,7 @@ impl<R: BufRead> AgentLogReader<R> {
         let Some(open) = self.open.take() else {
             return;
         };
+        self.json_stamp = self.line_stamp;
         let pending = Pending {
             span: Span::new(self.file, open.start, open.end.saturating_sub(open.start)),
             kind: open.kind,
@@ -752,6 +909,7 @@ impl<R: BufRead> AgentLogReader<R> {
         let Some(open) = self.open.take() else {
             return;
         };
+        let named = record::mentions(self.buffer.text_from(open.text));
         self.buffer.truncate(open.text, open.segments);
         let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
         match open.kind {
@@ -762,6 +920,7 @@ impl<R: BufRead> AgentLogReader<R> {
                     reason,
                     at: None,
                     truncated: false,
+                    mentions: named,
                 });
             }
             OpenKind::RawError(_) => {
@@ -777,6 +936,7 @@ impl<R: BufRead> AgentLogReader<R> {
         }
         self.finished = true;
         if let Some(open) = self.open.take() {
+            let named = record::mentions(self.buffer.text_from(open.text));
             self.buffer.truncate(open.text, open.segments);
             let span = Span::new(self.file, open.start, open.end.saturating_sub(open.start));
             match open.kind {
@@ -788,6 +948,7 @@ impl<R: BufRead> AgentLogReader<R> {
                         reason: "the log ends inside this JSON object".into(),
                         at: None,
                         truncated: true,
+                        mentions: named,
                     });
                 }
                 OpenKind::RawError(_) => {
@@ -1234,6 +1395,169 @@ mod tests {
                 .map(|m| m.end());
             assert_eq!(prefix_len(line), regex, "{}", String::from_utf8_lossy(line));
         }
+    }
+
+    /// A wrapper's command line that runs an agent with a model is told from other text, and
+    /// its model's span is the model.
+    #[test]
+    fn a_wrapper_command_line_names_the_model() {
+        for (line, spec) in [
+            (
+                "   /usr/bin/node /home/hive/.bun/bin/solve https://x/1 --tool agent --model kilo/glm-5-free --verbose\n",
+                Some("kilo/glm-5-free"),
+            ),
+            (
+                "(cd \"/tmp/s\" && cat \"/tmp/p.txt\" | agent --model=opencode/kimi-k2.5-free --verbose)\n",
+                Some("opencode/kimi-k2.5-free"),
+            ),
+            (
+                "Command: echo \"hi\" | agent --model google/gemini-3-pro --verbose\n",
+                Some("google/gemini-3-pro"),
+            ),
+            ("   Model: kilo/glm-5-free\n", None),
+            ("use --model <name> to choose a model\n", None),
+        ] {
+            let (recs, _) = read(line);
+            let found = recs.iter().find_map(|r| match r {
+                LogRecord::Command { spec, span } => Some((spec.clone(), *span)),
+                _ => None,
+            });
+            assert_eq!(found.as_ref().map(|f| f.0.as_str()), spec, "{line}");
+            if let Some((spec, span)) = found {
+                let at = span.offset as usize;
+                assert_eq!(&line[at..at + span.len as usize], spec);
+            }
+        }
+    }
+
+    /// Words that a run was stopped from outside are told from other text; the stamps say where
+    /// the log's time stands after the last JSON value and at the end.
+    #[test]
+    fn a_stopped_run_and_the_logs_time() {
+        for (text, timeout) in [
+            ("^C\n", Some(false)),
+            (
+                "[2026-02-14T10:51:02.118Z] [ERROR] ❌ Interrupted (CTRL+C)\n",
+                Some(false),
+            ),
+            (
+                "[2026-02-14T10:51:02.118Z] [INFO] ❌ Terminated\n",
+                Some(false),
+            ),
+            (
+                "2026-02-14T11:31:55.1180000Z ##[error]The operation was canceled.\n",
+                Some(false),
+            ),
+            (
+                "2026-02-14T11:31:55.1180000Z ##[error]The job running on runner R has exceeded the maximum execution time of 30 minutes.\n",
+                Some(true),
+            ),
+            ("Press Ctrl+C to abort\n", None),
+            ("❌ Interrupted by a test\n", None),
+        ] {
+            let (recs, _) = read(text);
+            let found = recs.iter().find_map(|r| match r {
+                LogRecord::Stopped { timeout, .. } => Some(*timeout),
+                _ => None,
+            });
+            assert_eq!(found, timeout, "{text}");
+        }
+        let log = "[2026-02-14T10:12:00.408Z] [INFO] {\"a\":1}\n\
+                   [2026-02-14T10:50:51.522Z] [ERROR] ❌ Interrupted (CTRL+C)\n";
+        let mut r = AgentLogReader::new(log.as_bytes(), FileId(0));
+        while let Some(Ok(_)) = r.next() {}
+        let (json, end) = r.stamps();
+        assert_eq!(end.zip(json).map(|(e, j)| e - j), Some(2_331_114));
+        let mut r = AgentLogReader::new(&b"{\"a\":1}\n"[..], FileId(0));
+        while let Some(Ok(_)) = r.next() {}
+        assert_eq!(r.stamps(), (None, None));
+    }
+
+    /// A record a wrapper mangled (`\^[` for ESC) is read leniently, its text and spans those of
+    /// the file; a record cut short names the ids it still holds.
+    #[test]
+    fn mangled_and_cut_records() {
+        let mangled = r#"{"type":"user","content":"\^[[32mok\^[[0m","tool_use_id":"toolu_1"}"#;
+        let (recs, _) = read(&format!("{mangled}\n"));
+        let Some(LogRecord::Mangled { record, at, .. }) = recs.first() else {
+            panic!("{recs:?}");
+        };
+        assert_eq!(record.value["tool_use_id"], "toolu_1");
+        assert_eq!(record.value["content"], " ^[[32mok ^[[0m");
+        assert_eq!(&*record.text, mangled);
+        assert_eq!(at.offset as usize, mangled.find('\\').unwrap());
+        let raw = "{\"a\":\"x\u{1b}[0m\"}\n";
+        let (recs, _) = read(raw);
+        assert!(
+            matches!(recs.first(), Some(LogRecord::Mangled { .. })),
+            "{recs:?}"
+        );
+        // Valid escapes and a literal backslash are left alone; JSON that is broken otherwise
+        // stays undecodable.
+        assert_eq!(record::unmangled(r#"{"a":"\\^[ \u001b \n"}"#), None);
+        let cut =
+            "{\"type\":\"user\",\"tool_use_id\":\"toolu_2\",\"content\":[\n{\"type\":\"log\"}\n";
+        let (recs, _) = read(cut);
+        let Some(LogRecord::Undecodable { mentions, .. }) = recs.first() else {
+            panic!("{recs:?}");
+        };
+        assert_eq!(mentions.0, ["toolu_2"]);
+        assert!(mentions.1.iter().any(|k| k == "user"), "{mentions:?}");
+    }
+
+    /// A GitHub Actions job log's prefixes, as the raw log and `gh run view --log` write them.
+    #[test]
+    fn a_ci_job_logs_prefix_is_recognised() {
+        let cases: [(&[u8], Option<usize>); 9] = [
+            (b"2026-01-02T03:04:05.1234567Z {", Some(29)),
+            (b"2026-01-02T03:04:05Z x", Some(21)),
+            (
+                "\u{feff}2026-01-02T03:04:05.1234567Z x".as_bytes(),
+                Some(32),
+            ),
+            (
+                b"build\tRun agent\t2026-01-02T03:04:05.1234567Z {",
+                Some(45),
+            ),
+            (b"build\tRun agent\t2026-01-02T03:04:05.1234567Z", None),
+            (b"\tRun agent\t2026-01-02T03:04:05.1234567Z x", None),
+            (b"2026-01-02T03:04:05.1234567890Z x", None),
+            (b"2026-01-02 03:04:05.1234567Z x", None),
+            (b"build\tRun agent\tnot a time", None),
+        ];
+        for (line, len) in cases {
+            assert_eq!(
+                ci_prefix_len(line),
+                len,
+                "{}",
+                String::from_utf8_lossy(line)
+            );
+        }
+    }
+
+    /// The records of a CI job log are the JSON after the prefixes, and their spans point at
+    /// exactly those bytes, compact or pretty-printed.
+    #[test]
+    fn records_of_a_ci_job_log_span_their_json() {
+        let compact = r#"{"type":"log","service":"default","message":"Agent started"}"#;
+        let log = format!(
+            "build\tRun agent\t2026-01-02T03:04:05.1234567Z {compact}\n\
+             2026-01-02T03:04:06.0000001Z {{\n2026-01-02T03:04:06.0000002Z   \"type\": \"input\"\n\
+             2026-01-02T03:04:06.0000003Z }}\n"
+        );
+        let (recs, _) = read(&log);
+        let spans: Vec<Span> = recs
+            .iter()
+            .filter_map(|r| match r {
+                LogRecord::Json(rec) => Some(rec.span),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(spans.len(), 2, "{recs:?}");
+        let text = |s: Span| &log[s.offset as usize..(s.offset + s.len) as usize];
+        assert_eq!(text(spans[0]), compact);
+        assert!(text(spans[1]).starts_with('{') && text(spans[1]).ends_with('}'));
+        assert!(text(spans[1]).contains("\"type\": \"input\""));
     }
 
     /// Texts are handed over after the values yielded so far; a value queued behind them (a

@@ -225,6 +225,16 @@ pub enum LogRecord {
         success: bool,
         words: String,
     },
+    /// A wrapper's command line that runs an agent with a model (`solve … --model kilo/glm-5-free`,
+    /// `… | agent --model opencode/kimi-k2.5-free --verbose`): the model asked for, and where it is.
+    Command { spec: String, span: Span },
+    /// A word that the run was stopped from outside (see `STOPPED`): an interrupt, a kill, a
+    /// timeout (`timeout`).
+    Stopped {
+        span: Span,
+        words: String,
+        timeout: bool,
+    },
     /// Something that looked like a JSON object but could not be decoded.
     Undecodable {
         span: Span,
@@ -233,6 +243,16 @@ pub enum LogRecord {
         at: Option<Span>,
         /// The log ends inside this value.
         truncated: bool,
+        /// The ids and the `type`s its text names (see [`mentions`]).
+        mentions: (Vec<String>, Vec<String>),
+    },
+    /// A JSON object a wrapper mangled (an escape that is none of JSON's, such as `\^[` for
+    /// ESC), read once those were made harmless: its value, why it was not JSON, and where the
+    /// first mangled escape is.
+    Mangled {
+        record: Box<JsonRecord>,
+        reason: String,
+        at: Span,
     },
 }
 
@@ -249,6 +269,12 @@ pub struct LogStats {
     pub rejoined_splits: u64,
     /// The file ends inside a JSON value.
     pub truncated: bool,
+    /// The wrapper's timestamp of the line the last JSON value closed on, and of the last
+    /// prefixed line, in ms (see `AgentLogReader::stamps`).
+    #[serde(skip)]
+    pub json_stamp_ms: Option<u64>,
+    #[serde(skip)]
+    pub last_stamp_ms: Option<u64>,
 }
 
 /// `r`, a range in everything the reader re-joined, in a [`Texts`] that starts at `base`.
@@ -338,18 +364,31 @@ impl Pending {
             }
             Err(err) => match self.kind {
                 OpenKind::Object | OpenKind::Line => {
-                    let record = JsonRecord {
+                    let mut record = JsonRecord {
                         span,
                         text: self.text_in(texts),
                         value: Value::Null,
                     };
+                    let reason = format!("invalid JSON: {err}");
+                    if let Some((lenient, first)) = unmangled(text)
+                        && let Ok(value) = parse(&lenient)
+                    {
+                        let at = record.span_of(first, first + 1);
+                        record.value = value;
+                        return LogRecord::Mangled {
+                            record: Box::new(record),
+                            reason,
+                            at,
+                        };
+                    }
                     let at = text_offset(&record.text, err.line(), err.column())
                         .map(|pos| record.span_of(pos, pos + 1));
                     LogRecord::Undecodable {
                         span,
-                        reason: format!("invalid JSON: {err}"),
+                        reason,
                         at,
                         truncated: false,
+                        mentions: mentions(text),
                     }
                 }
                 // A raw dump that is not JSON after all is just text.
@@ -357,6 +396,70 @@ impl Pending {
             },
         }
     }
+}
+
+/// A copy of `text` in which what a wrapper mangled is made harmless, when it holds any, with
+/// where the first is: inside a string, a backslash before a character no JSON escape starts
+/// with (`\^[`, caret notation for ESC), and a raw control character, become spaces. The copy
+/// has the text's length, so offsets in it are offsets in the text.
+pub(super) fn unmangled(text: &str) -> Option<(String, usize)> {
+    let bytes = text.as_bytes();
+    let mut out: Option<Vec<u8>> = None;
+    let mut first = None;
+    let (mut in_string, mut i) = (false, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        let mangled = match b {
+            b'"' => {
+                in_string = !in_string;
+                false
+            }
+            b'\\' if in_string => match bytes.get(i + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u') => {
+                    i += 2;
+                    continue;
+                }
+                _ => true,
+            },
+            0..0x20 if in_string => true,
+            _ => false,
+        };
+        if mangled {
+            first.get_or_insert(i);
+            out.get_or_insert_with(|| bytes.to_vec())[i] = b' ';
+        }
+        i += 1;
+    }
+    let out = String::from_utf8(out?).ok()?;
+    Some((out, first?))
+}
+
+/// What an undecodable record's text names, as far as it can be read: the values of its
+/// `tool_use_id`, `callID`, `id` and `messageID` members, and of its `type` members (at most 32
+/// of each).
+pub fn mentions(text: &str) -> (Vec<String>, Vec<String>) {
+    static NAMES: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#""(tool_use_id|callID|id|messageID|type)"\s*:\s*"([^"\\]{1,128})""#)
+            .ok()
+    });
+    let (mut ids, mut kinds): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    let Some(re) = NAMES.as_ref() else {
+        return (ids, kinds);
+    };
+    for caps in re.captures_iter(text) {
+        let (Some(key), Some(value)) = (caps.get(1), caps.get(2)) else {
+            continue;
+        };
+        let list = if key.as_str() == "type" {
+            &mut kinds
+        } else {
+            &mut ids
+        };
+        if list.len() < 32 && !list.iter().any(|i| i == value.as_str()) {
+            list.push(value.as_str().to_owned());
+        }
+    }
+    (ids, kinds)
 }
 
 /// What [`Pending::decode`] made of a value, as [`LogStats`] counts it.
@@ -370,10 +473,23 @@ pub enum Decoded {
 }
 
 impl LogRecord {
+    /// Where the record is, when it is the agent's (a JSON object or a runtime's error), not a
+    /// wrapper's or a terminal's text.
+    pub fn agent_span(&self) -> Option<Span> {
+        match self {
+            LogRecord::Json(rec) | LogRecord::Mangled { record: rec, .. } => Some(rec.span),
+            LogRecord::Light { span, .. } | LogRecord::Uncaught { span, .. } => Some(*span),
+            LogRecord::RawError { record, .. } => Some(record.span),
+            _ => None,
+        }
+    }
+
     /// How [`LogStats::count_decoded`] counts this record.
     pub fn decoded(&self) -> Decoded {
         match self {
-            LogRecord::Json(_) | LogRecord::Light { .. } => Decoded::JsonObject,
+            LogRecord::Json(_) | LogRecord::Light { .. } | LogRecord::Mangled { .. } => {
+                Decoded::JsonObject
+            }
             LogRecord::RawError { .. } => Decoded::RawError,
             LogRecord::Undecodable { .. } => Decoded::Undecodable,
             LogRecord::Text(_) => Decoded::TextLine,

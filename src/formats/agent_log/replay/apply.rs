@@ -10,12 +10,22 @@ use crate::formats::agent_log::read::{BusEvent, JsonRecord, LogRecord};
 use crate::json::scan::Seg;
 use crate::json::value::{MAX_KEPT_STRING, cap_strings};
 use crate::protocols::capture;
-use crate::session::{ErrorInfo, EventKind, Observation, PayloadIssues, Seq, Undecodable};
+use crate::session::{ErrorInfo, EventKind, Observation, PayloadIssues, Salvage, Seq, Undecodable};
 use crate::source::Span;
 use crate::text::capped;
 
 impl State {
     pub(super) fn apply(&mut self, seq: Seq, record: LogRecord) {
+        if let Some(span) = record.agent_span() {
+            // Recorded after the record is applied (it may end the agent's work).
+            self.apply_record(seq, record);
+            self.agent_record(seq, span);
+        } else {
+            self.apply_record(seq, record);
+        }
+    }
+
+    fn apply_record(&mut self, seq: Seq, record: LogRecord) {
         match record {
             LogRecord::Json(rec) => self.apply_json(seq, &rec),
             // What `apply_json` does with a plain logger entry or a bus event.
@@ -64,18 +74,77 @@ impl State {
                 success,
                 words,
             } => self.event(seq, span, None, EventKind::WrapperStatus { success, words }),
+            LogRecord::Stopped {
+                span,
+                words,
+                timeout,
+            } => {
+                let stop = crate::session::RunStop {
+                    span,
+                    words,
+                    timeout,
+                };
+                self.stop = Some((seq, stop));
+            }
+            LogRecord::Command { spec, span } => {
+                let kind = EventKind::ModelRequested {
+                    spec,
+                    by_wrapper: true,
+                };
+                self.event(seq, span, None, kind);
+            }
+            LogRecord::Undecodable { .. } | LogRecord::Mangled { .. } => self.unread(seq, record),
+        }
+    }
+
+    /// A record that did not decode: kept among the undecodable ones, with what a lenient
+    /// reading got out of it; one read leniently is applied as any other.
+    fn unread(&mut self, seq: Seq, record: LogRecord) {
+        let (undecodable, salvage) = match record {
             LogRecord::Undecodable {
                 span,
                 reason,
                 at,
                 truncated,
-            } => self.analysis.undecodable.push(Undecodable {
-                span,
-                reason,
-                at,
-                truncated,
-            }),
-        }
+                mentions: (mentions, kinds),
+            } => {
+                let salvage = Salvage {
+                    span,
+                    recovered: false,
+                    mentions,
+                    kinds,
+                };
+                (
+                    Undecodable {
+                        span,
+                        reason,
+                        at,
+                        truncated,
+                    },
+                    salvage,
+                )
+            }
+            LogRecord::Mangled { record, reason, at } => {
+                self.apply_json(seq, &record);
+                let span = record.span;
+                let salvage = Salvage {
+                    span,
+                    recovered: true,
+                    mentions: Vec::new(),
+                    kinds: Vec::new(),
+                };
+                let undecodable = Undecodable {
+                    span,
+                    reason,
+                    at: Some(at),
+                    truncated: false,
+                };
+                (undecodable, salvage)
+            }
+            _ => return,
+        };
+        self.analysis.undecodable.push(undecodable);
+        self.analysis.salvaged.push(salvage);
     }
 
     /// Applies a JSON object. A part event is, as a rule, read ahead on the decoding pool and
@@ -142,6 +211,7 @@ impl State {
             {
                 let prepared = prepare_part(rec, rec.value["part"].clone());
                 self.apply_part(seq, rec.span, prepared, session_id.as_deref());
+                self.busy = true;
                 if ty == "step_finish" {
                     self.step_finished(seq, rec, session_id);
                 }
@@ -285,6 +355,14 @@ impl State {
 
     /// A part event read on the decoding thread: what [`State::apply_json`] does with one.
     pub(super) fn apply_part_event(&mut self, seq: Seq, event: PartEvent) {
+        let at = event.span;
+        self.apply_part_event_inner(seq, event);
+        // A part written is work in hand, until the loop ends it.
+        self.busy = true;
+        self.agent_record(seq, at);
+    }
+
+    fn apply_part_event_inner(&mut self, seq: Seq, event: PartEvent) {
         let PartEvent {
             span,
             session,

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::events::{slim, slim_keeps, usage_total, usage_total_of};
+use super::events::{num_of, slim, slim_keeps, usage_total, usage_total_of};
 use super::peek::Lenient;
 use super::{Batch, PartEvent, PreparedPart, Ready, ReadyBatch, RecordSession};
 use crate::formats::agent_log::read::{
@@ -117,9 +117,13 @@ fn part_event(rec: &RecordView<'_>) -> Option<PartEvent> {
                 Some(raw) => serde_json::from_str::<ModelIds>(raw).ok()?,
                 None => ModelIds::default(),
             };
-            let zero_usage = match raw(members.tokens) {
-                Some(raw) => usage_total_of(raw)? == 0,
-                None => true,
+            let (zero_usage, details) = match raw(members.tokens) {
+                Some(raw) => match usage_total_of(raw)? {
+                    0 => (true, (0, 0)),
+                    // The cache reads and reasoning of a step that recorded any.
+                    _ => (false, recorded_details(&serde_json::from_str(raw).ok()?)),
+                },
+                None => (true, (0, 0)),
             };
             let read = StepRead {
                 message_id: &part.message_id,
@@ -127,6 +131,7 @@ fn part_event(rec: &RecordView<'_>) -> Option<PartEvent> {
                 reason,
                 reason_span: span(members.reason),
                 zero_usage,
+                details,
                 tokens_span: span(members.tokens),
                 model,
             };
@@ -207,10 +212,21 @@ pub(super) fn step_finish_of(rec: &JsonRecord) -> crate::session::StepFinish {
         reason: reason_of(part.get("reason")),
         reason_span: rec.locate(&["part".into(), "reason".into()]),
         zero_usage: part.get("tokens").is_none_or(|t| usage_total(t) == 0),
+        details: part.get("tokens").map_or((0, 0), recorded_details),
         tokens_span: rec.locate(&["part".into(), "tokens".into()]),
         model: ModelIds::of(part.get("model")),
     };
     read.finish()
+}
+
+/// The cache reads (`cache.read`) and reasoning tokens (`reasoning`) of a step's token object,
+/// 0 where it has none.
+fn recorded_details(tokens: &Value) -> (u64, u64) {
+    let count = |v: Option<&Value>| v.and_then(num_of).unwrap_or(0);
+    (
+        count(tokens.get("cache").and_then(|c| c.get("read"))),
+        count(tokens.get("reasoning")),
+    )
 }
 
 /// A step's reason as kept, and whether it was not a string (it is then kept as JSON).
@@ -291,6 +307,8 @@ struct StepRead<'a> {
     reason_span: Option<Span>,
     /// Every token count is zero, or there are none.
     pub(super) zero_usage: bool,
+    /// The cache reads and reasoning tokens recorded (see [`recorded_details`]).
+    details: (u64, u64),
     /// Where the token counts are.
     tokens_span: Option<Span>,
     pub(super) model: ModelIds,
@@ -306,6 +324,8 @@ impl StepRead<'_> {
             reason_not_string,
             reason_span: self.reason_span,
             zero_usage: self.zero_usage,
+            cache_read: self.details.0,
+            reasoning: self.details.1,
             tokens_span: self.tokens_span.map(|t| t.head()),
             requested_model: self.model.requested,
             responded_model: self.model.responded,

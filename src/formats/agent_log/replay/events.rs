@@ -351,10 +351,50 @@ fn usage_total_serde(text: &str) -> Option<u64> {
     total
 }
 
-/// Input and output token counts found anywhere in a provider's value, in the names providers
-/// use (Anthropic `input_tokens`, OpenAI `prompt_tokens`, Google `promptTokenCount`, the AI SDK
-/// `inputTokens`); `None` when it carries none or only zeros.
-pub fn usage_of(v: &Value) -> Option<(u64, u64)> {
+/// Usage as a provider's value states it: see [`usage_of`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens read from the cache, output tokens spent reasoning (0 when not stated).
+    pub cache_read: u64,
+    pub reasoning: u64,
+    /// Those two were nested inside the input and output counts (`inputTokens: {total, noCache,
+    /// cacheRead}`, `outputTokens: {total, text, reasoning}`).
+    pub nested: bool,
+}
+
+/// Token counts found anywhere in a provider's value, in the names providers use (Anthropic
+/// `input_tokens`, OpenAI `prompt_tokens`, Google `promptTokenCount`, the AI SDK `inputTokens`,
+/// a number or, in the usage of the AI SDK's v5/v6 providers, an object with its `total`), with
+/// the cache reads and reasoning tokens of the same object, flat or nested; `None` when it
+/// carries no input or output count but zeros.
+pub fn usage_of(v: &Value) -> Option<Usage> {
+    fn walk(v: &Value, best: &mut Usage, depth: usize) {
+        if depth > 8 {
+            return;
+        }
+        match v {
+            Value::Object(m) => {
+                let here = usage_here(m);
+                if here.input + here.output > best.input + best.output {
+                    *best = here;
+                }
+                for child in m.values() {
+                    walk(child, best, depth + 1);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|c| walk(c, best, depth + 1)),
+            _ => {}
+        }
+    }
+    let mut best = Usage::default();
+    walk(v, &mut best, 0);
+    (best.input + best.output > 0).then_some(best)
+}
+
+/// The counts one object of a usage value holds.
+fn usage_here(m: &serde_json::Map<String, Value>) -> Usage {
     const INPUT: &[&str] = &[
         "input_tokens",
         "prompt_tokens",
@@ -369,28 +409,47 @@ pub fn usage_of(v: &Value) -> Option<(u64, u64)> {
         "completionTokens",
         "candidatesTokenCount",
     ];
-    fn walk(v: &Value, best: &mut (u64, u64), depth: usize) {
-        if depth > 8 {
-            return;
-        }
-        match v {
-            Value::Object(m) => {
-                let pick = |keys: &[&str]| keys.iter().find_map(|k| m.get(*k).and_then(num_of));
-                let (i, o) = (pick(INPUT).unwrap_or(0), pick(OUTPUT).unwrap_or(0));
-                if i + o > best.0 + best.1 {
-                    *best = (i, o);
-                }
-                for child in m.values() {
-                    walk(child, best, depth + 1);
-                }
-            }
-            Value::Array(a) => a.iter().for_each(|c| walk(c, best, depth + 1)),
-            _ => {}
-        }
+    const CACHE_READ: &[&str] = &[
+        "cachedInputTokens",
+        "cache_read_input_tokens",
+        "cacheReadInputTokens",
+        "cachedContentTokenCount",
+    ];
+    const REASONING: &[&str] = &["reasoningTokens", "thoughtsTokenCount"];
+    // Detail objects beside the counts: (the object, the count in it).
+    const CACHE_DETAIL: &[(&str, &str)] = &[
+        ("inputTokenDetails", "cacheReadTokens"),
+        ("prompt_tokens_details", "cached_tokens"),
+        ("input_tokens_details", "cached_tokens"),
+        ("promptTokensDetails", "cachedTokens"),
+    ];
+    const REASONING_DETAIL: &[(&str, &str)] = &[
+        ("outputTokenDetails", "reasoningTokens"),
+        ("completion_tokens_details", "reasoning_tokens"),
+        ("output_tokens_details", "reasoning_tokens"),
+        ("completionTokensDetails", "reasoningTokens"),
+    ];
+    // A count, or an object of counts with its total.
+    let count = |v: &Value| num_of(v).or_else(|| v.get("total").and_then(num_of));
+    let pick = |keys: &[&str]| keys.iter().find_map(|k| m.get(*k).and_then(count));
+    let in_object = |keys: &[&str], inner: &str| {
+        (keys.iter()).find_map(|k| m.get(*k).and_then(|o| o.get(inner)).and_then(num_of))
+    };
+    let detail = |pairs: &[(&str, &str)]| {
+        (pairs.iter()).find_map(|(o, k)| m.get(*o).and_then(|o| o.get(*k)).and_then(num_of))
+    };
+    let (flat_cache, flat_reasoning) = (pick(CACHE_READ), pick(REASONING));
+    let nested_cache = in_object(INPUT, "cacheRead").filter(|_| flat_cache.is_none());
+    let nested_reasoning = in_object(OUTPUT, "reasoning").filter(|_| flat_reasoning.is_none());
+    Usage {
+        input: pick(INPUT).unwrap_or(0),
+        output: pick(OUTPUT).unwrap_or(0),
+        cache_read: (flat_cache.or(nested_cache).or_else(|| detail(CACHE_DETAIL))).unwrap_or(0),
+        reasoning: (flat_reasoning.or(nested_reasoning))
+            .or_else(|| detail(REASONING_DETAIL))
+            .unwrap_or(0),
+        nested: nested_cache.is_some_and(|c| c > 0) || nested_reasoning.is_some_and(|r| r > 0),
     }
-    let mut best = (0, 0);
-    walk(v, &mut best, 0);
-    (best.0 + best.1 > 0).then_some(best)
 }
 
 /// The provider's finish reason in a response value (`finish_reason`, `stop_reason`,
@@ -493,6 +552,59 @@ mod tests {
                 assert_ne!(slim(part.clone()), part, "{part}");
             }
         }
+    }
+
+    /// Usage in the shapes providers and SDKs log it: flat counts, counts with detail objects,
+    /// and the AI SDK v5/v6 providers' counts nested as objects with their total.
+    #[test]
+    fn usage_of_reads_cache_reads_and_reasoning_flat_and_nested() {
+        let usage = |text: &str| usage_of(&serde_json::from_str(text).unwrap());
+        let nested = usage(
+            r#"{"inputTokens":{"total":12703,"noCache":12511,"cacheRead":192},"outputTokens":{"total":412,"text":97,"reasoning":315}}"#,
+        );
+        assert_eq!(
+            nested,
+            Some(Usage {
+                input: 12703,
+                output: 412,
+                cache_read: 192,
+                reasoning: 315,
+                nested: true
+            })
+        );
+        let flat = usage(
+            r#"{"inputTokens":900,"outputTokens":40,"cachedInputTokens":300,"reasoningTokens":12}"#,
+        );
+        assert_eq!(
+            flat.map(|u| (u.cache_read, u.reasoning, u.nested)),
+            Some((300, 12, false))
+        );
+        let details = usage(
+            r#"{"inputTokens":900,"inputTokenDetails":{"cacheReadTokens":300},"outputTokens":40,"outputTokenDetails":{"reasoningTokens":12}}"#,
+        );
+        assert_eq!(
+            details.map(|u| (u.cache_read, u.reasoning)),
+            Some((300, 12))
+        );
+        let chat = usage(
+            r#"{"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":256}}}"#,
+        );
+        assert_eq!(
+            chat.map(|u| (u.input, u.cache_read, u.reasoning)),
+            Some((16, 8, 256))
+        );
+        let anthropic = usage(
+            r#"{"anthropic":{"usage":{"input_tokens":10,"output_tokens":2,"cache_read_input_tokens":7}}}"#,
+        );
+        assert_eq!(
+            anthropic.map(|u| (u.input, u.output, u.cache_read)),
+            Some((10, 2, 7))
+        );
+        // The SDK's empty usage of a provider that sent none.
+        assert_eq!(
+            usage(r#"{"inputTokenDetails":{},"outputTokenDetails":{}}"#),
+            None
+        );
     }
 
     /// The total read from a token object's text is the total of its value, or `None` where an

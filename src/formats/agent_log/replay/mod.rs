@@ -291,7 +291,9 @@ fn read_batches<R: BufRead>(
             break;
         }
     }
-    reader.stats().clone()
+    let mut stats = reader.stats().clone();
+    (stats.json_stamp_ms, stats.last_stamp_ms) = reader.stamps();
+    stats
 }
 
 /// Builds the session model of an agent log, forgetting what `window` allows.
@@ -374,6 +376,11 @@ fn run<R: BufRead + Send>(
         );
         counts.insert("text lines", stats.text_lines + decoded_stats.text_lines);
         counts.insert("rejoined splits", stats.rejoined_splits);
+        if let Some(tail) = &mut analysis.tail
+            && let (Some(last), Some(end)) = (stats.json_stamp_ms, stats.last_stamp_ms)
+        {
+            tail.quiet_ms = Some(end.saturating_sub(last));
+        }
         Ok(Forgot::Done(Box::new(analysis)))
     })
 }
@@ -542,7 +549,7 @@ mod tests {
         let a = run(&log);
         let kinds: Vec<&EventKind> = a.events.iter().map(|e| &e.kind).collect();
         assert!(
-            matches!(kinds[0], EventKind::ModelRequested { spec } if spec == "kilo/glm-5-free")
+            matches!(kinds[0], EventKind::ModelRequested { spec, .. } if spec == "kilo/glm-5-free")
         );
         assert!(
             matches!(kinds[1], EventKind::ModelResolved(m) if m.raw == "opencode/kimi-k2.5-free")

@@ -82,7 +82,7 @@ enum PeekKey {
     /// One of the fields they read: its index in [`Peek`]'s order.
     Field(usize),
     /// A key only an object the full path must read has (a part event, an early compact log
-    /// entry, a Claude Code record, provider metadata).
+    /// entry, a Claude Code record, provider metadata, the usage the SDK handed the agent).
     RuledOut,
     Other,
 }
@@ -103,9 +103,11 @@ fn peek_key(key: &str) -> PeekKey {
         7 if is(k, b"message") => PeekKey::Field(3),
         7 if is(k, b"modelID") => PeekKey::Field(6),
         8 if is(k, b"rawModel") => PeekKey::Field(7),
+        8 if is(k, b"rawUsage") => PeekKey::RuledOut,
         9 if is(k, b"sessionID") => PeekKey::Field(4),
         10 if is(k, b"providerID") => PeekKey::Field(5),
         10 if is(k, b"session_id") => PeekKey::RuledOut,
+        11 if is(k, b"rawMetadata") => PeekKey::RuledOut,
         16 if is(k, b"providerMetadata") => PeekKey::RuledOut,
         _ => PeekKey::Other,
     }
@@ -117,7 +119,8 @@ fn peek_key(key: &str) -> PeekKey {
 /// what building a `Value` refuses (a derived reader skips them with `IgnoredAny`, which accepts
 /// lone surrogates, numbers out of range and nesting beyond the recursion limit), so an object
 /// that reads as a `Peek` also reads as a `Value`. A key that alone rules the object out (`part`,
-/// `log`, Claude Code's `session_id`, `providerMetadata`) ends the reading at once: the object
+/// `log`, Claude Code's `session_id`, `providerMetadata`, `rawUsage`, `rawMetadata`) ends the
+/// reading at once: the object
 /// takes the full path, and its value (a part event's part, most of its bytes) is not walked
 /// twice.
 #[derive(Default, Debug, PartialEq)]
@@ -508,6 +511,8 @@ pub(super) fn light(text: &str) -> Option<Light> {
         && message != "unhandled"
         && message != "exiting loop"
         && !message.starts_with("Agent started")
+        // The default a fallback picks (see `apply_log`).
+        && message != "using opencode provider as default"
         && !mentions_retry(message)
         // `apply_log` reads a model resolution from these (and only then).
         && !(p.provider_id.0 && p.model_id.0 && (p.raw_model.0 || service == "default"));
@@ -614,7 +619,9 @@ mod tests {
             "providerID" => Some(5),
             "modelID" => Some(6),
             "rawModel" => Some(7),
-            "part" | "log" | "session_id" | "providerMetadata" => Some(8),
+            "part" | "log" | "session_id" | "providerMetadata" | "rawUsage" | "rawMetadata" => {
+                Some(8)
+            }
             _ => None,
         };
         let got = |key: &str| match peek_key(key) {
@@ -635,6 +642,8 @@ mod tests {
             "log",
             "session_id",
             "providerMetadata",
+            "rawUsage",
+            "rawMetadata",
             "",
             "t",
             "types",

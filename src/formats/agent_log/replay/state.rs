@@ -30,6 +30,15 @@ pub(super) struct State {
     pub(super) bus_events: u64,
     /// The last `retry-after` the agent parsed, until the sleep it leads to.
     pub(super) retry_after: Option<(u64, Span)>,
+    /// The model the prompt loop failed to initialise before falling back to the agent's
+    /// default (`Failed to initialize specified model, falling back to default model`), and
+    /// where it is: the default the agent picks next is the model that runs.
+    pub(super) falling_back: Option<(String, Option<Span>)>,
+    /// The agent's last record, whether it had work in hand there, and a word after it that
+    /// the run was stopped from outside (see [`crate::session::RunTail`]).
+    pub(super) last_record: Option<(Seq, Span, bool)>,
+    pub(super) busy: bool,
+    pub(super) stop: Option<(Seq, crate::session::RunStop)>,
     /// The retry sleeps announced so far: their position and time (ms, when the entry had a
     /// timestamp), and whether a part was written after each.
     pub(super) waits: Vec<(Seq, Option<u64>, bool)>,
@@ -68,6 +77,10 @@ impl State {
             current_session: None,
             bus_events: 0,
             retry_after: None,
+            falling_back: None,
+            last_record: None,
+            busy: false,
+            stop: None,
             waits: Vec::new(),
             last_log_ms: None,
             informational: Vec::new(),
@@ -79,6 +92,45 @@ impl State {
             window: None,
             claude_calls: Vec::new(),
         }
+    }
+
+    /// `span` at `seq` is a record of the agent's: its last so far.
+    pub(super) fn agent_record(&mut self, seq: Seq, span: Span) {
+        self.last_record = Some((seq, span, self.busy));
+    }
+
+    /// Whether the agent has work in hand, after an event: a prompt or a step begins work, and
+    /// work ends when the loop exits, the session goes idle or is cancelled, an error strikes or
+    /// the wrapper gives its verdict.
+    fn note_progress(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Prompt | EventKind::StepFinished(_) | EventKind::RetryWait(_) => {
+                self.busy = true;
+            }
+            EventKind::LoopExit
+            | EventKind::Idle
+            | EventKind::Cancel
+            | EventKind::SessionError(_)
+            | EventKind::ProcessCrash(_)
+            | EventKind::BusSessionError
+            | EventKind::RawError(_)
+            | EventKind::WrapperStatus { .. }
+            | EventKind::WrapperError { .. } => self.busy = false,
+            _ => {}
+        }
+    }
+
+    /// The agent's last run, as it ended (see [`crate::session::RunTail`]).
+    fn tail(&self) -> Option<crate::session::RunTail> {
+        let (seq, span, busy) = self.last_record?;
+        Some(crate::session::RunTail {
+            last_record: span,
+            busy,
+            stop: (self.stop.as_ref())
+                .filter(|(at, _)| *at > seq)
+                .map(|(_, stop)| stop.clone()),
+            quiet_ms: None,
+        })
     }
 
     /// The model, or, when the log must be read again, from which record on it must be kept
@@ -121,12 +173,14 @@ impl State {
                 m.parts.sort_unstable_by(|a, b| a.part.id.cmp(&b.part.id));
             }
         }
+        self.analysis.tail = self.tail();
         self.analysis.counts.insert("bus events", self.bus_events);
         self.note_wait_afters();
         Ok(self.analysis)
     }
 
     pub(super) fn event(&mut self, seq: Seq, span: Span, session: Option<String>, kind: EventKind) {
+        self.note_progress(&kind);
         let session = session.or_else(|| self.current_session.clone());
         let event = Event {
             seq,
