@@ -291,3 +291,53 @@ fn a_payload_in_every_string_of_every_fixture_reaches_no_output_raw() {
         "the bidi override is written escaped"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn the_other_commands_write_json_with_dangerous_characters_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ids are left alone too: a session is listed and repaired only when its ids are ones.
+    let spare = [
+        DISCRIMINATORS,
+        &[
+            "id",
+            "uuid",
+            "parentUuid",
+            "sessionId",
+            "sessionID",
+            "messageID",
+            "parentID",
+            "callID",
+        ],
+    ]
+    .concat();
+    let runs: [(&str, &[&str]); 3] = [
+        (
+            "checks/export-healthy.json",
+            &["sessions", "--format", "json"],
+        ),
+        (
+            "checks/export-healthy.json",
+            &["request", "--format", "json"],
+        ),
+        (
+            "transcripts/claude-orphan-tool.jsonl",
+            &["repair", "--dry-run", "--format", "json"],
+        ),
+    ];
+    for (fixture, args) in runs {
+        let text = std::fs::read_to_string(repo(&format!("tests/fixtures/{fixture}"))).unwrap();
+        let planted = dir
+            .path()
+            .join(format!("{NAME_PAYLOAD}-{}", fixture.replace('/', "-")));
+        std::fs::write(&planted, plant(&text, &spare)).unwrap();
+        let out = rewind().args(args).arg(&planted).output().unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        if let Some(c) = carries_raw(&stdout) {
+            panic!("{args:?} carries a raw {c:?}:\n{stdout}");
+        }
+        let _: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: {e}\n{stdout}"));
+        assert!(stdout.contains("\\u202e"), "{args:?}: {stdout}");
+    }
+}
