@@ -17,17 +17,23 @@ impl<F: Formatter> Formatter for Safe<F> {
         writer: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
-        let mut rest = fragment;
-        while let Some((at, c)) = rest
-            .char_indices()
-            .find(|&(_, c)| crate::text::is_dangerous(c))
-        {
-            writer.write_all(&rest.as_bytes()[..at])?;
-            // Every dangerous character is in the Basic Multilingual Plane: one escape.
-            write!(writer, "\\u{:04x}", c as u32)?;
-            rest = &rest[at + c.len_utf8()..];
+        // Every dangerous character serde_json leaves raw starts with one of three bytes (DEL,
+        // C1's 0xC2, the bidi and separator block's 0xE2): the rest is copied as it is.
+        let bytes = fragment.as_bytes();
+        let (mut from, mut at) = (0, 0);
+        while let Some(found) = memchr::memchr3(0x7f, 0xc2, 0xe2, &bytes[at..]) {
+            let i = at + found;
+            // A lead byte (or ASCII): `i` is a character boundary.
+            let c = fragment[i..].chars().next().unwrap_or_default();
+            at = i + c.len_utf8();
+            if crate::text::is_dangerous(c) {
+                writer.write_all(&bytes[from..i])?;
+                // Every dangerous character is in the Basic Multilingual Plane: one escape.
+                write!(writer, "\\u{:04x}", c as u32)?;
+                from = at;
+            }
         }
-        writer.write_all(rest.as_bytes())
+        writer.write_all(&bytes[from..])
     }
 
     fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
@@ -91,5 +97,21 @@ mod tests {
         to_writer_pretty(&mut pretty, &serde_json::json!({"k": [s]})).unwrap();
         let text = String::from_utf8(pretty).unwrap();
         assert!(text.contains("\n  \"k\": [\n    \"a\\u202eb"), "{text}");
+    }
+
+    #[test]
+    fn every_dangerous_character_and_only_those_is_escaped() {
+        for c in (0..0x3000).filter_map(char::from_u32) {
+            let mut out = Vec::new();
+            to_writer(&mut out, &format!("é{c}\u{2027}")).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            // Quotes and backslashes are in any JSON string, escaped or as delimiters.
+            let dangerous = crate::text::is_dangerous(c);
+            assert_eq!(text.contains(c), !dangerous, "{c:?}: {text}");
+            assert_eq!(
+                serde_json::from_str::<String>(&text).unwrap(),
+                format!("é{c}\u{2027}")
+            );
+        }
     }
 }
