@@ -24,6 +24,19 @@ pub fn ceil_boundary(s: &str, i: usize) -> usize {
     k
 }
 
+/// Whether `c` must not reach a reader raw, whatever the output: controls (C0, DEL, C1 with
+/// NEL, U+0085), which drive a terminal; the bidirectional marks, embeddings, overrides and
+/// isolates, which reorder what a reader sees; and the line and paragraph separators, which break
+/// a line where the printer did not (and end a line in JavaScript). Every printer escapes these
+/// its own way: the terminal as `\u{202e}`, JSON as `\u202e`, XML as `&#x202E;`.
+pub fn is_dangerous(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
 /// The most input an error message quotes, in bytes.
 pub const MAX_QUOTED: usize = 200;
 
@@ -160,6 +173,21 @@ mod tests {
         assert_eq!(shell_quote(""), "''");
     }
     use super::*;
+
+    #[test]
+    fn dangerous_characters_are_controls_bidi_and_separators() {
+        for c in [
+            '\u{1b}', '\u{7}', '\u{7f}', '\u{85}', '\u{9b}', '\u{200e}', '\u{200f}', '\u{2028}',
+            '\u{2029}', '\u{202a}', '\u{202e}', '\u{2066}', '\u{2069}', '\n',
+        ] {
+            assert!(is_dangerous(c), "{c:?}");
+        }
+        for c in [
+            'a', 'é', '\u{a0}', '\u{200b}', '\u{2027}', '\u{202f}', '\u{206a}', '😀',
+        ] {
+            assert!(!is_dangerous(c), "{c:?}");
+        }
+    }
 
     #[test]
     fn a_cut_string_keeps_no_more_than_it_holds() {

@@ -133,12 +133,11 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
             let plans = [outcome.plan];
             match args.format {
                 OutputFormat::Json => {
-                    serde_json::to_writer_pretty(
+                    crate::report::safe_json::to_writer_pretty(
                         &mut out,
                         &json!({"path": shown, "dry_run": args.dry_run, "plan": plans[0].changes,
                                 "unfixable": plans[0].unfixable, "output": outcome.output}),
-                    )
-                    .map_err(std::io::Error::from)?;
+                    )?;
                     writeln!(out)?;
                 }
                 OutputFormat::Human => {
@@ -196,12 +195,11 @@ fn db_report(
     let unfixable: Vec<&String> = outcome.plans.iter().flat_map(|p| &p.unfixable).collect();
     match format {
         OutputFormat::Json => {
-            serde_json::to_writer_pretty(
+            crate::report::safe_json::to_writer_pretty(
                 &mut *out,
                 &json!({"path": shown, "dry_run": dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
                         "unfixable": unfixable, "caveats": outcome.caveats, "applied": outcome.applied, "backup": outcome.backup}),
-            )
-            .map_err(std::io::Error::from)?;
+            )?;
             writeln!(out)?;
         }
         OutputFormat::Human => {
@@ -249,13 +247,12 @@ fn transcript_report(
     let plan = &outcome.plan;
     match format {
         OutputFormat::Json => {
-            serde_json::to_writer_pretty(
+            crate::report::safe_json::to_writer_pretty(
                 &mut *out,
                 &json!({"path": shown, "dry_run": dry_run, "client": plan.client, "session": plan.session_id,
                         "plan": plan.changes, "unfixable": plan.unfixable, "applied": outcome.applied,
                         "backup": outcome.backup, "bytes_before": outcome.bytes_before, "bytes_after": outcome.bytes_after}),
-            )
-            .map_err(std::io::Error::from)?;
+            )?;
             writeln!(out)?;
         }
         OutputFormat::Human => {

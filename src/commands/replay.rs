@@ -190,7 +190,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 "units": docs,
             });
             let mut out = super::Out;
-            serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
+            crate::report::safe_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         }
         ReplayFormat::Html if comparing => print_out(&html::compare_page(&compared))?,

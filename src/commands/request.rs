@@ -238,7 +238,7 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
         HumanOrJson::Human => human(&mut out, &args, &chosen, &violations)?,
         HumanOrJson::Json => {
             let doc = document(&chosen, &violations);
-            serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
+            crate::report::safe_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         }
     }

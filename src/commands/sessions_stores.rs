@@ -341,11 +341,10 @@ pub fn run_folder(
     match format {
         HumanOrJson::Json => {
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
-            serde_json::to_writer_pretty(
+            crate::report::safe_json::to_writer_pretty(
                 &mut out,
                 &json!({"folder": dir, "stores": stores, "which_store": WHICH_STORE}),
-            )
-            .map_err(std::io::Error::from)?;
+            )?;
             writeln!(out)?;
         }
         HumanOrJson::Human => {
@@ -389,8 +388,10 @@ pub fn run_transcripts(
     match format {
         HumanOrJson::Json => {
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
-            serde_json::to_writer_pretty(&mut out, &json!({"folder": dir, "stores": stores}))
-                .map_err(std::io::Error::from)?;
+            crate::report::safe_json::to_writer_pretty(
+                &mut out,
+                &json!({"folder": dir, "stores": stores}),
+            )?;
             writeln!(out)?;
         }
         HumanOrJson::Human => {
@@ -604,11 +605,10 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
                 .map(|s| json!({"what": s.what, "path": s.path, "via": s.via, "found": s.found}))
                 .collect();
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
-            serde_json::to_writer_pretty(
+            crate::report::safe_json::to_writer_pretty(
                 &mut out,
                 &json!({"searched": searched, "home": home, "stores": stores}),
-            )
-            .map_err(std::io::Error::from)?;
+            )?;
             writeln!(out)?;
         }
         HumanOrJson::Human => {

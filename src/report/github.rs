@@ -31,6 +31,36 @@ pub fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
+/// Escapes text from the input for the step summary, which GitHub renders as GitHub-flavoured
+/// Markdown with raw HTML allowed: `<`, `>` and `&` as entities, every ASCII punctuation character
+/// that can open or close Markdown (code spans, emphasis, links and images, table cells, math,
+/// emoji, mentions) behind a backslash, and line breaks, controls and bidirectional characters as
+/// the human printer shows them (`\u{a}`), so that a recorded string renders as the text it is,
+/// inside one table cell. Never put the result in a code span: escapes are literal there.
+pub fn escape_markdown(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if crate::text::is_dangerous(c) {
+            let mut shown = String::new();
+            super::snippet::push_escaped(&mut shown, c);
+            out.push_str(&escape_markdown(&shown));
+            continue;
+        }
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '{' | '}' | '!' | '~' | '|' | '#'
+            | '$' | ':' | '@' | '^' => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 /// The workflow command for one finding.
 pub fn command(rec: &FindingRecord) -> String {
     let kind = match rec.severity {
@@ -103,25 +133,26 @@ impl<W: Write> GithubPrinter<W> {
             md.push_str("\n| severity | rule | where | message |\n|---|---|---|---|\n");
             for r in &self.records {
                 let at = match (&r.file, r.line, &r.locator) {
-                    (Some(f), Some(l), _) => format!("{f}:{l}"),
-                    (Some(f), None, Some(loc)) => format!("{f} › {loc}"),
-                    (Some(f), None, None) => f.clone(),
+                    (Some(f), Some(l), _) => format!("{}:{l}", escape_markdown(f)),
+                    (Some(f), None, Some(loc)) => {
+                        format!("{} › {}", escape_markdown(f), escape_markdown(loc))
+                    }
+                    (Some(f), None, None) => escape_markdown(f),
                     (None, _, _) => String::new(),
                 };
-                let msg = r.message.replace('|', "\\|").replace('\n', " ");
                 md.push_str(&format!(
-                    "| {} | `{}` | {} | {} |\n",
+                    "| {} | `{}` | {at} | {} |\n",
                     r.severity,
                     r.rule,
-                    at.replace('|', "\\|"),
-                    msg
+                    escape_markdown(&r.message)
                 ));
             }
         }
         for (file, error) in &run.errors {
             md.push_str(&format!(
-                "\n- unreadable `{file}`: {}\n",
-                error.replace('\n', " ")
+                "\n- unreadable {}: {}\n",
+                escape_markdown(file),
+                escape_markdown(error)
             ));
         }
         md
@@ -166,5 +197,55 @@ mod tests {
     fn escaping_follows_actions_core() {
         assert_eq!(escape_data("100% done\r\nnext"), "100%25 done%0D%0Anext");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+    }
+
+    #[test]
+    fn summary_text_cannot_change_the_markdown() {
+        let hostile = "x`<img src=x>`[Re-run passed](https://e.x)|*_\n| a |\u{202e}&";
+        let md = escape_markdown(hostile);
+        assert_eq!(
+            md,
+            "x\\`&lt;img src=x&gt;\\`\\[Re-run passed\\]\\(https\\://e.x\\)\\|\\*\\_\\\\u\\{a\\}\\| a \\|\\\\u\\{202e\\}&amp;"
+        );
+        assert!(!md.contains(['<', '\n', '\u{202e}']));
+    }
+
+    #[test]
+    fn the_step_summary_escapes_file_names_and_messages() {
+        let mut printer = GithubPrinter::new(Vec::new());
+        printer.records.push(FindingRecord {
+            rule: crate::checks::Rule::StepUnclosed,
+            severity: Severity::Warning,
+            message: "closed `code` <img src=x> [l](https://e.x)".into(),
+            file: Some("a|b\n<img src=x>.log".into()),
+            locator: None,
+            line: Some(3),
+            column: None,
+            end_line: None,
+            end_column: None,
+            span: None,
+            label: None,
+            ids: Default::default(),
+            related: Vec::new(),
+            notes: Vec::new(),
+            help: None,
+            fingerprint: "abc".into(),
+        });
+        let run = RunSummary {
+            errors: vec![("bad`\n|.log".into(), "no <b>".into())],
+            ..RunSummary::default()
+        };
+        let md = printer.markdown(&run);
+        assert!(!md.contains(['<', '>']), "{md}");
+        assert!(!md.contains("]("), "{md}");
+        let row = md.lines().find(|l| l.contains("a\\|b")).unwrap_or_default();
+        assert!(
+            row.ends_with(" |") && row.contains("closed \\`code\\`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- unreadable bad\\`\\\\u\\{a\\}\\|.log: no &lt;b&gt;"),
+            "{md}"
+        );
     }
 }

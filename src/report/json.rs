@@ -98,7 +98,7 @@ impl<W: Write> Printer for JsonPrinter<W> {
             errors,
             summary: &self.totals,
         };
-        serde_json::to_writer_pretty(&mut self.out, &doc)?;
+        super::safe_json::to_writer_pretty(&mut self.out, &doc)?;
         writeln!(self.out)?;
         self.out.flush()
     }

@@ -27,7 +27,7 @@ impl<W: Write> Printer for JsonlPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
         self.files += 1;
         for rec in &unit.records {
-            serde_json::to_writer(&mut self.out, rec)?;
+            super::safe_json::to_writer(&mut self.out, rec)?;
             writeln!(self.out)?;
         }
         self.totals.merge(Totals::of(&unit.records));
@@ -36,7 +36,7 @@ impl<W: Write> Printer for JsonlPrinter<W> {
 
     fn finish(&mut self, run: &RunSummary) -> io::Result<()> {
         for (file, error) in &run.errors {
-            serde_json::to_writer(&mut self.out, &json!({"error": error, "file": file}))?;
+            super::safe_json::to_writer(&mut self.out, &json!({"error": error, "file": file}))?;
             writeln!(self.out)?;
         }
         let summary = json!({"summary": {
@@ -47,7 +47,7 @@ impl<W: Write> Printer for JsonlPrinter<W> {
             "skipped": run.files_skipped.len(),
             "unreadable": run.errors.len(),
         }});
-        serde_json::to_writer(&mut self.out, &summary)?;
+        super::safe_json::to_writer(&mut self.out, &summary)?;
         writeln!(self.out)?;
         self.out.flush()
     }

@@ -6,7 +6,9 @@ use std::io::{self, Write};
 use super::record::FindingRecord;
 use super::{Printer, RunSummary, Totals, UnitOutput};
 
-/// Escapes text for XML 1.0 (characters XML cannot carry are dropped).
+/// Escapes text for XML 1.0: markup as entities, the other characters [`crate::text::is_dangerous`]
+/// names as character references (`&#x202E;`), so that a report shown raw carries none of them;
+/// the C0 controls XML cannot carry even as references are dropped.
 pub fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -18,6 +20,7 @@ pub fn xml_escape(s: &str) -> String {
             '\'' => out.push_str("&apos;"),
             '\t' | '\n' | '\r' => out.push(c),
             c if (c as u32) < 0x20 || matches!(c, '\u{fffe}' | '\u{ffff}') => {}
+            c if crate::text::is_dangerous(c) => out.push_str(&format!("&#x{:X};", c as u32)),
             c => out.push(c),
         }
     }
@@ -137,6 +140,14 @@ impl<W: Write> Printer for JunitPrinter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_bidi_controls_separators_and_c1_as_references() {
+        assert_eq!(
+            xml_escape("a\u{202e}b\u{2028}\u{85}\u{9b}\u{7f}\u{200e}\u{2066}é"),
+            "a&#x202E;b&#x2028;&#x85;&#x9B;&#x7F;&#x200E;&#x2066;é"
+        );
+    }
 
     #[test]
     fn escapes_markup_and_drops_controls() {

@@ -13,6 +13,7 @@ pub mod json;
 pub mod jsonl;
 pub mod junit;
 pub mod record;
+pub mod safe_json;
 pub mod sarif;
 pub mod snippet;
 

@@ -250,7 +250,7 @@ impl<W: Write> Printer for SarifPrinter<W> {
             }],
         };
         // Compact: SARIF uploads are size-limited.
-        serde_json::to_writer(&mut self.out, &doc)?;
+        super::safe_json::to_writer(&mut self.out, &doc)?;
         writeln!(self.out)?;
         self.out.flush()
     }

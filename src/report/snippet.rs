@@ -711,14 +711,7 @@ impl DisplayLine {
 
 /// Appends `c`, escaping what could drive a terminal (controls, DEL, C1, bidi overrides).
 pub fn push_escaped(out: &mut String, c: char) {
-    // Controls (C0, DEL, C1 with U+0085), the bidirectional marks, embeddings, overrides and
-    // isolates (which reorder what a reader sees), and the line and paragraph separators (which
-    // break a line where the printer did not).
-    let dangerous = c.is_control()
-        || matches!(
-            c,
-            '\u{200e}' | '\u{200f}' | '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        );
+    let dangerous = crate::text::is_dangerous(c);
     match c {
         '\t' => out.push(' '),
         _ if dangerous => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
