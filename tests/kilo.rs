@@ -190,3 +190,24 @@ fn sessions_finds_kilo_db_in_its_data_folder() {
         .collect();
     assert!(searched.contains(&"Kilo database"), "{searched:?}");
 }
+
+#[test]
+fn an_export_kilo_refuses_to_import_is_named_and_repaired() {
+    // `kilo export` of the tool session with the tool's status edited to `failed`: Kilo 7.7.7's
+    // import refused it ("Expected ToolState", kilo-import.txt) and imported the copy rewind
+    // repaired.
+    let export = repo(&format!(
+        "tests/fixtures/kilo/{VERSION}/import_malformed/export.json"
+    ));
+    let (code, doc) = diagnose_json(&export, &[]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(rules(&doc), ["schema-violation"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("export.json");
+    std::fs::copy(&export, &copy).unwrap();
+    let out = rewind().arg("repair").arg(&copy).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let (code, doc) = diagnose_json(&dir.path().join("export.repaired.json"), &[]);
+    assert_eq!(code, 0, "{doc}");
+}
