@@ -211,3 +211,27 @@ fn an_export_kilo_refuses_to_import_is_named_and_repaired() {
     let (code, doc) = diagnose_json(&dir.path().join("export.repaired.json"), &[]);
     assert_eq!(code, 0, "{doc}");
 }
+
+#[test]
+fn sessions_lists_a_kilo_data_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("kilo");
+    build("healthy", &data.join("kilo.db"));
+    build("kill_tool", &data.join("kilo-dev.db"));
+    let out = rewind()
+        .arg("sessions")
+        .arg(&data)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        kilo_stores(&doc),
+        [("kilo.db".to_owned(), 1), ("kilo-dev.db".to_owned(), 1)]
+    );
+    let out = rewind().arg("sessions").arg(&data).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("Kilo data folder"), "{text}");
+    assert!(!text.contains("opencode.db"), "{text}");
+}

@@ -189,7 +189,15 @@ fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
     if with_path {
         header.push("path");
     }
-    header.extend(["sessions", "hidden", "not in opencode.db", "findings"]);
+    // Only OpenCode's stores are compared with opencode.db.
+    let opencode = listings
+        .iter()
+        .any(|l| matches!(l.kind, Kind::OpencodeDb | Kind::OpencodeStorage));
+    header.extend(["sessions", "hidden"]);
+    if opencode {
+        header.push("not in opencode.db");
+    }
+    header.push("findings");
     t.set_header(header);
     for l in listings {
         let mut row = vec![escape(&l.label, true)];
@@ -203,12 +211,11 @@ fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
             }
             None => l.rows.len().to_string(),
         };
-        row.extend([
-            sessions,
-            l.hidden().map_or("-".into(), |n| n.to_string()),
-            l.not_in_default.map_or("-".into(), |n| n.to_string()),
-            l.totals().words(),
-        ]);
+        row.extend([sessions, l.hidden().map_or("-".into(), |n| n.to_string())]);
+        if opencode {
+            row.push(l.not_in_default.map_or("-".into(), |n| n.to_string()));
+        }
+        row.push(l.totals().words());
         t.add_row(row);
     }
     t
@@ -412,6 +419,59 @@ pub fn run_transcripts(
     Ok(ExitStatus::Clean)
 }
 
+/// Kilo's databases in `dir`, each as one listing.
+fn kilo_folder_listings(
+    dir: &Path,
+    label_via: Option<&str>,
+    options: &Options,
+) -> Vec<StoreListing> {
+    opencode_data::kilo_stores_in(dir)
+        .into_iter()
+        .map(|store| {
+            let channel = store.channel().map(str::to_owned);
+            let read_by = match &channel {
+                None => "Kilo releases (`kilo`); any build with KILO_DISABLE_CHANNEL_DB=1".into(),
+                Some(c) => format!("Kilo builds of the channel `{c}`"),
+            };
+            let label = match label_via {
+                Some(via) => format!("{} in {via}", store.name),
+                None => store.name.clone(),
+            };
+            db_listing(label, store.path, Kind::KiloDb, channel, read_by, options)
+        })
+        .collect()
+}
+
+/// `rewind sessions KILO_DATA_FOLDER`: the Kilo databases in it.
+pub fn run_kilo_folder(
+    dir: &Path,
+    options: &Options,
+    format: HumanOrJson,
+) -> Result<ExitStatus, RewindError> {
+    let listings = kilo_folder_listings(dir, None, options);
+    let mut out = super::Out;
+    match format {
+        HumanOrJson::Json => {
+            let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
+            serde_json::to_writer_pretty(&mut out, &json!({"folder": dir, "stores": stores}))
+                .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        HumanOrJson::Human => {
+            let shown = escape(&dir.display().to_string(), false);
+            writeln!(out, "Kilo data folder {shown}")?;
+            writeln!(out, "{}", summary_table(&listings, false))?;
+            write_sessions(&mut out, &listings)?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "`rewind sessions STORE` lists one store; `rewind diagnose STORE --session ID` shows the findings of one session"
+            )?;
+        }
+    }
+    Ok(ExitStatus::Clean)
+}
+
 /// A place searched, and what was found there.
 struct Searched {
     what: &'static str,
@@ -487,33 +547,14 @@ fn kilo_listings(
     }
     let mut listings = Vec::new();
     for (dir, via) in &folders {
-        let found = opencode_data::kilo_stores_in(dir);
+        let these = kilo_folder_listings(dir, (folders.len() > 1).then_some(via.as_str()), options);
         searched.push(Searched {
             what: "Kilo data folder",
             path: dir.clone(),
             via: via.clone(),
-            found: !found.is_empty(),
+            found: !these.is_empty(),
         });
-        for store in found {
-            let channel = store.channel().map(str::to_owned);
-            let read_by = match &channel {
-                None => "Kilo releases (`kilo`); any build with KILO_DISABLE_CHANNEL_DB=1".into(),
-                Some(c) => format!("Kilo builds of the channel `{c}`"),
-            };
-            let label = if folders.len() > 1 {
-                format!("{} in {via}", store.name)
-            } else {
-                store.name.clone()
-            };
-            listings.push(db_listing(
-                label,
-                store.path,
-                Kind::KiloDb,
-                channel,
-                read_by,
-                options,
-            ));
-        }
+        listings.extend(these);
     }
     if let (Some(value), Some((data, _))) = (
         std::env::var_os("KILO_DB").filter(|v| !v.is_empty()),
