@@ -46,7 +46,8 @@ fn rules(doc: &Value) -> Vec<String> {
 #[test]
 fn healthy_recordings_diagnose_clean() {
     let dir = tempfile::tempdir().unwrap();
-    for scenario in ["healthy", "tool"] {
+    // resume_after_repair: Kilo continued the session rewind repaired, and stored a clean one.
+    for scenario in ["healthy", "tool", "resume_after_repair"] {
         let (code, doc) = diagnose_json(&fixture(scenario), &[]);
         assert_eq!(code, 0, "{scenario}: {doc}");
         assert!(severe(&doc).is_empty(), "{scenario}: {:?}", severe(&doc));
