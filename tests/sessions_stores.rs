@@ -61,6 +61,7 @@ fn sessions_in(home: &Path, env: &[(&str, &Path)], args: &[&str]) -> (i32, Strin
         "CODEX_HOME",
         "OPENCODE_DB",
         "OPENCODE_DISABLE_CHANNEL_DB",
+        "KILO_DB",
     ] {
         cmd.env_remove(k);
     }
@@ -243,6 +244,7 @@ fn without_a_store_the_stores_of_this_machine_are_searched() {
         searched,
         [
             ("OpenCode data folder", true),
+            ("Kilo data folder", false),
             ("Claude Code transcripts", true),
             ("Codex rollouts", true)
         ]
@@ -322,6 +324,8 @@ fn xdg_data_home_codex_home_and_claude_config_dir_move_the_stores() {
         [
             ("OpenCode data folder", "$XDG_DATA_HOME/opencode", true),
             ("OpenCode data folder", "~/.local/share/opencode", false),
+            ("Kilo data folder", "$XDG_DATA_HOME/kilo", false),
+            ("Kilo data folder", "~/.local/share/kilo", false),
             (
                 "Claude Code transcripts",
                 "$CLAUDE_CONFIG_DIR/projects",
@@ -347,6 +351,7 @@ fn when_nothing_is_found_it_says_what_was_searched() {
     );
     for place in [
         ".local/share/opencode",
+        ".local/share/kilo",
         ".claude/projects",
         ".codex/sessions",
     ] {
@@ -360,7 +365,7 @@ fn when_nothing_is_found_it_says_what_was_searched() {
     let (_, json) = sessions_in(dir.path(), &[], &["--format", "json"]);
     let doc: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["stores"].as_array().unwrap().len(), 0);
-    assert_eq!(doc["searched"].as_array().unwrap().len(), 3);
+    assert_eq!(doc["searched"].as_array().unwrap().len(), 4);
 }
 
 #[test]

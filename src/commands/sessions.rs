@@ -231,6 +231,12 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     }
     if !crate::ingest::input::is_stdin(store)
         && store.is_dir()
+        && !opencode_data::kilo_stores_in(store).is_empty()
+    {
+        return super::sessions_stores::run_kilo_folder(store, &options, args.format);
+    }
+    if !crate::ingest::input::is_stdin(store)
+        && store.is_dir()
         && crate::formats::is_transcript_folder(store)
     {
         return super::sessions_stores::run_transcripts(store, &options, args.format);

@@ -13,6 +13,9 @@
 //!   session (`<project>/<session>.jsonl`), subagents' beside it
 //!   (`<project>/<session>/subagents/agent-*.jsonl`).
 //! * Codex: `$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-*.jsonl`.
+//! * Kilo Code CLI (an OpenCode fork with its database): `$XDG_DATA_HOME/kilo`, else
+//!   `~/.local/share/kilo`, holding `kilo.db` (or `kilo-<channel>.db`); `KILO_DB` names another
+//!   database, resolved as `OPENCODE_DB` is (Kilo 7.7.7).
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -37,6 +40,7 @@ use crate::report::snippet::escape;
 enum Kind {
     OpencodeDb,
     OpencodeStorage,
+    KiloDb,
     Claude,
     Codex,
 }
@@ -46,6 +50,7 @@ impl Kind {
         match self {
             Kind::OpencodeDb => "opencode-database",
             Kind::OpencodeStorage => "opencode-storage",
+            Kind::KiloDb => "kilo-database",
             Kind::Claude => "claude-code-transcripts",
             Kind::Codex => "codex-rollouts",
         }
@@ -184,7 +189,15 @@ fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
     if with_path {
         header.push("path");
     }
-    header.extend(["sessions", "hidden", "not in opencode.db", "findings"]);
+    // Only OpenCode's stores are compared with opencode.db.
+    let opencode = listings
+        .iter()
+        .any(|l| matches!(l.kind, Kind::OpencodeDb | Kind::OpencodeStorage));
+    header.extend(["sessions", "hidden"]);
+    if opencode {
+        header.push("not in opencode.db");
+    }
+    header.push("findings");
     t.set_header(header);
     for l in listings {
         let mut row = vec![escape(&l.label, true)];
@@ -198,12 +211,11 @@ fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
             }
             None => l.rows.len().to_string(),
         };
-        row.extend([
-            sessions,
-            l.hidden().map_or("-".into(), |n| n.to_string()),
-            l.not_in_default.map_or("-".into(), |n| n.to_string()),
-            l.totals().words(),
-        ]);
+        row.extend([sessions, l.hidden().map_or("-".into(), |n| n.to_string())]);
+        if opencode {
+            row.push(l.not_in_default.map_or("-".into(), |n| n.to_string()));
+        }
+        row.push(l.totals().words());
         t.add_row(row);
     }
     t
@@ -310,7 +322,7 @@ fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Resu
                 out,
                 "{n} {sessions} only in {path}: OpenCode 1.2 and later read {DEFAULT_DB}, which imports storage/ once, when it is created; these were written after that import or skipped by it (a file it could not parse: `rewind diagnose {path} --select storage-file-damaged`)"
             )?,
-            Kind::Claude | Kind::Codex => {}
+            Kind::KiloDb | Kind::Claude | Kind::Codex => {}
         }
     }
     if let Some(db) = std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty()) {
@@ -408,6 +420,59 @@ pub fn run_transcripts(
     Ok(ExitStatus::Clean)
 }
 
+/// Kilo's databases in `dir`, each as one listing.
+fn kilo_folder_listings(
+    dir: &Path,
+    label_via: Option<&str>,
+    options: &Options,
+) -> Vec<StoreListing> {
+    opencode_data::kilo_stores_in(dir)
+        .into_iter()
+        .map(|store| {
+            let channel = store.channel().map(str::to_owned);
+            let read_by = match &channel {
+                None => "Kilo releases (`kilo`); any build with KILO_DISABLE_CHANNEL_DB=1".into(),
+                Some(c) => format!("Kilo builds of the channel `{c}`"),
+            };
+            let label = match label_via {
+                Some(via) => format!("{} in {via}", store.name),
+                None => store.name.clone(),
+            };
+            db_listing(label, store.path, Kind::KiloDb, channel, read_by, options)
+        })
+        .collect()
+}
+
+/// `rewind sessions KILO_DATA_FOLDER`: the Kilo databases in it.
+pub fn run_kilo_folder(
+    dir: &Path,
+    options: &Options,
+    format: HumanOrJson,
+) -> Result<ExitStatus, RewindError> {
+    let listings = kilo_folder_listings(dir, None, options);
+    let mut out = super::Out;
+    match format {
+        HumanOrJson::Json => {
+            let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
+            serde_json::to_writer_pretty(&mut out, &json!({"folder": dir, "stores": stores}))
+                .map_err(std::io::Error::from)?;
+            writeln!(out)?;
+        }
+        HumanOrJson::Human => {
+            let shown = escape(&dir.display().to_string(), false);
+            writeln!(out, "Kilo data folder {shown}")?;
+            writeln!(out, "{}", summary_table(&listings, false))?;
+            write_sessions(&mut out, &listings)?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "`rewind sessions STORE` lists one store; `rewind diagnose STORE --session ID` shows the findings of one session"
+            )?;
+        }
+    }
+    Ok(ExitStatus::Clean)
+}
+
 /// A place searched, and what was found there.
 struct Searched {
     what: &'static str,
@@ -429,6 +494,94 @@ fn env_path(key: &str) -> Option<PathBuf> {
     std::env::var_os(key)
         .filter(|v: &OsString| !v.is_empty())
         .map(PathBuf::from)
+}
+
+/// One database's sessions, under `label`.
+fn db_listing(
+    label: String,
+    path: PathBuf,
+    kind: Kind,
+    channel: Option<String>,
+    read_by: String,
+    options: &Options,
+) -> StoreListing {
+    let empty = std::fs::metadata(&path).is_ok_and(|m| m.len() == 0);
+    let listed = if empty {
+        Ok(Listing::default())
+    } else {
+        collect(&path, options)
+    };
+    let (rows, store_findings, error) = match listed {
+        Ok(l) => (l.rows, l.store_findings, None),
+        Err(e) => (Vec::new(), Totals::default(), Some(e.message())),
+    };
+    StoreListing {
+        label,
+        path,
+        kind,
+        channel,
+        read_by,
+        rows: rows.into_iter().map(|r| (r, None)).collect(),
+        store_findings,
+        unreadable: Vec::new(),
+        error,
+        not_in_default: None,
+    }
+}
+
+/// Kilo Code CLI's databases: its data folder as each environment would place it, and the one
+/// `KILO_DB` names.
+fn kilo_listings(
+    home: Option<&Path>,
+    options: &Options,
+    searched: &mut Vec<Searched>,
+) -> Vec<StoreListing> {
+    let mut folders: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(xdg) = env_path("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
+        folders.push((xdg.join("kilo"), "$XDG_DATA_HOME/kilo".into()));
+    }
+    if let Some(h) = home {
+        let default = h.join(".local/share/kilo");
+        if !folders.iter().any(|(p, _)| *p == default) {
+            folders.push((default, "~/.local/share/kilo".into()));
+        }
+    }
+    let mut listings = Vec::new();
+    for (dir, via) in &folders {
+        let these = kilo_folder_listings(dir, (folders.len() > 1).then_some(via.as_str()), options);
+        searched.push(Searched {
+            what: "Kilo data folder",
+            path: dir.clone(),
+            via: via.clone(),
+            found: !these.is_empty(),
+        });
+        listings.extend(these);
+    }
+    if let (Some(value), Some((data, _))) = (
+        std::env::var_os("KILO_DB").filter(|v| !v.is_empty()),
+        folders.first(),
+    ) && let Some(db) = opencode_data::opencode_db_override(&value.to_string_lossy(), data)
+        && !listings.iter().any(|l| l.path == db)
+    {
+        let found = db.is_file();
+        searched.push(Searched {
+            what: "Kilo database",
+            path: db.clone(),
+            via: "$KILO_DB".into(),
+            found,
+        });
+        if found {
+            listings.push(db_listing(
+                "$KILO_DB".into(),
+                db,
+                Kind::KiloDb,
+                None,
+                "Kilo started with this KILO_DB".into(),
+                options,
+            ));
+        }
+    }
+    listings
 }
 
 /// The sessions of every transcript, read on rayon's pool, in file order.
@@ -545,6 +698,8 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
         }
     }
 
+    listings.extend(kilo_listings(home.as_deref(), options, &mut searched));
+
     // Claude Code's transcripts.
     let claude = match env_path("CLAUDE_CONFIG_DIR") {
         Some(d) => Some((d.join("projects"), "$CLAUDE_CONFIG_DIR/projects")),
@@ -629,13 +784,13 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             if home.is_none() {
                 writeln!(
                     out,
-                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.claude and ~/.codex were not searched)"
+                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.local/share/kilo, ~/.claude and ~/.codex were not searched)"
                 )?;
             }
             if listings.is_empty() {
                 writeln!(
                     out,
-                    "give a store to list it: `rewind sessions PATH` (an OpenCode database, data folder, storage folder or export; a transcript)"
+                    "give a store to list it: `rewind sessions PATH` (an OpenCode or Kilo database, an OpenCode data folder, storage folder or export; a transcript)"
                 )?;
                 return Ok(ExitStatus::Clean);
             }
@@ -643,7 +798,10 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             write_sessions(&mut out, &listings)?;
             writeln!(out)?;
             write_notes(&mut out, &listings)?;
-            if listings.iter().any(|l| !l.kind.is_transcripts()) {
+            if listings
+                .iter()
+                .any(|l| matches!(l.kind, Kind::OpencodeDb | Kind::OpencodeStorage))
+            {
                 writeln!(out, "{WHICH_STORE}")?;
             }
             writeln!(

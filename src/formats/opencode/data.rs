@@ -103,6 +103,50 @@ pub fn stores_in(dir: &Path) -> Vec<Store> {
     dbs
 }
 
+/// Kilo Code CLI's database in its data folder (`$XDG_DATA_HOME/kilo`, by default
+/// `~/.local/share/kilo`): a release reads `kilo.db`; a build of another channel reads
+/// `kilo-<channel>.db` (or `opencode-<channel>.db` when only that exists), unless
+/// `KILO_DISABLE_CHANNEL_DB=1`; `KILO_DB` overrides both as `OPENCODE_DB` does (checked in Kilo
+/// 7.7.7). `kilo.db` first, then the channel databases by name.
+pub const KILO_DB: &str = "kilo.db";
+
+/// Whether a database's file name is one Kilo gives its database (`kilo.db`,
+/// `kilo-<channel>.db`): with Kilo's own tables, the evidence that a store is Kilo's.
+pub fn is_kilo_db_name(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+        n == KILO_DB || (n.starts_with("kilo-") && n.ends_with(".db") && n.len() > 8)
+    })
+}
+
+/// The Kilo databases in `dir` (Kilo's data folder), with their channel.
+pub fn kilo_stores_in(dir: &Path) -> Vec<Store> {
+    let mut dbs: Vec<Store> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let channel = if name == KILO_DB {
+                None
+            } else {
+                let c = name.strip_prefix("kilo-")?.strip_suffix(".db")?;
+                if c.is_empty() {
+                    return None;
+                }
+                Some(c.to_owned())
+            };
+            Some(Store {
+                path: e.path(),
+                name,
+                kind: StoreKind::Database { channel },
+            })
+        })
+        .collect();
+    dbs.sort_by(|a, b| (a.channel().is_some(), &a.name).cmp(&(b.channel().is_some(), &b.name)));
+    dbs
+}
+
 /// Whether `dir` is an OpenCode data folder: it holds a database (`opencode.db` or a channel
 /// database).
 pub fn is_data_folder(dir: &Path) -> bool {
@@ -128,6 +172,25 @@ pub fn opencode_db_override(value: &str, data: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_kilo_databases() {
+        let dir = tempfile::tempdir().unwrap();
+        for f in [
+            "kilo-dev.db",
+            "kilo.db",
+            "kilo.db-wal",
+            "kilo-.db",
+            "opencode.db",
+        ] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
+        let names: Vec<String> = kilo_stores_in(dir.path())
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(names, ["kilo.db", "kilo-dev.db"]);
+    }
 
     #[test]
     fn database_names_give_their_channel() {

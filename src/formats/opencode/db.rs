@@ -104,8 +104,13 @@ pub struct Schema {
     /// OpenCode 2.x's one-time import of the 1.x sessions has run (`kv` `migration.v1-v2` is
     /// `completed`).
     pub v1_v2_imported: bool,
-    /// The newest `session.version` (the newest OpenCode that created a session here).
+    /// The newest `session.version` (the newest OpenCode that created a session here; in a
+    /// Kilo database, the newest Kilo).
     pub newest_session_version: Option<String>,
+    /// The database is Kilo Code CLI's (`kilo.db`): it holds the tables only Kilo's migrations
+    /// create (`kilo_board`, `kilo_board_message`). Kilo is a fork of OpenCode with its
+    /// session/message/part schema; its `session.version` is Kilo's own version.
+    pub kilo: bool,
 }
 
 impl Schema {
@@ -280,7 +285,8 @@ impl Db {
         };
         let conn = Connection::open_with_flags(&target, flags)?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
-        let schema = probe(&conn)?;
+        let mut schema = probe(&conn)?;
+        schema.kilo |= super::data::is_kilo_db_name(path);
         Ok(Db {
             conn,
             schema,
@@ -697,6 +703,7 @@ fn probe(conn: &Connection) -> Result<Schema, DbError> {
         v2_store,
         v2_seq: v2_has("seq"),
         newest_session_version: None,
+        kilo: has("kilo_board") || has("kilo_board_message"),
         session_columns,
         project_directories: has("project_directory")
             && table_columns(conn, "project_directory")?

@@ -84,6 +84,10 @@ pub struct Options {
     /// The summary is sent before the retained tail
     /// ([`version::COMPACTION_SUMMARY_FIRST_SINCE`]).
     pub summary_first: bool,
+    /// The store is Kilo's (`kilo.db`): its sessions are rebuilt by the OpenCode rules its
+    /// version follows (Kilo's own numbering, 7.x, compares above every OpenCode release), and
+    /// the request says Kilo sends it.
+    pub kilo: bool,
 }
 
 impl Options {
@@ -106,18 +110,26 @@ impl Options {
             runtime_v2: false,
             compaction_tail: since(version::COMPACTION_TAIL_SINCE),
             summary_first: since(version::COMPACTION_SUMMARY_FIRST_SINCE),
+            kilo: schema.is_some_and(|s| s.kilo),
         }
     }
 
     /// The releases whose behaviour these options follow, for the request's origin.
     fn releases(&self) -> &'static str {
         if self.runtime_v2 {
-            return "OpenCode's v2 runtime";
+            return if self.kilo {
+                "Kilo, by OpenCode's v2 runtime,"
+            } else {
+                "OpenCode's v2 runtime"
+            };
         }
-        match (self.interrupted_results, self.tool_use_last) {
-            (_, true) => "OpenCode ≥ 1.18.26",
-            (true, false) => "OpenCode 1.1 to 1.18.25",
-            (false, false) => "OpenCode < 1.1",
+        match (self.kilo, self.interrupted_results, self.tool_use_last) {
+            (false, _, true) => "OpenCode ≥ 1.18.26",
+            (false, true, false) => "OpenCode 1.1 to 1.18.25",
+            (false, false, false) => "OpenCode < 1.1",
+            (true, _, true) => "Kilo, by the rules of OpenCode ≥ 1.18.26,",
+            (true, true, false) => "Kilo, by the rules of OpenCode 1.1 to 1.18.25,",
+            (true, false, false) => "Kilo, by the rules of OpenCode < 1.1,",
         }
     }
 }
@@ -131,6 +143,7 @@ impl Default for Options {
             runtime_v2: false,
             compaction_tail: true,
             summary_first: true,
+            kilo: false,
         }
     }
 }

@@ -298,9 +298,10 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         let only: Vec<SessionPlan> = plans.iter().map(|(p, _)| p.clone()).collect();
         let logs = EventLogs::read(&db, &only).map_err(|e| not_changed(e.into()))?;
         let mut caveats = caveats(&only, &logs);
+        let client = if db.schema.kilo { "Kilo" } else { "OpenCode" };
         caveats.extend(being_written(&db, &only).into_iter().map(|why| {
             format!(
-                "{why}: OpenCode may be writing it, so a repair refuses it{}",
+                "{why}: {client} may be writing it, so a repair refuses it{}",
                 if options.force {
                     " unless --force (given)"
                 } else {
@@ -332,7 +333,8 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
     // fingerprint what the plan read.
     conn.execute_batch("BEGIN")
         .map_err(|e| not_changed(e.into()))?;
-    let db = Db::from_connection(conn).map_err(|e| not_changed(e.into()))?;
+    let mut db = Db::from_connection(conn).map_err(|e| not_changed(e.into()))?;
+    db.schema.kilo |= crate::formats::opencode::data::is_kilo_db_name(path);
     check_project(&db, options).map_err(not_changed)?;
     let planned = plan_all(&db, options).map_err(|e| not_changed(e.into()))?;
     let planned_ids: Vec<String> = planned
