@@ -19,7 +19,8 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 
-    /// When to colour the output.
+    /// When to colour the output (auto: on a terminal, unless NO_COLOR or CLICOLOR=0; FORCE_COLOR
+    /// or CLICOLOR_FORCE colour even in a pipe).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 }
