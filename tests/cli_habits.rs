@@ -60,3 +60,190 @@ fn colour_follows_the_flag_then_the_environment() {
         ));
     }
 }
+
+#[test]
+fn output_file_takes_the_report() {
+    let broken = repo("samples/zod-failed-status.log");
+    let dir = tempfile::tempdir().unwrap();
+    for (command, input) in [("diagnose", broken.clone()), ("check", broken.clone())] {
+        for (format, needle) in [
+            ("json", "\"findings\""),
+            ("html", "<html"),
+            ("human", "error"),
+        ] {
+            let path = dir.path().join(format!("{command}.{format}"));
+            let out = rewind()
+                .args([command, "--format", format, "-o"])
+                .arg(&path)
+                .arg(&input)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(1), "{command} {format}");
+            assert!(out.stdout.is_empty(), "{command} {format}: stdout");
+            let written = std::fs::read_to_string(&path).unwrap();
+            assert!(written.contains(needle), "{command} {format}: {written}");
+            assert!(!written.contains('\u{1b}'), "a file is never coloured");
+        }
+    }
+    // A file that cannot be written: one line, exit 2.
+    let out = rewind()
+        .args(["diagnose", "--output-file"])
+        .arg(dir.path().join("no/such/dir/report.json"))
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot write the report"), "{stderr}");
+}
+
+/// Runs `rewind ARGS` with standard output on a pseudo-terminal (through `script`), when there
+/// is one to be had; returns the exit code and what was printed.
+fn on_terminal(args: &str) -> Option<(i32, String)> {
+    let bin = assert_cmd::cargo::cargo_bin("rewind");
+    let out = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {args}", bin.display()), "/dev/null"])
+        .env("NO_COLOR", "1")
+        .output()
+        .ok()?;
+    if !out.status.success() && out.status.code() != Some(2) {
+        return None;
+    }
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+#[test]
+fn html_is_not_dumped_into_a_terminal() {
+    let broken = repo("samples/zod-failed-status.log");
+    let Some((code, printed)) =
+        on_terminal(&format!("diagnose --format html {}", broken.display()))
+    else {
+        eprintln!("no pseudo-terminal here: skipped");
+        return;
+    };
+    assert_eq!(code, 2, "{printed}");
+    assert!(!printed.contains("<html"), "{printed}");
+    assert!(printed.contains("-o report.html"), "{printed}");
+    assert_eq!(printed.trim().lines().count(), 1, "{printed}");
+    // Into a pipe it is written as ever.
+    let out = rewind()
+        .args(["diagnose", "--format", "html"])
+        .arg(&broken)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<html"));
+}
+
+fn output(args: &[&str], input: &std::path::Path) -> (i32, String, String) {
+    let out = rewind().args(args).arg(input).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn quiet_prints_only_the_findings() {
+    let broken = repo("samples/zod-failed-status.log");
+    for command in ["diagnose", "check"] {
+        let (code, loud, _) = output(&[command], &broken);
+        let (quiet_code, quiet, stderr) = output(&[command, "-q"], &broken);
+        assert_eq!(code, quiet_code, "{command}: the exit status is the same");
+        assert!(stderr.is_empty(), "{stderr}");
+        assert!(loud.contains('┌') || loud.contains("checked"), "{loud}");
+        assert!(
+            !quiet.contains('┌') && !quiet.contains('└'),
+            "no table: {quiet}"
+        );
+        assert!(
+            !quiet.contains("checked") && !quiet.contains("total:"),
+            "{quiet}"
+        );
+        assert!(quiet.contains("step-unclosed"), "{quiet}");
+        // Every line of the quiet output is in the full one, in the same order.
+        assert!(loud.starts_with(&quiet), "{command}:\n{quiet}\n---\n{loud}");
+        let (_, concise, _) = output(&[command, "--quiet", "--format", "concise"], &broken);
+        assert!(concise.lines().all(|l| l.contains("] ")), "{concise}");
+    }
+    // A clean file: nothing at all, exit 0.
+    let (code, quiet, _) = output(&["diagnose", "-q"], &repo("samples/clean-session.log"));
+    assert_eq!((code, quiet.as_str()), (0, ""));
+}
+
+#[test]
+fn concise_is_one_line_per_finding() {
+    let broken = repo("samples/zod-failed-status.log");
+    let (code, json) = diagnose_json(&broken, &[]);
+    let expected = findings(&json);
+    for command in ["diagnose", "check"] {
+        let (concise_code, out, _) = output(&[command, "--format", "concise"], &broken);
+        assert_eq!(code, concise_code);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), expected.len() + 1, "{out}");
+        for (line, f) in lines.iter().zip(&expected) {
+            let want = format!(
+                "{}:{}:{}: {}[{}] ",
+                f["file"].as_str().unwrap(),
+                f["line"],
+                f["column"],
+                f["severity"].as_str().unwrap(),
+                f["rule"].as_str().unwrap()
+            );
+            assert!(line.starts_with(&want), "{line} / {want}");
+        }
+        assert!(lines.last().unwrap().contains("error"), "totals: {out}");
+    }
+    // The message is escaped: a log cannot drive the terminal, and a finding is one line.
+    let log = "{\"type\":\"error\",\"timestamp\":1,\"sessionID\":\"ses_1\",\"error\":\"boom\\n\\u001b[2J \\u202eevil\"}\n";
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), log).unwrap();
+    let (_, out, _) = output(&["diagnose", "--format", "concise", "-q"], f.path());
+    assert!(
+        !out.contains('\u{1b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    assert!(!out.is_empty());
+    for line in out.lines() {
+        assert!(line.contains("]"), "one line per finding: {out}");
+    }
+}
+
+#[test]
+fn statistics_count_findings_per_rule() {
+    let broken = repo("samples/zod-failed-status.log");
+    let (code, json) = diagnose_json(&broken, &[]);
+    let all = findings(&json);
+    for command in ["diagnose", "check"] {
+        let (stat_code, out, _) = output(&[command, "--statistics"], &broken);
+        assert_eq!(code, stat_code, "the exit status is the same");
+        let mut counts = Vec::new();
+        for line in out.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(words.len(), 3, "{line}");
+            let n: usize = words[0].parse().unwrap();
+            let of_rule = all
+                .iter()
+                .filter(|f| f["rule"] == words[1] && f["severity"] == words[2])
+                .count();
+            assert_eq!(n, of_rule, "{line}");
+            counts.push(n);
+        }
+        assert_eq!(counts.iter().sum::<usize>(), all.len(), "{out}");
+        assert!(counts.windows(2).all(|w| w[0] >= w[1]), "most first: {out}");
+        let (_, out, _) = output(&[command, "--statistics", "--format", "json"], &broken);
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(doc["version"], 1);
+        let total: u64 = doc["statistics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(total as usize, all.len());
+    }
+}

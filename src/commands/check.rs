@@ -31,6 +31,9 @@ pub struct Args {
     pub format: OutputFormat,
 
     #[command(flatten)]
+    pub report: super::ReportArgs,
+
+    #[command(flatten)]
     pub rules: RuleArgs,
 
     /// Exit 0 even when there are findings (still 2 when an input cannot be read).
@@ -188,7 +191,12 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         .collect();
     files.dedup_by(|a, b| a.0 == b.0);
 
-    let renderer = Renderer::for_format(args.format, color);
+    let out = super::report_sink(
+        args.report.output_file.as_deref(),
+        args.report.rendered(args.format),
+    )?;
+    let report_color = color && args.report.output_file.is_none();
+    let renderer = Renderer::for_format(args.report.rendered(args.format), report_color);
     let diagnose_one = |path: &PathBuf, explicit: bool| -> Outcome {
         if !explicit && crate::core::is_rewind_copy(path) {
             return Outcome::Skipped("a copy rewind made when repairing (a backup)".to_owned());
@@ -206,7 +214,10 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         let file_policy = policy.for_path(path);
         let options = pipeline::Options {
             input: Some(format),
-            forget_logs_from: pipeline::forget_logs_from(args.format, args.forget_from_parts),
+            forget_logs_from: pipeline::forget_logs_from(
+                args.report.rendered(args.format),
+                args.forget_from_parts,
+            ),
             ..pipeline::Options::default()
         };
         let mut units = Vec::new();
@@ -237,10 +248,12 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let progress = crate::progress::Progress::files(files.len());
 
     let mut printer = make_printer(
+        out,
         args.format,
-        color,
+        report_color,
         Summary::Rules,
         policy.help_uri_base.clone(),
+        &args.report,
     );
     let mut run = RunSummary {
         fail_on: Some(policy.fail_on),
@@ -316,7 +329,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         other => other.map_err(RewindError::Output)?,
     }
     let empty = run.files_checked == 0 && run.errors.is_empty();
-    if empty {
+    if empty && (!args.report.quiet || args.fail_on_empty) {
         let skipped = run.files_skipped.len();
         super::err_line(&format!(
             "{}: no recording was checked in {} ({skipped} file{} skipped as not recordings; `-v` lists them): is the path right?",
@@ -335,18 +348,20 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 .join(", "),
             if skipped == 1 { "" } else { "s" },
         ));
-        if args.fail_on_empty {
-            return Ok(ExitStatus::Error);
-        }
+    }
+    if empty && args.fail_on_empty {
+        return Ok(ExitStatus::Error);
     }
     if let Some(path) = &args.write_baseline {
         crate::baseline::write(path, &all_records)?;
-        super::err_line(&format!(
-            "wrote {} finding{} to the baseline {}",
-            all_records.len(),
-            if all_records.len() == 1 { "" } else { "s" },
-            path.display()
-        ));
+        if !args.report.quiet {
+            super::err_line(&format!(
+                "wrote {} finding{} to the baseline {}",
+                all_records.len(),
+                if all_records.len() == 1 { "" } else { "s" },
+                path.display()
+            ));
+        }
         return Ok(if run.errors.is_empty() {
             ExitStatus::Clean
         } else {

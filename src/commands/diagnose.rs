@@ -25,6 +25,9 @@ pub struct Args {
     pub format: OutputFormat,
 
     #[command(flatten)]
+    pub report: super::ReportArgs,
+
+    #[command(flatten)]
     pub rules: super::check::RuleArgs,
 
     /// Do not print the per-session summary table.
@@ -80,7 +83,10 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let mut options = Options {
         input: args.input,
         profiles: vec![args.processor, pipeline::counterpart(args.processor)],
-        forget_logs_from: pipeline::forget_logs_from(args.format, args.forget_from_parts),
+        forget_logs_from: pipeline::forget_logs_from(
+            args.report.rendered(args.format),
+            args.forget_from_parts,
+        ),
         ..Options::default()
     };
     args.store.apply(&mut options);
@@ -89,8 +95,20 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     } else {
         Summary::Sessions
     };
-    let mut printer = make_printer(args.format, color, summary, policy.help_uri_base.clone());
-    let renderer = Renderer::for_format(args.format, color);
+    let out = super::report_sink(
+        args.report.output_file.as_deref(),
+        args.report.rendered(args.format),
+    )?;
+    let color = color && args.report.output_file.is_none();
+    let mut printer = make_printer(
+        out,
+        args.format,
+        color,
+        summary,
+        policy.help_uri_base.clone(),
+        &args.report,
+    );
+    let renderer = Renderer::for_format(args.report.rendered(args.format), color);
     let mut run = RunSummary {
         fail_on: Some(policy.fail_on),
         ..RunSummary::default()

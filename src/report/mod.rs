@@ -6,6 +6,7 @@
 //! any thread; printers then receive the prepared units in order and write them out, and
 //! `finish` writes what needs the whole run (summary tables, the JSON or SARIF document).
 
+pub mod concise;
 pub mod github;
 pub mod html;
 pub mod human;
@@ -15,6 +16,7 @@ pub mod junit;
 pub mod record;
 pub mod sarif;
 pub mod snippet;
+pub mod statistics;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -31,6 +33,8 @@ use snippet::{Lines, Resolved};
 pub enum OutputFormat {
     /// Annotated snippets and a summary table.
     Human,
+    /// One line per finding: `path:line:col: severity[rule] message`.
+    Concise,
     /// One JSON document.
     Json,
     /// One JSON object per finding per line, then a summary line.
