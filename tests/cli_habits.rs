@@ -247,3 +247,73 @@ fn statistics_count_findings_per_rule() {
         assert_eq!(total as usize, all.len());
     }
 }
+
+#[test]
+fn a_mistyped_rule_gets_a_suggestion() {
+    let clean = repo("samples/clean-session.log");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rewind.toml");
+    std::fs::write(&config, "ignore = [\"sesion-error\"]\n").unwrap();
+    let cases: Vec<(Vec<String>, &str, &str)> = vec![
+        (
+            vec![
+                "diagnose".into(),
+                "--select".into(),
+                "tool-never-finishd".into(),
+            ],
+            "tool-never-finishd",
+            "tool-never-finished",
+        ),
+        (
+            vec!["check".into(), "--ignore".into(), "step-unclosd".into()],
+            "step-unclosd",
+            "step-unclosed",
+        ),
+        (
+            vec![
+                "diagnose".into(),
+                "--severity".into(),
+                "step-uncloed=info".into(),
+            ],
+            "step-uncloed",
+            "step-unclosed",
+        ),
+        (
+            vec![
+                "diagnose".into(),
+                "--config".into(),
+                config.display().to_string(),
+            ],
+            "sesion-error",
+            "session-error",
+        ),
+    ];
+    for (args, typed, meant) in cases {
+        let (code, _, stderr) =
+            output(&args.iter().map(String::as_str).collect::<Vec<_>>(), &clean);
+        assert_eq!(code, 2, "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!("unknown rule `{typed}`")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("did you mean `{meant}`?")),
+            "{stderr}"
+        );
+    }
+    let out = rewind()
+        .args(["explain", "tool-never-finishd"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: unknown rule `tool-never-finishd`; did you mean `tool-never-finished`?"
+    );
+    // Nothing close: where the rules are listed.
+    let out = rewind().args(["explain", "no-such-rule"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("did you mean"), "{stderr}");
+    assert!(stderr.contains("`rewind rules` lists them"), "{stderr}");
+}

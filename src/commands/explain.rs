@@ -13,10 +13,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let rule: Rule = args
-        .rule
-        .parse()
-        .map_err(|_| RewindError::UnknownRule(args.rule.clone()))?;
+    let rule: Rule = args.rule.parse().map_err(|_| RewindError::UnknownRule {
+        hint: crate::checks::unknown_rule_hint(&args.rule),
+        rule: args.rule.clone(),
+    })?;
     let meta = rule.meta();
     let mut out = super::Out;
     writeln!(out, "# {} ({} by default)\n", meta.name, meta.severity)?;

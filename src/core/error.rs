@@ -109,13 +109,15 @@ pub enum RewindError {
         crate::text::clip(id)
     )]
     NoSuchSession { path: PathBuf, id: String },
-    #[error("unknown rule `{}` (`rewind rules` lists them)", crate::text::clip(.0))]
-    UnknownRule(String),
-    #[error(
-        "unknown rule `{}` in {origin} (`rewind rules` lists them)",
-        crate::text::clip(rule)
-    )]
-    UnknownRuleIn { rule: String, origin: String },
+    /// `hint` is what follows the name: `; did you mean …?` or where the rules are listed.
+    #[error("unknown rule `{}`{hint}", crate::text::clip(rule))]
+    UnknownRule { rule: String, hint: String },
+    #[error("unknown rule `{}` in {origin}{hint}", crate::text::clip(rule))]
+    UnknownRuleIn {
+        rule: String,
+        origin: String,
+        hint: String,
+    },
     #[error("{0}")]
     Config(String),
     #[error("{path}: {message}")]
