@@ -317,3 +317,30 @@ fn a_mistyped_rule_gets_a_suggestion() {
     assert!(!stderr.contains("did you mean"), "{stderr}");
     assert!(stderr.contains("`rewind rules` lists them"), "{stderr}");
 }
+
+#[test]
+fn completions_offer_rule_names_and_no_hidden_option() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = rewind().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !script.contains("forget-from-parts"),
+            "{shell}: a hidden option"
+        );
+        for shown in ["select", "output-file", "color", "diagnose", "explain"] {
+            assert!(script.contains(shown), "{shell}: {shown}");
+        }
+        // Elvish's and PowerShell's scripts complete no values at all.
+        if ["bash", "zsh", "fish"].contains(&shell) {
+            assert!(
+                script.contains("tool-never-finished"),
+                "{shell}: rule names"
+            );
+        }
+    }
+    // The rule names are not dumped into `--help`.
+    let out = rewind().args(["diagnose", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(!help.contains("tool-never-finished"), "{help}");
+}

@@ -75,11 +75,11 @@ pub struct RuleArgs {
     pub fail_on: Option<Severity>,
 
     /// Run only these rules (comma-separated or repeated); replaces `select` of rewind.toml.
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    #[arg(long, value_delimiter = ',', value_name = "RULE", value_parser = RuleName, hide_possible_values = true)]
     pub select: Vec<String>,
 
     /// Skip these rules (comma-separated or repeated); added to `ignore` of rewind.toml.
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    #[arg(long, value_delimiter = ',', value_name = "RULE", value_parser = RuleName, hide_possible_values = true)]
     pub ignore: Vec<String>,
 
     /// Change a rule's severity, e.g. `--severity session-error=info` (repeatable).
@@ -115,6 +115,32 @@ impl RuleArgs {
                 severity: self.severity.clone(),
             },
         )
+    }
+}
+
+/// A rule's name as typed: any text (an unknown name is refused later, with a suggestion), with
+/// every rule's name offered to shell completion.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleName;
+
+impl clap::builder::TypedValueParser for RuleName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::checks::Rule::ALL.iter().map(|r| {
+            clap::builder::PossibleValue::new(r.as_str()).help(r.meta().summary)
+        })))
     }
 }
 

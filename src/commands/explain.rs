@@ -9,6 +9,7 @@ use crate::core::RewindError;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The rule's name, as `rewind rules` lists it.
+    #[arg(value_parser = super::check::RuleName, hide_possible_values = true)]
     pub rule: String,
 }
 
