@@ -319,6 +319,20 @@ fn a_mistyped_rule_gets_a_suggestion() {
 }
 
 #[test]
+fn a_folder_that_is_not_a_store_points_to_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = output(&["diagnose"], dir.path());
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let shown = dir.path().display().to_string();
+    assert!(
+        stderr.contains(&format!("run `rewind check {shown}`")),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn completions_offer_rule_names_and_no_hidden_option() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let out = rewind().args(["completions", shell]).output().unwrap();

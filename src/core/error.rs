@@ -43,7 +43,8 @@ pub enum DetectError {
         source: std::io::Error,
     },
     #[error(
-        "`{path}` is a directory but not an OpenCode storage folder (no `session/` and `message/` in it or in `storage/`); give a file"
+        "`{path}` is a directory but not an OpenCode storage folder (no `session/` and `message/` in it or in `storage/`): to check every recording in it, run `rewind check {}`",
+        crate::text::shell_quote(&path.display().to_string())
     )]
     Directory { path: PathBuf },
     #[error("`{path}` is empty: there is nothing to diagnose")]
