@@ -39,7 +39,8 @@ pub enum Command {
     /// Show the request OpenCode sends for a stored session's next turn, block by block, with
     /// the provider rules it breaks.
     Request(commands::request::Args),
-    /// Repair an OpenCode database or export: plan a fix for every fixable finding, then apply it.
+    /// Repair an OpenCode store, a Claude Code transcript or a Codex rollout: plan a fix for every
+    /// fixable finding, then apply it.
     Repair(commands::repair::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),

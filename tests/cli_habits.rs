@@ -333,6 +333,21 @@ fn a_folder_that_is_not_a_store_points_to_check() {
 }
 
 #[test]
+fn help_names_every_client_repair_works_on() {
+    for args in [&["--help"][..], &["repair", "--help"]] {
+        let out = rewind().args(args).output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        let line = help
+            .lines()
+            .find(|l| l.contains("Repair "))
+            .unwrap_or_else(|| panic!("{help}"));
+        for client in ["OpenCode", "Claude Code", "Codex"] {
+            assert!(line.contains(client), "{client}: {line}");
+        }
+    }
+}
+
+#[test]
 fn completions_offer_rule_names_and_no_hidden_option() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let out = rewind().args(["completions", shell]).output().unwrap();
