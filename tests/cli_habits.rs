@@ -373,3 +373,43 @@ fn completions_offer_rule_names_and_no_hidden_option() {
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(!help.contains("tool-never-finished"), "{help}");
 }
+
+#[test]
+fn every_json_document_has_the_envelope() {
+    let store = repo("tests/fixtures/checks/step-merged.json");
+    let store = store.to_str().unwrap();
+    let log = repo("samples/zod-failed-status.log");
+    let log = log.to_str().unwrap();
+    let sse = repo("samples/tanstack-tool-error.sse");
+    let sse = sse.to_str().unwrap();
+    let transcript = repo("tests/fixtures/transcripts/claude-api-error-torn.jsonl");
+    let transcript = transcript.to_str().unwrap();
+    let runs: [&[&str]; 8] = [
+        &["diagnose", log],
+        &["check", log],
+        &["replay", sse],
+        &["sessions", store],
+        &["request", store],
+        &["repair", "--dry-run", transcript],
+        &["repair", "--dry-run", store],
+        &["rules"],
+    ];
+    for args in runs {
+        let out = rewind()
+            .args(args)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().take(2).collect();
+        assert_eq!(keys, ["version", "tool"], "{args:?}: the envelope first");
+        assert_eq!(doc["version"], 1, "{args:?}");
+        assert_eq!(doc["tool"]["name"], "rewind", "{args:?}");
+        assert_eq!(
+            doc["tool"]["version"],
+            env!("CARGO_PKG_VERSION"),
+            "{args:?}"
+        );
+    }
+}

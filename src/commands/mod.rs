@@ -34,6 +34,28 @@ pub enum HumanOrJson {
     Json,
 }
 
+/// `doc` inside the envelope every command's `--format json` document has: `version` (of the
+/// document's shape, [`crate::report::json::SCHEMA_VERSION`]) and `tool` first, then `doc`'s
+/// members (a `doc` that is not an object goes under `data`).
+pub fn envelope(doc: serde_json::Value) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "version".to_owned(),
+        crate::report::json::SCHEMA_VERSION.into(),
+    );
+    out.insert(
+        "tool".to_owned(),
+        serde_json::json!({"name": "rewind", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    match doc {
+        serde_json::Value::Object(members) => out.extend(members),
+        other => {
+            out.insert("data".to_owned(), other);
+        }
+    }
+    serde_json::Value::Object(out)
+}
+
 /// Prints an error the way every command does: one line on standard error, and the items it
 /// lists (if any) each on a line of its own after it, indented.
 pub fn print_error(err: &RewindError, color: bool) {

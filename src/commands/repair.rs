@@ -135,8 +135,10 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
                 OutputFormat::Json => {
                     serde_json::to_writer_pretty(
                         &mut out,
-                        &json!({"path": shown, "dry_run": args.dry_run, "plan": plans[0].changes,
+                        &super::envelope(
+                            json!({"path": shown, "dry_run": args.dry_run, "plan": plans[0].changes,
                                 "unfixable": plans[0].unfixable, "output": outcome.output}),
+                        ),
                     )
                     .map_err(std::io::Error::from)?;
                     writeln!(out)?;
@@ -198,8 +200,8 @@ fn db_report(
         OutputFormat::Json => {
             serde_json::to_writer_pretty(
                 &mut *out,
-                &json!({"path": shown, "dry_run": dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
-                        "unfixable": unfixable, "caveats": outcome.caveats, "applied": outcome.applied, "backup": outcome.backup}),
+                &super::envelope(json!({"path": shown, "dry_run": dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
+                        "unfixable": unfixable, "caveats": outcome.caveats, "applied": outcome.applied, "backup": outcome.backup})),
             )
             .map_err(std::io::Error::from)?;
             writeln!(out)?;
@@ -251,9 +253,9 @@ fn transcript_report(
         OutputFormat::Json => {
             serde_json::to_writer_pretty(
                 &mut *out,
-                &json!({"path": shown, "dry_run": dry_run, "client": plan.client, "session": plan.session_id,
+                &super::envelope(json!({"path": shown, "dry_run": dry_run, "client": plan.client, "session": plan.session_id,
                         "plan": plan.changes, "unfixable": plan.unfixable, "applied": outcome.applied,
-                        "backup": outcome.backup, "bytes_before": outcome.bytes_before, "bytes_after": outcome.bytes_after}),
+                        "backup": outcome.backup, "bytes_before": outcome.bytes_before, "bytes_after": outcome.bytes_after})),
             )
             .map_err(std::io::Error::from)?;
             writeln!(out)?;

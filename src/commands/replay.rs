@@ -182,13 +182,11 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     }
     match args.format {
         ReplayFormat::Json => {
-            let doc = json!({
-                "version": crate::report::json::SCHEMA_VERSION,
-                "tool": {"name": "rewind", "version": env!("CARGO_PKG_VERSION")},
+            let doc = super::envelope(json!({
                 "file": args.capture.display().to_string(),
                 "profiles": profiles.iter().take(if comparing { 2 } else { 1 }).map(|p| p.name()).collect::<Vec<_>>(),
                 "units": docs,
-            });
+            }));
             let mut out = super::Out;
             serde_json::to_writer_pretty(&mut out, &doc).map_err(std::io::Error::from)?;
             writeln!(out)?;

@@ -44,7 +44,8 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                     json!({"name": m.name, "severity": m.severity, "summary": m.summary, "fix": m.fix, "doc": m.doc_markdown()})
                 })
                 .collect();
-            serde_json::to_writer_pretty(&mut out, &rules).map_err(std::io::Error::from)?;
+            serde_json::to_writer_pretty(&mut out, &super::envelope(json!({ "rules": rules })))
+                .map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
     }

@@ -251,7 +251,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         }
         super::HumanOrJson::Json => {
             let list: Vec<_> = rows.iter().map(row_json).collect();
-            serde_json::to_writer_pretty(&mut out, &json!({ "sessions": list }))
+            serde_json::to_writer_pretty(&mut out, &super::envelope(json!({ "sessions": list })))
                 .map_err(std::io::Error::from)?;
             writeln!(out)?;
         }

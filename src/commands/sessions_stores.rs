@@ -343,7 +343,9 @@ pub fn run_folder(
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
             serde_json::to_writer_pretty(
                 &mut out,
-                &json!({"folder": dir, "stores": stores, "which_store": WHICH_STORE}),
+                &super::envelope(
+                    json!({"folder": dir, "stores": stores, "which_store": WHICH_STORE}),
+                ),
             )
             .map_err(std::io::Error::from)?;
             writeln!(out)?;
@@ -389,8 +391,11 @@ pub fn run_transcripts(
     match format {
         HumanOrJson::Json => {
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
-            serde_json::to_writer_pretty(&mut out, &json!({"folder": dir, "stores": stores}))
-                .map_err(std::io::Error::from)?;
+            serde_json::to_writer_pretty(
+                &mut out,
+                &super::envelope(json!({"folder": dir, "stores": stores})),
+            )
+            .map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
         HumanOrJson::Human => {
@@ -606,7 +611,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
             serde_json::to_writer_pretty(
                 &mut out,
-                &json!({"searched": searched, "home": home, "stores": stores}),
+                &super::envelope(json!({"searched": searched, "home": home, "stores": stores})),
             )
             .map_err(std::io::Error::from)?;
             writeln!(out)?;
