@@ -65,7 +65,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
 /// Runs a parsed command line without the process-wide clean-up of [`run`] (removing the copies
 /// of inputs read once).
 pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
-    let color = cli.color.enabled();
+    let color = cli.color;
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Check(args) => commands::check::run(args, color),

@@ -413,3 +413,45 @@ fn every_json_document_has_the_envelope() {
         );
     }
 }
+
+#[test]
+fn error_lines_are_coloured_for_standard_error() {
+    let broken = repo("samples/zod-failed-status.log");
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.log");
+    for command in ["diagnose", "check"] {
+        for (env, flag, coloured) in [
+            (Some(("FORCE_COLOR", "1")), "auto", true),
+            (Some(("FORCE_COLOR", "1")), "never", false),
+            (None, "auto", false),
+            (None, "always", true),
+        ] {
+            let mut cmd = rewind();
+            cmd.env_remove("NO_COLOR");
+            if let Some((k, v)) = env {
+                cmd.env(k, v);
+            }
+            // The report goes to a file (never coloured); the error line still follows the choice.
+            let out = cmd
+                .args(["--color", flag, command, "-o"])
+                .arg(dir.path().join("report.txt"))
+                .arg(&broken)
+                .arg(&missing)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{command}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("missing.log"), "{stderr}");
+            assert_eq!(
+                stderr.contains('\u{1b}'),
+                coloured,
+                "{command} {env:?} {flag}: {stderr:?}"
+            );
+            let report = std::fs::read_to_string(dir.path().join("report.txt")).unwrap();
+            assert!(
+                !report.contains('\u{1b}'),
+                "{command}: the file is not coloured"
+            );
+        }
+    }
+}

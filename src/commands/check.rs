@@ -16,6 +16,7 @@ use crate::core::ExitStatus;
 use crate::core::RewindError;
 use crate::ingest::DetectError;
 use crate::pipeline;
+use crate::report::ColorChoice;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals, UnitOutput};
 
@@ -189,7 +190,10 @@ fn not_a_recording(e: &RewindError) -> Option<String> {
     }
 }
 
-pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
+pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
+    let color = choice.enabled();
+    // Error lines go to standard error, which may be a terminal when standard output is not.
+    let err_color = choice.enabled_on_stderr();
     let policy = args.rules.policy()?;
     let baseline_path = if args.write_baseline.is_some() {
         None
@@ -288,7 +292,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     };
     for (arg, why) in &found.missing {
         let e = RewindError::Usage(format!("`{arg}`: {why}"));
-        print_error(&e, color);
+        print_error(&e, err_color);
         run.errors.push((arg.clone(), why.clone()));
     }
     let mut totals = Totals::default();
@@ -314,7 +318,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             }
             Outcome::Skipped(why) => run.files_skipped.push((shown, why)),
             Outcome::Failed(error) => {
-                print_error(&RewindError::Usage(error.clone()), color);
+                print_error(&RewindError::Usage(error.clone()), err_color);
                 run.errors.push((shown, error));
             }
         }

@@ -10,6 +10,7 @@ use crate::core::RewindError;
 use crate::formats::opencode::request::ProviderChoice;
 use crate::pipeline::{self, Options};
 use crate::protocols::stream::Profile;
+use crate::report::ColorChoice;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals};
 
@@ -78,7 +79,10 @@ impl StoreArgs {
     }
 }
 
-pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
+pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
+    let color = choice.enabled();
+    // Error lines go to standard error, which may be a terminal when standard output is not.
+    let err_color = choice.enabled_on_stderr();
     let policy = args.rules.policy()?;
     let mut options = Options {
         input: args.input,
@@ -145,7 +149,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
             Err(e) => {
                 super::Out.flush().ok();
-                print_error(&e, color);
+                print_error(&e, err_color);
                 run.errors.push((file.display().to_string(), e.message()));
             }
         }
