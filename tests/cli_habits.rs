@@ -455,3 +455,26 @@ fn error_lines_are_coloured_for_standard_error() {
         }
     }
 }
+
+#[test]
+fn the_report_never_overwrites_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.log");
+    std::fs::copy(repo("samples/zod-failed-status.log"), &log).unwrap();
+    let before = std::fs::read(&log).unwrap();
+    for args in [
+        vec!["diagnose".to_owned(), log.display().to_string()],
+        vec!["check".to_owned(), dir.path().display().to_string()],
+    ] {
+        let out = rewind().args(&args).arg("-o").arg(&log).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("is an input"), "{stderr}");
+        assert_eq!(
+            std::fs::read(&log).unwrap(),
+            before,
+            "{args:?}: the input is intact"
+        );
+    }
+}

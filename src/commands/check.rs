@@ -224,6 +224,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     let out = super::report_sink(
         args.report.output_file.as_deref(),
         args.report.rendered(args.format),
+        &files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
     )?;
     let report_color = color && args.report.output_file.is_none();
     let renderer = Renderer::for_format(args.report.rendered(args.format), report_color);

@@ -102,6 +102,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     let out = super::report_sink(
         args.report.output_file.as_deref(),
         args.report.rendered(args.format),
+        &args.files,
     )?;
     let color = color && args.report.output_file.is_none();
     let mut printer = make_printer(

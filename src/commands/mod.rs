@@ -221,9 +221,15 @@ impl Write for Sink {
 pub fn report_sink(
     output_file: Option<&std::path::Path>,
     format: OutputFormat,
+    inputs: &[std::path::PathBuf],
 ) -> Result<Sink, RewindError> {
     use std::io::IsTerminal;
     match output_file {
+        // Creating the report truncates its file: never one of the inputs.
+        Some(path) if is_one_of(path, inputs) => Err(RewindError::Usage(format!(
+            "`{}` is an input: the report would overwrite it; write it to another file",
+            crate::report::snippet::escape(&path.display().to_string(), false)
+        ))),
         Some(path) => std::fs::File::create(path)
             .map(|f| Sink::File(BufWriter::new(f)))
             .map_err(|e| {
@@ -243,6 +249,16 @@ pub fn report_sink(
         }
         None => Ok(Sink::Stdout(stdout())),
     }
+}
+
+/// Whether `path` names an existing file that is one of `inputs`.
+fn is_one_of(path: &std::path::Path, inputs: &[std::path::PathBuf]) -> bool {
+    let Ok(path) = path.canonicalize() else {
+        return false;
+    };
+    inputs
+        .iter()
+        .any(|input| input.canonicalize().is_ok_and(|input| input == path))
 }
 
 /// The printer for an output format, writing to `out`; `quiet` leaves out tables and summary
