@@ -19,7 +19,8 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 
-    /// When to colour the output.
+    /// When to colour the output (auto: on a terminal, unless NO_COLOR or CLICOLOR=0; FORCE_COLOR
+    /// or CLICOLOR_FORCE colour even in a pipe).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 }
@@ -38,7 +39,8 @@ pub enum Command {
     /// Show the request OpenCode sends for a stored session's next turn, block by block, with
     /// the provider rules it breaks.
     Request(commands::request::Args),
-    /// Repair an OpenCode database or export: plan a fix for every fixable finding, then apply it.
+    /// Repair an OpenCode store, a Claude Code transcript or a Codex rollout: plan a fix for every
+    /// fixable finding, then apply it.
     Repair(commands::repair::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),
@@ -63,7 +65,7 @@ pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
 /// Runs a parsed command line without the process-wide clean-up of [`run`] (removing the copies
 /// of inputs read once).
 pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
-    let color = cli.color.enabled();
+    let color = cli.color;
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Check(args) => commands::check::run(args, color),

@@ -134,6 +134,7 @@ fn rules<'a>(
             name.parse().map_err(|_| RewindError::UnknownRuleIn {
                 rule: name.clone(),
                 origin: origin.to_owned(),
+                hint: crate::checks::unknown_rule_hint(name),
             })
         })
         .collect()

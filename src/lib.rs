@@ -93,7 +93,7 @@ where
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    let color = cli.color.enabled();
+    let color = cli.color.enabled_on_stderr();
     let (status, out, err) = commands::capture(|| match cli::dispatch(cli) {
         Ok(status) => status,
         Err(err) if err.is_broken_pipe() => core::ExitStatus::Clean,

@@ -5,7 +5,7 @@ use rewind::{Cli, ExitStatus, run};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let color = cli.color.enabled();
+    let color = cli.color.enabled_on_stderr();
     match run(cli) {
         Ok(status) => status.into(),
         Err(err) if err.is_broken_pipe() => ExitStatus::Clean.into(),

@@ -154,8 +154,7 @@ fn catalogue() -> Vec<Value> {
         .args(["rules", "--format", "json"])
         .output()
         .unwrap();
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap()
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()["rules"]
         .as_array()
         .cloned()
         .unwrap()

@@ -283,8 +283,29 @@ pub(crate) fn repair_help(
 
 /// A name that is no rule's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown rule `{0}` (`rewind rules` lists them)")]
+#[error("unknown rule `{}`{}", crate::text::clip(.0), unknown_rule_hint(.0))]
 pub struct UnknownRule(pub String);
+
+/// The rule a mistyped `name` most likely meant: the closest by edit distance, if it is close
+/// (at most a third of the name's length, and at least one edit allowed).
+pub fn closest_rule(name: &str) -> Option<Rule> {
+    let limit = (name.chars().count() / 3).max(1);
+    Rule::ALL
+        .iter()
+        .map(|r| (strsim::levenshtein(name, r.as_str()), *r))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, r)| r)
+}
+
+/// What an error about an unknown rule `name` says after it: `; did you mean `…`?` when a rule
+/// is close, else where the rules are listed.
+pub fn unknown_rule_hint(name: &str) -> String {
+    match closest_rule(name) {
+        Some(rule) => format!("; did you mean `{}`?", rule.as_str()),
+        None => " (`rewind rules` lists them)".to_owned(),
+    }
+}
 
 impl FromStr for Rule {
     type Err = UnknownRule;

@@ -16,6 +16,7 @@ use crate::core::ExitStatus;
 use crate::core::RewindError;
 use crate::ingest::DetectError;
 use crate::pipeline;
+use crate::report::ColorChoice;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals, UnitOutput};
 
@@ -29,6 +30,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
+
+    #[command(flatten)]
+    pub report: super::ReportArgs,
 
     #[command(flatten)]
     pub rules: RuleArgs,
@@ -72,11 +76,11 @@ pub struct RuleArgs {
     pub fail_on: Option<Severity>,
 
     /// Run only these rules (comma-separated or repeated); replaces `select` of rewind.toml.
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    #[arg(long, value_delimiter = ',', value_name = "RULE", value_parser = RuleName, hide_possible_values = true)]
     pub select: Vec<String>,
 
     /// Skip these rules (comma-separated or repeated); added to `ignore` of rewind.toml.
-    #[arg(long, value_delimiter = ',', value_name = "RULE")]
+    #[arg(long, value_delimiter = ',', value_name = "RULE", value_parser = RuleName, hide_possible_values = true)]
     pub ignore: Vec<String>,
 
     /// Change a rule's severity, e.g. `--severity session-error=info` (repeatable).
@@ -112,6 +116,32 @@ impl RuleArgs {
                 severity: self.severity.clone(),
             },
         )
+    }
+}
+
+/// A rule's name as typed: any text (an unknown name is refused later, with a suggestion), with
+/// every rule's name offered to shell completion.
+#[derive(Clone, Copy, Debug)]
+pub struct RuleName;
+
+impl clap::builder::TypedValueParser for RuleName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(crate::checks::Rule::ALL.iter().map(|r| {
+            clap::builder::PossibleValue::new(r.as_str()).help(r.meta().summary)
+        })))
     }
 }
 
@@ -160,7 +190,10 @@ fn not_a_recording(e: &RewindError) -> Option<String> {
     }
 }
 
-pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
+pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
+    let color = choice.enabled();
+    // Error lines go to standard error, which may be a terminal when standard output is not.
+    let err_color = choice.enabled_on_stderr();
     let policy = args.rules.policy()?;
     let baseline_path = if args.write_baseline.is_some() {
         None
@@ -188,7 +221,13 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         .collect();
     files.dedup_by(|a, b| a.0 == b.0);
 
-    let renderer = Renderer::for_format(args.format, color);
+    let out = super::report_sink(
+        args.report.output_file.as_deref(),
+        args.report.rendered(args.format),
+        &files.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>(),
+    )?;
+    let report_color = color && args.report.output_file.is_none();
+    let renderer = Renderer::for_format(args.report.rendered(args.format), report_color);
     let diagnose_one = |path: &PathBuf, explicit: bool| -> Outcome {
         if !explicit && crate::core::is_rewind_copy(path) {
             return Outcome::Skipped("a copy rewind made when repairing (a backup)".to_owned());
@@ -206,7 +245,10 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         let file_policy = policy.for_path(path);
         let options = pipeline::Options {
             input: Some(format),
-            forget_logs_from: pipeline::forget_logs_from(args.format, args.forget_from_parts),
+            forget_logs_from: pipeline::forget_logs_from(
+                args.report.rendered(args.format),
+                args.forget_from_parts,
+            ),
             ..pipeline::Options::default()
         };
         let mut units = Vec::new();
@@ -237,10 +279,12 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     let progress = crate::progress::Progress::files(files.len());
 
     let mut printer = make_printer(
+        out,
         args.format,
-        color,
+        report_color,
         Summary::Rules,
         policy.help_uri_base.clone(),
+        &args.report,
     );
     let mut run = RunSummary {
         fail_on: Some(policy.fail_on),
@@ -249,7 +293,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     };
     for (arg, why) in &found.missing {
         let e = RewindError::Usage(format!("`{arg}`: {why}"));
-        print_error(&e, color);
+        print_error(&e, err_color);
         run.errors.push((arg.clone(), why.clone()));
     }
     let mut totals = Totals::default();
@@ -275,7 +319,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             }
             Outcome::Skipped(why) => run.files_skipped.push((shown, why)),
             Outcome::Failed(error) => {
-                print_error(&RewindError::Usage(error.clone()), color);
+                print_error(&RewindError::Usage(error.clone()), err_color);
                 run.errors.push((shown, error));
             }
         }
@@ -316,7 +360,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         other => other.map_err(RewindError::Output)?,
     }
     let empty = run.files_checked == 0 && run.errors.is_empty();
-    if empty {
+    if empty && (!args.report.quiet || args.fail_on_empty) {
         let skipped = run.files_skipped.len();
         super::err_line(&format!(
             "{}: no recording was checked in {} ({skipped} file{} skipped as not recordings; `-v` lists them): is the path right?",
@@ -335,18 +379,20 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
                 .join(", "),
             if skipped == 1 { "" } else { "s" },
         ));
-        if args.fail_on_empty {
-            return Ok(ExitStatus::Error);
-        }
+    }
+    if empty && args.fail_on_empty {
+        return Ok(ExitStatus::Error);
     }
     if let Some(path) = &args.write_baseline {
         crate::baseline::write(path, &all_records)?;
-        super::err_line(&format!(
-            "wrote {} finding{} to the baseline {}",
-            all_records.len(),
-            if all_records.len() == 1 { "" } else { "s" },
-            path.display()
-        ));
+        if !args.report.quiet {
+            super::err_line(&format!(
+                "wrote {} finding{} to the baseline {}",
+                all_records.len(),
+                if all_records.len() == 1 { "" } else { "s" },
+                path.display()
+            ));
+        }
         return Ok(if run.errors.is_empty() {
             ExitStatus::Clean
         } else {

@@ -26,9 +26,29 @@ pub struct ManArgs {
 /// Prints the completion script for a shell.
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     let mut out = super::stdout();
-    clap_complete::generate(args.shell, &mut Cli::command(), "rewind", &mut out);
+    clap_complete::generate(args.shell, &mut shown(&Cli::command()), "rewind", &mut out);
     out.flush()?;
     Ok(ExitStatus::Clean)
+}
+
+/// `cmd` without its hidden arguments and subcommands (options for tests): the completion
+/// generators offer every argument they are given, hidden or not. Only what completion reads is
+/// kept: names, help, values.
+fn shown(cmd: &clap::Command) -> clap::Command {
+    let mut out = clap::Command::new(cmd.get_name().to_owned());
+    if let Some(about) = cmd.get_about() {
+        out = out.about(about.clone());
+    }
+    if let Some(version) = cmd.get_version() {
+        out = out.version(version.to_owned());
+    }
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        out = out.arg(arg.clone());
+    }
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        out = out.subcommand(shown(sub));
+    }
+    out
 }
 
 /// Prints the man page (roff): rewind's, or a subcommand's.

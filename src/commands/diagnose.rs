@@ -10,6 +10,7 @@ use crate::core::RewindError;
 use crate::formats::opencode::request::ProviderChoice;
 use crate::pipeline::{self, Options};
 use crate::protocols::stream::Profile;
+use crate::report::ColorChoice;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals};
 
@@ -23,6 +24,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Human)]
     pub format: OutputFormat,
+
+    #[command(flatten)]
+    pub report: super::ReportArgs,
 
     #[command(flatten)]
     pub rules: super::check::RuleArgs,
@@ -75,12 +79,18 @@ impl StoreArgs {
     }
 }
 
-pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
+pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
+    let color = choice.enabled();
+    // Error lines go to standard error, which may be a terminal when standard output is not.
+    let err_color = choice.enabled_on_stderr();
     let policy = args.rules.policy()?;
     let mut options = Options {
         input: args.input,
         profiles: vec![args.processor, pipeline::counterpart(args.processor)],
-        forget_logs_from: pipeline::forget_logs_from(args.format, args.forget_from_parts),
+        forget_logs_from: pipeline::forget_logs_from(
+            args.report.rendered(args.format),
+            args.forget_from_parts,
+        ),
         ..Options::default()
     };
     args.store.apply(&mut options);
@@ -89,8 +99,21 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
     } else {
         Summary::Sessions
     };
-    let mut printer = make_printer(args.format, color, summary, policy.help_uri_base.clone());
-    let renderer = Renderer::for_format(args.format, color);
+    let out = super::report_sink(
+        args.report.output_file.as_deref(),
+        args.report.rendered(args.format),
+        &args.files,
+    )?;
+    let color = color && args.report.output_file.is_none();
+    let mut printer = make_printer(
+        out,
+        args.format,
+        color,
+        summary,
+        policy.help_uri_base.clone(),
+        &args.report,
+    );
+    let renderer = Renderer::for_format(args.report.rendered(args.format), color);
     let mut run = RunSummary {
         fail_on: Some(policy.fail_on),
         ..RunSummary::default()
@@ -127,7 +150,7 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
             Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
             Err(e) => {
                 super::Out.flush().ok();
-                print_error(&e, color);
+                print_error(&e, err_color);
                 run.errors.push((file.display().to_string(), e.message()));
             }
         }

@@ -9,14 +9,15 @@ use crate::core::RewindError;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The rule's name, as `rewind rules` lists it.
+    #[arg(value_parser = super::check::RuleName, hide_possible_values = true)]
     pub rule: String,
 }
 
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
-    let rule: Rule = args
-        .rule
-        .parse()
-        .map_err(|_| RewindError::UnknownRule(args.rule.clone()))?;
+    let rule: Rule = args.rule.parse().map_err(|_| RewindError::UnknownRule {
+        hint: crate::checks::unknown_rule_hint(&args.rule),
+        rule: args.rule.clone(),
+    })?;
     let meta = rule.meta();
     let mut out = super::Out;
     writeln!(out, "# {} ({} by default)\n", meta.name, meta.severity)?;

@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::io::{BufWriter, Write};
 
 use crate::core::RewindError;
+use crate::report::concise::ConcisePrinter;
 use crate::report::github::GithubPrinter;
 use crate::report::html::HtmlPrinter;
 use crate::report::human::{HumanPrinter, Summary};
@@ -23,6 +24,7 @@ use crate::report::json::JsonPrinter;
 use crate::report::jsonl::JsonlPrinter;
 use crate::report::junit::JunitPrinter;
 use crate::report::sarif::SarifPrinter;
+use crate::report::statistics::StatisticsPrinter;
 use crate::report::{OutputFormat, Printer};
 
 /// Output formats of the commands that print a table or a document.
@@ -30,6 +32,28 @@ use crate::report::{OutputFormat, Printer};
 pub enum HumanOrJson {
     Human,
     Json,
+}
+
+/// `doc` inside the envelope every command's `--format json` document has: `version` (of the
+/// document's shape, [`crate::report::json::SCHEMA_VERSION`]) and `tool` first, then `doc`'s
+/// members (a `doc` that is not an object goes under `data`).
+pub fn envelope(doc: serde_json::Value) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "version".to_owned(),
+        crate::report::json::SCHEMA_VERSION.into(),
+    );
+    out.insert(
+        "tool".to_owned(),
+        serde_json::json!({"name": "rewind", "version": env!("CARGO_PKG_VERSION")}),
+    );
+    match doc {
+        serde_json::Value::Object(members) => out.extend(members),
+        other => {
+            out.insert("data".to_owned(), other);
+        }
+    }
+    serde_json::Value::Object(out)
 }
 
 /// Prints an error the way every command does: one line on standard error, and the items it
@@ -134,21 +158,132 @@ pub fn stdout() -> BufWriter<Out> {
     BufWriter::new(Out)
 }
 
-/// The printer for an output format, on standard output.
+/// Where and how much of a report `diagnose` and `check` print.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// Write the report to this file instead of standard output (never coloured).
+    #[arg(long, short = 'o', value_name = "PATH", value_hint = clap::ValueHint::FilePath)]
+    pub output_file: Option<std::path::PathBuf>,
+
+    /// Print only the findings: no tables, no summary lines (the exit status is the same).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// Print how many findings each rule made (rule, count, severity), most first, instead of
+    /// the findings (`--format json`: as JSON).
+    #[arg(long)]
+    pub statistics: bool,
+}
+
+impl ReportArgs {
+    /// The format units are prepared for: with `--statistics`, none that renders findings.
+    pub fn rendered(&self, format: OutputFormat) -> OutputFormat {
+        if self.statistics {
+            OutputFormat::Json
+        } else {
+            format
+        }
+    }
+}
+
+/// Where a report goes: standard output, or the file of `-o/--output-file`.
+pub enum Sink {
+    Stdout(BufWriter<Out>),
+    File(BufWriter<std::fs::File>),
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Stdout(w) => w.write(buf),
+            Sink::File(w) => w.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Sink::Stdout(w) => w.write_all(buf),
+            Sink::File(w) => w.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Stdout(w) => w.flush(),
+            Sink::File(w) => w.flush(),
+        }
+    }
+}
+
+/// Opens where a report goes: the file named with `-o` (created or truncated), or standard
+/// output. An HTML page is refused on a terminal without `-o`: it is a whole document, not
+/// something to read there.
+pub fn report_sink(
+    output_file: Option<&std::path::Path>,
+    format: OutputFormat,
+    inputs: &[std::path::PathBuf],
+) -> Result<Sink, RewindError> {
+    use std::io::IsTerminal;
+    match output_file {
+        // Creating the report truncates its file: never one of the inputs.
+        Some(path) if is_one_of(path, inputs) => Err(RewindError::Usage(format!(
+            "`{}` is an input: the report would overwrite it; write it to another file",
+            crate::report::snippet::escape(&path.display().to_string(), false)
+        ))),
+        Some(path) => std::fs::File::create(path)
+            .map(|f| Sink::File(BufWriter::new(f)))
+            .map_err(|e| {
+                RewindError::Usage(format!(
+                    "cannot write the report to `{}`: {e}",
+                    crate::report::snippet::escape(&path.display().to_string(), false)
+                ))
+            }),
+        None if format == OutputFormat::Html
+            && !capturing()
+            && std::io::stdout().is_terminal() =>
+        {
+            Err(RewindError::Usage(
+                "`--format html` writes a whole page: not to a terminal; write it to a file with `-o report.html`"
+                    .to_owned(),
+            ))
+        }
+        None => Ok(Sink::Stdout(stdout())),
+    }
+}
+
+/// Whether `path` names an existing file that is one of `inputs`.
+fn is_one_of(path: &std::path::Path, inputs: &[std::path::PathBuf]) -> bool {
+    let Ok(path) = path.canonicalize() else {
+        return false;
+    };
+    inputs
+        .iter()
+        .any(|input| input.canonicalize().is_ok_and(|input| input == path))
+}
+
+/// The printer for an output format, writing to `out`; `quiet` leaves out tables and summary
+/// lines, `statistics` prints findings per rule instead of the findings.
 pub fn make_printer(
+    out: Sink,
     format: OutputFormat,
     color: bool,
     summary: Summary,
     help_uri_base: Option<String>,
+    report: &ReportArgs,
 ) -> Box<dyn Printer> {
+    if report.statistics {
+        return Box::new(StatisticsPrinter::new(out, format == OutputFormat::Json));
+    }
+    let summary = if report.quiet { Summary::None } else { summary };
     match format {
-        OutputFormat::Human => Box::new(HumanPrinter::new(stdout(), color, summary)),
-        OutputFormat::Json => Box::new(JsonPrinter::new(stdout())),
-        OutputFormat::Jsonl => Box::new(JsonlPrinter::new(stdout())),
-        OutputFormat::Sarif => Box::new(SarifPrinter::new(stdout(), help_uri_base)),
-        OutputFormat::Github => Box::new(GithubPrinter::new(stdout())),
-        OutputFormat::Junit => Box::new(JunitPrinter::new(stdout())),
-        OutputFormat::Html => Box::new(HtmlPrinter::new(stdout())),
+        OutputFormat::Human => Box::new(HumanPrinter::new(out, color, summary)),
+        OutputFormat::Concise => Box::new(ConcisePrinter::new(out, report.quiet)),
+        OutputFormat::Json => Box::new(JsonPrinter::new(out)),
+        OutputFormat::Jsonl => Box::new(JsonlPrinter::new(out)),
+        OutputFormat::Sarif => Box::new(SarifPrinter::new(out, help_uri_base)),
+        OutputFormat::Github => Box::new(GithubPrinter::new(out)),
+        OutputFormat::Junit => Box::new(JunitPrinter::new(out)),
+        OutputFormat::Html => Box::new(HtmlPrinter::new(out)),
     }
 }
 

@@ -135,8 +135,10 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
                 OutputFormat::Json => {
                     crate::report::safe_json::to_writer_pretty(
                         &mut out,
-                        &json!({"path": shown, "dry_run": args.dry_run, "plan": plans[0].changes,
+                        &super::envelope(
+                            json!({"path": shown, "dry_run": args.dry_run, "plan": plans[0].changes,
                                 "unfixable": plans[0].unfixable, "output": outcome.output}),
+                        ),
                     )?;
                     writeln!(out)?;
                 }
@@ -197,8 +199,10 @@ fn db_report(
         OutputFormat::Json => {
             crate::report::safe_json::to_writer_pretty(
                 &mut *out,
-                &json!({"path": shown, "dry_run": dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
+                &super::envelope(
+                    json!({"path": shown, "dry_run": dry_run, "plan": outcome.plans.iter().flat_map(|p| &p.changes).collect::<Vec<_>>(),
                         "unfixable": unfixable, "caveats": outcome.caveats, "applied": outcome.applied, "backup": outcome.backup}),
+                ),
             )?;
             writeln!(out)?;
         }
@@ -249,9 +253,11 @@ fn transcript_report(
         OutputFormat::Json => {
             crate::report::safe_json::to_writer_pretty(
                 &mut *out,
-                &json!({"path": shown, "dry_run": dry_run, "client": plan.client, "session": plan.session_id,
+                &super::envelope(
+                    json!({"path": shown, "dry_run": dry_run, "client": plan.client, "session": plan.session_id,
                         "plan": plan.changes, "unfixable": plan.unfixable, "applied": outcome.applied,
                         "backup": outcome.backup, "bytes_before": outcome.bytes_before, "bytes_after": outcome.bytes_after}),
+                ),
             )?;
             writeln!(out)?;
         }

@@ -30,11 +30,13 @@ pub fn run(args: &Args<'_>) -> Result<ExitStatus, RewindError> {
         OutputFormat::Json => {
             crate::report::safe_json::to_writer_pretty(
                 &mut out,
-                &json!({"path": shown, "storage": outcome.root, "dry_run": args.dry_run,
+                &super::envelope(
+                    json!({"path": shown, "storage": outcome.root, "dry_run": args.dry_run,
                         "quarantine": outcome.quarantine, "moves": outcome.moves,
                         "not_repaired": outcome.left, "applied": outcome.applied,
                         "verified": outcome.sessions_after.is_some(),
                         "sessions_after": outcome.sessions_after}),
+                ),
             )?;
             writeln!(out)?;
         }

@@ -17,6 +17,7 @@ use crate::core::RewindError;
 use crate::model::{PartBody, ToolPart};
 use crate::pipeline::{self, Options};
 use crate::protocols::stream::Profile;
+use crate::report::ColorChoice;
 use crate::report::html::{self, CompareRow, CompareRun, Comparison, HtmlPrinter, Side};
 use crate::report::human::{HumanPrinter, Renderer, Summary};
 use crate::report::snippet::escape;
@@ -74,7 +75,10 @@ struct Entry {
     states: Vec<(Seq, Span, String)>,
 }
 
-pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
+pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
+    let color = choice.enabled();
+    // Error lines go to standard error, which may be a terminal when standard output is not.
+    let err_color = choice.enabled_on_stderr();
     let profiles = match &args.compare {
         Some(p) if p.len() == 2 => p.clone(),
         Some(_) => return Err(RewindError::Usage("--compare takes two profiles".into())),
@@ -175,20 +179,18 @@ pub fn run(args: Args, color: bool) -> Result<ExitStatus, RewindError> {
         Err(e) if e.is_broken_pipe() => return Ok(ExitStatus::Clean),
         Err(e) => {
             super::Out.flush().ok();
-            print_error(&e, color);
+            print_error(&e, err_color);
             return Ok(ExitStatus::Error);
         }
         Ok(()) => {}
     }
     match args.format {
         ReplayFormat::Json => {
-            let doc = json!({
-                "version": crate::report::json::SCHEMA_VERSION,
-                "tool": {"name": "rewind", "version": env!("CARGO_PKG_VERSION")},
+            let doc = super::envelope(json!({
                 "file": args.capture.display().to_string(),
                 "profiles": profiles.iter().take(if comparing { 2 } else { 1 }).map(|p| p.name()).collect::<Vec<_>>(),
                 "units": docs,
-            });
+            }));
             let mut out = super::Out;
             crate::report::safe_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;

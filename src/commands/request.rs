@@ -237,8 +237,9 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
     match args.format {
         HumanOrJson::Human => human(&mut out, &args, &chosen, &violations)?,
         HumanOrJson::Json => {
-            let doc = document(&chosen, &violations);
-            crate::report::safe_json::to_writer_pretty(&mut out, &doc)?;
+            let doc = serde_json::to_value(document(&chosen, &violations))
+                .map_err(std::io::Error::from)?;
+            crate::report::safe_json::to_writer_pretty(&mut out, &super::envelope(doc))?;
             writeln!(out)?;
         }
     }

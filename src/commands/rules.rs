@@ -44,7 +44,10 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                     json!({"name": m.name, "severity": m.severity, "summary": m.summary, "fix": m.fix, "doc": m.doc_markdown()})
                 })
                 .collect();
-            crate::report::safe_json::to_writer_pretty(&mut out, &rules)?;
+            crate::report::safe_json::to_writer_pretty(
+                &mut out,
+                &super::envelope(json!({ "rules": rules })),
+            )?;
             writeln!(out)?;
         }
     }

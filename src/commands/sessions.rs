@@ -257,7 +257,10 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         }
         super::HumanOrJson::Json => {
             let list: Vec<_> = rows.iter().map(row_json).collect();
-            crate::report::safe_json::to_writer_pretty(&mut out, &json!({ "sessions": list }))?;
+            crate::report::safe_json::to_writer_pretty(
+                &mut out,
+                &super::envelope(json!({ "sessions": list })),
+            )?;
             writeln!(out)?;
         }
     }

@@ -355,7 +355,9 @@ pub fn run_folder(
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
             crate::report::safe_json::to_writer_pretty(
                 &mut out,
-                &json!({"folder": dir, "stores": stores, "which_store": WHICH_STORE}),
+                &super::envelope(
+                    json!({"folder": dir, "stores": stores, "which_store": WHICH_STORE}),
+                ),
             )?;
             writeln!(out)?;
         }
@@ -402,7 +404,7 @@ pub fn run_transcripts(
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
             crate::report::safe_json::to_writer_pretty(
                 &mut out,
-                &json!({"folder": dir, "stores": stores}),
+                &super::envelope(json!({"folder": dir, "stores": stores})),
             )?;
             writeln!(out)?;
         }
@@ -454,8 +456,10 @@ pub fn run_kilo_folder(
     match format {
         HumanOrJson::Json => {
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
-            serde_json::to_writer_pretty(&mut out, &json!({"folder": dir, "stores": stores}))
-                .map_err(std::io::Error::from)?;
+            crate::report::safe_json::to_writer_pretty(
+                &mut out,
+                &super::envelope(json!({"folder": dir, "stores": stores})),
+            )?;
             writeln!(out)?;
         }
         HumanOrJson::Human => {
@@ -762,7 +766,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
             crate::report::safe_json::to_writer_pretty(
                 &mut out,
-                &json!({"searched": searched, "home": home, "stores": stores}),
+                &super::envelope(json!({"searched": searched, "home": home, "stores": stores})),
             )?;
             writeln!(out)?;
         }

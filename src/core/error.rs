@@ -43,7 +43,8 @@ pub enum DetectError {
         source: std::io::Error,
     },
     #[error(
-        "`{path}` is a directory but not an OpenCode storage folder (no `session/` and `message/` in it or in `storage/`); give a file"
+        "`{path}` is a directory but not an OpenCode storage folder (no `session/` and `message/` in it or in `storage/`): to check every recording in it, run `rewind check {}`",
+        crate::text::shell_quote(&path.display().to_string())
     )]
     Directory { path: PathBuf },
     #[error("`{path}` is empty: there is nothing to diagnose")]
@@ -109,13 +110,15 @@ pub enum RewindError {
         crate::text::clip(id)
     )]
     NoSuchSession { path: PathBuf, id: String },
-    #[error("unknown rule `{}` (`rewind rules` lists them)", crate::text::clip(.0))]
-    UnknownRule(String),
-    #[error(
-        "unknown rule `{}` in {origin} (`rewind rules` lists them)",
-        crate::text::clip(rule)
-    )]
-    UnknownRuleIn { rule: String, origin: String },
+    /// `hint` is what follows the name: `; did you mean …?` or where the rules are listed.
+    #[error("unknown rule `{}`{hint}", crate::text::clip(rule))]
+    UnknownRule { rule: String, hint: String },
+    #[error("unknown rule `{}` in {origin}{hint}", crate::text::clip(rule))]
+    UnknownRuleIn {
+        rule: String,
+        origin: String,
+        hint: String,
+    },
     #[error("{0}")]
     Config(String),
     #[error("{path}: {message}")]

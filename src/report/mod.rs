@@ -6,6 +6,7 @@
 //! any thread; printers then receive the prepared units in order and write them out, and
 //! `finish` writes what needs the whole run (summary tables, the JSON or SARIF document).
 
+pub mod concise;
 pub mod github;
 pub mod html;
 pub mod human;
@@ -16,6 +17,7 @@ pub mod record;
 pub mod safe_json;
 pub mod sarif;
 pub mod snippet;
+pub mod statistics;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -32,6 +34,8 @@ use snippet::{Lines, Resolved};
 pub enum OutputFormat {
     /// Annotated snippets and a summary table.
     Human,
+    /// One line per finding: `path:line:col: severity[rule] message`.
+    Concise,
     /// One JSON document.
     Json,
     /// One JSON object per finding per line, then a summary line.
@@ -49,25 +53,105 @@ pub enum OutputFormat {
 /// Whether to colour the output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when writing to a terminal and `NO_COLOR` is not set.
+    /// Colour when writing to a terminal, unless the environment says otherwise (`NO_COLOR`,
+    /// `CLICOLOR=0`; `FORCE_COLOR` or `CLICOLOR_FORCE` colour even when not a terminal).
     #[default]
     Auto,
     Always,
     Never,
 }
 
+/// The stream a colour decision is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
 impl ColorChoice {
     /// Resolves `auto` for standard output.
     pub fn enabled(self) -> bool {
+        self.enabled_for(Stream::Stdout)
+    }
+
+    /// Resolves `auto` for standard error (error lines).
+    pub fn enabled_on_stderr(self) -> bool {
+        self.enabled_for(Stream::Stderr)
+    }
+
+    /// Resolves `auto` for a stream, from the process's environment.
+    pub fn enabled_for(self, stream: Stream) -> bool {
         use std::io::IsTerminal;
+        let terminal = || match stream {
+            Stream::Stdout => std::io::stdout().is_terminal(),
+            Stream::Stderr => std::io::stderr().is_terminal(),
+        };
+        self.decide(|name| std::env::var_os(name), terminal)
+    }
+
+    /// The one place colour is decided. `--color always|never` wins over the environment; with
+    /// `auto`, in this order: a non-empty `NO_COLOR` turns colour off; `FORCE_COLOR` or
+    /// `CLICOLOR_FORCE` set to anything but empty or `0` turns it on even when the stream is not
+    /// a terminal; `CLICOLOR=0` turns it off; otherwise colour exactly when the stream is a
+    /// terminal.
+    pub fn decide(
+        self,
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+        terminal: impl FnOnce() -> bool,
+    ) -> bool {
+        let set = |name: &str| env(name).is_some_and(|v| !v.is_empty() && v != "0");
         match self {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
             ColorChoice::Auto => {
-                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                    && std::io::stdout().is_terminal()
+                if env("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+                    false
+                } else if set("FORCE_COLOR") || set("CLICOLOR_FORCE") {
+                    true
+                } else if env("CLICOLOR").is_some_and(|v| v == "0") {
+                    false
+                } else {
+                    terminal()
+                }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod color_tests {
+    use super::ColorChoice;
+
+    fn decide(choice: ColorChoice, vars: &[(&str, &str)], terminal: bool) -> bool {
+        choice.decide(
+            |name| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).into())
+            },
+            || terminal,
+        )
+    }
+
+    #[test]
+    fn environment_and_flag() {
+        use ColorChoice::*;
+        assert!(decide(Auto, &[], true));
+        assert!(!decide(Auto, &[], false));
+        assert!(!decide(Auto, &[("NO_COLOR", "1")], true));
+        assert!(decide(Auto, &[("NO_COLOR", "")], true));
+        assert!(decide(Auto, &[("FORCE_COLOR", "1")], false));
+        assert!(!decide(Auto, &[("FORCE_COLOR", "0")], false));
+        assert!(!decide(Auto, &[("FORCE_COLOR", "")], false));
+        assert!(decide(Auto, &[("CLICOLOR_FORCE", "yes")], false));
+        assert!(!decide(Auto, &[("CLICOLOR", "0")], true));
+        assert!(decide(Auto, &[("CLICOLOR", "1")], true));
+        assert!(decide(
+            Always,
+            &[("NO_COLOR", "1"), ("CLICOLOR", "0")],
+            false
+        ));
+        assert!(!decide(Never, &[("FORCE_COLOR", "1")], true));
     }
 }
 
