@@ -129,23 +129,8 @@ fn answer_trailing_calls(merged: &mut Vec<ModelMessage>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::formats::transcript::request::test_history::{call, msg};
     use crate::request::{BlockKind, Role};
-
-    fn msg(role: Role, blocks: Vec<BlockKind>, id: &str) -> ModelMessage {
-        ModelMessage {
-            role,
-            content: blocks.into_iter().map(Block::new).collect(),
-            span: None,
-            message_id: Some(id.into()),
-        }
-    }
-
-    fn call(id: &str) -> BlockKind {
-        BlockKind::ToolCall {
-            id: id.into(),
-            name: "Bash".into(),
-        }
-    }
 
     fn shape(ms: &[ModelMessage]) -> Vec<(Role, Vec<BlockKind>)> {
         ms.iter()

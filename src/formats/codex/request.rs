@@ -71,22 +71,7 @@ pub fn rebuild(history: &[ModelMessage]) -> Vec<ModelMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn msg(role: Role, blocks: Vec<BlockKind>, id: &str) -> ModelMessage {
-        ModelMessage {
-            role,
-            content: blocks.into_iter().map(Block::new).collect(),
-            span: None,
-            message_id: Some(id.into()),
-        }
-    }
-
-    fn call(id: &str) -> BlockKind {
-        BlockKind::ToolCall {
-            id: id.into(),
-            name: "Bash".into(),
-        }
-    }
+    use crate::formats::transcript::request::test_history::{call, msg};
 
     #[test]
     fn codex_answers_an_unanswered_call_right_after_it() {

@@ -24,3 +24,27 @@ pub fn rebuilt(
         session_id: analysis.sessions.first().map(|s| s.id.clone()),
     }
 }
+
+/// Stored histories for the rebuilds' unit tests.
+#[cfg(test)]
+pub mod test_history {
+    use crate::request::{Block, BlockKind, ModelMessage, Role};
+
+    /// A stored message of `role` with `blocks`, stored as `id`.
+    pub fn msg(role: Role, blocks: Vec<BlockKind>, id: &str) -> ModelMessage {
+        ModelMessage {
+            role,
+            content: blocks.into_iter().map(Block::new).collect(),
+            span: None,
+            message_id: Some(id.into()),
+        }
+    }
+
+    /// A `Bash` call `id`.
+    pub fn call(id: &str) -> BlockKind {
+        BlockKind::ToolCall {
+            id: id.into(),
+            name: "Bash".into(),
+        }
+    }
+}
