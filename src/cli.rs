@@ -12,7 +12,7 @@ use crate::report::ColorChoice;
 /// Reads agent logs, SSE captures, HTTP recordings, OpenCode session stores, Claude Code
 /// transcripts and Codex rollouts, replays them through the agent's stream processor and its
 /// history reconstruction, and reports what broke — pointing at the exact bytes. Checked against
-/// Claude Code 1.0.128–2.1.332, Codex 0.40.0–0.171.0 and OpenCode 1.0.185–1.18.33.
+/// Claude Code 1.0.128–2.1.332, Codex 0.40.0–0.171.0, OpenCode 1.0.185–1.18.33 and Kilo 7.7.7.
 #[derive(Debug, Parser)]
 #[command(name = "rewind", version, about, long_about, max_term_width = 100)]
 pub struct Cli {
