@@ -501,6 +501,48 @@ fn env_path(key: &str) -> Option<PathBuf> {
 }
 
 /// One database's sessions, under `label`.
+/// A client's data folders (`name` under `$XDG_DATA_HOME`, then `~/.local/share`), each with
+/// where it came from.
+fn data_folders(home: Option<&Path>, name: &str) -> Vec<(PathBuf, String)> {
+    let mut folders: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(xdg) = env_path("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
+        folders.push((xdg.join(name), format!("$XDG_DATA_HOME/{name}")));
+    }
+    if let Some(h) = home {
+        let default = h.join(".local/share").join(name);
+        if !folders.iter().any(|(p, _)| *p == default) {
+            folders.push((default, format!("~/.local/share/{name}")));
+        }
+    }
+    folders
+}
+
+/// The database the environment variable `var` names (a path, or a name in the client's first
+/// data folder `data`), when no listing has it yet: searched, and listed when it exists.
+/// `what` is how the search names it, its kind, and who reads it.
+fn env_db(
+    var: &str,
+    (what, kind, read_by): (&'static str, Kind, &str),
+    data: Option<&Path>,
+    listings: &[StoreListing],
+    searched: &mut Vec<Searched>,
+    options: &Options,
+) -> Option<StoreListing> {
+    let value = std::env::var_os(var).filter(|v| !v.is_empty())?;
+    let db = opencode_data::opencode_db_override(&value.to_string_lossy(), data?)?;
+    if listings.iter().any(|l| l.path == db) {
+        return None;
+    }
+    let found = db.is_file();
+    searched.push(Searched {
+        what,
+        path: db.clone(),
+        via: format!("${var}"),
+        found,
+    });
+    found.then(|| db_listing(format!("${var}"), db, kind, None, read_by.into(), options))
+}
+
 fn db_listing(
     label: String,
     path: PathBuf,
@@ -540,16 +582,7 @@ fn kilo_listings(
     options: &Options,
     searched: &mut Vec<Searched>,
 ) -> Vec<StoreListing> {
-    let mut folders: Vec<(PathBuf, String)> = Vec::new();
-    if let Some(xdg) = env_path("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
-        folders.push((xdg.join("kilo"), "$XDG_DATA_HOME/kilo".into()));
-    }
-    if let Some(h) = home {
-        let default = h.join(".local/share/kilo");
-        if !folders.iter().any(|(p, _)| *p == default) {
-            folders.push((default, "~/.local/share/kilo".into()));
-        }
-    }
+    let folders = data_folders(home, "kilo");
     let mut listings = Vec::new();
     for (dir, via) in &folders {
         let these = kilo_folder_listings(dir, (folders.len() > 1).then_some(via.as_str()), options);
@@ -561,30 +594,18 @@ fn kilo_listings(
         });
         listings.extend(these);
     }
-    if let (Some(value), Some((data, _))) = (
-        std::env::var_os("KILO_DB").filter(|v| !v.is_empty()),
-        folders.first(),
-    ) && let Some(db) = opencode_data::opencode_db_override(&value.to_string_lossy(), data)
-        && !listings.iter().any(|l| l.path == db)
-    {
-        let found = db.is_file();
-        searched.push(Searched {
-            what: "Kilo database",
-            path: db.clone(),
-            via: "$KILO_DB".into(),
-            found,
-        });
-        if found {
-            listings.push(db_listing(
-                "$KILO_DB".into(),
-                db,
-                Kind::KiloDb,
-                None,
-                "Kilo started with this KILO_DB".into(),
-                options,
-            ));
-        }
-    }
+    listings.extend(env_db(
+        "KILO_DB",
+        (
+            "Kilo database",
+            Kind::KiloDb,
+            "Kilo started with this KILO_DB",
+        ),
+        folders.first().map(|(data, _)| data.as_path()),
+        &listings,
+        searched,
+        options,
+    ));
     listings
 }
 
@@ -642,16 +663,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
     let mut listings: Vec<StoreListing> = Vec::new();
 
     // OpenCode's data folder, as each environment would place it.
-    let mut data_folders: Vec<(PathBuf, String)> = Vec::new();
-    if let Some(xdg) = env_path("XDG_DATA_HOME").filter(|p| p.is_absolute()) {
-        data_folders.push((xdg.join("opencode"), "$XDG_DATA_HOME/opencode".into()));
-    }
-    if let Some(h) = &home {
-        let default = h.join(".local/share/opencode");
-        if !data_folders.iter().any(|(p, _)| *p == default) {
-            data_folders.push((default, "~/.local/share/opencode".into()));
-        }
-    }
+    let data_folders = data_folders(home.as_deref(), "opencode");
     for (dir, via) in &data_folders {
         let found = opencode_data::stores_in(dir);
         searched.push(Searched {
@@ -669,38 +681,18 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
         listings.extend(these);
     }
     // A database OPENCODE_DB names outside the data folders.
-    if let (Some(value), Some((data, _))) = (
-        std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty()),
-        data_folders.first(),
-    ) && let Some(db) = opencode_data::opencode_db_override(&value.to_string_lossy(), data)
-        && !listings.iter().any(|l| l.path == db)
-    {
-        let found = db.is_file();
-        searched.push(Searched {
-            what: "OpenCode database",
-            path: db.clone(),
-            via: "$OPENCODE_DB".into(),
-            found,
-        });
-        if found {
-            let (rows, store_findings, error) = match collect(&db, options) {
-                Ok(l) => (l.rows, l.store_findings, None),
-                Err(e) => (Vec::new(), Totals::default(), Some(e.message())),
-            };
-            listings.push(StoreListing {
-                label: "$OPENCODE_DB".into(),
-                path: db,
-                kind: Kind::OpencodeDb,
-                channel: None,
-                read_by: "OpenCode started with this OPENCODE_DB".into(),
-                rows: rows.into_iter().map(|r| (r, None)).collect(),
-                store_findings,
-                unreadable: Vec::new(),
-                error,
-                not_in_default: None,
-            });
-        }
-    }
+    listings.extend(env_db(
+        "OPENCODE_DB",
+        (
+            "OpenCode database",
+            Kind::OpencodeDb,
+            "OpenCode started with this OPENCODE_DB",
+        ),
+        data_folders.first().map(|(data, _)| data.as_path()),
+        &listings,
+        &mut searched,
+        options,
+    ));
 
     listings.extend(kilo_listings(home.as_deref(), options, &mut searched));
 
