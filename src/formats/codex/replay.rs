@@ -222,8 +222,7 @@ impl Reader {
             ty,
             "session_meta" | "event_msg" | "response_item" | "compacted"
         ) {
-            let ty = ty.to_owned();
-            *self.analysis().unmodelled.entry(ty).or_default() += 1;
+            *self.analysis().unmodelled.entry(ty.to_owned()).or_default() += 1;
         }
         let Some(payload) = obj.get("payload").and_then(Value::as_object) else {
             return;
@@ -233,7 +232,7 @@ impl Reader {
             segs.extend(path.iter().map(|k| Seg::Key(k)));
             line.locate(&segs)
         };
-        match str_of(obj, "type").unwrap_or_default() {
+        match ty {
             "session_meta" => {
                 if let Some(id) = str_of(payload, "id") {
                     self.session.id = id.to_owned();

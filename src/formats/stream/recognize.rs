@@ -77,9 +77,7 @@ fn stream_object(obj: &Map<String, Value>) -> bool {
         })
         && obj.values().all(Value::is_object);
     bedrock
-        || ["candidates", "usageMetadata", "modelVersion"]
-            .iter()
-            .any(|k| obj.contains_key(*k))
+        || is_gemini_chunk(obj)
         || obj.contains_key("choices")
         || obj.get("object").and_then(|o| o.as_str()) == Some("chat.completion.chunk")
         || ty.starts_with("response.")
