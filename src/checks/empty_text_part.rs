@@ -129,7 +129,7 @@ impl Check for EmptyTextPart {
                 .help(with_request_view(
                     &format!(
                         "an empty text block is rejected by providers; {}",
-                        super::repair_help(analysis.format, "deletes the empty part", None)
+                        super::repair_help(analysis.format, session.recorded_from, "deletes the empty part", None)
                     ),
                     analysis.format,
                     &session.id,

@@ -105,6 +105,7 @@ impl Check for MessageIncomplete {
                     .note("at rest this means the OpenCode process died mid-reply; a reply streaming right now looks the same")
                     .help(super::repair_help(
                         analysis.format,
+                        session.recorded_from,
                         "marks it completed with a MessageAbortedError, as OpenCode does for an aborted reply",
                         None,
                     ));

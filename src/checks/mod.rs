@@ -263,21 +263,34 @@ impl fmt::Display for Rule {
 /// Advice to repair with rewind, worded for the input at hand: `rewind repair` repairs OpenCode's
 /// stores (`store_does` says what it changes there) and client transcripts (`transcript_does`,
 /// when the rule's finding is repaired there); a log, a capture or a recording is only a record
-/// of a session, which `rewind repair` refuses, so the advice names the store that holds it.
+/// of a session, which `rewind repair` refuses, so the advice names the store that holds it:
+/// the client's own transcript for a session a log recorded from one (`recorded_from`, Claude
+/// Code's `stream-json`), else the OpenCode database or export.
 pub(crate) fn repair_help(
     format: crate::core::Format,
+    recorded_from: Option<crate::core::Format>,
     store_does: &str,
     transcript_does: Option<&str>,
 ) -> String {
     if format.is_opencode_store() {
-        format!("`rewind repair` {store_does}")
-    } else if let (true, Some(does)) = (format.is_client_transcript(), transcript_does) {
-        format!("`rewind repair` {does}")
-    } else {
-        format!(
-            "`rewind repair` on the OpenCode database or export that holds this session {store_does} ({} is only a record of it: rewind does not repair it)",
-            format.describe()
-        )
+        return format!("`rewind repair` {store_does}");
+    }
+    if let (true, Some(does)) = (format.is_client_transcript(), transcript_does) {
+        return format!("`rewind repair` {does}");
+    }
+    let record = format.describe();
+    match (recorded_from, transcript_does) {
+        (Some(client), Some(does)) => format!(
+            "`rewind repair` on this session's own file, {} (`rewind sessions` finds it), {does} ({record} is only a record of it: rewind does not repair it)",
+            client.describe()
+        ),
+        (Some(client), None) => format!(
+            "this session is kept in {}, where `rewind repair` does not change this ({record} is only a record of it)",
+            client.describe()
+        ),
+        (None, _) => format!(
+            "`rewind repair` on the OpenCode database or export that holds this session {store_does} ({record} is only a record of it: rewind does not repair it)"
+        ),
     }
 }
 

@@ -191,6 +191,7 @@ impl Check for StepMerged {
                                 "a retry continued in the same message without closing the step (PR #16751 layer 2); {}",
                                 super::repair_help(
                                     analysis.format,
+                                    session.recorded_from,
                                     "inserts a recovery step-finish and a step-start here",
                                     None
                                 )

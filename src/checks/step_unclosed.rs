@@ -91,6 +91,7 @@ impl Check for StepUnclosed {
                             "the step was interrupted before its step-finish was written; {}",
                             super::repair_help(
                                 analysis.format,
+                                session.recorded_from,
                                 "closes it with a recovery step-finish",
                                 None
                             )

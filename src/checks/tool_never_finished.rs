@@ -104,6 +104,7 @@ impl Check for ToolNeverFinished {
                         "nothing closed this tool: the process died or lost the runner; {}",
                         super::repair_help(
                             analysis.format,
+                            session.recorded_from,
                             "closes it as an error that tells the model it was interrupted, so the session can resume",
                             Some("answers the call with the client's own interruption result, so the session can resume"),
                         )

@@ -588,6 +588,29 @@ mod tests {
         );
     }
 
+    /// `claude-code-action` keeps a run's `stream-json` messages as one JSON array: an agent log,
+    /// compact or pretty-printed; an array of Gemini chunks stays a stream, and an array of
+    /// anything else is no recording.
+    #[test]
+    fn an_array_of_stream_json_messages_is_an_agent_log() {
+        let init = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s1"}"#;
+        assert_eq!(
+            fmt(format!("[{init},{result}]").as_bytes()).ok(),
+            Some(Format::AgentLog)
+        );
+        let pretty = "[\n  {\n    \"type\": \"system\",\n    \"subtype\": \"init\",\n    \"session_id\": \"s1\"\n  }\n]\n";
+        assert_eq!(fmt(pretty.as_bytes()).ok(), Some(Format::AgentLog));
+        assert_eq!(
+            fmt(br#"[{"candidates":[{"content":{"parts":[{"text":"hi"}]}}]}]"#).ok(),
+            Some(Format::JsonLines)
+        );
+        assert!(matches!(
+            fmt(br#"[{"name":"webshop","version":"2.0.3"},{"name":"cart"}]"#),
+            Err(DetectError::Unknown { .. })
+        ));
+    }
+
     #[test]
     fn json_that_is_not_a_recording_is_unknown() {
         assert!(matches!(

@@ -184,6 +184,21 @@ pub fn first_element(head: &str) -> Option<String> {
     first
 }
 
+/// The first `max` elements of the array `head` starts that are whole within `head`.
+pub fn head_elements(head: &str, max: usize) -> Vec<String> {
+    let mut splitter = ArraySplitter::new();
+    let mut out = Vec::new();
+    let mut take = |text: &str, _: u64, _: u64| {
+        if out.len() < max {
+            out.push(text.to_owned());
+        }
+        Ok(())
+    };
+    // An element too long for the splitter ends the list; those before it stand.
+    let _ = splitter.feed(head.as_bytes(), &mut take);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

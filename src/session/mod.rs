@@ -444,6 +444,10 @@ pub struct Session {
     /// What the messages a large agent log's replay forgot held (see `checks::quiet`): they are
     /// no longer in `messages`, and the session's summary counts them here.
     pub forgotten: Forgotten,
+    /// For a session an agent log recorded from a client that keeps the session in a file of
+    /// its own (Claude Code's `stream-json`: its transcript): that file's format, which repair
+    /// advice names.
+    pub recorded_from: Option<crate::core::Format>,
 }
 
 /// Figures of the messages a replay forgot, for the session's summary.

@@ -62,6 +62,9 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
             RecordLine::Other => false,
         },
     ));
+    if let Some(claim) = array_of_records(text) {
+        claims.push(claim);
+    }
     if scan_values(text, agent_object).found > 0 {
         claims.push(Claim::new(
             Format::AgentLog,
@@ -89,6 +92,36 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
         }
     }
     claims
+}
+
+/// Elements of a JSON array looked at in the head.
+const ARRAY_ELEMENTS: usize = 50;
+
+/// An agent's records as the elements of one JSON array: what `claude-code-action` keeps of a
+/// Claude Code run (`claude-execution-output.json`, the `stream-json` messages collected into an
+/// array), compact or pretty-printed. The array claims the input as records do, with how many
+/// of the elements in the head fit.
+fn array_of_records(text: &str) -> Option<Claim> {
+    if !crate::protocols::array::starts_array_of_objects(text) {
+        return None;
+    }
+    let elements = crate::protocols::array::head_elements(text, ARRAY_ELEMENTS);
+    let fit: Vec<bool> = elements
+        .iter()
+        .map(|e| serde_json::from_str::<Map<String, Value>>(e).is_ok_and(|o| agent_object(&o)))
+        .collect();
+    let fitting = fit.iter().filter(|&&f| f).count();
+    let at = fit.iter().position(|&f| f)?;
+    Some(Claim::record(
+        Format::AgentLog,
+        at,
+        fitting,
+        format!(
+            "an agent's records as a JSON array (element {}; {fitting} of {} elements fit)",
+            at + 1,
+            elements.len()
+        ),
+    ))
 }
 
 /// An object an agent writes: a logger or bus entry (also as `{"log": {…}}`), an output event,

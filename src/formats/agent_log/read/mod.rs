@@ -293,6 +293,10 @@ pub struct AgentLogReader<R> {
     /// as the prefix wrote it: see [`AgentLogReader::stamps`].
     line_stamp: Stamp,
     json_stamp: Stamp,
+    /// Inside a top-level JSON array of records (see [`AgentLogReader::array_punctuation`]).
+    in_array: bool,
+    /// A JSON value started before (an array of records opens only before any).
+    value_seen: bool,
 }
 
 /// A line prefix's timestamp, as written (`2026-02-01T12:30:28.417Z`).
@@ -387,6 +391,8 @@ impl<R: BufRead> AgentLogReader<R> {
             line_ends_checked: false,
             line_stamp: Stamp::default(),
             json_stamp: Stamp::default(),
+            in_array: false,
+            value_seen: false,
         }
     }
 
@@ -776,6 +782,15 @@ impl<R: BufRead> AgentLogReader<R> {
                 continue;
             }
             // No open value: start one, or this line is text.
+            let skipped = self.array_punctuation(content);
+            if skipped > 0 {
+                content = &content[skipped..];
+                at += skipped as u64;
+                if content.is_empty() {
+                    return;
+                }
+                continue;
+            }
             if content.starts_with('{') {
                 self.frame = None;
                 self.open_at(OpenKind::Object, at);
@@ -795,6 +810,47 @@ impl<R: BufRead> AgentLogReader<R> {
             self.text_line(content, at, line_start, partial, newline_at);
             return;
         }
+    }
+
+    /// How many bytes at the start of `content` (no value open) are the punctuation of a top-level
+    /// JSON array of records rather than text: the `[` that opens one (alone, or followed by an
+    /// object), and inside it the whitespace and commas between elements and the closing `]`.
+    /// `claude-code-action` keeps a run's `stream-json` messages as such an array, compact
+    /// (`[{…},{…}]`) or pretty-printed (`[`, then `  {` indented, `  },`, …, `]`). Every cut falls
+    /// after an ASCII byte.
+    fn array_punctuation(&mut self, content: &str) -> usize {
+        let bytes = content.as_bytes();
+        if !self.in_array {
+            // An array opens where no value did before: a line that is `[`, or `[` then `{`.
+            let rest = content.strip_prefix('[').map(str::trim_start);
+            let opens =
+                !self.value_seen && rest.is_some_and(|r| r.is_empty() || r.starts_with('{'));
+            if !opens {
+                return 0;
+            }
+            self.in_array = true;
+            return 1 + bytes[1..]
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+        }
+        let mut k = 0;
+        while let Some(&b) = bytes.get(k) {
+            match b {
+                b' ' | b'\t' | b'\r' | b'\n' | b',' => k += 1,
+                b']' => {
+                    self.in_array = false;
+                    k += 1;
+                    k += bytes[k..]
+                        .iter()
+                        .take_while(|b| b.is_ascii_whitespace())
+                        .count();
+                    break;
+                }
+                _ => break,
+            }
+        }
+        k
     }
 
     /// A line (or its first piece) that starts no value, from `content` at `at` on: a line of a
@@ -866,12 +922,14 @@ impl<R: BufRead> AgentLogReader<R> {
     /// A value closes on this line, taken whole: no code frame goes on across it, and the log's
     /// time stands at the line's stamp.
     fn value_closes(&mut self) {
+        self.value_seen = true;
         self.frame = None;
         self.json_stamp = self.line_stamp;
     }
 
     /// Opens a value of `kind` whose opening bracket is at `at`.
     fn open_at(&mut self, kind: OpenKind, at: u64) {
+        self.value_seen = true;
         self.open = Some(Open {
             kind,
             start: at,

@@ -605,3 +605,40 @@ fn invalid_utf8_and_nul_are_errors_with_a_position() {
         );
     }
 }
+
+/// A JSON array of records (`claude-code-action`'s `claude-execution-output.json`), compact or
+/// pretty-printed, reads as its elements, each spanning its object, and its punctuation is no
+/// text; a small piece size cuts the compact line anywhere.
+#[test]
+fn an_array_of_records_reads_as_its_elements() {
+    let a = r#"{"type":"system","subtype":"init","session_id":"s1"}"#;
+    let b = r#"{"type":"result","is_error":false,"session_id":"s1"}"#;
+    let compact = format!("[{a},{b}]\n");
+    let pretty = "[\n  {\n    \"type\": \"system\",\n    \"session_id\": \"s1\"\n  },\n  {\n    \"type\": \"result\",\n    \"session_id\": \"s1\"\n  }\n]";
+    for (log, piece) in [
+        (compact.as_str(), PIECE),
+        (compact.as_str(), 7),
+        (pretty, PIECE),
+    ] {
+        let mut r = AgentLogReader::new(log.as_bytes(), FileId(0));
+        r.piece = piece;
+        let recs = r
+            .by_ref()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_or_default();
+        let js = jsons(&recs);
+        assert_eq!(js.len(), 2, "{log} {piece}: {recs:?}");
+        assert_eq!(js[0].value["type"], "system");
+        assert_eq!(js[1].value["type"], "result");
+        for j in &js {
+            let (start, end) = (j.span.offset as usize, j.span.end() as usize);
+            assert_eq!((&log[start..start + 1], &log[end - 1..end]), ("{", "}"));
+        }
+        assert_eq!(r.stats().text_lines, 0, "{log}");
+        assert_eq!(r.stats().undecodable, 0, "{log}");
+    }
+    // A `[` after a record opens no array: the line stays text.
+    let (recs, stats) = read(&format!("{a}\n[\n  {b}\n]\n"));
+    assert_eq!(jsons(&recs).len(), 1);
+    assert_eq!(stats.text_lines, 3);
+}

@@ -28,6 +28,7 @@ impl State {
         self.not_quiet();
         self.current_session = Some(session.to_owned());
         let si = self.session_slot(session);
+        self.analysis.sessions[si].recorded_from = Some(crate::core::Format::ClaudeTranscript);
         let blocks = obj
             .get("message")
             .and_then(|m| m.get("content"))
