@@ -404,3 +404,27 @@ fn a_killed_call_is_rebuilt_as_each_claude_code_version_resumes_it() {
     );
     assert_eq!(new["problems"].as_array().map(Vec::len), Some(0), "{new}");
 }
+
+/// A Claude Code transcript whose second call reuses the first call's id: the rebuilt request
+/// carries Anthropic's `tool_use ids must be unique` at the second call; with distinct ids (the
+/// healthy twin) it keeps the rules.
+#[test]
+fn a_reused_tool_use_id_is_refused_at_the_second_call() {
+    let doc = request_json(
+        &repo("tests/fixtures/checks/tool-call-duplicate-claude.jsonl"),
+        &[],
+    );
+    let problems = doc["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{doc}");
+    assert_eq!(problems[0]["rule"], "tool-call-duplicate");
+    assert_eq!(
+        problems[0]["error"],
+        "messages.3.content.0: `tool_use` ids must be unique"
+    );
+    assert_eq!(problems[0]["message_id"], "msg_fx_002");
+    let clean = request_json(
+        &repo("tests/fixtures/rules/tool-call-duplicate.claude-transcript.clean.jsonl"),
+        &[],
+    );
+    assert_eq!(clean["problems"], serde_json::json!([]));
+}

@@ -141,6 +141,12 @@ const SHAPES: &[(&str, &str, &str, &str)] = &[
         "tests/fixtures/rules/tool-never-finished.unread-result.clean.log",
     ),
     (
+        "tool-call-duplicate",
+        "claude-transcript",
+        "tests/fixtures/checks/tool-call-duplicate-claude.jsonl",
+        "tests/fixtures/rules/tool-call-duplicate.claude-transcript.clean.jsonl",
+    ),
+    (
         "step-unclosed",
         "unread-finish",
         "tests/fixtures/checks/step-unclosed-unread-finish.log",

@@ -160,6 +160,7 @@ impl Check for StepMerged {
             let broken: HashSet<String> = rebuilt
                 .iter()
                 .flat_map(|r| provider::check(r))
+                .filter(|v| v.kind != provider::ViolationKind::DuplicateCallId)
                 .filter_map(|v| v.part_id)
                 .collect();
             for message in session.messages.iter().filter(|m| replayed(m)) {

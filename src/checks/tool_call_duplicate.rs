@@ -12,7 +12,9 @@ declare_check! {
     /// The provider pairs each result with its call by this id. With two parts on one id, the
     /// rebuilt request sends two `tool_use` blocks with the same id — and both results, e.g.
     /// "Tool execution aborted" and the real output (opencode#1211) — which the provider rejects
-    /// or pairs with the wrong call.
+    /// or pairs with the wrong call. Anthropic refuses any request that uses a `tool_use` id
+    /// twice (`messages.N.content.M: tool_use ids must be unique`), so a Claude Code transcript
+    /// that reuses one fails on every later turn (`rewind request` shows where).
     ///
     /// ## Example
     /// ```text

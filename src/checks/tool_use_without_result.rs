@@ -44,7 +44,12 @@ impl Check for ToolUseWithoutResult {
         let mut reported: HashSet<(Option<String>, String)> = HashSet::new();
         for req in &analysis.requests {
             for v in provider::check(req) {
-                if v.kind == provider::ViolationKind::OrphanResult {
+                // Reported by their own rules: `tool-result-orphaned`, and for a request rebuilt
+                // from a session `tool-call-duplicate` (on the session's parts).
+                let rebuilt = req.span.is_none();
+                if v.kind == provider::ViolationKind::OrphanResult
+                    || (rebuilt && v.kind == provider::ViolationKind::DuplicateCallId)
+                {
                     continue;
                 }
                 let Some(span) = v.span.or(req.span) else {

@@ -27,6 +27,7 @@ fn rule_of(v: &Violation) -> &'static str {
     match v.kind {
         provider::ViolationKind::OrphanResult => "tool-result-orphaned",
         provider::ViolationKind::ThinkingModified => "thinking-modified",
+        provider::ViolationKind::DuplicateCallId => "tool-call-duplicate",
         _ => "tool-use-without-result",
     }
 }

@@ -5,7 +5,8 @@
 //!   start of the next message; content after a `tool_use` in the same assistant message breaks
 //!   this (the recorded 400 of OpenCode's `rejects-malformed-assistant-tool-order` fixture);
 //! * a `tool_result` must answer a `tool_use` of the previous assistant message;
-//! * with extended thinking on, an assistant message with `tool_use` must start with thinking.
+//! * with extended thinking on, an assistant message with `tool_use` must start with thinking;
+//! * a `tool_use` id is used once in the whole request (`messages.N.content.M` is the second).
 //!
 //! OpenAI: every function call needs an output with the same `call_id`, and every output a call.
 //!
@@ -26,6 +27,8 @@ pub enum ViolationKind {
     OrphanResult,
     /// With extended thinking on, an assistant message using tools does not start with thinking.
     ThinkingFirst,
+    /// A call id that an earlier call of the request already has (Anthropic).
+    DuplicateCallId,
     /// The latest assistant message changes a signed thinking response (found by
     /// `thinking-modified`, which compares it with the transcript; never by [`check`]).
     ThinkingModified,
@@ -66,9 +69,32 @@ fn is_results_message(m: &ModelMessage) -> bool {
 pub fn anthropic(req: &ModelRequest) -> Vec<Violation> {
     let msgs = &req.messages;
     let mut out = Vec::new();
+    // Where each call id was first used.
+    let mut seen: crate::FastMap<&str, usize> = crate::FastMap::default();
     for (i, m) in msgs.iter().enumerate() {
         match m.role {
             Role::Assistant => {
+                for (k, b) in m.content.iter().enumerate() {
+                    let Some(id) = b.tool_call_id() else {
+                        continue;
+                    };
+                    let Some(&first) = seen.get(id) else {
+                        seen.insert(id, i);
+                        continue;
+                    };
+                    out.push(Violation {
+                        kind: ViolationKind::DuplicateCallId,
+                        error: format!("messages.{i}.content.{k}: `tool_use` ids must be unique"),
+                        explanation: format!(
+                            "assistant message {i} calls a tool with id {id}, which message {first} already used"
+                        ),
+                        message_index: i,
+                        ids: vec![id.to_owned()],
+                        span: b.span.or(m.span),
+                        message_id: m.message_id.clone(),
+                        part_id: b.part_id.clone(),
+                    });
+                }
                 let calls: Vec<(usize, &str)> = m
                     .content
                     .iter()
@@ -322,6 +348,40 @@ mod tests {
             response: None,
             session_id: None,
         }
+    }
+
+    /// A call id used twice is Anthropic's `tool_use ids must be unique`, at the second call,
+    /// even when each call is answered.
+    #[test]
+    fn a_call_id_used_twice_is_refused_at_the_second_call() {
+        let r = req(
+            Provider::Anthropic,
+            vec![
+                msg(Role::Assistant, vec![call("toolu_1")]),
+                msg(Role::User, vec![result("toolu_1")]),
+                msg(Role::Assistant, vec![BlockKind::Text, call("toolu_1")]),
+                msg(Role::User, vec![result("toolu_1")]),
+            ],
+        );
+        let v = check(&r);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].kind, ViolationKind::DuplicateCallId);
+        assert_eq!(
+            v[0].error,
+            "messages.2.content.1: `tool_use` ids must be unique"
+        );
+        assert_eq!(v[0].message_index, 2);
+        // Distinct ids: no violation.
+        let ok = req(
+            Provider::Anthropic,
+            vec![
+                msg(Role::Assistant, vec![call("toolu_1")]),
+                msg(Role::User, vec![result("toolu_1")]),
+                msg(Role::Assistant, vec![call("toolu_2")]),
+                msg(Role::User, vec![result("toolu_2")]),
+            ],
+        );
+        assert!(check(&ok).is_empty());
     }
 
     #[test]
