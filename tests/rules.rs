@@ -16,6 +16,10 @@ use serde_json::Value;
 /// (rule, a fixture that triggers it). The clean twin is `tests/fixtures/rules/<rule>.clean.*`.
 const CASES: &[(&str, &str)] = &[
     (
+        "compaction-summary-lost",
+        "tests/fixtures/checks/compaction-summary-lost.jsonl",
+    ),
+    (
         "schema-violation",
         "tests/fixtures/checks/schema-violation.log",
     ),
@@ -145,6 +149,18 @@ const SHAPES: &[(&str, &str, &str, &str)] = &[
         "claude-transcript",
         "tests/fixtures/checks/tool-call-duplicate-claude.jsonl",
         "tests/fixtures/rules/tool-call-duplicate.claude-transcript.clean.jsonl",
+    ),
+    (
+        "compaction-summary-lost",
+        "empty",
+        "tests/fixtures/checks/compaction-summary-lost-empty.jsonl",
+        "tests/fixtures/rules/compaction-summary-lost.clean.jsonl",
+    ),
+    (
+        "compaction-summary-lost",
+        "codex",
+        "tests/fixtures/checks/compaction-summary-lost-codex.jsonl",
+        "tests/fixtures/rules/compaction-summary-lost.codex.clean.jsonl",
     ),
     (
         "step-unclosed",

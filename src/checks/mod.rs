@@ -204,6 +204,7 @@ rules! {
     transcript_oversized::TranscriptOversized,
     thinking_modified::ThinkingModified,
     run_hung::RunHung,
+    compaction_summary_lost::CompactionSummaryLost,
 }
 
 impl Rule {
@@ -234,7 +235,8 @@ impl Rule {
             | Rule::TranscriptTreeBroken
             | Rule::RolloutOrderBroken
             | Rule::SubagentOrphaned
-            | Rule::TranscriptOversized => 0,
+            | Rule::TranscriptOversized
+            | Rule::CompactionSummaryLost => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

@@ -175,6 +175,23 @@ pub struct TranscriptFacts {
     pub thinking: Vec<ThinkingResponse>,
     /// How big the file and its parts are.
     pub size: TranscriptSize,
+    /// A compaction the history the client rebuilds starts from, whose summary is missing or
+    /// empty while the messages before it are left out of the request.
+    pub lost_summaries: Vec<LostSummary>,
+}
+
+/// A compaction without a summary (see [`TranscriptFacts::lost_summaries`]).
+#[derive(Debug, Clone)]
+pub struct LostSummary {
+    /// The record that starts the compacted history (Claude Code's `compact_boundary`, Codex's
+    /// `compacted`), or its empty summary.
+    pub span: Span,
+    /// What is wrong, in words: "no summary follows it", "its summary is empty".
+    pub what: String,
+    /// The label on `span`.
+    pub label: &'static str,
+    /// Records of messages written before it, which the request no longer carries.
+    pub dropped: usize,
 }
 
 /// Anthropic rejects an image whose base64 data is longer than this (5 MiB of base64 text; the

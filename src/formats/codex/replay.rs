@@ -63,6 +63,8 @@ struct Reader {
     /// Calls a compaction took out of the history.
     compacted_calls: Vec<(String, Span, String)>,
     compactions: u64,
+    /// Compactions that dropped the history without a summary (see [`Reader::compacted`]).
+    lost_summaries: Vec<crate::session::LostSummary>,
     order: Order,
     size: TranscriptSize,
 }
@@ -359,8 +361,36 @@ impl Reader {
     /// (Codex reads the newest `compacted` record that has one and replays the items after it);
     /// an older record without one stands for the user's messages and the summary, which is
     /// what Codex rebuilds from it. Calls that leave the history are remembered.
+    ///
+    /// A compaction with no summary (`message` empty) that keeps nothing of what it replaces
+    /// but the user's messages (no `replacement_history`, or an empty one) is a lost summary:
+    /// the model goes on without the work before it. A newer record whose replacement history
+    /// carries the summary (or an opaque compaction item) is not one.
     fn compacted(&mut self, seq: Seq, line: &Line, p: &Map<String, Value>) {
         let before = std::mem::take(&mut self.history);
+        let no_message = p
+            .get("message")
+            .and_then(Value::as_str)
+            .is_none_or(|m| m.trim().is_empty());
+        let replacement = p.get("replacement_history").and_then(Value::as_array);
+        if no_message && replacement.is_none_or(|r| r.is_empty()) {
+            // Without a replacement history Codex keeps the user's messages.
+            let dropped = match replacement {
+                Some(_) => before.len(),
+                None => before.iter().filter(|m| m.role != Role::User).count(),
+            };
+            if dropped > 0 {
+                self.lost_summaries.push(crate::session::LostSummary {
+                    span: line
+                        .locate(&[Seg::Key("payload"), Seg::Key("message")])
+                        .unwrap_or(line.span),
+                    what: "its summary (`message`) is empty and it keeps no replacement history"
+                        .to_owned(),
+                    label: "the compaction's empty summary",
+                    dropped,
+                });
+            }
+        }
         match p.get("replacement_history").and_then(Value::as_array) {
             Some(items) => {
                 // Each item's place, found in one walk of the array.
@@ -674,6 +704,7 @@ impl Reader {
             client: client.clone(),
             history: std::mem::take(&mut self.history),
             off_history_calls: std::mem::take(&mut self.compacted_calls),
+            lost_summaries: std::mem::take(&mut self.lost_summaries),
             order,
             size: std::mem::take(&mut self.size),
             ..TranscriptFacts::default()

@@ -796,6 +796,7 @@ impl Reader {
         self.unanswered(&path, &session_id, &client, &mut facts);
         self.stranded(&path, &on_path, &session_id, &client, &mut facts);
         self.off_history(&path, &on_path, &mut facts);
+        self.lost_summary(&path, &mut facts);
         self.tree(&path, &on_path, &session_id, &client, &mut facts);
         let mut size = self.size.clone();
         for &i in &path {

@@ -195,6 +195,74 @@ impl Reader {
         }
     }
 
+    /// A compaction the active history starts from (a `compact_boundary` first on the path)
+    /// whose summary is missing or empty: Claude Code writes the boundary, then the summary as
+    /// the user record after it (`isCompactSummary`); what came before the boundary is no longer
+    /// sent. Only a compaction that left messages behind is one.
+    pub(super) fn lost_summary(&self, path: &[usize], facts: &mut TranscriptFacts) {
+        let Some(&first) = path.first() else {
+            return;
+        };
+        let boundary = &self.records[first];
+        if !boundary.boundary {
+            return;
+        }
+        // The records a `preservedSegment` keeps (its tail back to its head) are still sent.
+        let mut kept: HashSet<usize> = HashSet::new();
+        if let Some(p) = &boundary.preserved {
+            let mut at = self.index.get(&p.tail).copied();
+            while let Some(i) = at {
+                if !kept.insert(i) {
+                    break;
+                }
+                if self.records[i].uuid == p.head {
+                    break;
+                }
+                at = self.parent_of(&self.records[i]);
+            }
+        }
+        let dropped = self
+            .records
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| {
+                r.seq < boundary.seq
+                    && !kept.contains(i)
+                    && !r.sidechain
+                    && !r.meta
+                    && matches!(r.ty.as_str(), "user" | "assistant")
+            })
+            .count();
+        if dropped == 0 {
+            return;
+        }
+        let summary = path[1..]
+            .iter()
+            .map(|&i| &self.records[i])
+            .find(|r| r.ty == "user" && !r.meta);
+        let (span, what, label) = match summary {
+            Some(r) if r.compact_summary => {
+                match &r.text {
+                    Some((t, _)) if !t.trim().is_empty() => return,
+                    _ => {}
+                }
+                let at = r.text.as_ref().and_then(|(_, at)| *at).unwrap_or(r.span);
+                (at, "its summary is empty", "the empty summary")
+            }
+            _ => (
+                boundary.span,
+                "no summary follows it (no `isCompactSummary` record)",
+                "the compaction",
+            ),
+        };
+        facts.lost_summaries.push(crate::session::LostSummary {
+            span,
+            what: what.to_owned(),
+            label,
+            dropped,
+        });
+    }
+
     /// Every `tool_use` of the file that is not on the active history, and why.
     pub(super) fn off_history(
         &self,
