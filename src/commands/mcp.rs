@@ -40,8 +40,10 @@ enum Call {
 /// `diagnose`'s input.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct DiagnoseInput {
-    /// Agent logs, SSE captures, HTTP recordings, OpenCode/Kilo stores, Claude Code transcripts
-    /// or Codex rollouts to diagnose (files or folders).
+    #[schemars(
+        description = "Agent logs, SSE captures, HTTP recordings, OpenCode/Kilo stores, Claude Code \
+         transcripts or Codex rollouts to diagnose (files or folders)."
+    )]
     pub paths: Vec<String>,
     /// Only these sessions of a session store (default: all).
     #[serde(default)]
@@ -70,16 +72,21 @@ pub struct RulesInput {}
 /// `sessions`' input.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct SessionsInput {
-    /// An OpenCode database, storage folder or export, OpenCode's data folder, or a folder of
-    /// Claude Code or Codex transcripts. Without it, this machine's stores are listed.
+    #[schemars(
+        description = "An OpenCode database, storage folder or export, OpenCode's data folder, or a \
+         folder of Claude Code or Codex transcripts. Without it, this machine's stores \
+         are listed."
+    )]
     pub store: Option<String>,
 }
 
 /// `request`'s input.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RequestInput {
-    /// An OpenCode database, SQL dump, export or storage folder; or a Claude Code transcript or
-    /// a Codex rollout.
+    #[schemars(
+        description = "An OpenCode database, SQL dump, export or storage folder; or a Claude Code \
+         transcript or a Codex rollout."
+    )]
     pub store: String,
     /// The session to rebuild (default: the store's only session).
     pub session: Option<String>,
@@ -90,14 +97,18 @@ pub struct RequestInput {
 /// `repair`'s input.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct RepairInput {
-    /// An OpenCode database or export, a legacy storage folder, a Claude Code transcript or a
-    /// Codex rollout.
+    #[schemars(
+        description = "An OpenCode database or export, a legacy storage folder, a Claude Code \
+         transcript or a Codex rollout."
+    )]
     pub store: String,
     /// Only these sessions (default: every session with a fixable finding).
     #[serde(default)]
     pub sessions: Vec<String>,
-    /// Write the repair (the store is changed in place, a backup kept). Without it, the plan is
-    /// returned and nothing is written.
+    #[schemars(
+        description = "Write the repair (the store is changed in place, a backup kept). Without it, \
+         the plan is returned and nothing is written."
+    )]
     #[serde(default)]
     pub apply: bool,
 }
