@@ -25,4 +25,4 @@ if [ ! -x "$venv/bin/python3" ] || ! "$venv/bin/python3" -c "import mcp" 2>/dev/
     exit 0
   fi
 fi
-cargo test --test mcp_client -- --nocapture
+cargo test --test mcp_client -- --ignored --nocapture

@@ -2,9 +2,10 @@
 //! `scripts/mcp_client.py`, which initialises, lists the tools and calls each one.
 //!
 //! The client is looked for in `REWIND_MCP_PYTHON` (a Python with `mcp` installed), then in
-//! `mcp-client/venv` of the target folder (where `bash scripts/mcp-client.sh` installs it). Without one the test
-//! says why and passes: there is no client to talk to. The same exchange without Python is
-//! `tests/mcp.rs`.
+//! `mcp-client/venv` of the target folder (where `bash scripts/mcp-client.sh` installs it). It
+//! needs a client installed from PyPI, so `cargo test` lists it as ignored with the reason;
+//! `bash scripts/mcp-client.sh` installs the client and runs it (`.ci/run` does). Without a
+//! client it says why and passes. The same exchange without Python is `tests/mcp.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -34,6 +35,7 @@ fn client_python() -> Result<PathBuf, String> {
 }
 
 #[test]
+#[ignore = "drives rewind mcp with the Python MCP client from PyPI: run `bash scripts/mcp-client.sh`"]
 fn the_python_client_initialises_lists_and_calls_every_tool() {
     let python = match client_python() {
         Ok(p) => p,
