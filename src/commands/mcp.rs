@@ -341,3 +341,70 @@ pub fn run(_args: Args) -> Result<ExitStatus, RewindError> {
         Ok(ExitStatus::Clean)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(result: &CallToolResult) -> Vec<String> {
+        result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_document_is_the_structured_result() {
+        let result = outcome(ExitStatus::Findings, br#"{"version":1,"findings":[]}"#, b"");
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(
+            result.structured_content,
+            Some(serde_json::json!({"version": 1, "findings": []}))
+        );
+    }
+
+    #[test]
+    fn status_2_is_an_error_with_the_error_lines() {
+        let result = outcome(
+            ExitStatus::Error,
+            br#"{"errors":[1]}"#,
+            b"error: cannot read\n",
+        );
+        assert_eq!(result.is_error, Some(true));
+        assert!(result.structured_content.is_some());
+        assert_eq!(
+            text(&result).last().map(String::as_str),
+            Some("error: cannot read")
+        );
+
+        let result = outcome(ExitStatus::Error, b"", b"error: no such session\n");
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(text(&result), ["error: no such session"]);
+
+        let result = outcome(ExitStatus::Clean, b"not json", b"");
+        assert_eq!(result.is_error, Some(true));
+    }
+
+    #[test]
+    fn options_are_one_word() {
+        assert_eq!(option("--session", "-x"), OsString::from("--session=-x"));
+    }
+
+    #[test]
+    fn arguments_are_parsed_as_the_command_line_parses_them() {
+        let parsed = call(args(&[
+            "repair",
+            "--format",
+            "json",
+            "--dry-run",
+            "--",
+            "-",
+        ]));
+        // `-` reaches the command, which refuses standard input for a repair.
+        assert_eq!(parsed.is_error, Some(true));
+        let unknown = call(args(&["rules", "--format", "yaml"]));
+        assert_eq!(unknown.is_error, Some(true));
+        assert!(text(&unknown)[0].contains("yaml"), "{:?}", text(&unknown));
+    }
+}
