@@ -237,3 +237,60 @@ fn the_action_passes_its_inputs_to_the_script() {
     assert!(action.contains("sarif_file: ${{ steps.check.outputs.sarif-file }}"));
     assert!(action.contains("cargo install --locked --path \"$GITHUB_ACTION_PATH\""));
 }
+
+/// The workflow of docs/ci.md: the session a `claude-code-action` run leaves in the runner's
+/// temporary folder, checked where it is.
+#[test]
+fn a_claude_code_action_session_gates_the_job() {
+    if bash().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("workspace");
+    let temp = dir.path().join("_temp");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::create_dir_all(&temp).unwrap();
+    let session = temp.join("claude-execution-output.json");
+    std::fs::copy(
+        repo("tests/fixtures/ci/kill-tool/claude-execution-output.json"),
+        &session,
+    )
+    .unwrap();
+    let run = run_step(
+        &workspace,
+        &[
+            ("INPUT_PATHS", session.to_str().unwrap()),
+            ("INPUT_SARIF", "false"),
+        ],
+    );
+    assert_eq!(run.status, 1, "{}\n{}", run.stdout, run.stderr);
+    let shown = session.display().to_string();
+    assert!(
+        run.stdout.starts_with(&format!(
+            "::error file={shown},line=165,col=17,endLine=165,endColumn=33,title=rewind%3A tool-never-finished::"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.summary
+            .contains("1 file(s) checked, 0 skipped, 0 unreadable: **1 error**"),
+        "{}",
+        run.summary
+    );
+    assert!(
+        run.summary
+            .contains("| `tool-never-finished` | 1 | 0 | 0 |")
+    );
+    assert_eq!(run.outputs, "exit-code=1\nsarif-file=\n");
+
+    // A run that ended well passes.
+    std::fs::copy(
+        repo("tests/fixtures/ci/healthy-tool/claude-execution-output.json"),
+        &session,
+    )
+    .unwrap();
+    let run = run_step(&workspace, &[("INPUT_PATHS", session.to_str().unwrap())]);
+    assert_eq!(run.status, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(run.outputs.starts_with("exit-code=0\n"), "{}", run.outputs);
+}
