@@ -46,6 +46,9 @@ pub enum Command {
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
     Explain(commands::explain::Args),
+    /// Serve rewind's commands to an agent over the Model Context Protocol (stdio): diagnose,
+    /// explain, rules, sessions, request and repair (a dry run unless the call says `apply`).
+    Mcp(commands::mcp::Args),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(commands::completions::Args),
     /// Print the man page (roff): `rewind man > rewind.1`, or a command's: `rewind man diagnose`.
@@ -54,7 +57,10 @@ pub enum Command {
 
 /// Runs a parsed command line, as the last thing the process does.
 pub fn run(cli: Cli) -> Result<ExitStatus, RewindError> {
-    crate::core::set_exits_after();
+    // A server runs command after command: each frees what it built.
+    if !matches!(cli.command, Command::Mcp(_)) {
+        crate::core::set_exits_after();
+    }
     let result = dispatch(cli);
     // A signal ends the run with its own status, quietly, whatever the run came to meanwhile.
     crate::ingest::private::wait_if_signalled();
@@ -75,6 +81,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
         Command::Repair(args) => commands::repair::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
+        Command::Mcp(args) => commands::mcp::run(args),
         Command::Completions(args) => commands::completions::run(args),
         Command::Man(args) => commands::completions::man(args),
     }

@@ -234,7 +234,8 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
         return choose(&args, &listed);
     };
     let violations = std::mem::take(&mut chosen.violations);
-    let mut out = std::io::stdout().lock();
+    // The command's standard output (captured when run in process, as `rewind mcp` does).
+    let mut out = super::stdout();
     match args.format {
         HumanOrJson::Human => human(&mut out, &args, &chosen, &violations)?,
         HumanOrJson::Json => {

@@ -17,6 +17,12 @@ pub struct Args {
     pub format: Format,
 }
 
+/// A rule as `rewind rules --format json` lists it (and `rewind mcp`'s `explain` returns it).
+pub fn entry(rule: Rule) -> serde_json::Value {
+    let m = rule.meta();
+    json!({"name": m.name, "severity": m.severity, "summary": m.summary, "fix": m.fix, "doc": m.doc_markdown()})
+}
+
 pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     let mut out = super::Out;
     match args.format {
@@ -37,13 +43,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             writeln!(out, "`rewind explain RULE` prints a rule's documentation.")?;
         }
         Format::Json => {
-            let rules: Vec<_> = Rule::ALL
-                .iter()
-                .map(|rule| {
-                    let m = rule.meta();
-                    json!({"name": m.name, "severity": m.severity, "summary": m.summary, "fix": m.fix, "doc": m.doc_markdown()})
-                })
-                .collect();
+            let rules: Vec<_> = Rule::ALL.iter().map(|rule| entry(*rule)).collect();
             crate::report::safe_json::to_writer_pretty(
                 &mut out,
                 &super::envelope(json!({ "rules": rules })),
