@@ -31,6 +31,9 @@ pub enum Command {
     Diagnose(commands::diagnose::Args),
     /// Check recordings in CI: many files, rewind.toml, baselines, SARIF/GitHub/JUnit/JSON Lines.
     Check(commands::check::Args),
+    /// Join the JSON, JSON Lines, SARIF or JUnit reports of `check --shard K/N` into the report
+    /// one run prints, then apply a baseline.
+    Merge(commands::merge::Args),
     /// Replay a stream capture through an agent's processor: the timeline, then the diagnosis;
     /// `--compare P1 P2` shows where two processors' outcomes differ.
     Replay(commands::replay::Args),
@@ -69,6 +72,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Check(args) => commands::check::run(args, color),
+        Command::Merge(args) => commands::merge::run(args),
         Command::Replay(args) => commands::replay::run(args, color),
         Command::Sessions(args) => commands::sessions::run(args),
         Command::Request(args) => commands::request::run(args),

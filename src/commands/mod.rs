@@ -4,6 +4,7 @@ pub mod check;
 pub mod completions;
 pub mod diagnose;
 pub mod explain;
+pub mod merge;
 pub mod repair;
 pub mod repair_storage;
 pub mod replay;
