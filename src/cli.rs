@@ -72,7 +72,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Check(args) => commands::check::run(args, color),
-        Command::Merge(args) => commands::merge::run(args),
+        Command::Merge(args) => commands::merge::run(args, color),
         Command::Replay(args) => commands::replay::run(args, color),
         Command::Sessions(args) => commands::sessions::run(args),
         Command::Request(args) => commands::request::run(args),

@@ -146,7 +146,7 @@ mod tests {
             .iter()
             .map(|k| of(k, 7))
             .collect();
-        assert_eq!(shards, [3, 0, 6, 4]);
+        assert_eq!(shards, [1, 3, 2, 0]);
         assert_eq!(of("anything", 1), 0);
     }
 

@@ -33,7 +33,8 @@ pub struct Args {
     pub quiet: bool,
 }
 
-pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
+pub fn run(args: Args, choice: crate::report::ColorChoice) -> Result<ExitStatus, RewindError> {
+    let err_color = choice.enabled_on_stderr();
     let baseline = args
         .baseline
         .as_deref()
@@ -58,8 +59,14 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Clean),
         other => other?,
     }
-    for error in &merged.errors {
-        super::print_error(&RewindError::Usage(error.clone()), false);
+    // As `check` prints them: an argument's error names the argument.
+    for (i, (file, error)) in merged.errors.iter().enumerate() {
+        let line = if i < merged.arguments {
+            format!("`{file}`: {error}")
+        } else {
+            error.clone()
+        };
+        super::print_error(&RewindError::Usage(line), err_color);
     }
     if merged.checked == 0 && merged.errors.is_empty() && !args.quiet {
         super::err_line("warning: no recording was checked in any shard: were the paths right?");

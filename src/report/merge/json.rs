@@ -144,10 +144,8 @@ pub(super) fn merge(
     let messages = errors
         .iter()
         .map(|e| {
-            e.get("error")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
+            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            (text("file"), text("error"))
         })
         .collect();
 
@@ -174,6 +172,7 @@ pub(super) fn merge(
         bytes,
         totals,
         errors: messages,
+        arguments: reports[0].ledger.arguments,
         fail_on: reports[0].ledger.fail_on,
         checked: counted(&reports).0,
     })

@@ -79,12 +79,13 @@ pub(super) fn merge(
         out.extend_from_slice(line);
         out.push(b'\n');
         let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
-        messages.push(
-            v.get("error")
+        let text = |k: &str| {
+            v.get(k)
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or_default()
-                .to_owned(),
-        );
+                .to_owned()
+        };
+        messages.push((text("file"), text("error")));
     }
     let (checked, skipped) = counted(&reports);
     let summary = crate::report::jsonl::summary(&totals, checked, skipped, errors.len());
@@ -95,6 +96,7 @@ pub(super) fn merge(
         bytes: out,
         totals,
         errors: messages,
+        arguments: reports[0].ledger.arguments,
         fail_on: reports[0].ledger.fail_on,
         checked,
     })

@@ -197,12 +197,13 @@ pub(super) fn merge(
     let mut messages = Vec::new();
     for case in &errors {
         body.push_str(case);
-        let message = case
-            .split_once("<error message=\"")
-            .and_then(|(_, m)| m.split_once('"'))
-            .and_then(|(m, _)| unescape(m))
-            .unwrap_or_default();
-        messages.push(message);
+        let attribute = |name: &str| {
+            case.split_once(&format!("{name}=\""))
+                .and_then(|(_, m)| m.split_once('"'))
+                .and_then(|(m, _)| unescape(m))
+                .unwrap_or_default()
+        };
+        messages.push((attribute("testcase name"), attribute("error message")));
     }
     let mut text = suite_head(tests + errors.len(), failures, errors.len());
     text.push_str(&body);
@@ -211,6 +212,7 @@ pub(super) fn merge(
         bytes: text.into_bytes(),
         totals,
         errors: messages,
+        arguments: reports[0].ledger.arguments,
         fail_on: reports[0].ledger.fail_on,
         checked: counted(&reports).0,
     })

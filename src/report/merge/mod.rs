@@ -57,8 +57,10 @@ pub struct Merged {
     pub bytes: Vec<u8>,
     /// The findings kept, by severity.
     pub totals: Totals,
-    /// The errors of the run (arguments that matched nothing, files that could not be read).
-    pub errors: Vec<String>,
+    /// The errors of the run, (file, error): the arguments that matched nothing first (`arguments`
+    /// of them), then the files that could not be read.
+    pub errors: Vec<(String, String)>,
+    pub arguments: usize,
     pub fail_on: Severity,
     /// Files checked (every shard's).
     pub checked: usize,

@@ -104,10 +104,11 @@ pub(super) fn merge(
     let messages = errors
         .iter()
         .map(|e| {
-            e.pointer("/message/text")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
+            let text = |k: &str| e.pointer(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            (
+                text("/locations/0/physicalLocation/artifactLocation/uri"),
+                text("/message/text"),
+            )
         })
         .collect();
 
@@ -141,6 +142,7 @@ pub(super) fn merge(
         bytes,
         totals,
         errors: messages,
+        arguments: reports[0].ledger.arguments,
         fail_on: reports[0].ledger.fail_on,
         checked: counted(&reports).0,
     })
