@@ -159,7 +159,13 @@ mod tests {
         let names: Vec<String> = found
             .walked
             .iter()
-            .map(|c| c.path.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .map(|c| {
+                c.path
+                    .strip_prefix(d)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         assert_eq!(names, ["rec/a.sse", "rec/sub/b.log"]);
 
@@ -195,7 +201,13 @@ mod tests {
         let names: Vec<String> = found
             .walked
             .iter()
-            .map(|c| c.path.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .map(|c| {
+                c.path
+                    .strip_prefix(d)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         assert_eq!(
             names,

@@ -67,7 +67,10 @@ fn merge(reports: &[String], extra: &[&str]) -> (i32, Vec<u8>, String) {
 
 fn same(format: &str, count: u64, one: &[u8], merged: &[u8]) {
     if one != merged {
-        let (a, b) = (String::from_utf8_lossy(one), String::from_utf8_lossy(merged));
+        let (a, b) = (
+            String::from_utf8_lossy(one),
+            String::from_utf8_lossy(merged),
+        );
         let at = a
             .lines()
             .zip(b.lines())
@@ -121,7 +124,10 @@ fn a_baseline_applied_after_the_merge_drops_what_check_drops() {
     assert_eq!(code, 0, "{stderr}");
     for format in FORMATS {
         // `--fail-on warning`: a case whose errors are all baselined may stop failing (JUnit).
-        let (code, one) = check(format, &["--fail-on", "warning", "--baseline", &baseline_arg]);
+        let (code, one) = check(
+            format,
+            &["--fail-on", "warning", "--baseline", &baseline_arg],
+        );
         assert_eq!(code, 2, "{format}");
         let (_, unfiltered) = check(format, &["--fail-on", "warning"]);
         assert_ne!(one, unfiltered, "{format}: the baseline dropped nothing");
@@ -220,7 +226,11 @@ fn a_shard_is_stable_whatever_the_root_is_called() {
     for root in [a.path(), b.path()] {
         let nested = root.join("deep/er");
         std::fs::create_dir_all(&nested).unwrap();
-        for s in ["zod-failed-status.log", "clean-session.log", "step-without-finish.log"] {
+        for s in [
+            "zod-failed-status.log",
+            "clean-session.log",
+            "step-without-finish.log",
+        ] {
             std::fs::copy(repo("samples").join(s), root.join(s)).unwrap();
             std::fs::copy(repo("samples").join(s), nested.join(s)).unwrap();
         }
@@ -239,7 +249,12 @@ fn a_shard_is_stable_whatever_the_root_is_called() {
             let (_, files, _) = ledger(&out);
             files
                 .iter()
-                .map(|f| f.rsplit_once(&*root.file_name().unwrap().to_string_lossy()).unwrap().1.to_owned())
+                .map(|f| {
+                    f.rsplit_once(&*root.file_name().unwrap().to_string_lossy())
+                        .unwrap()
+                        .1
+                        .to_owned()
+                })
                 .collect::<Vec<_>>()
         };
         assert_eq!(names(a.path()), names(b.path()), "shard {k}/3");
@@ -289,19 +304,32 @@ fn reports_that_do_not_make_one_run_are_refused() {
         assert!(stderr.contains(says), "{says}: {stderr}");
     };
     refused(&json[..2], "1 of the 3 shards is missing (2/3");
-    refused(&[json[0].clone(), json[0].clone(), json[1].clone()], "again");
-    refused(&[json[0].clone(), sarif[1].clone(), json[2].clone()], "one format");
+    refused(
+        &[json[0].clone(), json[0].clone(), json[1].clone()],
+        "again",
+    );
+    refused(
+        &[json[0].clone(), sarif[1].clone(), json[2].clone()],
+        "one format",
+    );
     // A report without a ledger (a run without --shard).
     let (_, plain) = check("json", &[]);
     let plain_path = dir.path().join("plain.json");
     std::fs::write(&plain_path, plain).unwrap();
-    refused(&[plain_path.to_string_lossy().into_owned()], "no shard ledger");
+    refused(
+        &[plain_path.to_string_lossy().into_owned()],
+        "no shard ledger",
+    );
     // Shards of another run (another shard count, another list).
     let other = dir.path().join("other.json");
     let (_, out, _) = run(&["check", "--format", "json", "--shard", "1/3", "samples"]);
     std::fs::write(&other, out).unwrap();
     refused(
-        &[json[0].clone(), other.to_string_lossy().into_owned(), json[2].clone()],
+        &[
+            json[0].clone(),
+            other.to_string_lossy().into_owned(),
+            json[2].clone(),
+        ],
         "another run",
     );
     // Another rewind version.
@@ -316,9 +344,16 @@ fn reports_that_do_not_make_one_run_are_refused() {
     )
     .unwrap();
     refused(
-        &[json[0].clone(), older.to_string_lossy().into_owned(), json[2].clone()],
+        &[
+            json[0].clone(),
+            older.to_string_lossy().into_owned(),
+            json[2].clone(),
+        ],
         "written by rewind 0.0.1",
     );
     // Not a report at all.
-    refused(&[repo("README.md").to_string_lossy().into_owned()], "not a report");
+    refused(
+        &[repo("README.md").to_string_lossy().into_owned()],
+        "not a report",
+    );
 }

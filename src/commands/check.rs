@@ -268,7 +268,9 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
             let mut files = Vec::new();
             let mut positions = Vec::new();
             for (position, ((c, explicit), s)) in candidates.iter().zip(&shown).enumerate() {
-                let mine = *owner.entry(s.as_str()).or_insert_with(|| shard.holds(&c.key));
+                let mine = *owner
+                    .entry(s.as_str())
+                    .or_insert_with(|| shard.holds(&c.key));
                 if mine {
                     files.push((c.path.clone(), *explicit));
                     positions.push(position);

@@ -33,9 +33,7 @@ pub(super) fn merge(
                 crate::text::clip(&e.to_string())
             ))
         })?;
-        let ledger = doc
-            .remove("shard")
-            .ok_or_else(|| super::no_ledger(name))?;
+        let ledger = doc.remove("shard").ok_or_else(|| super::no_ledger(name))?;
         ledgers.push((name.as_str(), super::ledger_of(name, ledger)?));
         let files = take(&mut doc, "files");
         let findings = take(&mut doc, "findings");
@@ -55,8 +53,7 @@ pub(super) fn merge(
     }
     // Each report's file entries by path.
     let mut entries: Vec<crate::FastMap<String, Value>> = Vec::new();
-    for (doc, files, _, _) in &mut docs {
-        let _ = doc;
+    for (_, files, _, _) in &mut docs {
         let mut by_path = crate::FastMap::default();
         for entry in files.drain(..) {
             let path = entry
@@ -110,9 +107,8 @@ pub(super) fn merge(
                 if dropped {
                     // As `check --baseline`: the finding's session no longer counts it.
                     if let Some(id) = finding.get("session_id").and_then(Value::as_str)
-                        && let Some(sessions) = files[k]
-                            .get_mut("sessions")
-                            .and_then(Value::as_array_mut)
+                        && let Some(sessions) =
+                            files[k].get_mut("sessions").and_then(Value::as_array_mut)
                     {
                         let key = match sev {
                             crate::checks::diagnostic::Severity::Error => "errors",
@@ -144,7 +140,12 @@ pub(super) fn merge(
     let messages = errors
         .iter()
         .map(|e| {
-            let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let text = |k: &str| {
+                e.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             (text("file"), text("error"))
         })
         .collect();

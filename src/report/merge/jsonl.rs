@@ -35,7 +35,9 @@ pub(super) fn merge(
         };
         let mut ledger: serde_json::Map<String, serde_json::Value> =
             serde_json::from_slice(last).map_err(|_| super::no_ledger(name))?;
-        let ledger = ledger.remove("shard").ok_or_else(|| super::no_ledger(name))?;
+        let ledger = ledger
+            .remove("shard")
+            .ok_or_else(|| super::no_ledger(name))?;
         let ledger = super::ledger_of(name, ledger)?;
         // The summary line, which the merge writes again.
         if lines.pop().is_none() {

@@ -91,7 +91,8 @@ fn baselined(
     totals: &mut Totals,
 ) -> Result<(String, bool), MergeError> {
     let failing = case.contains(FAILURE);
-    let dropped = |l: &crate::report::ledger::Line| baseline.is_some_and(|b| b.contains(&l.fingerprint));
+    let dropped =
+        |l: &crate::report::ledger::Line| baseline.is_some_and(|b| b.contains(&l.fingerprint));
     if !lines.iter().any(dropped) {
         for l in lines {
             totals.count(l.severity);
@@ -216,4 +217,18 @@ pub(super) fn merge(
         fail_on: reports[0].ledger.fail_on,
         checked: counted(&reports).0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unescapes_what_the_printer_escapes() {
+        let text = "a<b>&\"c'\u{202e}é {\"k\": 1}";
+        let escaped = crate::report::junit::xml_escape(text);
+        assert_eq!(unescape(&escaped).as_deref(), Some(text));
+        assert_eq!(unescape("&bogus;"), None);
+        assert_eq!(unescape("a & b"), None);
+    }
 }

@@ -334,7 +334,13 @@ fn plan<'a>(
     let mut owner: crate::FastMap<&str, usize> = crate::FastMap::default();
     for (k, r) in reports.iter().enumerate() {
         let mut last = None;
-        for (i, Entry { position, units, .. }) in r.ledger.entries.iter().enumerate() {
+        for (
+            i,
+            Entry {
+                position, units, ..
+            },
+        ) in r.ledger.entries.iter().enumerate()
+        {
             let slot = steps.get_mut(*position).ok_or_else(|| {
                 r.err(format!(
                     "its ledger names file {position} of a list of {files}: it was edited"
@@ -384,14 +390,19 @@ fn merged_errors<T: Clone>(
     let mut out = Vec::new();
     if let Some(first) = reports.first() {
         for i in 0..first.ledger.arguments {
-            out.push(error(0, i).ok_or_else(|| first.err("has fewer errors than its ledger says"))?);
+            out.push(
+                error(0, i).ok_or_else(|| first.err("has fewer errors than its ledger says"))?,
+            );
         }
     }
     for step in steps {
         let r = &reports[step.report];
         if r.ledger.entries[step.entry].outcome == Outcome::Failed {
             let at = r.error_at[step.entry];
-            out.push(error(step.report, at).ok_or_else(|| r.err("has fewer errors than its ledger says"))?);
+            out.push(
+                error(step.report, at)
+                    .ok_or_else(|| r.err("has fewer errors than its ledger says"))?,
+            );
         }
     }
     Ok(out)
@@ -417,4 +428,3 @@ fn severity(text: &str) -> Option<Severity> {
         _ => None,
     }
 }
-

@@ -67,7 +67,9 @@ pub(super) fn merge(
             _ => Vec::new(),
         };
         if found.len() != r.findings() || notifications.len() != r.errors() {
-            return Err(r.err("holds other results or notifications than its ledger says: it was edited"));
+            return Err(
+                r.err("holds other results or notifications than its ledger says: it was edited")
+            );
         }
         results.push(found);
         notes.push(notifications);
@@ -104,7 +106,12 @@ pub(super) fn merge(
     let messages = errors
         .iter()
         .map(|e| {
-            let text = |k: &str| e.pointer(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            let text = |k: &str| {
+                e.pointer(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             (
                 text("/locations/0/physicalLocation/artifactLocation/uri"),
                 text("/message/text"),
