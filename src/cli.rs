@@ -33,6 +33,10 @@ pub enum Command {
     Check(commands::check::Args),
     /// Join the JSON, JSON Lines, SARIF or JUnit reports of `check --shard K/N` into the report
     /// one run prints, then apply a baseline.
+    ///
+    /// The merged report is the shards' format, byte for byte what one `rewind check` over every
+    /// file prints; the exit status is that run's. People's formats (human, concise, github,
+    /// html) are not merged: their snippets come from the recordings. See docs/fleet.md.
     Merge(commands::merge::Args),
     /// Replay a stream capture through an agent's processor: the timeline, then the diagnosis;
     /// `--compare P1 P2` shows where two processors' outcomes differ.
