@@ -109,6 +109,32 @@ fn shards_merged_print_what_one_run_prints_in_every_format() {
 }
 
 #[test]
+fn a_file_listed_twice_is_merged_as_one_run_prints_it() {
+    // Named first, then found again in its folder after another folder: one run reports it
+    // twice, under one JSON file entry and one JUnit test case.
+    let tree = ["samples/zod-failed-status.log", "tests/fixtures/rules", "samples"];
+    let dir = tempfile::tempdir().unwrap();
+    for format in FORMATS {
+        let mut args = vec!["check", "--format", format];
+        args.extend_from_slice(&tree);
+        let (_, one, _) = run(&args);
+        for count in [3, 7] {
+            let reports: Vec<String> = (0..count)
+                .map(|k| {
+                    let shard = format!("{k}/{count}");
+                    let mut args = vec!["check", "--format", format, "--shard", &shard];
+                    args.extend_from_slice(&tree);
+                    let path = dir.path().join(format!("twice-{k}.{format}"));
+                    std::fs::write(&path, run(&args).1).unwrap();
+                    path.to_string_lossy().into_owned()
+                })
+                .collect();
+            same(format, count, &one, &merge(&reports, &[]).1);
+        }
+    }
+}
+
+#[test]
 fn a_baseline_applied_after_the_merge_drops_what_check_drops() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("baseline.json");
