@@ -112,7 +112,11 @@ fn shards_merged_print_what_one_run_prints_in_every_format() {
 fn a_file_listed_twice_is_merged_as_one_run_prints_it() {
     // Named first, then found again in its folder after another folder: one run reports it
     // twice, under one JSON file entry and one JUnit test case.
-    let tree = ["samples/zod-failed-status.log", "tests/fixtures/rules", "samples"];
+    let tree = [
+        "samples/zod-failed-status.log",
+        "tests/fixtures/rules",
+        "samples",
+    ];
     let dir = tempfile::tempdir().unwrap();
     for format in FORMATS {
         let mut args = vec!["check", "--format", format];
@@ -382,4 +386,25 @@ fn reports_that_do_not_make_one_run_are_refused() {
         &[repo("README.md").to_string_lossy().into_owned()],
         "not a report",
     );
+    // A JUnit report edited to carry a raw bidirectional override.
+    let junit = shards(dir.path(), "junit", 1, &[]);
+    let text = std::fs::read_to_string(&junit[0]).unwrap();
+    let at = text.find("<testcase name=\"").unwrap() + 16;
+    std::fs::write(&junit[0], format!("{}\u{202e}{}", &text[..at], &text[at..])).unwrap();
+    refused(&junit, "raw control or bidirectional character");
+}
+
+#[test]
+fn an_edited_json_lines_report_passes_on_no_raw_control_character() {
+    let dir = tempfile::tempdir().unwrap();
+    let reports = shards(dir.path(), "jsonl", 2, &[]);
+    let text = std::fs::read_to_string(&reports[0]).unwrap();
+    // JSON allows these raw in a string (not C0 controls such as ESC, which do not parse).
+    let edited = text.replacen("\"message\":\"", "\"message\":\"\u{202e}\u{85}", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&reports[0], edited).unwrap();
+    let (_, merged, _) = merge(&reports, &[]);
+    let merged = String::from_utf8(merged).unwrap();
+    assert!(!merged.contains('\u{202e}') && !merged.contains('\u{85}'));
+    assert!(merged.contains("\\u202e\\u0085"), "{merged}");
 }

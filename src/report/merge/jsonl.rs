@@ -60,7 +60,9 @@ pub(super) fn merge(
         let first = r.findings_at[step.entry];
         let n: usize = entry.units.iter().map(|u| u.findings).sum();
         for line in &split[step.report][first..first + n] {
-            let seen: Seen = serde_json::from_slice(line)
+            let finding: serde_json::Value = serde_json::from_slice(line)
+                .map_err(|_| r.err("has a finding line that is not one: it was edited"))?;
+            let seen = Seen::deserialize(&finding)
                 .map_err(|_| r.err("has a finding line that is not one: it was edited"))?;
             if baseline.is_some_and(|b| b.contains(&seen.fingerprint)) {
                 continue;
@@ -69,7 +71,10 @@ pub(super) fn merge(
                 severity(&seen.severity)
                     .ok_or_else(|| r.err("has a finding without a severity: it was edited"))?,
             );
-            out.extend_from_slice(line);
+            // Written again as the printer writes it (the same bytes for a line rewind wrote),
+            // so that a line edited to carry a raw control character does not pass it on.
+            crate::report::safe_json::to_writer(&mut out, &finding)
+                .map_err(|e| MergeError::Set(e.to_string()))?;
             out.push(b'\n');
         }
     }
@@ -78,9 +83,12 @@ pub(super) fn merge(
     })?;
     let mut messages = Vec::new();
     for line in &errors {
-        out.extend_from_slice(line);
+        let v: serde_json::Value = serde_json::from_slice(line).map_err(|_| {
+            MergeError::Set("an error line of a report is not JSON: it was edited".to_owned())
+        })?;
+        crate::report::safe_json::to_writer(&mut out, &v)
+            .map_err(|e| MergeError::Set(e.to_string()))?;
         out.push(b'\n');
-        let v: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
         let text = |k: &str| {
             v.get(k)
                 .and_then(serde_json::Value::as_str)

@@ -49,6 +49,15 @@ fn parse<'a>(name: &str, text: &'a str) -> Result<(Parsed<'a>, serde_json::Value
         message: message.to_owned(),
     };
     let damaged = || err("not a `rewind check` JUnit report");
+    // The printer writes every character a terminal would act on as a reference.
+    if text
+        .chars()
+        .any(|c| !matches!(c, '\n' | '\t' | '\r') && crate::text::is_dangerous(c))
+    {
+        return Err(err(
+            "holds a raw control or bidirectional character, which rewind never writes: it was edited",
+        ));
+    }
     // The declaration, `<testsuites …>`, `<testsuite …>`.
     let mut at = 0;
     for _ in 0..3 {
