@@ -29,8 +29,8 @@ pub struct Ledger {
     pub count: u64,
     /// Files in the whole run's list (every shard's).
     pub files: usize,
-    /// A digest of the whole list ([`crate::report`]'s callers compute it): shards that saw
-    /// different files do not merge.
+    /// A digest of the whole list (each file's shard key and shown path, in order): shards that
+    /// saw different files do not merge.
     pub list: String,
     /// The errors about arguments (a path that matches nothing) that open the report's errors:
     /// every shard has the same.
