@@ -31,6 +31,13 @@ pub enum Command {
     Diagnose(commands::diagnose::Args),
     /// Check recordings in CI: many files, rewind.toml, baselines, SARIF/GitHub/JUnit/JSON Lines.
     Check(commands::check::Args),
+    /// Join the JSON, JSON Lines, SARIF or JUnit reports of `check --shard K/N` into the report
+    /// one run prints, then apply a baseline.
+    ///
+    /// The merged report is the shards' format, byte for byte what one `rewind check` over every
+    /// file prints; the exit status is that run's. People's formats (human, concise, github,
+    /// html) are not merged: their snippets come from the recordings. See docs/fleet.md.
+    Merge(commands::merge::Args),
     /// Replay a stream capture through an agent's processor: the timeline, then the diagnosis;
     /// `--compare P1 P2` shows where two processors' outcomes differ.
     Replay(commands::replay::Args),
@@ -75,6 +82,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
     match cli.command {
         Command::Diagnose(args) => commands::diagnose::run(args, color),
         Command::Check(args) => commands::check::run(args, color),
+        Command::Merge(args) => commands::merge::run(args, color),
         Command::Replay(args) => commands::replay::run(args, color),
         Command::Sessions(args) => commands::sessions::run(args),
         Command::Request(args) => commands::request::run(args),

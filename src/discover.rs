@@ -6,13 +6,21 @@ use std::path::{Path, PathBuf};
 use globset::Glob;
 use ignore::WalkBuilder;
 
+/// A file found, with its shard key: its path below the root it was found under (see
+/// [`crate::shard::key`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub path: PathBuf,
+    pub key: String,
+}
+
 /// What discovery found.
 #[derive(Debug, Default)]
 pub struct Found {
     /// Files named explicitly: errors about them are errors.
-    pub explicit: Vec<PathBuf>,
+    pub explicit: Vec<Candidate>,
     /// Files found by walking: those that are not recordings are skipped.
-    pub walked: Vec<PathBuf>,
+    pub walked: Vec<Candidate>,
     /// Arguments that matched nothing: (argument, why).
     pub missing: Vec<(String, String)>,
 }
@@ -63,7 +71,10 @@ pub fn discover(args: &[PathBuf]) -> Found {
     for arg in args {
         let text = arg.to_string_lossy();
         if crate::ingest::input::is_stdin(arg) {
-            found.explicit.push(arg.clone());
+            found.explicit.push(Candidate {
+                path: arg.clone(),
+                key: "-".to_owned(),
+            });
             continue;
         }
         if is_glob(&text) && !arg.exists() {
@@ -91,7 +102,10 @@ pub fn discover(args: &[PathBuf]) -> Found {
                 let p = entry.path();
                 let shown = p.strip_prefix("./").unwrap_or(p);
                 if entry.file_type().is_some_and(|t| t.is_file()) && matcher.is_match(shown) {
-                    found.walked.push(shown.to_path_buf());
+                    found.walked.push(Candidate {
+                        key: crate::shard::key(&root, p),
+                        path: shown.to_path_buf(),
+                    });
                 }
             }
             if found.walked.len() == before {
@@ -106,11 +120,17 @@ pub fn discover(args: &[PathBuf]) -> Found {
             Ok(m) if m.is_dir() => {
                 for entry in walker(arg).flatten() {
                     if entry.file_type().is_some_and(|t| t.is_file()) {
-                        found.walked.push(entry.into_path());
+                        found.walked.push(Candidate {
+                            key: crate::shard::key(arg, entry.path()),
+                            path: entry.into_path(),
+                        });
                     }
                 }
             }
-            Ok(_) => found.explicit.push(arg.clone()),
+            Ok(_) => found.explicit.push(Candidate {
+                path: arg.clone(),
+                key: crate::shard::key(arg, arg),
+            }),
         }
     }
     found
@@ -139,14 +159,21 @@ mod tests {
         let names: Vec<String> = found
             .walked
             .iter()
-            .map(|p| p.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .map(|c| {
+                c.path
+                    .strip_prefix(d)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         assert_eq!(names, ["rec/a.sse", "rec/sub/b.log"]);
 
         let pattern = d.join("rec/**/*.log");
         let found = discover(&[pattern]);
         assert_eq!(found.walked.len(), 1);
-        assert!(found.walked[0].ends_with("sub/b.log"));
+        assert!(found.walked[0].path.ends_with("sub/b.log"));
+        assert_eq!(found.walked[0].key, "sub/b.log");
 
         let found = discover(&[d.join("nope"), d.join("rec/a.sse")]);
         assert_eq!(found.missing.len(), 1);
@@ -174,7 +201,13 @@ mod tests {
         let names: Vec<String> = found
             .walked
             .iter()
-            .map(|p| p.strip_prefix(d).unwrap().to_string_lossy().into_owned())
+            .map(|c| {
+                c.path
+                    .strip_prefix(d)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         assert_eq!(
             names,

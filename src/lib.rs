@@ -54,6 +54,7 @@ mod protocols;
 mod report;
 mod request;
 mod session;
+mod shard;
 mod source;
 #[cfg(test)]
 mod testing;

@@ -42,7 +42,7 @@ const LAYERS: &[&[&str]] = &[
         "formats::codex::repair",
     ],
     // The engine and what it reads besides inputs.
-    &["pipeline", "config", "baseline", "discover"],
+    &["pipeline", "config", "baseline", "discover", "shard"],
     // The front end.
     &["commands", "cli", "progress", "lib", "main"],
 ];

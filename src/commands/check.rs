@@ -61,6 +61,12 @@ pub struct Args {
     /// it, such a run only warns.
     #[arg(long)]
     pub fail_on_empty: bool,
+    /// Check only shard K of N (K from 0 to N-1, as Kubernetes' JOB_COMPLETION_INDEX): the files
+    /// whose path below the folder they were found in hashes to K. N workers with 0/N … N-1/N
+    /// check every file once; `rewind merge` joins their JSON, JSON Lines, SARIF or JUnit reports.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+
     /// Live parts from which a large agent log's diagnosis forgets quiet messages (testing: 0
     /// forgets from the start).
     #[arg(long, hide = true, value_name = "PARTS")]
@@ -194,6 +200,23 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     let color = choice.enabled();
     // Error lines go to standard error, which may be a terminal when standard output is not.
     let err_color = choice.enabled_on_stderr();
+    let shard = args
+        .shard
+        .as_deref()
+        .map(crate::shard::Shard::parse)
+        .transpose()?;
+    if shard.is_some() {
+        if args.paths.iter().any(|p| crate::ingest::input::is_stdin(p)) {
+            return Err(RewindError::Usage(
+                "`--shard` splits files among workers: standard input (`-`) cannot be split; give files or folders".to_owned(),
+            ));
+        }
+        if args.write_baseline.is_some() {
+            return Err(RewindError::Usage(
+                "`--shard` with `--write-baseline` would record one shard's findings only: write the baseline from one run over every file".to_owned(),
+            ));
+        }
+    }
     let policy = args.rules.policy()?;
     let baseline_path = if args.write_baseline.is_some() {
         None
@@ -212,14 +235,60 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     };
     let found = crate::discover::discover(&paths);
     let asked = paths;
-    let mut files: Vec<(PathBuf, bool)> = found
+    let mut candidates: Vec<(crate::discover::Candidate, bool)> = found
         .explicit
         .into_iter()
-        .map(|p| (p, true))
-        .chain(found.walked.into_iter().map(|p| (p, false)))
-        .filter(|(p, _)| !policy.excluded(p))
+        .map(|c| (c, true))
+        .chain(found.walked.into_iter().map(|c| (c, false)))
+        .filter(|(c, _)| !policy.excluded(&c.path))
         .collect();
-    files.dedup_by(|a, b| a.0 == b.0);
+    candidates.dedup_by(|a, b| a.0.path == b.0.path);
+    let whole = candidates.len();
+    // Each file's place in the whole list: a shard's report carries it for `rewind merge`.
+    let (files, positions, ledger) = match shard {
+        None => (
+            candidates.into_iter().map(|(c, e)| (c.path, e)).collect(),
+            (0..whole).collect(),
+            None,
+        ),
+        Some(shard) => {
+            let shown: Vec<String> = candidates
+                .iter()
+                .map(|(c, _)| crate::report::record::display_path(&c.path))
+                .collect();
+            let list = crate::shard::digest(
+                candidates
+                    .iter()
+                    .zip(&shown)
+                    .map(|((c, _), s)| (c.key.as_str(), s.as_str())),
+            );
+            // A file listed twice (named, and found in a folder) goes where its first listing
+            // goes, so that its report is whole in one shard.
+            let mut owner: crate::FastMap<&str, bool> = crate::FastMap::default();
+            let mut files = Vec::new();
+            let mut positions = Vec::new();
+            for (position, ((c, explicit), s)) in candidates.iter().zip(&shown).enumerate() {
+                let mine = *owner
+                    .entry(s.as_str())
+                    .or_insert_with(|| shard.holds(&c.key));
+                if mine {
+                    files.push((c.path.clone(), *explicit));
+                    positions.push(position);
+                }
+            }
+            let mut ledger = crate::report::ledger::Ledger::new(
+                shard.index,
+                shard.count,
+                whole,
+                list,
+                policy.fail_on,
+            );
+            ledger.arguments = found.missing.len();
+            (files, positions, Some(ledger))
+        }
+    };
+    let files: Vec<(PathBuf, bool)> = files;
+    let positions: Vec<usize> = positions;
 
     let out = super::report_sink(
         args.report.output_file.as_deref(),
@@ -289,6 +358,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     let mut run = RunSummary {
         fail_on: Some(policy.fail_on),
         verbose: args.verbose,
+        shard: ledger,
         ..RunSummary::default()
     };
     for (arg, why) in &found.missing {
@@ -300,12 +370,34 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     let mut all_records = Vec::new();
     // Each file is printed as soon as it and every file before it are diagnosed; only a few
     // files' results wait for their turn at any time.
-    let mut paths = files.iter().map(|(path, _)| path);
+    let mut paths = files.iter().map(|(path, _)| path).zip(&positions);
     let mut print = |outcome: Outcome| -> Result<(), RewindError> {
-        let Some(path) = paths.next() else {
+        let Some((path, &position)) = paths.next() else {
             return Ok(());
         };
         let shown = crate::report::record::display_path(path);
+        if let Some(ledger) = run.shard.as_mut() {
+            use crate::report::ledger::{Entry, Outcome as Ledgered, UnitEntry};
+            ledger.entries.push(Entry {
+                position,
+                outcome: match &outcome {
+                    Outcome::Checked(_) => Ledgered::Checked,
+                    Outcome::Skipped(_) => Ledgered::Skipped,
+                    Outcome::Failed(_) => Ledgered::Failed,
+                },
+                units: match &outcome {
+                    Outcome::Checked(units) => units
+                        .iter()
+                        .map(|u| UnitEntry {
+                            file: u.file.clone(),
+                            sessions: u.sessions.len(),
+                            findings: u.records.len(),
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                },
+            });
+        }
         match outcome {
             Outcome::Checked(units) => {
                 run.files_checked += 1;
@@ -359,7 +451,8 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(ExitStatus::Clean),
         other => other.map_err(RewindError::Output)?,
     }
-    let empty = run.files_checked == 0 && run.errors.is_empty();
+    // A shard may get no file of a list that has some: only an empty list is worth a word.
+    let empty = run.files_checked == 0 && run.errors.is_empty() && (shard.is_none() || whole == 0);
     if empty && (!args.report.quiet || args.fail_on_empty) {
         let skipped = run.files_skipped.len();
         super::err_line(&format!(

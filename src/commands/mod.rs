@@ -5,6 +5,7 @@ pub mod completions;
 pub mod diagnose;
 pub mod explain;
 pub mod mcp;
+pub mod merge;
 pub mod repair;
 pub mod repair_storage;
 pub mod replay;

@@ -97,6 +97,10 @@ impl<W: Write> Printer for JsonPrinter<W> {
             findings: &self.findings,
             errors,
             summary: &self.totals,
+            shard: run.shard.as_ref().map(|l| super::ledger::Ledger {
+                format: "json".to_owned(),
+                ..l.clone()
+            }),
         };
         super::safe_json::to_writer_pretty(&mut self.out, &doc)?;
         writeln!(self.out)?;
@@ -113,6 +117,9 @@ struct Document<'a> {
     findings: &'a [FindingRecord],
     errors: Vec<serde_json::Value>,
     summary: &'a Totals,
+    /// `check --shard`'s ledger, for `rewind merge`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<super::ledger::Ledger>,
 }
 
 #[derive(Serialize)]

@@ -7,6 +7,23 @@ use serde_json::json;
 
 use super::{Printer, RunSummary, Totals, UnitOutput};
 
+/// The last line of a report (before a shard's ledger).
+pub(crate) fn summary(
+    totals: &Totals,
+    files: usize,
+    skipped: usize,
+    unreadable: usize,
+) -> serde_json::Value {
+    json!({"summary": {
+        "errors": totals.errors,
+        "warnings": totals.warnings,
+        "infos": totals.infos,
+        "files": files,
+        "skipped": skipped,
+        "unreadable": unreadable,
+    }})
+}
+
 pub struct JsonlPrinter<W: Write> {
     out: W,
     totals: Totals,
@@ -39,16 +56,22 @@ impl<W: Write> Printer for JsonlPrinter<W> {
             super::safe_json::to_writer(&mut self.out, &json!({"error": error, "file": file}))?;
             writeln!(self.out)?;
         }
-        let summary = json!({"summary": {
-            "errors": self.totals.errors,
-            "warnings": self.totals.warnings,
-            "infos": self.totals.infos,
-            "files": run.files_checked,
-            "skipped": run.files_skipped.len(),
-            "unreadable": run.errors.len(),
-        }});
+        let summary = summary(
+            &self.totals,
+            run.files_checked,
+            run.files_skipped.len(),
+            run.errors.len(),
+        );
         super::safe_json::to_writer(&mut self.out, &summary)?;
         writeln!(self.out)?;
+        if let Some(ledger) = &run.shard {
+            let ledger = super::ledger::Ledger {
+                format: "jsonl".to_owned(),
+                ..ledger.clone()
+            };
+            super::safe_json::to_writer(&mut self.out, &json!({ "shard": ledger }))?;
+            writeln!(self.out)?;
+        }
         self.out.flush()
     }
 }

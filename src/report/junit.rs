@@ -81,13 +81,26 @@ impl<W: Write> Printer for JunitPrinter<W> {
             .count();
         let tests = self.cases.len() + run.errors.len();
         let errors = run.errors.len();
-        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        x.push_str(&format!(
-            "<testsuites name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n"
-        ));
-        x.push_str(&format!(
-            "  <testsuite name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\">\n"
-        ));
+        let mut x = suite_head(tests, failures, errors);
+        if let Some(ledger) = &run.shard {
+            let lines = self
+                .cases
+                .iter()
+                .flat_map(|c| {
+                    c.records.iter().map(|r| super::ledger::Line {
+                        severity: r.severity,
+                        fingerprint: r.fingerprint.clone(),
+                        bytes: xml_escape(&failure_line(&c.file, r)).len(),
+                    })
+                })
+                .collect();
+            let ledger = super::ledger::Ledger {
+                format: "junit".to_owned(),
+                lines,
+                ..ledger.clone()
+            };
+            x.push_str(&properties(&ledger)?);
+        }
         for c in &self.cases {
             let totals = Totals::of(&c.records);
             x.push_str(&format!(
@@ -99,28 +112,14 @@ impl<W: Write> Printer for JunitPrinter<W> {
                     .unwrap_or_default()
             ));
             if totals.fails(fail_on) {
-                let mut body = String::new();
-                for r in &c.records {
-                    let at = match (r.line, r.column, &r.locator) {
-                        (Some(l), Some(col), _) => format!("{}:{l}:{col}", c.file),
-                        (_, _, Some(loc)) => format!("{} › {loc}", c.file),
-                        _ => c.file.clone(),
-                    };
-                    body.push_str(&format!(
-                        "{} [{}] {at}: {}\n",
-                        r.severity, r.rule, r.message
-                    ));
-                }
-                x.push_str(&format!(
-                    "      <failure message=\"{}\" type=\"rewind\">{}</failure>\n",
-                    xml_escape(&totals.words()),
-                    xml_escape(&body)
-                ));
+                let body: String = c
+                    .records
+                    .iter()
+                    .map(|r| xml_escape(&failure_line(&c.file, r)))
+                    .collect();
+                x.push_str(&failure(&totals, &body));
             } else if totals.total() > 0 {
-                x.push_str(&format!(
-                    "      <system-out>{}</system-out>\n",
-                    xml_escape(&totals.words())
-                ));
+                x.push_str(&system_out(&totals));
             }
             x.push_str("    </testcase>\n");
         }
@@ -131,10 +130,59 @@ impl<W: Write> Printer for JunitPrinter<W> {
                 xml_escape(error)
             ));
         }
-        x.push_str("  </testsuite>\n</testsuites>\n");
+        x.push_str(SUITE_TAIL);
         self.out.write_all(x.as_bytes())?;
         self.out.flush()
     }
+}
+
+/// One finding's line in a failure's text, before escaping.
+fn failure_line(file: &str, r: &FindingRecord) -> String {
+    let at = match (r.line, r.column, &r.locator) {
+        (Some(l), Some(col), _) => format!("{file}:{l}:{col}"),
+        (_, _, Some(loc)) => format!("{file} › {loc}"),
+        _ => file.to_owned(),
+    };
+    format!("{} [{}] {at}: {}\n", r.severity, r.rule, r.message)
+}
+
+/// A test case's failure: `body` is its findings' lines, escaped.
+pub(crate) fn failure(totals: &Totals, body: &str) -> String {
+    format!(
+        "      <failure message=\"{}\" type=\"rewind\">{body}</failure>\n",
+        xml_escape(&totals.words()),
+    )
+}
+
+/// What a test case with findings below `--fail-on` says.
+pub(crate) fn system_out(totals: &Totals) -> String {
+    format!(
+        "      <system-out>{}</system-out>\n",
+        xml_escape(&totals.words())
+    )
+}
+
+/// The opening line of the document's two elements, with their counts.
+pub(crate) fn suite_head(tests: usize, failures: usize, errors: usize) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n  <testsuite name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\">\n"
+    )
+}
+
+/// The document's last lines.
+pub(crate) const SUITE_TAIL: &str = "  </testsuite>\n</testsuites>\n";
+
+/// The test suite's `<properties>` element that carries a shard's ledger.
+pub(crate) const LEDGER_PROPERTY: &str = "rewind.shard";
+
+fn properties(ledger: &super::ledger::Ledger) -> io::Result<String> {
+    let mut json = Vec::new();
+    super::safe_json::to_writer(&mut json, ledger)?;
+    let json = String::from_utf8(json).map_err(io::Error::other)?;
+    Ok(format!(
+        "    <properties>\n      <property name=\"{LEDGER_PROPERTY}\" value=\"{}\"/>\n    </properties>\n",
+        xml_escape(&json)
+    ))
 }
 
 #[cfg(test)]

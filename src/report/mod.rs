@@ -13,6 +13,8 @@ pub mod human;
 pub mod json;
 pub mod jsonl;
 pub mod junit;
+pub mod ledger;
+pub mod merge;
 pub mod record;
 pub mod safe_json;
 pub mod sarif;
@@ -293,6 +295,9 @@ pub struct RunSummary {
     /// Findings at or above this severity fail the run.
     pub fail_on: Option<Severity>,
     pub verbose: bool,
+    /// The ledger of `check --shard`, which the JSON, JSON Lines, SARIF and JUnit reports carry
+    /// for `rewind merge`.
+    pub shard: Option<ledger::Ledger>,
 }
 
 /// A printer of diagnoses.

@@ -203,6 +203,14 @@ struct Run<'a> {
     invocations: Value,
     column_kind: &'static str,
     results: Results<'a>,
+    /// `check --shard`'s ledger, for `rewind merge`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    properties: Option<Properties>,
+}
+
+#[derive(Serialize)]
+struct Properties {
+    shard: super::ledger::Ledger,
 }
 
 /// The results, each built from its record as it is written.
@@ -247,6 +255,12 @@ impl<W: Write> Printer for SarifPrinter<W> {
                 }]),
                 column_kind: "unicodeCodePoints",
                 results: Results(&self.results),
+                properties: run.shard.as_ref().map(|l| Properties {
+                    shard: super::ledger::Ledger {
+                        format: "sarif".to_owned(),
+                        ..l.clone()
+                    },
+                }),
             }],
         };
         // Compact: SARIF uploads are size-limited.
