@@ -1,4 +1,4 @@
-//! Output that fits the terminal.
+//! Output that fits the terminal, and shows up as it is ready.
 //!
 //! * At 80 columns no line of the human output is wider than 80 display columns, except the
 //!   lines that show the input where it is: a quoted input line (`12 │ …`, cut with `…` to the
@@ -8,6 +8,7 @@
 //!   30 columns are left (the label still gets 30), and the lines of a fenced example of input in
 //!   `rewind explain`.
 //! * At 60 columns nothing panics.
+//! * No progress indicator when standard error is not a terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -169,5 +170,34 @@ fn the_root_cause_line_names_the_file() {
     assert!(
         first.contains("(evil\\u{1b}[31mname.log:113)") && !first.contains('\u{1b}'),
         "{first:?}"
+    );
+}
+
+#[test]
+fn no_progress_when_stderr_is_not_a_terminal() {
+    // Standard input gets a byte counter on a terminal; here standard error is a pipe.
+    let log = std::fs::read(repo("samples/zod-failed-status.log")).unwrap();
+    for format in ["human", "concise", "json"] {
+        let out = rewind()
+            .args(["diagnose", "--format", format, "-"])
+            .write_stdin(log.clone())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            out.stderr.is_empty(),
+            "--format {format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = rewind()
+        .args(["check", "samples", "tests/fixtures/transcripts"])
+        .current_dir(repo("."))
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

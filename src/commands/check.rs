@@ -276,7 +276,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
         .num_threads(threads)
         .build()
         .map_err(|e| RewindError::Usage(format!("cannot start worker threads: {e}")))?;
-    let progress = crate::progress::Progress::files(files.len());
+    let progress = crate::progress::Progress::files(files.len(), args.report.for_people(args.format));
 
     let mut printer = make_printer(
         out,
