@@ -207,7 +207,10 @@ mod tests {
     fn only_on_a_terminal_for_people_outside_ci() {
         assert!(decide(true, true, false));
         assert!(!decide(false, true, false), "not in a pipe or a file");
-        assert!(!decide(true, false, false), "not with --quiet or a machine format");
+        assert!(
+            !decide(true, false, false),
+            "not with --quiet or a machine format"
+        );
         assert!(!decide(true, true, true), "never in CI");
     }
 
@@ -215,10 +218,7 @@ mod tests {
     fn a_file_shows_bytes_percent_and_time_left() {
         let mib = 1 << 20;
         let total = Size::Known(48 * mib);
-        assert_eq!(
-            input_line(0, total, Duration::ZERO),
-            "0 B of 48.0 MiB (0%)"
-        );
+        assert_eq!(input_line(0, total, Duration::ZERO), "0 B of 48.0 MiB (0%)");
         // No estimate before a second has passed.
         assert_eq!(
             input_line(12 * mib, total, Duration::from_millis(500)),
@@ -237,7 +237,10 @@ mod tests {
             input_line(60 * mib, total, Duration::from_secs(10)),
             "48.0 MiB of 48.0 MiB (100%)"
         );
-        assert_eq!(input_line(0, Size::Known(0), Duration::ZERO), "0 B of 0 B (100%)");
+        assert_eq!(
+            input_line(0, Size::Known(0), Duration::ZERO),
+            "0 B of 0 B (100%)"
+        );
     }
 
     #[test]

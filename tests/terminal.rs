@@ -9,14 +9,18 @@
 //!   `rewind explain`.
 //! * At 60 columns nothing panics.
 //! * No progress indicator when standard error is not a terminal.
+//! * `check` prints each file's findings as soon as it and the files before it are done.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
 use common::*;
 
-const SESSION_FILE: &str =
-    "tests/fixtures/transcripts/claude-thinking/kill_tool/886e3896-7ebe-4e64-a23a-94324a296304.jsonl";
+const SESSION_FILE: &str = "tests/fixtures/transcripts/claude-thinking/kill_tool/886e3896-7ebe-4e64-a23a-94324a296304.jsonl";
 
 /// Every command whose human output is checked, as arguments.
 fn commands() -> Vec<Vec<String>> {
@@ -35,17 +39,29 @@ fn commands() -> Vec<Vec<String>> {
         "check".into(),
         repo("tests/fixtures/transcripts").display().to_string(),
     ]);
-    out.push(vec!["sessions".into(), repo(SESSION_FILE).display().to_string()]);
+    out.push(vec![
+        "sessions".into(),
+        repo(SESSION_FILE).display().to_string(),
+    ]);
     out.push(vec![
         "sessions".into(),
         repo("tests/fixtures/transcripts").display().to_string(),
     ]);
-    out.push(vec!["request".into(), repo(SESSION_FILE).display().to_string()]);
+    out.push(vec![
+        "request".into(),
+        repo(SESSION_FILE).display().to_string(),
+    ]);
     out.push(vec!["rules".into()]);
-    let rules = rewind().args(["rules", "--format", "json"]).output().unwrap();
+    let rules = rewind()
+        .args(["rules", "--format", "json"])
+        .output()
+        .unwrap();
     let doc: serde_json::Value = serde_json::from_slice(&rules.stdout).unwrap();
     for rule in doc["rules"].as_array().unwrap() {
-        out.push(vec!["explain".into(), rule["name"].as_str().unwrap().into()]);
+        out.push(vec![
+            "explain".into(),
+            rule["name"].as_str().unwrap().into(),
+        ]);
     }
     out
 }
@@ -64,7 +80,10 @@ fn run_at(columns: u16, args: &[String]) -> std::process::Output {
 fn exempt(line: &str, width: usize, fenced: bool) -> bool {
     let body = line.trim_start();
     let digits = body.len() - body.trim_start_matches(|c: char| c.is_ascii_digit()).len();
-    let quoted = digits > 0 && body[digits..].trim_start().starts_with(['│', '├', '╰', '┌']);
+    let quoted = digits > 0
+        && body[digits..]
+            .trim_start()
+            .starts_with(['│', '├', '╰', '┌']);
     let header = body.starts_with("╭─[");
     let marks = body.starts_with('·') && !body.chars().any(char::is_alphanumeric);
     // A label's text starts after its mark; one that starts past `width - 30` is given 30
@@ -147,7 +166,10 @@ fn sixty_columns_never_panic() {
 
 #[test]
 fn the_root_cause_line_names_the_file() {
-    let out = run_at(240, &["diagnose".into(), "samples/zod-failed-status.log".into()]);
+    let out = run_at(
+        240,
+        &["diagnose".into(), "samples/zod-failed-status.log".into()],
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     let first = stdout.lines().next().unwrap();
     assert!(
@@ -200,4 +222,96 @@ fn no_progress_when_stderr_is_not_a_terminal() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn check_prints_the_same_bytes_on_any_number_of_threads() {
+    let run = |threads: &str| {
+        rewind()
+            .current_dir(repo("."))
+            .args([
+                "check",
+                "-j",
+                threads,
+                "samples",
+                "tests/fixtures/transcripts",
+            ])
+            .output()
+            .unwrap()
+    };
+    let one = run("1");
+    assert!(one.stdout.len() > 10_000);
+    for threads in ["2", "4"] {
+        let many = run(threads);
+        assert_eq!(one.status.code(), many.status.code());
+        assert!(
+            one.stdout == many.stdout,
+            "-j {threads} printed other bytes than -j 1"
+        );
+    }
+}
+
+#[test]
+fn check_prints_a_file_before_the_last_one_is_read() {
+    // The first file's findings, as a run over it alone prints them (before the summary table).
+    let alone = rewind()
+        .current_dir(repo("."))
+        .args(["check", "samples/har-streaming-response.har"])
+        .output()
+        .unwrap();
+    let alone = String::from_utf8(alone.stdout).unwrap();
+    let first: Vec<String> = alone
+        .lines()
+        .take_while(|l| !l.starts_with('┌'))
+        .map(str::to_owned)
+        .collect();
+    // Smaller than an output buffer (8 KiB): only a flush sends it before the end.
+    assert!(first.len() > 20 && alone.len() < 8 << 10, "{alone}");
+    // The last input is standard input, held open: all of the first file's lines must arrive
+    // while rewind is still waiting for it.
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("rewind"))
+        .current_dir(repo("."))
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .args([
+            "check",
+            "-j",
+            "2",
+            "samples/har-streaming-response.har",
+            "-",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let expected = first.clone();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            all.push(line.unwrap());
+            if all.len() == expected.len() {
+                let _ = tx.send(all == expected);
+            }
+        }
+        all.join("\n")
+    });
+    let early = rx.recv_timeout(Duration::from_secs(60));
+    // Now the last input arrives (also when the first file's lines never came, so the run ends).
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(&std::fs::read(repo("samples/step-without-finish.log")).unwrap())
+        .unwrap();
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let all = reader.join().unwrap();
+    assert_eq!(
+        early,
+        Ok(true),
+        "the first file's findings were not all printed before standard input was read:\n{all}"
+    );
+    assert_eq!(status.code(), Some(1), "{all}");
+    assert!(all.contains("2 files checked"), "{all}");
 }

@@ -358,7 +358,12 @@ fn unmodelled_words(unmodelled: &std::collections::BTreeMap<String, u64>) -> Opt
 
 impl<W: Write> Printer for HumanPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
-        self.out.write_all(unit.human.as_bytes())?;
+        // Written through at once, so a reader sees each unit's findings while the next units
+        // (and files) are still being read; the summary waits for `finish`.
+        if !unit.human.is_empty() {
+            self.out.write_all(unit.human.as_bytes())?;
+            self.out.flush()?;
+        }
         for row in &unit.sessions {
             self.rows.push((unit.file.clone(), row.clone()));
         }
@@ -421,7 +426,11 @@ impl<W: Write> Printer for HumanPrinter<W> {
                     }
                     let words = paint(self.color, &totals.words(), "1");
                     let line = format!("{}: {words}{detail}", escape(file, false));
-                    write!(self.out, "{}", super::layout::wrap(&line, self.width, "", "  "))?;
+                    write!(
+                        self.out,
+                        "{}",
+                        super::layout::wrap(&line, self.width, "", "  ")
+                    )?;
                 }
                 if self.files.len() > 1 {
                     writeln!(self.out, "total: {}", self.totals.words())?;
@@ -433,8 +442,13 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 }
                 if run.verbose {
                     for (file, why) in &run.files_skipped {
-                        let line = format!("skipped {}: {}", escape(file, false), escape(why, false));
-                        write!(self.out, "{}", super::layout::wrap(&line, self.width, "", "  "))?;
+                        let line =
+                            format!("skipped {}: {}", escape(file, false), escape(why, false));
+                        write!(
+                            self.out,
+                            "{}",
+                            super::layout::wrap(&line, self.width, "", "  ")
+                        )?;
                     }
                 }
                 let skipped = match run.files_skipped.len() {
@@ -458,7 +472,11 @@ impl<W: Write> Printer for HumanPrinter<W> {
                     if self.sessions == 1 { "" } else { "s" },
                     paint(self.color, &self.totals.words(), "1"),
                 );
-                write!(self.out, "{}", super::layout::wrap(&line, self.width, "", "  "))?;
+                write!(
+                    self.out,
+                    "{}",
+                    super::layout::wrap(&line, self.width, "", "  ")
+                )?;
             }
             Summary::None => {}
         }

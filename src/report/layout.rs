@@ -403,11 +403,15 @@ mod tests {
         assert_eq!(wide.lines().count(), 5, "{wide}");
         let shrunk = fit_table(table(&rows), 70);
         assert!(shrunk.lines().all(|l| display_width(l) <= 70), "{shrunk}");
-        assert!(shrunk.contains("ses_2d9e3a1c0ffeQk4VYbq7XN2mTd"), "{shrunk}");
+        assert!(
+            shrunk.contains("ses_2d9e3a1c0ffeQk4VYbq7XN2mTd"),
+            "{shrunk}"
+        );
         let stacked = fit_table(table(&rows), 40);
         assert!(stacked.lines().all(|l| display_width(l) <= 40), "{stacked}");
         assert!(
-            stacked.starts_with("session: ses_2d9e3a1c0ffeQk4VYbq7XN2mTd\n  tools by final status:"),
+            stacked
+                .starts_with("session: ses_2d9e3a1c0ffeQk4VYbq7XN2mTd\n  tools by final status:"),
             "{stacked}"
         );
     }
