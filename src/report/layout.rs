@@ -141,7 +141,7 @@ pub fn wrap_labels(rendered: &str, width: usize) -> String {
                 // The text's colour codes, kept around each of its lines.
                 let (lead, plain, trail) = sgr_around(text);
                 let room = width.saturating_sub(display_width(prefix)).max(MIN_LABEL);
-                let under = prefix.replace('╰', " ").replace('─', " ");
+                let under = prefix.replace(['╰', '─'], " ");
                 let options = textwrap::Options::new(room)
                     .break_words(true)
                     .word_separator(textwrap::WordSeparator::AsciiSpace)
@@ -463,7 +463,7 @@ mod tests {
         {
             use std::io::Write;
             let mut w = Fitted::new(&mut raw, None);
-            write!(w, "{}\n", "x ".repeat(50)).unwrap();
+            writeln!(w, "{}", "x ".repeat(50)).unwrap();
         }
         assert_eq!(raw.len(), 101);
     }
