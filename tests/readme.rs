@@ -1,6 +1,6 @@
 //! The README's examples are real: every `$ rewind …` line of a ```` ```console ```` block is run
-//! from the repository root, and must exit with the status the README gives it and print the
-//! output the README shows.
+//! from the repository root at 80 columns (`COLUMNS=80`), and must exit with the status the README
+//! gives it and print the output the README shows.
 //!
 //! * A block's expected exit status is written just before it as `<!-- exit: N -->`; without
 //!   one it is 0. It applies to every command of the block.
@@ -134,8 +134,10 @@ fn readme_commands_print_what_the_readme_shows() {
     for ex in &examples {
         let mut output = String::new();
         for args in &ex.commands {
+            // The README shows output at 80 columns.
             let out = rewind()
                 .current_dir(repo("."))
+                .env("COLUMNS", "80")
                 .env_remove("GITHUB_STEP_SUMMARY")
                 .args(args)
                 .output()

@@ -108,7 +108,13 @@ fn positions_in_a_one_line_file_of_many_units_are_exact() {
 fn a_one_line_file_shows_each_finding_around_its_labels() {
     let dir = tempfile::tempdir().unwrap();
     let (path, text) = one_line_har(dir.path());
-    let out = rewind().args(["diagnose"]).arg(&path).output().unwrap();
+    // Wide enough for the widest window rewind shows of a line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .args(["diagnose"])
+        .arg(&path)
+        .output()
+        .unwrap();
     let human = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = human.lines().collect();
     let mut far = 0;

@@ -200,7 +200,13 @@ fn the_sessions_command_marks_hidden_sessions_and_says_where_they_appear() {
             .unwrap()
             .contains("in no list")
     );
-    let out = rewind().arg("sessions").arg(&db).output().unwrap();
+    // Wide enough for the table's cells and the notes to keep to one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("sessions")
+        .arg(&db)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(hidden from OpenCode's list)"), "{text}");
     assert!(text.contains("1 session OpenCode would not list"), "{text}");
@@ -246,7 +252,14 @@ fn a_folder_on_this_machine_is_resolved_as_opencode_resolves_it() {
 
 /// `rewind repair DB ARGS…`: exit code and standard output.
 fn repair(db: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = rewind().arg("repair").arg(db).args(args).output().unwrap();
+    // Wide enough for the plan's cells to keep to one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("repair")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

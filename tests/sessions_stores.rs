@@ -54,7 +54,10 @@ fn data_folder(dir: &Path) -> PathBuf {
 /// where stores are).
 fn sessions_in(home: &Path, env: &[(&str, &Path)], args: &[&str]) -> (i32, String) {
     let mut cmd = rewind();
-    cmd.env("HOME", home).env("USERPROFILE", home);
+    // Wide enough for a line naming a temporary folder to stay one line.
+    cmd.env("HOME", home)
+        .env("USERPROFILE", home)
+        .env("COLUMNS", "240");
     for k in [
         "XDG_DATA_HOME",
         "CLAUDE_CONFIG_DIR",

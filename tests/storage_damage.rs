@@ -207,7 +207,13 @@ fn repair_moves_damaged_files_into_a_quarantine_and_the_folder_reads_cleanly() {
 #[test]
 fn repair_reports_where_it_moved_what() {
     let (dir, storage) = data_folder(Duration::from_secs(3600));
-    let out = rewind().arg("repair").arg(&storage).output().unwrap();
+    // Wide enough for the table's cells and the last lines to keep to one line.
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("repair")
+        .arg(&storage)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     for needle in [

@@ -267,7 +267,12 @@ fn records_rewind_does_not_model_are_counted_not_reported() {
     let unmodelled = &doc["files"][0]["unmodelled_records"];
     assert_eq!(unmodelled["file-history-snapshot"], 2, "{doc}");
     assert_eq!(unmodelled["x\u{1b}[2Jy"], 1, "{doc}");
-    let out = rewind().arg("diagnose").arg(&path).output().unwrap();
+    let out = rewind()
+        .env("COLUMNS", "240")
+        .arg("diagnose")
+        .arg(&path)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("3 records of types rewind does not model: `file-history-snapshot` ×2"),

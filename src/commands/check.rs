@@ -345,7 +345,8 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
         .num_threads(threads)
         .build()
         .map_err(|e| RewindError::Usage(format!("cannot start worker threads: {e}")))?;
-    let progress = crate::progress::Progress::files(files.len());
+    let progress =
+        crate::progress::Progress::files(files.len(), args.report.for_people(args.format));
 
     let mut printer = make_printer(
         out,
@@ -406,7 +407,11 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
                     if args.write_baseline.is_some() {
                         all_records.extend(unit.records.iter().cloned());
                     }
-                    printer.unit(unit).map_err(RewindError::Output)?;
+                    // The human printer writes (and flushes) each file's findings at once:
+                    // they show while later files are still being read.
+                    progress
+                        .suspend(|| printer.unit(unit))
+                        .map_err(RewindError::Output)?;
                 }
             }
             Outcome::Skipped(why) => run.files_skipped.push((shown, why)),

@@ -130,7 +130,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     for (n, file) in files.iter().enumerate() {
         options.exit_after = crate::core::exits_after() && n + 1 == files.len();
         let file_policy = policy.for_path(file);
-        let progress = crate::progress::Progress::input(file);
+        let progress = crate::progress::Progress::input(file, args.report.for_people(args.format));
         let result = pipeline::diagnose_file(
             file,
             &options,

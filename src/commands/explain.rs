@@ -20,8 +20,14 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     })?;
     let meta = rule.meta();
     let mut out = super::Out;
-    writeln!(out, "# {} ({} by default)\n", meta.name, meta.severity)?;
-    writeln!(out, "{}\n", meta.summary)?;
-    writeln!(out, "{}", meta.doc_markdown())?;
+    let doc = format!(
+        "# {} ({} by default)\n\n{}\n\n{}",
+        meta.name,
+        meta.severity,
+        meta.summary,
+        meta.doc_markdown()
+    );
+    let width = crate::report::layout::width();
+    write!(out, "{}", crate::report::layout::wrap_markdown(&doc, width))?;
     Ok(ExitStatus::Clean)
 }

@@ -186,6 +186,12 @@ impl ReportArgs {
             format
         }
     }
+
+    /// Whether the report is read by people as it is printed (`human` or `concise`, without
+    /// `--quiet`): only then is a progress indicator drawn.
+    pub fn for_people(&self, format: OutputFormat) -> bool {
+        !self.quiet && matches!(format, OutputFormat::Human | OutputFormat::Concise)
+    }
 }
 
 /// Where a report goes: standard output, or the file of `-o/--output-file`.

@@ -85,7 +85,7 @@ fn table(plans: &[SessionPlan]) -> String {
             escape(&c.change, true),
         ]);
     }
-    t.to_string()
+    crate::report::layout::fit_table(t, crate::report::layout::width())
 }
 
 pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
@@ -114,7 +114,9 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
             "`{shown}` is standard input or a pipe: `rewind repair` changes a store in place, so give the database or export file itself (nothing was changed)"
         )));
     }
-    let mut out = super::Out;
+    // Human output's lines wrap to the terminal (see `report::layout`); JSON passes untouched.
+    let width = (args.format == OutputFormat::Human).then(crate::report::layout::width);
+    let mut out = crate::report::layout::Fitted::new(super::Out, width);
     match crate::formats::recognize::detect(path)? {
         Format::OpencodeDb => {
             let outcome =
@@ -275,7 +277,8 @@ fn transcript_report(
                         escape(&c.change, true),
                     ]);
                 }
-                writeln!(out, "{t}")?;
+                let width = crate::report::layout::width();
+                writeln!(out, "{}", crate::report::layout::fit_table(t, width))?;
             }
             for u in &plan.unfixable {
                 writeln!(out, "not repaired: {}", escape(u, false))?;

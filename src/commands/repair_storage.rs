@@ -25,7 +25,9 @@ pub fn run(args: &Args<'_>) -> Result<ExitStatus, RewindError> {
     let shown = args.store.display().to_string();
     let outcome = storage::repair(args.store, args.force, args.dry_run)
         .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
-    let mut out = super::Out;
+    // Human output's lines wrap to the terminal (see `report::layout`); JSON passes untouched.
+    let width = (args.format == OutputFormat::Human).then(crate::report::layout::width);
+    let mut out = crate::report::layout::Fitted::new(super::Out, width);
     match args.format {
         OutputFormat::Json => {
             crate::report::safe_json::to_writer_pretty(
@@ -61,7 +63,8 @@ pub fn run(args: &Args<'_>) -> Result<ExitStatus, RewindError> {
                         escape(&m.damage, true),
                     ]);
                 }
-                writeln!(out, "{t}")?;
+                let width = crate::report::layout::width();
+                writeln!(out, "{}", crate::report::layout::fit_table(t, width))?;
             }
             for l in &outcome.left {
                 writeln!(

@@ -237,7 +237,13 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
     // The command's standard output (captured when run in process, as `rewind mcp` does).
     let mut out = super::stdout();
     match args.format {
-        HumanOrJson::Human => human(&mut out, &args, &chosen, &violations)?,
+        HumanOrJson::Human => {
+            // Lines wrapped to the terminal's width (see `report::layout`).
+            let width = Some(crate::report::layout::width());
+            let mut fitted = crate::report::layout::Fitted::new(&mut out, width);
+            human(&mut fitted, &args, &chosen, &violations)?;
+            fitted.flush()?;
+        }
         HumanOrJson::Json => {
             let doc = serde_json::to_value(document(&chosen, &violations))
                 .map_err(std::io::Error::from)?;

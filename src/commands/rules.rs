@@ -1,6 +1,6 @@
 //! `rewind rules`: the rule catalogue.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use comfy_table::{Table, presets};
 use serde_json::json;
@@ -29,17 +29,14 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         Format::Human => {
             let mut t = Table::new();
             t.load_preset(presets::UTF8_FULL_CONDENSED);
-            // Wrap to the terminal's width, or to 80 columns in a pipe or a file.
-            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-            if !std::io::stdout().is_terminal() {
-                t.set_width(80);
-            }
             t.set_header(["rule", "severity", "what it reports"]);
             for rule in Rule::ALL {
                 let m = rule.meta();
                 t.add_row([m.name, &m.severity.to_string(), m.summary]);
             }
-            writeln!(out, "{t}")?;
+            // Fitted to the terminal's width (see `report::layout`).
+            let width = crate::report::layout::width();
+            writeln!(out, "{}", crate::report::layout::fit_table(t, width))?;
             writeln!(out, "`rewind explain RULE` prints a rule's documentation.")?;
         }
         Format::Json => {

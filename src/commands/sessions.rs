@@ -242,10 +242,15 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         return super::sessions_stores::run_transcripts(store, &options, args.format);
     }
     let Listing { rows, .. } = collect(store, &options)?;
-    let mut out = super::Out;
+    let width = (args.format == super::HumanOrJson::Human).then(crate::report::layout::width);
+    let mut out = crate::report::layout::Fitted::new(super::Out, width);
     match args.format {
         super::HumanOrJson::Human => {
-            writeln!(out, "{}", table(&rows))?;
+            let shown = crate::report::layout::fit_table(
+                table(&rows),
+                width.unwrap_or(crate::report::layout::DEFAULT_WIDTH),
+            );
+            writeln!(out, "{shown}")?;
             write_hidden(&mut out, &rows)?;
             writeln!(
                 out,

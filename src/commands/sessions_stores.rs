@@ -23,6 +23,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use comfy_table::{Table, presets};
+
+use crate::report::layout::Fitted;
 use rayon::prelude::*;
 use serde_json::{Value, json};
 
@@ -182,6 +184,16 @@ fn folder_listings(dir: &Path, options: &Options) -> Vec<StoreListing> {
     listings
 }
 
+/// Human output's width, or none for JSON (see `report::layout`).
+fn human_width(format: HumanOrJson) -> Option<usize> {
+    (format == HumanOrJson::Human).then(crate::report::layout::width)
+}
+
+/// `t` fitted to the terminal.
+fn fit(t: Table) -> String {
+    crate::report::layout::fit_table(t, crate::report::layout::width())
+}
+
 fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_FULL_CONDENSED);
@@ -268,10 +280,10 @@ fn write_sessions(out: &mut impl Write, listings: &[StoreListing]) -> std::io::R
         }
         if n > 0 {
             if l.kind.is_transcripts() {
-                writeln!(out, "{}", transcript_table(&l.path, &l.rows))?;
+                writeln!(out, "{}", fit(transcript_table(&l.path, &l.rows)))?;
             } else {
                 let rows: Vec<Row> = l.rows.iter().map(|(r, _)| r.clone()).collect();
-                writeln!(out, "{}", table(&rows))?;
+                writeln!(out, "{}", fit(table(&rows)))?;
                 write_hidden(out, &rows)?;
             }
         }
@@ -349,7 +361,7 @@ pub fn run_folder(
     format: HumanOrJson,
 ) -> Result<ExitStatus, RewindError> {
     let listings = folder_listings(dir, options);
-    let mut out = super::Out;
+    let mut out = Fitted::new(super::Out, human_width(format));
     match format {
         HumanOrJson::Json => {
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
@@ -364,7 +376,7 @@ pub fn run_folder(
         HumanOrJson::Human => {
             let shown = escape(&dir.display().to_string(), false);
             writeln!(out, "OpenCode data folder {shown}")?;
-            writeln!(out, "{}", summary_table(&listings, false))?;
+            writeln!(out, "{}", fit(summary_table(&listings, false)))?;
             write_sessions(&mut out, &listings)?;
             writeln!(out)?;
             write_notes(&mut out, &listings)?;
@@ -398,7 +410,7 @@ pub fn run_transcripts(
         )
     };
     let listings = [listing];
-    let mut out = super::Out;
+    let mut out = Fitted::new(super::Out, human_width(format));
     match format {
         HumanOrJson::Json => {
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
@@ -452,7 +464,7 @@ pub fn run_kilo_folder(
     format: HumanOrJson,
 ) -> Result<ExitStatus, RewindError> {
     let listings = kilo_folder_listings(dir, None, options);
-    let mut out = super::Out;
+    let mut out = Fitted::new(super::Out, human_width(format));
     match format {
         HumanOrJson::Json => {
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
@@ -465,7 +477,7 @@ pub fn run_kilo_folder(
         HumanOrJson::Human => {
             let shown = escape(&dir.display().to_string(), false);
             writeln!(out, "Kilo data folder {shown}")?;
-            writeln!(out, "{}", summary_table(&listings, false))?;
+            writeln!(out, "{}", fit(summary_table(&listings, false)))?;
             write_sessions(&mut out, &listings)?;
             writeln!(out)?;
             writeln!(
@@ -748,7 +760,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
         }
     }
 
-    let mut out = super::Out;
+    let mut out = Fitted::new(super::Out, human_width(format));
     match format {
         HumanOrJson::Json => {
             let searched: Vec<Value> = searched
@@ -790,7 +802,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
                 )?;
                 return Ok(ExitStatus::Clean);
             }
-            writeln!(out, "{}", summary_table(&listings, true))?;
+            writeln!(out, "{}", fit(summary_table(&listings, true)))?;
             write_sessions(&mut out, &listings)?;
             writeln!(out)?;
             write_notes(&mut out, &listings)?;

@@ -57,10 +57,12 @@ pub fn readable(path: &Path) -> Result<PathBuf, DetectError> {
         return Ok(copy.path().to_path_buf());
     }
     let (copy, mut out) = PrivatePath::new_file("input").map_err(io)?;
+    // The copy is what reads the input: its bytes are the ones a progress indicator counts.
     let copied = if is_stdin(key) {
-        std::io::copy(&mut std::io::stdin().lock(), &mut out)
+        std::io::copy(&mut super::Counted(std::io::stdin().lock(), true), &mut out)
     } else {
-        std::fs::File::open(path).and_then(|mut f| std::io::copy(&mut f, &mut out))
+        std::fs::File::open(path)
+            .and_then(|f| std::io::copy(&mut super::Counted(f, true), &mut out))
     };
     copied.map_err(io)?;
     let read = copy.path().to_path_buf();

@@ -22,16 +22,11 @@ pub struct Renderer {
 }
 
 impl Renderer {
-    /// A renderer as wide as `COLUMNS` says (100 otherwise).
+    /// A renderer as wide as the terminal (see [`super::layout::width`]).
     pub fn new(color: bool) -> Self {
-        let width = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(100usize)
-            .clamp(60, 240);
         Self {
             color,
-            width,
+            width: super::layout::width(),
             html: false,
         }
     }
@@ -108,7 +103,10 @@ impl Renderer {
             let (Some(lines), Some(source)) = (located.lines(file), sources.get(file)) else {
                 continue;
             };
-            let (snippet, spans) = Snippet::build(source.display_name(), lines, &labels);
+            // Quoted lines are cut to what fits beside the gutter (a line number, bars).
+            let shown = self.width.saturating_sub(GUTTER);
+            let (snippet, spans) =
+                Snippet::build_within(source.display_name(), lines, &labels, shown);
             rendered.push(Rendered {
                 message: if i == 0 {
                     headline.clone()
@@ -135,43 +133,67 @@ impl Renderer {
             if handler.render_report(&mut s, r).is_err() {
                 s = format!("  {}\n", r.message);
             }
-            out.push_str(&s);
+            out.push_str(&super::layout::wrap_labels(&s, self.width));
         }
+        // Notes and help are wrapped to the width, their lines after the first under the text.
         let pad = "  = ";
+        let under = "          ";
+        let note = format!("{pad}{}: ", self.paint("note", "1"));
         if let Some(more) = f
             .related
             .len()
             .checked_sub(MAX_RELATED_SHOWN)
             .filter(|&n| n > 0)
         {
-            out.push_str(&format!(
-                "{pad}{}: and {more} more related places, not shown here (`--format json` lists every one)\n",
-                self.paint("note", "1"),
+            out.push_str(&super::layout::wrap(
+                &format!(
+                    "and {more} more related places, not shown here (`--format json` lists every one)"
+                ),
+                self.width,
+                &note,
+                under,
             ));
         }
-        for note in &f.notes {
-            let mut lines = note.lines();
+        for text in &f.notes {
+            let mut lines = text.lines();
             if let Some(first) = lines.next() {
-                out.push_str(&format!(
-                    "{pad}{}: {}\n",
-                    self.paint("note", "1"),
-                    escape(first, false)
+                out.push_str(&super::layout::wrap(
+                    &escape(first, false),
+                    self.width,
+                    &note,
+                    under,
                 ));
             }
+            // A note's own lines keep their indentation; what wraps goes two columns further.
             for rest in lines {
-                out.push_str(&format!("          {}\n", escape(rest, false)));
+                let body = rest.trim_start();
+                let indent = format!("{under}{}", &rest[..rest.len() - body.len()]);
+                out.push_str(&super::layout::wrap(
+                    &escape(body, false),
+                    self.width,
+                    &indent,
+                    &format!("{indent}  "),
+                ));
             }
         }
         if let Some(help) = &f.help {
-            out.push_str(&format!(
-                "{pad}{}: {}\n",
-                self.paint("help", "1;36"),
-                escape(help, true)
-            ));
+            let help = escape(help, true);
+            let mut lines = help.lines();
+            let first = format!("{pad}{}: ", self.paint("help", "1;36"));
+            if let Some(line) = lines.next() {
+                out.push_str(&super::layout::wrap(line, self.width, &first, under));
+            }
+            for line in lines {
+                out.push_str(&super::layout::wrap(line, self.width, under, under));
+            }
         }
         out
     }
 }
+
+/// Columns a snippet's gutter takes before a quoted line (`  1234 │ `, the bars of labels that
+/// span lines, the `…` of a cut line).
+const GUTTER: usize = 14;
 
 /// Related places shown under one finding. Each label under a line repeats the line's width, so
 /// thousands on one line (a payload with an issue per item of a long array) would print their
@@ -212,6 +234,8 @@ pub struct HumanPrinter<W: Write> {
     totals: Totals,
     sessions: usize,
     baselined: usize,
+    /// The width lines and tables are fitted to.
+    width: usize,
 }
 
 impl<W: Write> HumanPrinter<W> {
@@ -227,6 +251,7 @@ impl<W: Write> HumanPrinter<W> {
             totals: Totals::default(),
             sessions: 0,
             baselined: 0,
+            width: super::layout::width(),
         }
     }
 
@@ -287,7 +312,8 @@ impl<W: Write> HumanPrinter<W> {
                 findings,
             ]);
         }
-        t.to_string()
+        // The session column holds ids, never cut in two.
+        super::layout::fit_table(t, self.width)
     }
 
     fn rule_table(&self) -> String {
@@ -302,7 +328,7 @@ impl<W: Write> HumanPrinter<W> {
                 n.infos.to_string(),
             ]);
         }
-        t.to_string()
+        super::layout::fit_table(t, self.width)
     }
 }
 
@@ -332,7 +358,12 @@ fn unmodelled_words(unmodelled: &std::collections::BTreeMap<String, u64>) -> Opt
 
 impl<W: Write> Printer for HumanPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
-        self.out.write_all(unit.human.as_bytes())?;
+        // Written through at once, so a reader sees each unit's findings while the next units
+        // (and files) are still being read; the summary waits for `finish`.
+        if !unit.human.is_empty() {
+            self.out.write_all(unit.human.as_bytes())?;
+            self.out.flush()?;
+        }
         for row in &unit.sessions {
             self.rows.push((unit.file.clone(), row.clone()));
         }
@@ -394,7 +425,12 @@ impl<W: Write> Printer for HumanPrinter<W> {
                         );
                     }
                     let words = paint(self.color, &totals.words(), "1");
-                    writeln!(self.out, "{}: {words}{detail}", escape(file, false))?;
+                    let line = format!("{}: {words}{detail}", escape(file, false));
+                    write!(
+                        self.out,
+                        "{}",
+                        super::layout::wrap(&line, self.width, "", "  ")
+                    )?;
                 }
                 if self.files.len() > 1 {
                     writeln!(self.out, "total: {}", self.totals.words())?;
@@ -406,11 +442,12 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 }
                 if run.verbose {
                     for (file, why) in &run.files_skipped {
-                        writeln!(
+                        let line =
+                            format!("skipped {}: {}", escape(file, false), escape(why, false));
+                        write!(
                             self.out,
-                            "skipped {}: {}",
-                            escape(file, false),
-                            escape(why, false)
+                            "{}",
+                            super::layout::wrap(&line, self.width, "", "  ")
                         )?;
                     }
                 }
@@ -427,14 +464,18 @@ impl<W: Write> Printer for HumanPrinter<W> {
                     0 => String::new(),
                     n => format!(", {n} unreadable"),
                 };
-                writeln!(
-                    self.out,
+                let line = format!(
                     "{} file{} checked{skipped}{errors}, {} session{}: {}{baselined}",
                     run.files_checked,
                     if run.files_checked == 1 { "" } else { "s" },
                     self.sessions,
                     if self.sessions == 1 { "" } else { "s" },
                     paint(self.color, &self.totals.words(), "1"),
+                );
+                write!(
+                    self.out,
+                    "{}",
+                    super::layout::wrap(&line, self.width, "", "  ")
                 )?;
             }
             Summary::None => {}

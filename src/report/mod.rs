@@ -15,6 +15,7 @@ pub mod jsonl;
 pub mod junit;
 pub mod ledger;
 pub mod merge;
+pub mod layout;
 pub mod record;
 pub mod safe_json;
 pub mod sarif;
@@ -215,7 +216,7 @@ pub fn prepare(
         .filter(|r| !r.html)
         .map(|r| {
             let order = root_cause_order(&kept_findings);
-            let mut text = root_cause_line(&kept_findings, &order, &records);
+            let mut text = root_cause_line(&kept_findings, &order, &records, r.width);
             for i in order {
                 text.push_str(&(r.render(sources, &located, &kept_findings[i]) + "\n"));
             }
@@ -259,8 +260,14 @@ pub fn root_cause_order(findings: &[Finding]) -> Vec<usize> {
     order
 }
 
-/// One line naming the root cause, when there are several findings of note to choose among.
-fn root_cause_line(findings: &[Finding], order: &[usize], records: &[FindingRecord]) -> String {
+/// One line naming the root cause and where it is (`file:line`), when there are several
+/// findings of note to choose among; wrapped to `width`.
+fn root_cause_line(
+    findings: &[Finding],
+    order: &[usize],
+    records: &[FindingRecord],
+    width: usize,
+) -> String {
     let serious = findings
         .iter()
         .filter(|f| f.severity > Severity::Info)
@@ -272,17 +279,25 @@ fn root_cause_line(findings: &[Finding], order: &[usize], records: &[FindingReco
         return String::new();
     }
     let f = &findings[first];
-    let at = records
-        .get(first)
-        .and_then(|r| r.line.map(|l| format!(" (line {l})")))
-        .unwrap_or_default();
-    // The message quotes the input (tool names, ids, error names): escaped like every other
-    // line that shows it.
-    format!(
-        "root cause: [{}] {}{at}\n\n",
+    let record = records.get(first);
+    // The file name and the message quote the input (a path, tool names, ids, error names):
+    // escaped like every other line that shows them.
+    let file = record
+        .and_then(|r| r.file.as_deref())
+        .map(|file| snippet::escape(file, false));
+    let line = record.and_then(|r| r.line);
+    let at = match (file, line) {
+        (Some(file), Some(line)) => format!(" ({file}:{line})"),
+        (Some(file), None) => format!(" ({file})"),
+        (None, Some(line)) => format!(" (line {line})"),
+        (None, None) => String::new(),
+    };
+    let text = format!(
+        "[{}] {}{at}",
         f.rule,
         snippet::escape(&crate::session::first_line(&f.message, 200), false)
-    )
+    );
+    layout::wrap(&text, width, "root cause: ", "  ") + "\n"
 }
 
 /// What a whole run did, for the printers' last words.

@@ -123,6 +123,18 @@ impl Lines {
     /// source, and the display. Only the bytes around the first label are read, so a long line
     /// with many labels costs a window per label, not the line per label.
     pub fn display(&self, n: u64, marks: &[u64], column: u64) -> Option<(u64, DisplayLine)> {
+        self.display_within(n, marks, column, DISPLAY_WIDTH)
+    }
+
+    /// [`Lines::display`] showing at most `shown` characters of the line (at most
+    /// [`DISPLAY_WIDTH`]): what fits a terminal's width.
+    pub fn display_within(
+        &self,
+        n: u64,
+        marks: &[u64],
+        column: u64,
+        shown: usize,
+    ) -> Option<(u64, DisplayLine)> {
         let c = self.captured.get(&n)?;
         let first = marks.iter().min().map(|m| m.saturating_sub(c.at));
         // A far label: from a character start about SHOWN_BEFORE characters before it; the
@@ -153,7 +165,7 @@ impl Lines {
             .iter()
             .map(|m| m.saturating_sub(at) as usize)
             .collect();
-        Some((at, DisplayLine::build(bytes, skipped, &marks)))
+        Some((at, DisplayLine::build_within(bytes, skipped, &marks, shown)))
     }
 }
 
@@ -640,10 +652,23 @@ pub struct DisplayLine {
 }
 
 impl DisplayLine {
-    /// The shown part of a line, keeping the bytes at `marks` (offsets in `bytes`) in view.
-    /// `bytes` is the line from a character start on, `skipped` the characters of the line before
-    /// it: given the bytes around the first mark, a line shows as it would whole.
+    /// [`DisplayLine::build_within`] as wide as rewind ever shows a line.
+    #[cfg(test)]
     pub fn build(bytes: &[u8], skipped: usize, marks: &[usize]) -> DisplayLine {
+        Self::build_within(bytes, skipped, marks, DISPLAY_WIDTH)
+    }
+
+    /// The shown part of a line, keeping the bytes at `marks` (offsets in `bytes`) in view:
+    /// at most `shown` characters (at most [`DISPLAY_WIDTH`], which the bytes kept around a mark
+    /// hold). `bytes` is the line from a character start on, `skipped` the characters of the line
+    /// before it: given the bytes around the first mark, a line shows as it would whole.
+    pub fn build_within(
+        bytes: &[u8],
+        skipped: usize,
+        marks: &[usize],
+        shown: usize,
+    ) -> DisplayLine {
+        let width = shown.clamp(SHOWN_BEFORE + 20, DISPLAY_WIDTH);
         // Each character and the byte it starts at, as `from_utf8_lossy` reads them.
         let mut chars: Vec<(usize, char)> = Vec::new();
         let mut end = 0;
@@ -660,7 +685,7 @@ impl DisplayLine {
             chars.pop();
         }
         // In characters of the whole line.
-        let (from, to) = if skipped == 0 && chars.len() <= DISPLAY_WIDTH {
+        let (from, to) = if skipped == 0 && chars.len() <= width {
             (0, chars.len())
         } else {
             // The first marked character; a mark on the line ending marks the line's end.
@@ -673,11 +698,11 @@ impl DisplayLine {
                     })
                     .min()
                     .unwrap_or(0);
-            if first + 20 < DISPLAY_WIDTH {
-                (0, DISPLAY_WIDTH)
+            if first + 20 < width {
+                (0, width.min(chars.len()))
             } else {
                 let from = first.saturating_sub(SHOWN_BEFORE);
-                (from, (from + DISPLAY_WIDTH).min(skipped + chars.len()))
+                (from, (from + width).min(skipped + chars.len()))
             }
         };
         // In characters of `bytes`.
@@ -760,12 +785,14 @@ fn shown_ranges(labels: &[SourceLabel]) -> Vec<(u64, u64)> {
 }
 
 impl Snippet {
-    /// Builds the snippet for `labels` (all in one source) from the scanned `lines`. Returns the
-    /// snippet and the labels moved into its coordinates.
-    pub fn build(
+    /// Builds the snippet for `labels` (all in one source) from the scanned `lines`, showing at
+    /// most `shown` characters of each line. Returns the snippet and the labels moved into its
+    /// coordinates.
+    pub fn build_within(
         name: String,
         lines: &Lines,
         labels: &[SourceLabel],
+        shown: usize,
     ) -> (Snippet, Vec<miette::LabeledSpan>) {
         let merged = shown_ranges(labels);
         // Where labels start on each line, and the column of the first, to choose what part of
@@ -791,7 +818,7 @@ impl Snippet {
                 let (here, (_, column)) = marks
                     .get(&n)
                     .map_or((&[][..], (0, 1)), |(m, first)| (m.as_slice(), *first));
-                let Some((from, dl)) = lines.display(n, here, column) else {
+                let Some((from, dl)) = lines.display_within(n, here, column, shown) else {
                     continue;
                 };
                 first_line.get_or_insert(n);

@@ -26,10 +26,10 @@ fn analyze(
     let err = |e| input.ingest_err(e);
     let mut analysis = match (input.options.forget_logs_from, input.forgetting) {
         (Some(from), Some(rules)) => {
-            let open = || crate::ingest::open(path).map_err(RewindError::from);
+            let open = || crate::ingest::open_counted(path).map_err(RewindError::from);
             replay::replay_forgetting_again(open, file, from, rules, err)?.0
         }
-        _ => replay::replay(crate::ingest::open(path)?, file).map_err(err)?,
+        _ => replay::replay(crate::ingest::open_counted(path)?, file).map_err(err)?,
     };
     let embedded = std::mem::take(&mut analysis.embedded_streams);
     each(sources, Unit::ready(analysis))?;

@@ -24,7 +24,7 @@ fn analyze(
 ) -> Result<(), RewindError> {
     let path = input.path;
     let file = sources.add_file(path);
-    let reader = crate::ingest::open(path)?;
+    let reader = crate::ingest::open_counted(path)?;
     let mut analysis = replay::replay(reader, file).map_err(|e| input.ingest_err(e))?;
     if let Some(facts) = analysis.transcript.as_deref_mut() {
         for meta in read::subagent_metas(path) {

@@ -23,7 +23,7 @@ fn analyze(
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
     let file = sources.add_file(input.path);
-    let reader = crate::ingest::open(input.path)?;
+    let reader = crate::ingest::open_counted(input.path)?;
     let mut analysis = replay::replay(reader, file).map_err(|e| input.ingest_err(e))?;
     analysis.requests.extend(request::next_request(&analysis));
     each(sources, Unit::ready(analysis))

@@ -21,7 +21,7 @@ fn analyze(
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
     let file = sources.add_file(input.path);
-    let reader = crate::ingest::open(input.path)?;
+    let reader = crate::ingest::open_counted(input.path)?;
     let mut failure: Option<RewindError> = None;
     let opts = input.stream_options();
     read::read(reader, file, input.format, &mut |ex| {

@@ -22,7 +22,7 @@ fn analyze(
     each: &mut UnitSink<'_>,
 ) -> Result<(), RewindError> {
     let file = sources.add_file(input.path);
-    let mut reader = crate::ingest::open(input.path)?;
+    let mut reader = crate::ingest::open_counted(input.path)?;
     if input.format == Format::EventStream {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut reader, &mut bytes)
