@@ -27,12 +27,7 @@ pub(super) fn merge(
             input: name.clone(),
             message,
         };
-        let mut doc: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| {
-            err(format!(
-                "not a JSON report: {}",
-                crate::text::clip(&e.to_string())
-            ))
-        })?;
+        let mut doc = super::object_of(name, bytes, "a JSON report")?;
         let ledger = doc.remove("shard").ok_or_else(|| super::no_ledger(name))?;
         ledgers.push((name.as_str(), super::ledger_of(name, ledger)?));
         let files = take(&mut doc, "files");

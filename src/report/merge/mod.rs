@@ -178,6 +178,18 @@ fn ledger_of(name: &str, value: serde_json::Value) -> Result<Ledger, MergeError>
     })
 }
 
+/// The JSON object report `name` holds; `what` names the kind of report in the refusal.
+fn object_of(
+    name: &str,
+    bytes: &[u8],
+    what: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, MergeError> {
+    serde_json::from_slice(bytes).map_err(|e| MergeError::Input {
+        input: name.to_owned(),
+        message: format!("not {what}: {}", crate::text::clip(&e.to_string())),
+    })
+}
+
 fn no_ledger(name: &str) -> MergeError {
     MergeError::Input {
         input: name.to_owned(),

@@ -19,12 +19,7 @@ pub(super) fn merge(
             input: name.clone(),
             message,
         };
-        let mut doc: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| {
-            err(format!(
-                "not a SARIF log: {}",
-                crate::text::clip(&e.to_string())
-            ))
-        })?;
+        let mut doc = super::object_of(name, bytes, "a SARIF log")?;
         let run = match doc.remove("runs") {
             Some(Value::Array(runs)) if runs.len() == 1 => runs.into_iter().next(),
             _ => None,
