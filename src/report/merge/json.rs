@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{Kind, MergeError, Merged, Report, counted, merged_errors, plan, severity};
+use super::{Kind, MergeError, Merged, Report, merged_errors, plan, severity};
 use crate::report::Totals;
 
 fn take(doc: &mut Map<String, Value>, key: &str) -> Option<Vec<Value>> {
@@ -164,12 +164,5 @@ pub(super) fn merge(
     crate::report::safe_json::to_writer_pretty(&mut bytes, &doc)
         .map_err(|e| MergeError::Set(e.to_string()))?;
     bytes.push(b'\n');
-    Ok(Merged {
-        bytes,
-        totals,
-        errors: messages,
-        arguments: reports[0].ledger.arguments,
-        fail_on: reports[0].ledger.fail_on,
-        checked: counted(&reports).0,
-    })
+    Ok(Merged::of(bytes, totals, messages, &reports))
 }

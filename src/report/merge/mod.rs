@@ -66,6 +66,25 @@ pub struct Merged {
     pub checked: usize,
 }
 
+impl Merged {
+    /// The merged `bytes` with what the run of `reports` says about itself.
+    fn of(
+        bytes: Vec<u8>,
+        totals: Totals,
+        errors: Vec<(String, String)>,
+        reports: &[Report<'_>],
+    ) -> Merged {
+        Merged {
+            bytes,
+            totals,
+            errors,
+            arguments: reports[0].ledger.arguments,
+            fail_on: reports[0].ledger.fail_on,
+            checked: counted(reports).0,
+        }
+    }
+}
+
 /// One shard's report, read.
 struct Report<'a> {
     name: &'a str,

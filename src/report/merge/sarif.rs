@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{Kind, MergeError, Merged, counted, merged_errors, plan, severity};
+use super::{Kind, MergeError, Merged, merged_errors, plan, severity};
 use crate::report::Totals;
 
 pub(super) fn merge(
@@ -140,12 +140,5 @@ pub(super) fn merge(
     crate::report::safe_json::to_writer(&mut bytes, &doc)
         .map_err(|e| MergeError::Set(e.to_string()))?;
     bytes.push(b'\n');
-    Ok(Merged {
-        bytes,
-        totals,
-        errors: messages,
-        arguments: reports[0].ledger.arguments,
-        fail_on: reports[0].ledger.fail_on,
-        checked: counted(&reports).0,
-    })
+    Ok(Merged::of(bytes, totals, messages, &reports))
 }
