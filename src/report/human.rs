@@ -173,6 +173,17 @@ impl Renderer {
     }
 }
 
+impl Renderer {
+    /// The line under the last shown finding of a group of alike ones: how many more there are.
+    pub fn more_line(&self, rule: crate::checks::Rule, more: usize) -> String {
+        format!(
+            "  = {}: {} ([{rule}], the same message but for ids and numbers), not shown here (`--format json` lists every one)\n",
+            self.paint("note", "1"),
+            super::group::more_words(more),
+        )
+    }
+}
+
 /// Related places shown under one finding. Each label under a line repeats the line's width, so
 /// thousands on one line (a payload with an issue per item of a long array) would print their
 /// square; the rest are counted in a note.

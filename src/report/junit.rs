@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use super::record::FindingRecord;
+use super::spool::Spool;
 use super::{Printer, RunSummary, Totals, UnitOutput};
 
 /// Escapes text for XML 1.0: markup as entities, the other characters [`crate::text::is_dangerous`]
@@ -27,15 +28,41 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
+/// A recording's test case: its totals, and where its findings' lines are in the printer's
+/// spool (a range for each of its units).
 struct Case {
     file: String,
     format: crate::core::Format,
-    records: Vec<FindingRecord>,
+    totals: Totals,
+    body: Vec<(u64, u64)>,
+}
+
+impl Case {
+    /// Counts `records` and writes their lines (escaped) into `spool`.
+    fn add(&mut self, records: &[FindingRecord], spool: &mut Spool) -> io::Result<()> {
+        self.totals.merge(Totals::of(records));
+        let start = spool.len();
+        for r in records {
+            let at = match (r.line, r.column, &r.locator) {
+                (Some(l), Some(col), _) => format!("{}:{l}:{col}", self.file),
+                (_, _, Some(loc)) => format!("{} › {loc}", self.file),
+                _ => self.file.clone(),
+            };
+            let line = format!("{} [{}] {at}: {}\n", r.severity, r.rule, r.message);
+            spool.write_all(xml_escape(&line).as_bytes())?;
+        }
+        if spool.len() > start {
+            self.body.push((start, spool.len() - start));
+        }
+        Ok(())
+    }
 }
 
 pub struct JunitPrinter<W: Write> {
     out: W,
     cases: Vec<Case>,
+    /// Every case's findings' lines, as they came.
+    spool: Spool,
     /// Each file's place in `cases` (a run may check many).
     case_index: crate::FastMap<String, usize>,
 }
@@ -45,6 +72,7 @@ impl<W: Write> JunitPrinter<W> {
         Self {
             out,
             cases: Vec::new(),
+            spool: Spool::new(),
             case_index: crate::FastMap::default(),
         }
     }
@@ -57,14 +85,17 @@ impl<W: Write> Printer for JunitPrinter<W> {
             .get(&unit.file)
             .and_then(|&k| self.cases.get_mut(k))
         {
-            Some(c) => c.records.extend(unit.records),
+            Some(c) => c.add(&unit.records, &mut self.spool)?,
             None => {
                 self.case_index.insert(unit.file.clone(), self.cases.len());
-                self.cases.push(Case {
+                let mut case = Case {
                     file: unit.file,
                     format: unit.format,
-                    records: unit.records,
-                });
+                    totals: Totals::default(),
+                    body: Vec::new(),
+                };
+                case.add(&unit.records, &mut self.spool)?;
+                self.cases.push(case);
             }
         }
         Ok(())
@@ -77,62 +108,60 @@ impl<W: Write> Printer for JunitPrinter<W> {
         let failures = self
             .cases
             .iter()
-            .filter(|c| Totals::of(&c.records).fails(fail_on))
+            .filter(|c| c.totals.fails(fail_on))
             .count();
         let tests = self.cases.len() + run.errors.len();
         let errors = run.errors.len();
-        let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-        x.push_str(&format!(
-            "<testsuites name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">\n"
-        ));
-        x.push_str(&format!(
-            "  <testsuite name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\">\n"
-        ));
+        // The cases are written one at a time, each finding's line copied from its spool.
+        let x = &mut self.out;
+        x.write_all(b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")?;
+        writeln!(
+            x,
+            "<testsuites name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\">"
+        )?;
+        writeln!(
+            x,
+            "  <testsuite name=\"rewind\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\">"
+        )?;
         for c in &self.cases {
-            let totals = Totals::of(&c.records);
-            x.push_str(&format!(
-                "    <testcase name=\"{}\" classname=\"rewind.{}\">\n",
+            let totals = c.totals;
+            writeln!(
+                x,
+                "    <testcase name=\"{}\" classname=\"rewind.{}\">",
                 xml_escape(&c.file),
                 serde_json::to_value(c.format)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default()
-            ));
+            )?;
             if totals.fails(fail_on) {
-                let mut body = String::new();
-                for r in &c.records {
-                    let at = match (r.line, r.column, &r.locator) {
-                        (Some(l), Some(col), _) => format!("{}:{l}:{col}", c.file),
-                        (_, _, Some(loc)) => format!("{} › {loc}", c.file),
-                        _ => c.file.clone(),
-                    };
-                    body.push_str(&format!(
-                        "{} [{}] {at}: {}\n",
-                        r.severity, r.rule, r.message
-                    ));
-                }
-                x.push_str(&format!(
-                    "      <failure message=\"{}\" type=\"rewind\">{}</failure>\n",
+                write!(
+                    x,
+                    "      <failure message=\"{}\" type=\"rewind\">",
                     xml_escape(&totals.words()),
-                    xml_escape(&body)
-                ));
+                )?;
+                for &(start, len) in &c.body {
+                    self.spool.copy_range(start, len, x)?;
+                }
+                x.write_all(b"</failure>\n")?;
             } else if totals.total() > 0 {
-                x.push_str(&format!(
-                    "      <system-out>{}</system-out>\n",
+                writeln!(
+                    x,
+                    "      <system-out>{}</system-out>",
                     xml_escape(&totals.words())
-                ));
+                )?;
             }
-            x.push_str("    </testcase>\n");
+            x.write_all(b"    </testcase>\n")?;
         }
         for (file, error) in &run.errors {
-            x.push_str(&format!(
+            write!(
+                x,
                 "    <testcase name=\"{}\" classname=\"rewind.unreadable\">\n      <error message=\"{}\" type=\"rewind\"/>\n    </testcase>\n",
                 xml_escape(file),
                 xml_escape(error)
-            ));
+            )?;
         }
-        x.push_str("  </testsuite>\n</testsuites>\n");
-        self.out.write_all(x.as_bytes())?;
+        x.write_all(b"  </testsuite>\n</testsuites>\n")?;
         self.out.flush()
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod concise;
 pub mod github;
+pub mod group;
 pub mod html;
 pub mod human;
 pub mod json;
@@ -17,6 +18,7 @@ pub mod record;
 pub mod safe_json;
 pub mod sarif;
 pub mod snippet;
+pub mod spool;
 pub mod statistics;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -214,8 +216,21 @@ pub fn prepare(
         .map(|r| {
             let order = root_cause_order(&kept_findings);
             let mut text = root_cause_line(&kept_findings, &order, &records);
-            for i in order {
-                text.push_str(&(r.render(sources, &located, &kept_findings[i]) + "\n"));
+            // Alike findings past the first few of their group are counted, not rendered.
+            let keys: Vec<u64> = order
+                .iter()
+                .map(|&i| group_key(&kept_findings[i]))
+                .collect();
+            for (&i, show) in order.iter().zip(group::plan(&keys)) {
+                let group::Show::Full { more } = show else {
+                    continue;
+                };
+                let f = &kept_findings[i];
+                text.push_str(&r.render(sources, &located, f));
+                if let Some(more) = more {
+                    text.push_str(&r.more_line(f.rule, more));
+                }
+                text.push('\n');
             }
             text
         })
@@ -237,14 +252,9 @@ pub fn prepare(
     }
 }
 
-/// Appends `more` to `all`, taking `more` whole when `all` is still empty: a run over one file
-/// then holds one vector of its records, not a second one being filled while the first is held.
-pub(crate) fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
-    if all.is_empty() {
-        *all = more;
-    } else {
-        all.append(&mut more);
-    }
+/// The key of `f`'s group of alike findings (see [`group`]).
+pub fn group_key(f: &Finding) -> u64 {
+    group::key(f.rule, f.severity, &f.message, &f.ids)
 }
 
 /// The order findings are shown in for people: by severity, then causality, then position.

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::record::FindingRecord;
+use super::spool::Spool;
 use super::{Printer, RunSummary, UnitOutput};
 use crate::checks::Rule;
 use crate::checks::diagnostic::Severity;
@@ -16,9 +17,12 @@ use crate::checks::diagnostic::Severity;
 /// Where rule documentation lives: `{base}{rule}` (configurable; see `rewind check --help`).
 pub const DEFAULT_HELP_URI_BASE: &str = "urn:rewind:rule:";
 
+/// Writes the document at the end (its invocations need the whole run); the results are written
+/// as their units come, into a [`Spool`], and copied into place.
 pub struct SarifPrinter<W: Write> {
     out: W,
-    results: Vec<FindingRecord>,
+    results: Spool,
+    written: usize,
     help_uri_base: String,
 }
 
@@ -26,7 +30,8 @@ impl<W: Write> SarifPrinter<W> {
     pub fn new(out: W, help_uri_base: Option<String>) -> Self {
         Self {
             out,
-            results: Vec::new(),
+            results: Spool::new(),
+            written: 0,
             help_uri_base: help_uri_base.unwrap_or_else(|| DEFAULT_HELP_URI_BASE.to_owned()),
         }
     }
@@ -205,6 +210,12 @@ struct Run<'a> {
     results: Results<'a>,
 }
 
+/// The end of the document written without results: where they go.
+const RESULTS: &[u8] = b"\"results\":[]}]}";
+
+/// The part of [`RESULTS`] before the results.
+const RESULTS_OPEN: &[u8] = b"\"results\":[";
+
 /// The results, each built from its record as it is written.
 struct Results<'a>(&'a [FindingRecord]);
 
@@ -216,7 +227,13 @@ impl Serialize for Results<'_> {
 
 impl<W: Write> Printer for SarifPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
-        super::append(&mut self.results, unit.records);
+        for rec in &unit.records {
+            if self.written > 0 {
+                self.results.write_all(b",")?;
+            }
+            super::safe_json::to_writer(&mut self.results, &result(rec))?;
+            self.written += 1;
+        }
         Ok(())
     }
 
@@ -246,11 +263,19 @@ impl<W: Write> Printer for SarifPrinter<W> {
                     "toolExecutionNotifications": notifications,
                 }]),
                 column_kind: "unicodeCodePoints",
-                results: Results(&self.results),
+                results: Results(&[]),
             }],
         };
-        // Compact: SARIF uploads are size-limited.
-        super::safe_json::to_writer(&mut self.out, &doc)?;
+        // Compact: SARIF uploads are size-limited. Written without results, which then go
+        // into their place: the last member of the only run.
+        let mut rest = Vec::new();
+        super::safe_json::to_writer(&mut rest, &doc)?;
+        let at = memchr::memmem::rfind(&rest, RESULTS)
+            .map(|i| i + RESULTS_OPEN.len())
+            .ok_or_else(|| io::Error::other("the SARIF document has no results member"))?;
+        self.out.write_all(&rest[..at])?;
+        self.results.copy_to(&mut self.out)?;
+        self.out.write_all(&rest[at..])?;
         writeln!(self.out)?;
         self.out.flush()
     }

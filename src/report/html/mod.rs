@@ -384,7 +384,7 @@ fn compact(unit: &UnitOutput) -> Markup {
                     li.meta { (clean) " session" @if clean != 1 { "s" } " without findings" }
                     "\n"
                 }
-                @for r in &unit.records {
+                @for (r, more) in grouped(&unit.records) {
                     @let sev = sev_class(r.severity);
                     li class={ "sev-" (sev) } {
                         span.sev { (sev) } " " span.rule { "[" (r.rule) "]" } " "
@@ -392,12 +392,32 @@ fn compact(unit: &UnitOutput) -> Markup {
                         span.meta { (place(r)) }
                     }
                     "\n"
+                    @if let Some(more) = more {
+                        li.meta.more {
+                            (super::group::more_words(more)) " ([" (r.rule) "], the same message \
+                            but for ids and numbers)"
+                        }
+                        "\n"
+                    }
                 }
             }
             "\n"
         }
         "\n"
     }
+}
+
+/// The records shown of `records` (the first few of each group of alike findings), each with how
+/// many alike ones are left out after it.
+fn grouped(records: &[FindingRecord]) -> impl Iterator<Item = (&FindingRecord, Option<usize>)> {
+    let keys: Vec<u64> = records.iter().map(super::group::record_key).collect();
+    records
+        .iter()
+        .zip(super::group::plan(&keys))
+        .filter_map(|(r, show)| match show {
+            super::group::Show::Full { more } => Some((r, more)),
+            super::group::Show::Hidden => None,
+        })
 }
 
 /// A unit's heading: its file, its format, its findings in words.
