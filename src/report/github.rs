@@ -70,7 +70,7 @@ pub fn command(rec: &FindingRecord, more: Option<usize>) -> String {
     };
     let mut props = Vec::new();
     if let Some(file) = &rec.file {
-        props.push(format!("file={}", escape_property(file)));
+        props.push(format!("file={}", file.for_github_property()));
     }
     if let (Some(line), Some(col)) = (rec.line, rec.column) {
         props.push(format!("line={line}"));
@@ -84,20 +84,25 @@ pub fn command(rec: &FindingRecord, more: Option<usize>) -> String {
         "title={}",
         escape_property(&format!("rewind: {}", rec.rule))
     ));
-    let mut message = rec.message.clone();
+    // Escaped piece by piece (the escaping is character by character).
+    let mut message = rec.message.for_github_data();
     if let Some(locator) = &rec.locator {
-        message.push_str(&format!(" ({locator})"));
+        message.push_str(&format!(" ({})", locator.for_github_data()));
     }
     if let Some(help) = &rec.help {
-        message.push_str(&format!("\nhelp: {help}"));
-    }
-    if let Some(more) = more {
         message.push_str(&format!(
-            "\n{} (the same message but for ids and numbers), not annotated",
-            super::group::more_words(more)
+            "{}{}",
+            escape_data("\nhelp: "),
+            help.for_github_data()
         ));
     }
-    format!("::{kind} {}::{}", props.join(","), escape_data(&message))
+    if let Some(more) = more {
+        message.push_str(&escape_data(&format!(
+            "\n{} (the same message but for ids and numbers), not annotated",
+            super::group::more_words(more)
+        )));
+    }
+    format!("::{kind} {}::{message}", props.join(","))
 }
 
 pub struct GithubPrinter<W: Write> {
@@ -134,18 +139,18 @@ impl<W: Write> GithubPrinter<W> {
                 continue;
             };
             let at = match (&r.file, r.line, &r.locator) {
-                (Some(f), Some(l), _) => format!("{}:{l}", escape_markdown(f)),
+                (Some(f), Some(l), _) => format!("{}:{l}", f.for_markdown()),
                 (Some(f), None, Some(loc)) => {
-                    format!("{} › {}", escape_markdown(f), escape_markdown(loc))
+                    format!("{} › {}", f.for_markdown(), loc.for_markdown())
                 }
-                (Some(f), None, None) => escape_markdown(f),
+                (Some(f), None, None) => f.for_markdown(),
                 (None, _, _) => String::new(),
             };
             self.rows.push(format!(
                 "| {} | `{}` | {at} | {} |\n",
                 r.severity,
                 r.rule,
-                escape_markdown(&r.message)
+                r.message.for_markdown()
             ));
             if let Some(more) = more {
                 self.rows.push(format!(

@@ -31,14 +31,19 @@ pub enum Show {
 /// The key two alike findings share (a hash of rule, severity and message template: only
 /// counted and compared, never shown).
 pub fn key(rule: Rule, severity: Severity, message: &str, ids: &Ids) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    rule.hash(&mut h);
-    severity.hash(&mut h);
     let own: Vec<&str> = [&ids.session_id, &ids.message_id, &ids.part_id, &ids.call_id]
         .into_iter()
         .filter_map(|i| i.as_deref())
-        .filter(|i| !i.is_empty())
         .collect();
+    key_of(rule, severity, message, &own)
+}
+
+/// [`key`], the finding's ids given as a list.
+fn key_of(rule: Rule, severity: Severity, message: &str, own: &[&str]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    rule.hash(&mut h);
+    severity.hash(&mut h);
+    let own: Vec<&str> = own.iter().copied().filter(|i| !i.is_empty()).collect();
     let mut rest = message;
     while !rest.is_empty() {
         // A word: letters, digits and the characters ids are made of; anything else stands alone.
@@ -69,7 +74,8 @@ pub fn key(rule: Rule, severity: Severity, message: &str, ids: &Ids) -> u64 {
 
 /// The key of a record's group.
 pub fn record_key(r: &super::record::FindingRecord) -> u64 {
-    key(r.rule, r.severity, &r.message, &r.ids)
+    let ids: Vec<&str> = r.ids.present().map(|i| i.unescaped()).collect();
+    key_of(r.rule, r.severity, r.message.unescaped(), &ids)
 }
 
 /// For `keys` (one a finding, in the order they are shown), what to show of each.

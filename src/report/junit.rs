@@ -42,14 +42,20 @@ impl Case {
     fn add(&mut self, records: &[FindingRecord], spool: &mut Spool) -> io::Result<()> {
         self.totals.merge(Totals::of(records));
         let start = spool.len();
+        let file = xml_escape(&self.file);
         for r in records {
             let at = match (r.line, r.column, &r.locator) {
-                (Some(l), Some(col), _) => format!("{}:{l}:{col}", self.file),
-                (_, _, Some(loc)) => format!("{} › {loc}", self.file),
-                _ => self.file.clone(),
+                (Some(l), Some(col), _) => format!("{file}:{l}:{col}"),
+                (_, _, Some(loc)) => format!("{file} › {}", loc.for_xml()),
+                _ => file.clone(),
             };
-            let line = format!("{} [{}] {at}: {}\n", r.severity, r.rule, r.message);
-            spool.write_all(xml_escape(&line).as_bytes())?;
+            let line = format!(
+                "{} [{}] {at}: {}\n",
+                r.severity,
+                r.rule,
+                r.message.for_xml()
+            );
+            spool.write_all(line.as_bytes())?;
         }
         if spool.len() > start {
             self.body.push((start, spool.len() - start));

@@ -11,6 +11,7 @@ pub mod github;
 pub mod group;
 pub mod html;
 pub mod human;
+pub mod input_text;
 pub mod json;
 pub mod jsonl;
 pub mod junit;

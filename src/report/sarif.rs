@@ -8,11 +8,14 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::record::FindingRecord;
+use super::record::{FindingRecord, InputText};
 use super::spool::Spool;
 use super::{Printer, RunSummary, UnitOutput};
 use crate::checks::Rule;
 use crate::checks::diagnostic::Severity;
+
+/// The artifact of a finding without a file.
+static NO_FILE: InputText = InputText::empty();
 
 /// Where rule documentation lives: `{base}{rule}` (configurable; see `rewind check --help`).
 pub const DEFAULT_HELP_URI_BASE: &str = "urn:rewind:rule:";
@@ -83,7 +86,7 @@ struct SarifResult<'a> {
 
 #[derive(Serialize)]
 struct Text {
-    text: String,
+    text: InputText,
 }
 
 #[derive(Serialize)]
@@ -105,7 +108,7 @@ struct Physical<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Artifact<'a> {
-    uri: &'a str,
+    uri: &'a InputText,
     uri_base_id: &'static str,
 }
 
@@ -127,7 +130,7 @@ struct Region {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Logical {
-    fully_qualified_name: String,
+    fully_qualified_name: InputText,
     kind: &'static str,
 }
 
@@ -159,18 +162,22 @@ fn result(rec: &FindingRecord) -> SarifResult<'_> {
     let ids = &rec.ids;
     let path: Vec<&str> = [&ids.session_id, &ids.message_id, &ids.part_id]
         .iter()
-        .filter_map(|i| i.as_deref())
+        .filter_map(|i| i.as_ref().map(InputText::unescaped))
         .collect();
     let logical_locations = (!path.is_empty()).then(|| {
         [Logical {
-            fully_qualified_name: path.join("/"),
+            fully_qualified_name: InputText::new(path.join("/")),
             kind: "object",
         }]
     });
-    let mut text = rec.message.clone();
-    if let Some(locator) = &rec.locator {
-        text.push_str(&format!(" ({locator})"));
-    }
+    let text = match &rec.locator {
+        Some(locator) => InputText::new(format!(
+            "{} ({})",
+            rec.message.unescaped(),
+            locator.unescaped()
+        )),
+        None => rec.message.clone(),
+    };
     SarifResult {
         rule_id: rec.rule,
         rule_index: index,
@@ -179,7 +186,7 @@ fn result(rec: &FindingRecord) -> SarifResult<'_> {
         locations: [Location {
             physical_location: Physical {
                 artifact_location: Artifact {
-                    uri: rec.file.as_deref().unwrap_or_default(),
+                    uri: rec.file.as_ref().unwrap_or(&NO_FILE),
                     uri_base_id: "%SRCROOT%",
                 },
                 region,
@@ -308,9 +315,11 @@ mod tests {
             fingerprint: "abc".into(),
         };
         if ids {
-            r.ids = crate::checks::diagnostic::Ids::default()
-                .session("ses_1")
-                .message("msg_2");
+            r.ids = super::super::record::IdsRecord::from(
+                &crate::checks::diagnostic::Ids::default()
+                    .session("ses_1")
+                    .message("msg_2"),
+            );
             r.locator = Some("message msg_2".into());
         }
         r

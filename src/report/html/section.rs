@@ -412,13 +412,13 @@ impl Unit<'_> {
         let line = self
             .records
             .get(i)
-            .and_then(|r| Some((r.file.as_deref()?, r.line?)));
+            .and_then(|r| Some((r.file.as_ref()?, r.line?)));
         html! {
             li class={ "finding brief sev-" (sev) } id={ (sid) "-f" (i) } {
                 span.sev { (sev) } " " span.rule { "[" (f.rule) "]" } " "
                 (Text(&first_line(&f.message, 240)))
                 @if let Some((file, line)) = line {
-                    " " span.meta { "· " (Text(file)) ":" (line) }
+                    " " span.meta { "· " (file.for_html()) ":" (line) }
                 }
                 @if let Some((anchor, what)) = &at {
                     " "
@@ -439,10 +439,10 @@ impl Unit<'_> {
             .get(i)
             .and_then(|r| match (&r.file, r.line, &r.locator) {
                 (Some(file), Some(line), _) => Some(html! {
-                    "at " (Text(file)) ":" (line) ":" (r.column.unwrap_or(1))
+                    "at " (file.for_html()) ":" (line) ":" (r.column.unwrap_or(1))
                 }),
                 (Some(file), None, Some(loc)) => Some(html! {
-                    "at " (Text(file)) " › " (Text(loc))
+                    "at " (file.for_html()) " › " (loc.for_html())
                 }),
                 _ => None,
             });
