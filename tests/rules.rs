@@ -163,6 +163,12 @@ const SHAPES: &[(&str, &str, &str, &str)] = &[
         "tests/fixtures/rules/compaction-summary-lost.codex.clean.jsonl",
     ),
     (
+        "thinking-modified",
+        "blank",
+        "tests/fixtures/checks/thinking-modified-blank.jsonl",
+        "tests/fixtures/rules/thinking-modified.blank.clean.jsonl",
+    ),
+    (
         "step-unclosed",
         "unread-finish",
         "tests/fixtures/checks/step-unclosed-unread-finish.log",

@@ -432,3 +432,47 @@ fn a_transcript_a_process_holds_open_for_writing_is_refused_unless_forced() {
         holder.wait().unwrap();
     }
 }
+
+/// A thinking block stored with its text emptied but its signature kept, in a session whose
+/// other thinking kept its text: the repair drops the record that holds only that thinking, so
+/// the response's tool call stays and the session is clean; twice is once. A session whose every
+/// thinking text is empty (the display `omitted`) has nothing to repair.
+#[test]
+fn an_emptied_thinking_block_is_removed_and_the_message_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::copy(
+        repo("tests/fixtures/checks/thinking-modified-blank.jsonl"),
+        &path,
+    )
+    .unwrap();
+    settle(&path);
+    let calls_before = std::fs::read_to_string(&path)
+        .unwrap()
+        .matches("\"type\":\"tool_use\"")
+        .count();
+    let (code, doc, stderr) = repair(&path, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(problems(&doc), ["changed-thinking"], "{doc}");
+    let after = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(after.matches("\"thinking\":\"\"").count(), 0);
+    assert_eq!(after.matches("\"type\":\"tool_use\"").count(), calls_before);
+    let (code, doc) = diagnose_json(&path, &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(findings(&doc).is_empty(), "{}", describe(&findings(&doc)));
+    settle(&path);
+    let (code, doc, _) = repair(&path, &[]);
+    assert_eq!(code, 0);
+    assert!(problems(&doc).is_empty(), "{doc}");
+
+    let omitted = dir.path().join("omitted.jsonl");
+    std::fs::copy(
+        repo("tests/fixtures/rules/thinking-modified.blank.clean.jsonl"),
+        &omitted,
+    )
+    .unwrap();
+    settle(&omitted);
+    let (code, doc, _) = repair(&omitted, &["--dry-run"]);
+    assert_eq!(code, 0);
+    assert!(problems(&doc).is_empty(), "{doc}");
+}

@@ -31,7 +31,11 @@ declare_check! {
     /// killed thinking session is refused on resume; that version then sends the request again
     /// without any thinking block (a warning), earlier ones are not known to (an error).
     /// Anthropic-compatible endpoints that send no signature are not checked: their blocks are
-    /// unsigned.
+    /// unsigned. A thinking block stored with an empty text is a change only when the file holds
+    /// signed thinking with text: with the display `omitted` (newer models' default since 2026,
+    /// anthropics/claude-code#31326) every block comes with an empty text and is sent back as
+    /// received; a client that empties some texts of a session whose thinking it stored
+    /// (anthropics/claude-code#63277, interleaved thinking with several tool calls) is refused.
     ///
     /// ## Example
     /// ```text
@@ -250,6 +254,16 @@ pub fn modified(req: &ModelRequest, facts: &TranscriptFacts) -> Vec<Modified> {
         return out;
     };
     let by_record = responses_by_record(facts);
+    // A blank signed block is a change only where the file shows the client stored thinking
+    // text: with the thinking display `omitted` (newer models' default, and what `-p`/SDK runs
+    // get), the provider itself answers every thinking block with an empty text and a signature
+    // over it, and the block sent back as stored is the original.
+    let texts_stored = facts
+        .thinking
+        .iter()
+        .flat_map(|r| &r.blocks)
+        .filter_map(|b| b.thinking.as_ref())
+        .any(|t| t.signed && !t.redacted && !t.blank);
     // The responses the latest message sends blocks of, in order, with those blocks' positions.
     let mut sent: Vec<(usize, Vec<usize>)> = Vec::new();
     for (k, b) in latest.content.iter().enumerate() {
@@ -301,7 +315,7 @@ pub fn modified(req: &ModelRequest, facts: &TranscriptFacts) -> Vec<Modified> {
                 count: missing.len(),
                 on_history: history_records.contains(response.blocks[s].record.as_str()),
             }
-        } else if let Some(k) = ks.iter().copied().find(|&k| {
+        } else if let Some(k) = ks.iter().copied().filter(|_| texts_stored).find(|&k| {
             stored_of(response, k).is_some_and(|s| {
                 response.blocks[s]
                     .thinking
@@ -509,6 +523,26 @@ mod tests {
         let f = findings(&blanked);
         assert_eq!(f.len(), 1, "{f:?}");
         assert!(f[0].message.contains("text is empty"), "{}", f[0].message);
+    }
+
+    /// With the thinking display `omitted`, the provider answers every thinking block with an
+    /// empty text and a signature: stored so, sent back so, accepted. Nothing in the file shows
+    /// a text that was there, so no blank block is a change.
+    #[test]
+    fn a_session_whose_every_thinking_text_is_empty_is_not_blanked() {
+        let text = edit(&transcript("claude-thinking/tool"), |mut v| {
+            if let Some(blocks) = v
+                .pointer_mut("/message/content")
+                .and_then(|c| c.as_array_mut())
+            {
+                for b in blocks.iter_mut().filter(|b| b["type"] == "thinking") {
+                    b["thinking"] = "".into();
+                }
+            }
+            Some(v)
+        });
+        assert!(text.contains("\"thinking\":\"\""));
+        assert!(findings(&text).is_empty(), "{:?}", findings(&text));
     }
 
     #[test]
