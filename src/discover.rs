@@ -140,6 +140,20 @@ pub fn discover(args: &[PathBuf]) -> Found {
 mod tests {
     use super::*;
 
+    /// The paths of `walked`, below `root`.
+    fn relative_names(walked: &[Candidate], root: &std::path::Path) -> Vec<String> {
+        walked
+            .iter()
+            .map(|c| {
+                c.path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
     #[test]
     fn walks_folders_respecting_gitignore_and_globs() {
         let dir = tempfile::tempdir().unwrap();
@@ -156,17 +170,7 @@ mod tests {
         }
         std::fs::write(d.join("rec/.gitignore"), "skip.log\n").unwrap();
         let found = discover(&[d.join("rec")]);
-        let names: Vec<String> = found
-            .walked
-            .iter()
-            .map(|c| {
-                c.path
-                    .strip_prefix(d)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let names = relative_names(&found.walked, d);
         assert_eq!(names, ["rec/a.sse", "rec/sub/b.log"]);
 
         let pattern = d.join("rec/**/*.log");
@@ -198,17 +202,7 @@ mod tests {
             std::fs::write(p, "x").unwrap();
         }
         let found = discover(&[d.to_path_buf()]);
-        let names: Vec<String> = found
-            .walked
-            .iter()
-            .map(|c| {
-                c.path
-                    .strip_prefix(d)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let names = relative_names(&found.walked, d);
         assert_eq!(
             names,
             [

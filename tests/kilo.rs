@@ -78,6 +78,19 @@ fn a_kill_mid_tool_names_its_cause_and_repairs() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // What the repair says and writes names no other client than the one that was running.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!said.contains("OpenCode"), "{said}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let data: String = conn
+        .query_row(
+            "SELECT data FROM part WHERE data LIKE '%closed by rewind repair%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(data.contains("when the agent stopped"), "{data}");
+    assert!(!data.contains("OpenCode"), "{data}");
     let (code, doc) = diagnose_json(&db, &[]);
     assert!(
         findings(&doc).iter().all(|f| f["severity"] != "error"),

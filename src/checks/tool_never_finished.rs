@@ -350,7 +350,7 @@ fn stream_level(analysis: &Analysis, out: &mut Vec<Finding>) {
 /// unfinished ("[Tool execution was interrupted]"), with what happened and who closed it.
 pub fn interrupted_text(status: &str) -> String {
     format!(
-        "[Tool execution was interrupted: the tool was still `{status}` when OpenCode stopped, and its result was never recorded; closed by rewind repair]"
+        "[Tool execution was interrupted: the tool was still `{status}` when the agent stopped, and its result was never recorded; closed by rewind repair]"
     )
 }
 

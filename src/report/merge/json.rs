@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{Kind, MergeError, Merged, Report, counted, merged_errors, plan, severity};
+use super::{Kind, MergeError, Merged, Report, merged_errors, plan, severity};
 use crate::report::Totals;
 
 fn take(doc: &mut Map<String, Value>, key: &str) -> Option<Vec<Value>> {
@@ -27,12 +27,7 @@ pub(super) fn merge(
             input: name.clone(),
             message,
         };
-        let mut doc: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| {
-            err(format!(
-                "not a JSON report: {}",
-                crate::text::clip(&e.to_string())
-            ))
-        })?;
+        let mut doc = super::object_of(name, bytes, "a JSON report")?;
         let ledger = doc.remove("shard").ok_or_else(|| super::no_ledger(name))?;
         ledgers.push((name.as_str(), super::ledger_of(name, ledger)?));
         let files = take(&mut doc, "files");
@@ -169,12 +164,5 @@ pub(super) fn merge(
     crate::report::safe_json::to_writer_pretty(&mut bytes, &doc)
         .map_err(|e| MergeError::Set(e.to_string()))?;
     bytes.push(b'\n');
-    Ok(Merged {
-        bytes,
-        totals,
-        errors: messages,
-        arguments: reports[0].ledger.arguments,
-        fail_on: reports[0].ledger.fail_on,
-        checked: counted(&reports).0,
-    })
+    Ok(Merged::of(bytes, totals, messages, &reports))
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{Kind, MergeError, Merged, Report, counted, merged_errors, plan};
+use super::{Kind, MergeError, Merged, Report, merged_errors, plan};
 use crate::report::Totals;
 use crate::report::junit::{LEDGER_PROPERTY, SUITE_TAIL, failure, suite_head, system_out};
 
@@ -218,14 +218,7 @@ pub(super) fn merge(
     let mut text = suite_head(tests + errors.len(), failures, errors.len());
     text.push_str(&body);
     text.push_str(SUITE_TAIL);
-    Ok(Merged {
-        bytes: text.into_bytes(),
-        totals,
-        errors: messages,
-        arguments: reports[0].ledger.arguments,
-        fail_on: reports[0].ledger.fail_on,
-        checked: counted(&reports).0,
-    })
+    Ok(Merged::of(text.into_bytes(), totals, messages, &reports))
 }
 
 #[cfg(test)]

@@ -66,6 +66,25 @@ pub struct Merged {
     pub checked: usize,
 }
 
+impl Merged {
+    /// The merged `bytes` with what the run of `reports` says about itself.
+    fn of(
+        bytes: Vec<u8>,
+        totals: Totals,
+        errors: Vec<(String, String)>,
+        reports: &[Report<'_>],
+    ) -> Merged {
+        Merged {
+            bytes,
+            totals,
+            errors,
+            arguments: reports[0].ledger.arguments,
+            fail_on: reports[0].ledger.fail_on,
+            checked: counted(reports).0,
+        }
+    }
+}
+
 /// One shard's report, read.
 struct Report<'a> {
     name: &'a str,
@@ -175,6 +194,18 @@ fn ledger_of(name: &str, value: serde_json::Value) -> Result<Ledger, MergeError>
             "its shard ledger is damaged: {}",
             crate::text::clip(&e.to_string())
         ))
+    })
+}
+
+/// The JSON object report `name` holds; `what` names the kind of report in the refusal.
+fn object_of(
+    name: &str,
+    bytes: &[u8],
+    what: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, MergeError> {
+    serde_json::from_slice(bytes).map_err(|e| MergeError::Input {
+        input: name.to_owned(),
+        message: format!("not {what}: {}", crate::text::clip(&e.to_string())),
     })
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{Kind, MergeError, Merged, counted, merged_errors, plan, severity};
+use super::{Kind, MergeError, Merged, merged_errors, plan, severity};
 use crate::report::Totals;
 
 pub(super) fn merge(
@@ -19,12 +19,7 @@ pub(super) fn merge(
             input: name.clone(),
             message,
         };
-        let mut doc: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| {
-            err(format!(
-                "not a SARIF log: {}",
-                crate::text::clip(&e.to_string())
-            ))
-        })?;
+        let mut doc = super::object_of(name, bytes, "a SARIF log")?;
         let run = match doc.remove("runs") {
             Some(Value::Array(runs)) if runs.len() == 1 => runs.into_iter().next(),
             _ => None,
@@ -145,12 +140,5 @@ pub(super) fn merge(
     crate::report::safe_json::to_writer(&mut bytes, &doc)
         .map_err(|e| MergeError::Set(e.to_string()))?;
     bytes.push(b'\n');
-    Ok(Merged {
-        bytes,
-        totals,
-        errors: messages,
-        arguments: reports[0].ledger.arguments,
-        fail_on: reports[0].ledger.fail_on,
-        checked: counted(&reports).0,
-    })
+    Ok(Merged::of(bytes, totals, messages, &reports))
 }

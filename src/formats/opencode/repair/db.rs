@@ -54,20 +54,30 @@ use crate::source::SourceMap;
 #[derive(Debug, thiserror::Error)]
 pub enum RepairError {
     #[error(
-        "the database is in use by another process (SQLite: {0}): close OpenCode (every window and `opencode serve`) and run rewind repair again"
+        "the database is in use by another process (SQLite: {sqlite}): close {client} (every window and `{} serve`) and run rewind repair again",
+        client.to_lowercase()
     )]
-    Locked(String),
+    Locked {
+        client: &'static str,
+        sqlite: String,
+    },
     /// Why each session looks like it is being written (see [`RepairError::items`]).
     #[error(
-        "OpenCode may be writing to {} of this database now (listed below). A repair now would be overwritten by OpenCode's next write, or overwrite it; let the reply finish (or close OpenCode) and run rewind repair again. If no OpenCode is running (it died), pass --force; --session ID repairs other sessions",
-        sessions(.0.len())
+        "{client} may be writing to {} of this database now (listed below). A repair now would be overwritten by {client}'s next write, or overwrite it; let the reply finish (or close {client}) and run rewind repair again. If no {client} is running (it died), pass --force; --session ID repairs other sessions",
+        sessions(items.len())
     )]
-    BeingWritten(Vec<String>),
+    BeingWritten {
+        client: &'static str,
+        items: Vec<String>,
+    },
     /// What changed (see [`RepairError::items`]).
     #[error(
-        "the database changed while rewind planned the repair (listed below): another process (OpenCode?) is writing to these sessions. Let it finish (or close OpenCode) and run rewind repair again; if no OpenCode is running, pass --force"
+        "the database changed while rewind planned the repair (listed below): another process ({client}?) is writing to these sessions. Let it finish (or close {client}) and run rewind repair again; if no {client} is running, pass --force"
     )]
-    Changed(Vec<String>),
+    Changed {
+        client: &'static str,
+        items: Vec<String>,
+    },
     #[error("{0}")]
     Db(#[from] DbError),
     #[error("--project {0}: the database has no such project; its projects are: {1}")]
@@ -97,12 +107,17 @@ fn sessions(n: usize) -> String {
     }
 }
 
+/// The client whose database it is, as messages name it.
+fn client_of(db: &Db) -> &'static str {
+    if db.schema.kilo { "Kilo" } else { "OpenCode" }
+}
+
 impl RepairError {
     /// What the error lists, one item a line after its message: the sessions a repair refuses,
     /// what changed under it.
     pub fn items(&self) -> &[String] {
         match self {
-            RepairError::BeingWritten(items) | RepairError::Changed(items) => items,
+            RepairError::BeingWritten { items, .. } | RepairError::Changed { items, .. } => items,
             RepairError::NotChanged { cause, .. } => cause.items(),
             _ => &[],
         }
@@ -298,7 +313,7 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
         let only: Vec<SessionPlan> = plans.iter().map(|(p, _)| p.clone()).collect();
         let logs = EventLogs::read(&db, &only).map_err(|e| not_changed(e.into()))?;
         let mut caveats = caveats(&only, &logs);
-        let client = if db.schema.kilo { "Kilo" } else { "OpenCode" };
+        let client = client_of(&db);
         caveats.extend(being_written(&db, &only).into_iter().map(|why| {
             format!(
                 "{why}: {client} may be writing it, so a repair refuses it{}",
@@ -348,7 +363,10 @@ pub fn repair(path: &Path, options: &Options, dry_run: bool) -> Result<Outcome, 
     if let Err(e) = db.conn().execute_batch("BEGIN IMMEDIATE") {
         let words = e.to_string();
         return Err(not_changed(match DbError::from(e) {
-            DbError::Locked(_) => RepairError::Locked(words),
+            DbError::Locked(_) => RepairError::Locked {
+                client: client_of(&db),
+                sqlite: words,
+            },
             other => RepairError::Db(other),
         }));
     }
@@ -383,7 +401,10 @@ fn locked(
     } else {
         let changed = at_plan.differences(&now);
         if at_plan.sessions_differ(&now) && !options.force {
-            return Err(RepairError::Changed(changed));
+            return Err(RepairError::Changed {
+                client: client_of(db),
+                items: changed,
+            });
         }
         // Another session changed (or `--force`): plan again from what is there now.
         plan_all(db, options)?
@@ -540,7 +561,10 @@ fn apply(
     if !options.force {
         let live = being_written(db, &outcome.plans);
         if !live.is_empty() {
-            return Err(RepairError::BeingWritten(live));
+            return Err(RepairError::BeingWritten {
+                client: client_of(db),
+                items: live,
+            });
         }
     }
     // Under the write lock nothing else commits; checked again before the commit.
@@ -925,4 +949,40 @@ fn append_event(
         params![session, seq],
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal names the client whose database it is.
+    #[test]
+    fn refusals_name_the_client() {
+        let items = vec!["ses_1".to_owned()];
+        for (client, other) in [("Kilo", "OpenCode"), ("OpenCode", "Kilo")] {
+            for e in [
+                RepairError::BeingWritten {
+                    client,
+                    items: items.clone(),
+                },
+                RepairError::Changed {
+                    client,
+                    items: items.clone(),
+                },
+                RepairError::Locked {
+                    client,
+                    sqlite: "database is locked".into(),
+                },
+            ] {
+                let words = e.to_string();
+                assert!(words.contains(client), "{words}");
+                assert!(!words.contains(other), "{words}");
+            }
+        }
+        let locked = RepairError::Locked {
+            client: "Kilo",
+            sqlite: String::new(),
+        };
+        assert!(locked.to_string().contains("`kilo serve`"));
+    }
 }
