@@ -56,9 +56,35 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for Bounded<A> {
 
 fn checked(ptr: *mut u8) -> *mut u8 {
     if ptr.is_null() {
+        if OUT_OF_MEMORY.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            // Another thread ran out too and is writing the line: it ends the process.
+            wait_for_the_end();
+        }
         out_of_memory();
     }
     ptr
+}
+
+/// Whether a thread has run out of memory: the first one writes the line, so that threads
+/// failing together (workers of one pool) do not write it once each.
+static OUT_OF_MEMORY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Waits, allocating nothing, for the thread that writes the line to end the process.
+#[cfg(unix)]
+fn wait_for_the_end() -> ! {
+    loop {
+        // SAFETY: `pause` only suspends the thread until a signal comes.
+        unsafe {
+            libc::pause();
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn wait_for_the_end() -> ! {
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
 }
 
 /// Writes one line to standard error and exits 2, allocating nothing (the allocator just failed)
