@@ -58,8 +58,9 @@ pub fn write(path: &Path, records: &[FindingRecord]) -> Result<(), RewindError> 
         .map(|r| Entry {
             fingerprint: r.fingerprint.clone(),
             rule: r.rule,
-            file: r.file.clone(),
-            message: r.message.clone(),
+            // A data file, written through the safe JSON path like every machine output.
+            file: r.file.as_ref().map(|f| f.unescaped().to_owned()),
+            message: r.message.unescaped().to_owned(),
         })
         .collect();
     findings.sort_by(|a, b| {
@@ -71,7 +72,9 @@ pub fn write(path: &Path, records: &[FindingRecord]) -> Result<(), RewindError> 
         tool: "rewind".into(),
         findings,
     };
-    let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::from)? + "\n";
+    let mut text = Vec::new();
+    crate::report::safe_json::to_writer_pretty(&mut text, &file)?;
+    text.push(b'\n');
     std::fs::write(path, text).map_err(|e| RewindError::Baseline {
         path: path.to_path_buf(),
         message: format!("cannot write: {e}"),

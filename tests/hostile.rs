@@ -235,7 +235,9 @@ fn a_payload_in_every_string_of_every_fixture_reaches_no_output_raw() {
                 .path()
                 .join(format!("{variant}-{NAME_PAYLOAD}-{file_name}"));
             std::fs::write(&planted, plant(&text, spare)).unwrap();
-            for format in ["human", "json", "jsonl", "sarif", "junit", "github", "html"] {
+            for format in [
+                "human", "concise", "json", "jsonl", "sarif", "junit", "github", "html",
+            ] {
                 let what = format!("{file_name} ({variant}) as {format}");
                 let summary = dir.path().join("summary.md");
                 let _ = std::fs::remove_file(&summary);
@@ -290,6 +292,34 @@ fn a_payload_in_every_string_of_every_fixture_reaches_no_output_raw() {
         ["json", "junit", "sarif"].into_iter().collect(),
         "the bidi override is written escaped"
     );
+}
+
+#[test]
+fn a_baseline_file_carries_no_raw_control_either() {
+    let log = hostile_log();
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.json");
+    let out = rewind()
+        .args(["check", "--write-baseline"])
+        .arg(&baseline)
+        .arg(log.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = std::fs::read_to_string(&baseline).unwrap();
+    assert_eq!(carries_raw(&text), None, "{text}");
+    assert!(
+        text.contains("\\u202e"),
+        "the payload is in it, escaped: {text}"
+    );
+    // And it still reads back: the same findings are baselined.
+    let again = rewind()
+        .args(["check", "--baseline"])
+        .arg(&baseline)
+        .arg(log.path())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
 }
 
 #[cfg(unix)]

@@ -298,9 +298,23 @@ fn a_database_renders_its_sessions_rows_as_sources() {
 
 #[test]
 fn past_a_hundred_findings_a_session_lists_the_rest_one_line_each() {
+    // 150 tools left running, each of its own name: 150 findings none alike, and the step.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.sse");
-    std::fs::write(&path, "data: {\"a\":\n\n".repeat(150)).unwrap();
+    let path = dir.path().join("tools.log");
+    let (s, m) = ("ses_1", "msg_1");
+    let mut log = format!(
+        "{{\"type\":\"step_start\",\"timestamp\":1,\"sessionID\":\"{s}\",\"part\":{{\"id\":\"prt_s\",\"sessionID\":\"{s}\",\"messageID\":\"{m}\",\"type\":\"step-start\"}}}}\n"
+    );
+    for i in 0..150u8 {
+        let name: String = [b'a' + i / 26, b'a' + i % 26]
+            .iter()
+            .map(|&b| b as char)
+            .collect();
+        log.push_str(&format!(
+            "{{\"type\":\"tool_use\",\"timestamp\":2,\"sessionID\":\"{s}\",\"part\":{{\"id\":\"prt_{i}\",\"sessionID\":\"{s}\",\"messageID\":\"{m}\",\"type\":\"tool\",\"callID\":\"call_{i}\",\"tool\":\"tool{name}\",\"state\":{{\"status\":\"running\",\"input\":{{}},\"time\":{{\"start\":2}}}}}}}}\n"
+        ));
+    }
+    std::fs::write(&path, log).unwrap();
     let (code, page) = html(&[], &[&path]);
     assert_eq!(code, 1);
     assert_page(&page);
@@ -308,10 +322,25 @@ fn past_a_hundred_findings_a_session_lists_the_rest_one_line_each() {
     let full = count(&page, "<li class=\"finding sev-");
     let brief = count(&page, "<li class=\"finding brief sev-");
     assert_eq!(full, 100);
-    assert!(brief > 0, "{brief}");
+    assert_eq!(brief, 51);
     assert!(page.contains(&format!("{brief} more findings, one line each")));
     // Only the full ones carry source lines.
     assert!(count(&page, "<div class=\"src\">") <= full);
+}
+
+#[test]
+fn alike_findings_past_the_first_five_are_counted() {
+    // 150 events cut alike: one group of 150 `sse-invalid-json` findings.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.sse");
+    std::fs::write(&path, "data: {\"a\":\n\n".repeat(150)).unwrap();
+    let (code, page) = html(&[], &[&path]);
+    assert_eq!(code, 1);
+    assert_page(&page);
+    assert_links(&page);
+    assert_eq!(count(&page, "[sse-invalid-json]</span>"), 5, "{page}");
+    assert!(page.contains("and 145 more like these ([sse-invalid-json]"));
+    assert_eq!(count(&page, "<li class=\"finding brief sev-"), 0);
 }
 
 /// `rewind replay CAPTURE --compare P1 P2 --format html`.

@@ -408,3 +408,88 @@ fn an_edited_json_lines_report_passes_on_no_raw_control_character() {
     assert!(!merged.contains('\u{202e}') && !merged.contains('\u{85}'));
     assert!(merged.contains("\\u202e\\u0085"), "{merged}");
 }
+
+/// An agent log whose one step starts `n` tools named `tool` that are left running: `n` alike
+/// `tool-never-finished` findings, and one `step-unclosed`.
+fn running_tools(n: usize, tool: &str) -> String {
+    let (s, m) = ("ses_000001", "msg_00000001");
+    let tool = serde_json::to_string(tool).unwrap();
+    let mut text = format!(
+        "{{\"type\":\"step_start\",\"timestamp\":1,\"sessionID\":\"{s}\",\"part\":{{\"id\":\"prt_start\",\"sessionID\":\"{s}\",\"messageID\":\"{m}\",\"type\":\"step-start\"}}}}\n"
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "{{\"type\":\"tool_use\",\"timestamp\":{t},\"sessionID\":\"{s}\",\"part\":{{\"id\":\"prt_{i:08}\",\"sessionID\":\"{s}\",\"messageID\":\"{m}\",\"type\":\"tool\",\"callID\":\"call_{i:08}\",\"tool\":{tool},\"state\":{{\"status\":\"running\",\"input\":{{\"command\":\"ls\"}},\"time\":{{\"start\":{t}}}}}}}}}\n",
+            t = i + 2
+        ));
+    }
+    text
+}
+
+#[test]
+fn findings_written_as_they_come_merge_as_one_run_prints_them() {
+    // The JSON, SARIF and JUnit printers write each file's findings as it comes; a shard's ledger
+    // is taken from what they wrote. Many findings in several files, a tool name that escapes
+    // to more bytes in XML, and a baseline of one file, whose lines the merge cuts out.
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    for (k, (n, tool)) in [
+        (400, "bash"),
+        (3, "<w&r\"i'te>"),
+        (250, "re\u{202e}ad"),
+        (0, "x"),
+        (120, "grep"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        std::fs::write(tree.join(format!("run-{k}.log")), running_tools(n, tool)).unwrap();
+    }
+    let at = |args: &[&str]| {
+        let out = rewind()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), out.stdout)
+    };
+    let (code, _) = at(&[
+        "check",
+        "--write-baseline",
+        "baseline.json",
+        "tree/run-1.log",
+    ]);
+    assert_eq!(code, 0);
+    for format in FORMATS {
+        for baseline in [false, true] {
+            let extra: &[&str] = if baseline {
+                &["--baseline", "baseline.json"]
+            } else {
+                &[]
+            };
+            let mut args = vec!["check", "--format", format];
+            args.extend_from_slice(extra);
+            args.push("tree");
+            let (code, one) = at(&args);
+            assert_eq!(code, 1, "{format}");
+            for count in [1, 2, 3] {
+                let mut reports = Vec::new();
+                for k in 0..count {
+                    let shard = format!("{k}/{count}");
+                    let (code, out) = at(&["check", "--format", format, "--shard", &shard, "tree"]);
+                    assert!(matches!(code, 0 | 1), "{format} {shard}");
+                    let path = dir.path().join(format!("s{k}-of-{count}.{format}"));
+                    std::fs::write(&path, out).unwrap();
+                    reports.push(path.to_string_lossy().into_owned());
+                }
+                let mut args = vec!["merge"];
+                args.extend_from_slice(extra);
+                args.extend(reports.iter().map(String::as_str));
+                let (code, merged) = at(&args);
+                assert_eq!(code, 1, "{format} {count}");
+                same(format, count, &one, &merged);
+            }
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //!   30 columns are left (the label still gets 30), and the lines of a fenced example of input in
 //!   `rewind explain`.
 //! * At 60 columns nothing panics.
+//! * The note counting alike findings left out is wrapped to the width like the other notes.
 //! * No progress indicator when standard error is not a terminal.
 //! * `check` prints each file's findings as soon as it and the files before it are done.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -161,6 +162,51 @@ fn sixty_columns_never_panic() {
             args.join(" "),
             out.status
         );
+    }
+}
+
+#[test]
+fn the_count_of_alike_findings_is_wrapped_to_the_width() {
+    // One step left open with 20 tools running: 20 alike findings, 5 shown, 15 counted.
+    let (s, m) = ("ses_000001", "msg_00000001");
+    let mut log = format!(
+        "{{\"type\":\"step_start\",\"timestamp\":1,\"sessionID\":\"{s}\",\"part\":{{\"id\":\"prt_start\",\"sessionID\":\"{s}\",\"messageID\":\"{m}\",\"type\":\"step-start\"}}}}\n"
+    );
+    for i in 0..20 {
+        log.push_str(&format!(
+            "{{\"type\":\"tool_use\",\"timestamp\":{t},\"sessionID\":\"{s}\",\"part\":{{\"id\":\"prt_{i:08}\",\"sessionID\":\"{s}\",\"messageID\":\"{m}\",\"type\":\"tool\",\"callID\":\"call_{i:08}\",\"tool\":\"bash\",\"state\":{{\"status\":\"running\",\"input\":{{\"command\":\"ls\"}},\"time\":{{\"start\":{t}}}}}}}}}\n",
+            t = i + 2
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("running.log");
+    std::fs::write(&path, log).unwrap();
+    for columns in [60u16, 80, 200] {
+        let out = run_at(columns, &["diagnose".into(), path.display().to_string()]);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let width = usize::from(columns);
+        let note = stdout
+            .lines()
+            .position(|l| l.starts_with("  = note: and 15 more like these ([tool-never-finished],"))
+            .unwrap_or_else(|| panic!("no count of alike findings at {columns}:\n{stdout}"));
+        let lines: Vec<&str> = stdout.lines().skip(note).take(3).collect();
+        let whole = lines
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            whole.ends_with("not shown here (`--format json` lists every one)"),
+            "{columns}: {whole}"
+        );
+        for line in stdout.lines() {
+            let shown = textwrap::core::display_width(line);
+            assert!(
+                shown <= width || exempt(line, width, false),
+                "a line {shown} columns wide at COLUMNS={columns}:\n{line}\n\n{stdout}"
+            );
+        }
     }
 }
 

@@ -356,6 +356,9 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
         policy.help_uri_base.clone(),
         &args.report,
     );
+    if ledger.is_some() {
+        printer.for_shard();
+    }
     let mut run = RunSummary {
         fail_on: Some(policy.fail_on),
         verbose: args.verbose,

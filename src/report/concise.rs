@@ -25,18 +25,21 @@ impl<W: Write> ConcisePrinter<W> {
 
 /// A finding's line: where (file, then line and column, or the row's locator), what.
 pub fn line(file: &str, rec: &FindingRecord) -> String {
-    let file = escape(rec.file.as_deref().unwrap_or(file), false);
+    let file = match &rec.file {
+        Some(f) => f.for_terminal(),
+        None => escape(file, false),
+    };
     let place = match (rec.line, rec.column, &rec.locator) {
         (Some(line), Some(column), _) => format!("{file}:{line}:{column}"),
         (Some(line), None, _) => format!("{file}:{line}"),
-        (None, _, Some(locator)) => format!("{file}:{}", escape(locator, false)),
+        (None, _, Some(locator)) => format!("{file}:{}", locator.for_terminal()),
         (None, _, None) => file,
     };
     format!(
         "{place}: {}[{}] {}",
         rec.severity,
         rec.rule.as_str(),
-        escape(&rec.message, false)
+        rec.message.for_terminal()
     )
 }
 

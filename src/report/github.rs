@@ -61,8 +61,8 @@ pub fn escape_markdown(s: &str) -> String {
     out
 }
 
-/// The workflow command for one finding.
-pub fn command(rec: &FindingRecord) -> String {
+/// The workflow command for one finding, saying how many alike ones are left out after it.
+pub fn command(rec: &FindingRecord, more: Option<usize>) -> String {
     let kind = match rec.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
@@ -70,7 +70,7 @@ pub fn command(rec: &FindingRecord) -> String {
     };
     let mut props = Vec::new();
     if let Some(file) = &rec.file {
-        props.push(format!("file={}", escape_property(file)));
+        props.push(format!("file={}", file.for_github_property()));
     }
     if let (Some(line), Some(col)) = (rec.line, rec.column) {
         props.push(format!("line={line}"));
@@ -84,19 +84,34 @@ pub fn command(rec: &FindingRecord) -> String {
         "title={}",
         escape_property(&format!("rewind: {}", rec.rule))
     ));
-    let mut message = rec.message.clone();
+    // Escaped piece by piece (the escaping is character by character).
+    let mut message = rec.message.for_github_data();
     if let Some(locator) = &rec.locator {
-        message.push_str(&format!(" ({locator})"));
+        message.push_str(&format!(" ({})", locator.for_github_data()));
     }
     if let Some(help) = &rec.help {
-        message.push_str(&format!("\nhelp: {help}"));
+        message.push_str(&format!(
+            "{}{}",
+            escape_data("\nhelp: "),
+            help.for_github_data()
+        ));
     }
-    format!("::{kind} {}::{}", props.join(","), escape_data(&message))
+    if let Some(more) = more {
+        message.push_str(&escape_data(&format!(
+            "\n{} (the same message but for ids and numbers), not annotated",
+            super::group::more_words(more)
+        )));
+    }
+    format!("::{kind} {}::{message}", props.join(","))
 }
 
 pub struct GithubPrinter<W: Write> {
     out: W,
-    records: Vec<FindingRecord>,
+    /// The step summary's rows of findings (the first few of each group of alike ones, then a
+    /// row counting the rest): bounded however many findings there are.
+    rows: Vec<String>,
+    totals: Totals,
+    rules: std::collections::BTreeMap<&'static str, Totals>,
     summary_path: Option<std::path::PathBuf>,
 }
 
@@ -104,15 +119,52 @@ impl<W: Write> GithubPrinter<W> {
     pub fn new(out: W) -> Self {
         Self {
             out,
-            records: Vec::new(),
+            rows: Vec::new(),
+            totals: Totals::default(),
+            rules: Default::default(),
             summary_path: std::env::var_os("GITHUB_STEP_SUMMARY")
                 .filter(|p| !p.is_empty())
                 .map(Into::into),
         }
     }
 
+    /// Counts `records` and writes their rows of the step summary, alike findings grouped.
+    fn add(&mut self, records: &[FindingRecord], plan: &[super::group::Show]) {
+        self.totals.merge(Totals::of(records));
+        for (rule, n) in by_rule(records.iter()) {
+            self.rules.entry(rule).or_default().merge(n);
+        }
+        for (r, show) in records.iter().zip(plan) {
+            let super::group::Show::Full { more } = *show else {
+                continue;
+            };
+            let at = match (&r.file, r.line, &r.locator) {
+                (Some(f), Some(l), _) => format!("{}:{l}", f.for_markdown()),
+                (Some(f), None, Some(loc)) => {
+                    format!("{} › {}", f.for_markdown(), loc.for_markdown())
+                }
+                (Some(f), None, None) => f.for_markdown(),
+                (None, _, _) => String::new(),
+            };
+            self.rows.push(format!(
+                "| {} | `{}` | {at} | {} |\n",
+                r.severity,
+                r.rule,
+                r.message.for_markdown()
+            ));
+            if let Some(more) = more {
+                self.rows.push(format!(
+                    "| {} | `{}` | | {} \\(the same message but for ids and numbers\\) |\n",
+                    r.severity,
+                    r.rule,
+                    super::group::more_words(more)
+                ));
+            }
+        }
+    }
+
     fn markdown(&self, run: &RunSummary) -> String {
-        let totals = Totals::of(&self.records);
+        let totals = self.totals;
         let mut md = String::from("## rewind\n\n");
         md.push_str(&format!(
             "{} file(s) checked, {} skipped, {} unreadable: **{}**\n\n",
@@ -121,31 +173,17 @@ impl<W: Write> GithubPrinter<W> {
             run.errors.len(),
             totals.words()
         ));
-        let rules = by_rule(self.records.iter());
-        if !rules.is_empty() {
+        if !self.rules.is_empty() {
             md.push_str("| rule | errors | warnings | infos |\n|---|---:|---:|---:|\n");
-            for (rule, n) in rules {
+            for (rule, n) in &self.rules {
                 md.push_str(&format!(
                     "| `{rule}` | {} | {} | {} |\n",
                     n.errors, n.warnings, n.infos
                 ));
             }
             md.push_str("\n| severity | rule | where | message |\n|---|---|---|---|\n");
-            for r in &self.records {
-                let at = match (&r.file, r.line, &r.locator) {
-                    (Some(f), Some(l), _) => format!("{}:{l}", escape_markdown(f)),
-                    (Some(f), None, Some(loc)) => {
-                        format!("{} › {}", escape_markdown(f), escape_markdown(loc))
-                    }
-                    (Some(f), None, None) => escape_markdown(f),
-                    (None, _, _) => String::new(),
-                };
-                md.push_str(&format!(
-                    "| {} | `{}` | {at} | {} |\n",
-                    r.severity,
-                    r.rule,
-                    escape_markdown(&r.message)
-                ));
+            for row in &self.rows {
+                md.push_str(row);
             }
         }
         for (file, error) in &run.errors {
@@ -161,10 +199,14 @@ impl<W: Write> GithubPrinter<W> {
 
 impl<W: Write> Printer for GithubPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
-        for rec in &unit.records {
-            writeln!(self.out, "{}", command(rec))?;
+        let keys: Vec<u64> = unit.records.iter().map(super::group::record_key).collect();
+        let plan = super::group::plan(&keys);
+        for (rec, show) in unit.records.iter().zip(&plan) {
+            if let super::group::Show::Full { more } = *show {
+                writeln!(self.out, "{}", command(rec, more))?;
+            }
         }
-        super::append(&mut self.records, unit.records);
+        self.add(&unit.records, &plan);
         Ok(())
     }
 
@@ -213,7 +255,7 @@ mod tests {
     #[test]
     fn the_step_summary_escapes_file_names_and_messages() {
         let mut printer = GithubPrinter::new(Vec::new());
-        printer.records.push(FindingRecord {
+        let rec = FindingRecord {
             rule: crate::checks::Rule::StepUnclosed,
             severity: Severity::Warning,
             message: "closed `code` <img src=x> [l](https://e.x)".into(),
@@ -230,7 +272,8 @@ mod tests {
             notes: Vec::new(),
             help: None,
             fingerprint: "abc".into(),
-        });
+        };
+        printer.add(&[rec], &[super::super::group::Show::Full { more: None }]);
         let run = RunSummary {
             errors: vec![("bad`\n|.log".into(), "no <b>".into())],
             ..RunSummary::default()

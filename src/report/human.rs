@@ -195,6 +195,22 @@ impl Renderer {
 /// span lines, the `…` of a cut line).
 const GUTTER: usize = 14;
 
+impl Renderer {
+    /// The note under the last shown finding of a group of alike ones: how many more there are,
+    /// wrapped to the width like the other notes.
+    pub fn more_line(&self, rule: crate::checks::Rule, more: usize) -> String {
+        super::layout::wrap(
+            &format!(
+                "{} ([{rule}], the same message but for ids and numbers), not shown here (`--format json` lists every one)",
+                super::group::more_words(more),
+            ),
+            self.width,
+            &format!("  = {}: ", self.paint("note", "1")),
+            "          ",
+        )
+    }
+}
+
 /// Related places shown under one finding. Each label under a line repeats the line's width, so
 /// thousands on one line (a payload with an issue per item of a long array) would print their
 /// square; the rest are counted in a note.

@@ -4,6 +4,7 @@
 use std::io::{self, Write};
 
 use super::record::FindingRecord;
+use super::spool::Spool;
 use super::{Printer, RunSummary, Totals, UnitOutput};
 
 /// Escapes text for XML 1.0: markup as entities, the other characters [`crate::text::is_dangerous`]
@@ -27,17 +28,57 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
+/// A recording's test case: its totals, and where its findings' lines are in the printer's
+/// spool (a range for each of its units).
 struct Case {
     file: String,
     format: crate::core::Format,
-    records: Vec<FindingRecord>,
+    totals: Totals,
+    body: Vec<(u64, u64)>,
+    /// For a shard's ledger (when one is kept): each finding's severity, fingerprint and line
+    /// length, taken as its line is written.
+    lines: Vec<super::ledger::Line>,
+}
+
+impl Case {
+    /// Counts `records` and writes their lines (escaped) into `spool`; with `ledger`, keeps
+    /// what the shard's ledger says of each.
+    fn add(
+        &mut self,
+        records: &[FindingRecord],
+        spool: &mut Spool,
+        ledger: bool,
+    ) -> io::Result<()> {
+        self.totals.merge(Totals::of(records));
+        let start = spool.len();
+        let file = xml_escape(&self.file);
+        for r in records {
+            let line = failure_line(&file, r);
+            spool.write_all(line.as_bytes())?;
+            if ledger {
+                self.lines.push(super::ledger::Line {
+                    severity: r.severity,
+                    fingerprint: r.fingerprint.clone(),
+                    bytes: line.len(),
+                });
+            }
+        }
+        if spool.len() > start {
+            self.body.push((start, spool.len() - start));
+        }
+        Ok(())
+    }
 }
 
 pub struct JunitPrinter<W: Write> {
     out: W,
     cases: Vec<Case>,
+    /// Every case's findings' lines, as they came.
+    spool: Spool,
     /// Each file's place in `cases` (a run may check many).
     case_index: crate::FastMap<String, usize>,
+    /// Whether the run is a shard's, whose report carries a ledger (see [`Printer::for_shard`]).
+    ledger: bool,
 }
 
 impl<W: Write> JunitPrinter<W> {
@@ -45,7 +86,9 @@ impl<W: Write> JunitPrinter<W> {
         Self {
             out,
             cases: Vec::new(),
+            spool: Spool::new(),
             case_index: crate::FastMap::default(),
+            ledger: false,
         }
     }
 }
@@ -57,17 +100,25 @@ impl<W: Write> Printer for JunitPrinter<W> {
             .get(&unit.file)
             .and_then(|&k| self.cases.get_mut(k))
         {
-            Some(c) => c.records.extend(unit.records),
+            Some(c) => c.add(&unit.records, &mut self.spool, self.ledger)?,
             None => {
                 self.case_index.insert(unit.file.clone(), self.cases.len());
-                self.cases.push(Case {
+                let mut case = Case {
                     file: unit.file,
                     format: unit.format,
-                    records: unit.records,
-                });
+                    totals: Totals::default(),
+                    body: Vec::new(),
+                    lines: Vec::new(),
+                };
+                case.add(&unit.records, &mut self.spool, self.ledger)?;
+                self.cases.push(case);
             }
         }
         Ok(())
+    }
+
+    fn for_shard(&mut self) {
+        self.ledger = true;
     }
 
     fn finish(&mut self, run: &RunSummary) -> io::Result<()> {
@@ -77,82 +128,95 @@ impl<W: Write> Printer for JunitPrinter<W> {
         let failures = self
             .cases
             .iter()
-            .filter(|c| Totals::of(&c.records).fails(fail_on))
+            .filter(|c| c.totals.fails(fail_on))
             .count();
         let tests = self.cases.len() + run.errors.len();
         let errors = run.errors.len();
-        let mut x = suite_head(tests, failures, errors);
+        // The cases are written one at a time, each finding's line copied from the spool.
+        let x = &mut self.out;
+        x.write_all(suite_head(tests, failures, errors).as_bytes())?;
         if let Some(ledger) = &run.shard {
-            let lines = self
-                .cases
-                .iter()
-                .flat_map(|c| {
-                    c.records.iter().map(|r| super::ledger::Line {
-                        severity: r.severity,
-                        fingerprint: r.fingerprint.clone(),
-                        bytes: xml_escape(&failure_line(&c.file, r)).len(),
-                    })
-                })
-                .collect();
+            if !self.ledger {
+                return Err(io::Error::other(
+                    "a shard's JUnit report needs its findings' lines, which were not kept",
+                ));
+            }
             let ledger = super::ledger::Ledger {
                 format: "junit".to_owned(),
-                lines,
+                lines: self
+                    .cases
+                    .iter()
+                    .flat_map(|c| c.lines.iter().cloned())
+                    .collect(),
                 ..ledger.clone()
             };
-            x.push_str(&properties(&ledger)?);
+            x.write_all(properties(&ledger)?.as_bytes())?;
         }
         for c in &self.cases {
-            let totals = Totals::of(&c.records);
-            x.push_str(&format!(
-                "    <testcase name=\"{}\" classname=\"rewind.{}\">\n",
+            let totals = c.totals;
+            writeln!(
+                x,
+                "    <testcase name=\"{}\" classname=\"rewind.{}\">",
                 xml_escape(&c.file),
                 serde_json::to_value(c.format)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default()
-            ));
+            )?;
             if totals.fails(fail_on) {
-                let body: String = c
-                    .records
-                    .iter()
-                    .map(|r| xml_escape(&failure_line(&c.file, r)))
-                    .collect();
-                x.push_str(&failure(&totals, &body));
+                x.write_all(failure_open(&totals).as_bytes())?;
+                for &(start, len) in &c.body {
+                    self.spool.copy_range(start, len, x)?;
+                }
+                x.write_all(FAILURE_CLOSE.as_bytes())?;
             } else if totals.total() > 0 {
-                x.push_str(&system_out(&totals));
+                x.write_all(system_out(&totals).as_bytes())?;
             }
-            x.push_str("    </testcase>\n");
+            x.write_all(b"    </testcase>\n")?;
         }
         for (file, error) in &run.errors {
-            x.push_str(&format!(
+            write!(
+                x,
                 "    <testcase name=\"{}\" classname=\"rewind.unreadable\">\n      <error message=\"{}\" type=\"rewind\"/>\n    </testcase>\n",
                 xml_escape(file),
                 xml_escape(error)
-            ));
+            )?;
         }
-        x.push_str(SUITE_TAIL);
-        self.out.write_all(x.as_bytes())?;
+        x.write_all(SUITE_TAIL.as_bytes())?;
         self.out.flush()
     }
 }
 
-/// One finding's line in a failure's text, before escaping.
+/// One finding's line in a failure's text, escaped; `file` is the test case's file, escaped.
 fn failure_line(file: &str, r: &FindingRecord) -> String {
     let at = match (r.line, r.column, &r.locator) {
         (Some(l), Some(col), _) => format!("{file}:{l}:{col}"),
-        (_, _, Some(loc)) => format!("{file} › {loc}"),
+        (_, _, Some(loc)) => format!("{file} › {}", loc.for_xml()),
         _ => file.to_owned(),
     };
-    format!("{} [{}] {at}: {}\n", r.severity, r.rule, r.message)
+    format!(
+        "{} [{}] {at}: {}\n",
+        r.severity,
+        r.rule,
+        r.message.for_xml()
+    )
 }
 
 /// A test case's failure: `body` is its findings' lines, escaped.
 pub(crate) fn failure(totals: &Totals, body: &str) -> String {
+    format!("{}{body}{FAILURE_CLOSE}", failure_open(totals))
+}
+
+/// A failure's opening tag, which says its totals.
+fn failure_open(totals: &Totals) -> String {
     format!(
-        "      <failure message=\"{}\" type=\"rewind\">{body}</failure>\n",
+        "      <failure message=\"{}\" type=\"rewind\">",
         xml_escape(&totals.words()),
     )
 }
+
+/// A failure's closing tag.
+const FAILURE_CLOSE: &str = "</failure>\n";
 
 /// What a test case with findings below `--fail-on` says.
 pub(crate) fn system_out(totals: &Totals) -> String {

@@ -8,8 +8,10 @@
 
 pub mod concise;
 pub mod github;
+pub mod group;
 pub mod html;
 pub mod human;
+pub mod input_text;
 pub mod json;
 pub mod jsonl;
 pub mod junit;
@@ -20,6 +22,7 @@ pub mod record;
 pub mod safe_json;
 pub mod sarif;
 pub mod snippet;
+pub mod spool;
 pub mod statistics;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -217,8 +220,21 @@ pub fn prepare(
         .map(|r| {
             let order = root_cause_order(&kept_findings);
             let mut text = root_cause_line(&kept_findings, &order, &records, r.width);
-            for i in order {
-                text.push_str(&(r.render(sources, &located, &kept_findings[i]) + "\n"));
+            // Alike findings past the first few of their group are counted, not rendered.
+            let keys: Vec<u64> = order
+                .iter()
+                .map(|&i| group_key(&kept_findings[i]))
+                .collect();
+            for (&i, show) in order.iter().zip(group::plan(&keys)) {
+                let group::Show::Full { more } = show else {
+                    continue;
+                };
+                let f = &kept_findings[i];
+                text.push_str(&r.render(sources, &located, f));
+                if let Some(more) = more {
+                    text.push_str(&r.more_line(f.rule, more));
+                }
+                text.push('\n');
             }
             text
         })
@@ -240,14 +256,9 @@ pub fn prepare(
     }
 }
 
-/// Appends `more` to `all`, taking `more` whole when `all` is still empty: a run over one file
-/// then holds one vector of its records, not a second one being filled while the first is held.
-pub(crate) fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
-    if all.is_empty() {
-        *all = more;
-    } else {
-        all.append(&mut more);
-    }
+/// The key of `f`'s group of alike findings (see [`group`]).
+pub fn group_key(f: &Finding) -> u64 {
+    group::key(f.rule, f.severity, &f.message, &f.ids)
 }
 
 /// The order findings are shown in for people: by severity, then causality, then position.
@@ -283,8 +294,8 @@ fn root_cause_line(
     // The file name and the message quote the input (a path, tool names, ids, error names):
     // escaped like every other line that shows them.
     let file = record
-        .and_then(|r| r.file.as_deref())
-        .map(|file| snippet::escape(file, false));
+        .and_then(|r| r.file.as_ref())
+        .map(record::InputText::for_terminal);
     let line = record.and_then(|r| r.line);
     let at = match (file, line) {
         (Some(file), Some(line)) => format!(" ({file}:{line})"),
@@ -320,6 +331,10 @@ pub trait Printer {
     /// Writes one prepared unit (a printer that keeps its findings for the end keeps them, not
     /// a copy of them).
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()>;
+    /// Says, before the first unit, that the run is a shard's (`check --shard`): a printer whose
+    /// ledger needs something of each finding (JUnit: each line's length) keeps it as the units
+    /// are written, and only then.
+    fn for_shard(&mut self) {}
     /// Writes what needs the whole run.
     fn finish(&mut self, run: &RunSummary) -> io::Result<()>;
 }

@@ -1,12 +1,14 @@
 //! Findings resolved for machine output: positions computed, ids flattened, and a stable
 //! fingerprint. Every machine format (JSON, JSON Lines, SARIF, GitHub, JUnit) and baselines are
-//! built from these records.
+//! built from these records. Every text in a record that comes from the input (messages quote
+//! it; ids and file names are it) is an [`InputText`], which a printer can only write escaped.
 
 use std::io::{Read, Seek, SeekFrom};
 
 use serde::Serialize;
 
 use super::Located;
+pub use super::input_text::InputText;
 use crate::checks::Rule;
 use crate::checks::diagnostic::{Finding, Ids, Label, Severity};
 use crate::source::{SourceKind, SourceMap, Span};
@@ -21,10 +23,10 @@ pub struct SpanRecord {
 /// A place: the file, and either line/column (files) or a locator (rows rendered by rewind).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct LabelRecord {
-    pub message: String,
-    pub file: String,
+    pub message: InputText,
+    pub file: InputText,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub locator: Option<String>,
+    pub locator: Option<InputText>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -41,11 +43,11 @@ pub struct LabelRecord {
 pub struct FindingRecord {
     pub rule: Rule,
     pub severity: Severity,
-    pub message: String,
+    pub message: InputText,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
+    pub file: Option<InputText>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub locator: Option<String>,
+    pub locator: Option<InputText>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,15 +59,54 @@ pub struct FindingRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span: Option<SpanRecord>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
+    pub label: Option<InputText>,
     #[serde(flatten)]
-    pub ids: Ids,
+    pub ids: IdsRecord,
     pub related: Vec<LabelRecord>,
-    pub notes: Vec<String>,
+    pub notes: Vec<InputText>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
+    pub help: Option<InputText>,
     /// Stable across runs and unrelated edits of the input (see [`fingerprints`]).
     pub fingerprint: String,
+}
+
+/// The session, message, part and tool-call ids of a record (see [`Ids`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct IdsRecord {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<InputText>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<InputText>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part_id: Option<InputText>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<InputText>,
+}
+
+impl From<&Ids> for IdsRecord {
+    fn from(ids: &Ids) -> Self {
+        let text = |id: &Option<String>| id.as_deref().map(InputText::from);
+        Self {
+            session_id: text(&ids.session_id),
+            message_id: text(&ids.message_id),
+            part_id: text(&ids.part_id),
+            call_id: text(&ids.call_id),
+        }
+    }
+}
+
+impl IdsRecord {
+    /// The ids that are set, session first.
+    pub fn present(&self) -> impl Iterator<Item = &InputText> {
+        [
+            &self.session_id,
+            &self.message_id,
+            &self.part_id,
+            &self.call_id,
+        ]
+        .into_iter()
+        .flatten()
+    }
 }
 
 /// A path as shown in machine output: relative to the working directory when it is under it,
@@ -81,8 +122,8 @@ pub fn display_path(path: &std::path::Path) -> String {
 
 fn label_record(sources: &SourceMap, located: &Located, label: &Label) -> LabelRecord {
     let mut rec = LabelRecord {
-        message: label.text.clone(),
-        file: String::new(),
+        message: InputText::from(&label.text),
+        file: InputText::default(),
         locator: None,
         line: None,
         column: None,
@@ -94,10 +135,10 @@ fn label_record(sources: &SourceMap, located: &Located, label: &Label) -> LabelR
         },
     };
     if let Some(source) = sources.get(label.span.file) {
-        rec.file = display_path(&source.path);
+        rec.file = display_path(&source.path).into();
         match &source.kind {
             // Rows rendered by rewind: no line numbers of a file that does not have them.
-            SourceKind::Virtual { locator, .. } => rec.locator = Some(locator.clone()),
+            SourceKind::Virtual { locator, .. } => rec.locator = Some(locator.into()),
             SourceKind::File => {
                 if let Some(r) = located.get(&label.span) {
                     rec.line = Some(r.start.line);
@@ -123,7 +164,7 @@ pub fn records(sources: &SourceMap, located: &Located, findings: &[Finding]) -> 
             FindingRecord {
                 rule: f.rule,
                 severity: f.severity,
-                message: f.message.clone(),
+                message: InputText::from(&f.message),
                 file: at.as_ref().map(|a| a.file.clone()),
                 locator: at.as_ref().and_then(|a| a.locator.clone()),
                 line: at.as_ref().and_then(|a| a.line),
@@ -131,15 +172,15 @@ pub fn records(sources: &SourceMap, located: &Located, findings: &[Finding]) -> 
                 end_line: at.as_ref().and_then(|a| a.end_line),
                 end_column: at.as_ref().and_then(|a| a.end_column),
                 span: at.as_ref().map(|a| a.span),
-                label: f.primary.as_ref().map(|p| p.text.clone()),
-                ids: f.ids.clone(),
+                label: f.primary.as_ref().map(|p| InputText::from(&p.text)),
+                ids: IdsRecord::from(&f.ids),
                 related: f
                     .related
                     .iter()
                     .map(|l| label_record(sources, located, l))
                     .collect(),
-                notes: f.notes.clone(),
-                help: f.help.clone(),
+                notes: f.notes.iter().map(InputText::from).collect(),
+                help: f.help.as_ref().map(InputText::from),
                 fingerprint: String::new(),
             }
         })

@@ -8,17 +8,24 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::record::FindingRecord;
+use super::record::{FindingRecord, InputText};
+use super::spool::Spool;
 use super::{Printer, RunSummary, UnitOutput};
 use crate::checks::Rule;
 use crate::checks::diagnostic::Severity;
 
+/// The artifact of a finding without a file.
+static NO_FILE: InputText = InputText::empty();
+
 /// Where rule documentation lives: `{base}{rule}` (configurable; see `rewind check --help`).
 pub const DEFAULT_HELP_URI_BASE: &str = "urn:rewind:rule:";
 
+/// Writes the document at the end (its invocations need the whole run); the results are written
+/// as their units come, into a [`Spool`], and copied into place.
 pub struct SarifPrinter<W: Write> {
     out: W,
-    results: Vec<FindingRecord>,
+    results: Spool,
+    written: usize,
     help_uri_base: String,
 }
 
@@ -26,7 +33,8 @@ impl<W: Write> SarifPrinter<W> {
     pub fn new(out: W, help_uri_base: Option<String>) -> Self {
         Self {
             out,
-            results: Vec::new(),
+            results: Spool::new(),
+            written: 0,
             help_uri_base: help_uri_base.unwrap_or_else(|| DEFAULT_HELP_URI_BASE.to_owned()),
         }
     }
@@ -78,7 +86,7 @@ struct SarifResult<'a> {
 
 #[derive(Serialize)]
 struct Text {
-    text: String,
+    text: InputText,
 }
 
 #[derive(Serialize)]
@@ -100,7 +108,7 @@ struct Physical<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Artifact<'a> {
-    uri: &'a str,
+    uri: &'a InputText,
     uri_base_id: &'static str,
 }
 
@@ -122,7 +130,7 @@ struct Region {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Logical {
-    fully_qualified_name: String,
+    fully_qualified_name: InputText,
     kind: &'static str,
 }
 
@@ -154,18 +162,22 @@ fn result(rec: &FindingRecord) -> SarifResult<'_> {
     let ids = &rec.ids;
     let path: Vec<&str> = [&ids.session_id, &ids.message_id, &ids.part_id]
         .iter()
-        .filter_map(|i| i.as_deref())
+        .filter_map(|i| i.as_ref().map(InputText::unescaped))
         .collect();
     let logical_locations = (!path.is_empty()).then(|| {
         [Logical {
-            fully_qualified_name: path.join("/"),
+            fully_qualified_name: InputText::new(path.join("/")),
             kind: "object",
         }]
     });
-    let mut text = rec.message.clone();
-    if let Some(locator) = &rec.locator {
-        text.push_str(&format!(" ({locator})"));
-    }
+    let text = match &rec.locator {
+        Some(locator) => InputText::new(format!(
+            "{} ({})",
+            rec.message.unescaped(),
+            locator.unescaped()
+        )),
+        None => rec.message.clone(),
+    };
     SarifResult {
         rule_id: rec.rule,
         rule_index: index,
@@ -174,7 +186,7 @@ fn result(rec: &FindingRecord) -> SarifResult<'_> {
         locations: [Location {
             physical_location: Physical {
                 artifact_location: Artifact {
-                    uri: rec.file.as_deref().unwrap_or_default(),
+                    uri: rec.file.as_ref().unwrap_or(&NO_FILE),
                     uri_base_id: "%SRCROOT%",
                 },
                 region,
@@ -213,6 +225,11 @@ struct Properties {
     shard: super::ledger::Ledger,
 }
 
+/// Where the results go in the document written without them: the run's `results` member,
+/// after its `columnKind` and before a shard's `properties`. Only the document's own members
+/// have these unescaped quotes (a string's quotes are `\"`), so it is found once.
+const RESULTS: &[u8] = b"\"columnKind\":\"unicodeCodePoints\",\"results\":[]";
+
 /// The results, each built from its record as it is written.
 struct Results<'a>(&'a [FindingRecord]);
 
@@ -224,7 +241,13 @@ impl Serialize for Results<'_> {
 
 impl<W: Write> Printer for SarifPrinter<W> {
     fn unit(&mut self, unit: UnitOutput) -> io::Result<()> {
-        super::append(&mut self.results, unit.records);
+        for rec in &unit.records {
+            if self.written > 0 {
+                self.results.write_all(b",")?;
+            }
+            super::safe_json::to_writer(&mut self.results, &result(rec))?;
+            self.written += 1;
+        }
         Ok(())
     }
 
@@ -254,7 +277,7 @@ impl<W: Write> Printer for SarifPrinter<W> {
                     "toolExecutionNotifications": notifications,
                 }]),
                 column_kind: "unicodeCodePoints",
-                results: Results(&self.results),
+                results: Results(&[]),
                 properties: run.shard.as_ref().map(|l| Properties {
                     shard: super::ledger::Ledger {
                         format: "sarif".to_owned(),
@@ -263,8 +286,16 @@ impl<W: Write> Printer for SarifPrinter<W> {
                 }),
             }],
         };
-        // Compact: SARIF uploads are size-limited.
-        super::safe_json::to_writer(&mut self.out, &doc)?;
+        // Compact: SARIF uploads are size-limited. Written without results, which then go
+        // into their place in the only run.
+        let mut rest = Vec::new();
+        super::safe_json::to_writer(&mut rest, &doc)?;
+        let at = memchr::memmem::find(&rest, RESULTS)
+            .map(|i| i + RESULTS.len() - 1)
+            .ok_or_else(|| io::Error::other("the SARIF document has no results member"))?;
+        self.out.write_all(&rest[..at])?;
+        self.results.copy_to(&mut self.out)?;
+        self.out.write_all(&rest[at..])?;
         writeln!(self.out)?;
         self.out.flush()
     }
@@ -297,9 +328,11 @@ mod tests {
             fingerprint: "abc".into(),
         };
         if ids {
-            r.ids = crate::checks::diagnostic::Ids::default()
-                .session("ses_1")
-                .message("msg_2");
+            r.ids = super::super::record::IdsRecord::from(
+                &crate::checks::diagnostic::Ids::default()
+                    .session("ses_1")
+                    .message("msg_2"),
+            );
             r.locator = Some("message msg_2".into());
         }
         r

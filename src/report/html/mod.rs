@@ -25,10 +25,8 @@ use std::io::{self, Write};
 use maud::{Markup, PreEscaped, Render, html};
 
 use super::record::FindingRecord;
-use super::snippet::push_escaped;
 use super::{Printer, RunSummary, Totals, UnitOutput, by_rule};
 use crate::checks::diagnostic::Severity;
-use crate::session::first_line;
 
 mod compare;
 mod section;
@@ -70,17 +68,7 @@ struct Text<'a>(&'a str);
 
 impl Render for Text<'_> {
     fn render_to(&self, out: &mut String) {
-        for c in self.0.chars() {
-            match c {
-                '&' => out.push_str("&amp;"),
-                '<' => out.push_str("&lt;"),
-                '>' => out.push_str("&gt;"),
-                '"' => out.push_str("&quot;"),
-                '\'' => out.push_str("&#39;"),
-                '\n' => out.push('\n'),
-                _ => push_escaped(out, c),
-            }
-        }
+        super::input_text::push_html(out, self.0);
     }
 }
 
@@ -366,8 +354,8 @@ fn compact(unit: &UnitOutput) -> Markup {
         .filter(|s| s.errors + s.warnings + s.infos == 0)
         .count();
     let place = |r: &FindingRecord| match (&r.file, r.line, &r.locator) {
-        (Some(f), Some(l), _) => html! { " · " (Text(f)) ":" (l) },
-        (Some(f), None, Some(loc)) => html! { " · " (Text(f)) " › " (Text(loc)) },
+        (Some(f), Some(l), _) => html! { " · " (f.for_html()) ":" (l) },
+        (Some(f), None, Some(loc)) => html! { " · " (f.for_html()) " › " (loc.for_html()) },
         _ => Markup::default(),
     };
     html! {
@@ -384,20 +372,40 @@ fn compact(unit: &UnitOutput) -> Markup {
                     li.meta { (clean) " session" @if clean != 1 { "s" } " without findings" }
                     "\n"
                 }
-                @for r in &unit.records {
+                @for (r, more) in grouped(&unit.records) {
                     @let sev = sev_class(r.severity);
                     li class={ "sev-" (sev) } {
                         span.sev { (sev) } " " span.rule { "[" (r.rule) "]" } " "
-                        (Text(&first_line(&r.message, 240)))
+                        (r.message.first_line(240).for_html())
                         span.meta { (place(r)) }
                     }
                     "\n"
+                    @if let Some(more) = more {
+                        li.meta.more {
+                            (super::group::more_words(more)) " ([" (r.rule) "], the same message \
+                            but for ids and numbers)"
+                        }
+                        "\n"
+                    }
                 }
             }
             "\n"
         }
         "\n"
     }
+}
+
+/// The records shown of `records` (the first few of each group of alike findings), each with how
+/// many alike ones are left out after it.
+fn grouped(records: &[FindingRecord]) -> impl Iterator<Item = (&FindingRecord, Option<usize>)> {
+    let keys: Vec<u64> = records.iter().map(super::group::record_key).collect();
+    records
+        .iter()
+        .zip(super::group::plan(&keys))
+        .filter_map(|(r, show)| match show {
+            super::group::Show::Full { more } => Some((r, more)),
+            super::group::Show::Hidden => None,
+        })
 }
 
 /// A unit's heading: its file, its format, its findings in words.

@@ -13,7 +13,9 @@ use super::{
 use crate::checks::diagnostic::{Finding, Label, Severity};
 use crate::report::record::FindingRecord;
 use crate::report::snippet::{CONTEXT, Lines};
-use crate::report::{Located, SessionSummary, Totals, locate_spans, root_cause_order, summarize};
+use crate::report::{
+    Located, SessionSummary, Totals, group, group_key, locate_spans, root_cause_order, summarize,
+};
 use crate::session::{Analysis, Session, first_line};
 use crate::source::{Source, SourceKind, SourceMap, Span};
 
@@ -62,8 +64,11 @@ struct Unit<'a> {
     records: &'a [FindingRecord],
     located: &'a Located,
     summaries: Vec<SessionSummary>,
-    /// Each session's findings, root cause first; the last slot for those of no session.
+    /// Each session's findings shown, root cause first (the first few of each group of alike
+    /// findings, see [`crate::report::group`]); the last slot for those of no session.
     findings_of: Vec<Vec<usize>>,
+    /// How many alike findings are left out after a shown one, by finding.
+    more: crate::FastMap<usize, usize>,
     /// Each session's timeline to render (and last, that of what belongs to no session).
     shown: Vec<Option<Shown>>,
     /// Line numbers of the rendered entries of sessions with findings.
@@ -111,6 +116,22 @@ impl<'a> Unit<'a> {
         for &i in &order {
             findings_of[slot(findings[i].ids.session_id.as_ref())].push(i);
         }
+        // Alike findings past the first few of their group are counted, neither shown nor
+        // pinned: a session of 500,000 tools left running reads as one finding and a count.
+        let mut more = crate::FastMap::default();
+        for mine in &mut findings_of {
+            let keys: Vec<u64> = mine.iter().map(|&i| group_key(&findings[i])).collect();
+            let mut kept = Vec::new();
+            for (&i, show) in mine.iter().zip(group::plan(&keys)) {
+                if let group::Show::Full { more: m } = show {
+                    kept.push(i);
+                    if let Some(m) = m {
+                        more.insert(i, m);
+                    }
+                }
+            }
+            *mine = kept;
+        }
         let tools = Tools::of(analysis);
         let mut events_of: Vec<Vec<usize>> = vec![Vec::new(); n + 1];
         for (k, e) in analysis.events.iter().enumerate() {
@@ -143,6 +164,7 @@ impl<'a> Unit<'a> {
             located,
             summaries: summarize(analysis, findings),
             findings_of,
+            more,
             shown,
             lines,
             root,
@@ -322,6 +344,7 @@ impl Unit<'_> {
                     "\n"
                     @for &i in &self.findings_of[si] {
                         (self.finding_line(&sid, i, None))
+                        (self.more_line(i))
                     }
                 }
                 "\n"
@@ -362,7 +385,22 @@ impl Unit<'_> {
                 } @else {
                     (self.finding_line(sid, i, at(i)))
                 }
+                (self.more_line(i))
             }
+        }
+    }
+
+    /// After the last shown finding of a group of alike ones, how many more there are.
+    fn more_line(&self, i: usize) -> Markup {
+        let (Some(&more), Some(f)) = (self.more.get(&i), self.findings.get(i)) else {
+            return Markup::default();
+        };
+        html! {
+            li.meta.more {
+                (group::more_words(more)) " ([" (f.rule) "], the same message but for ids and \
+                numbers), not shown here (" code { "--format json" } " lists every one)"
+            }
+            "\n"
         }
     }
 
@@ -374,13 +412,13 @@ impl Unit<'_> {
         let line = self
             .records
             .get(i)
-            .and_then(|r| Some((r.file.as_deref()?, r.line?)));
+            .and_then(|r| Some((r.file.as_ref()?, r.line?)));
         html! {
             li class={ "finding brief sev-" (sev) } id={ (sid) "-f" (i) } {
                 span.sev { (sev) } " " span.rule { "[" (f.rule) "]" } " "
                 (Text(&first_line(&f.message, 240)))
                 @if let Some((file, line)) = line {
-                    " " span.meta { "· " (Text(file)) ":" (line) }
+                    " " span.meta { "· " (file.for_html()) ":" (line) }
                 }
                 @if let Some((anchor, what)) = &at {
                     " "
@@ -401,10 +439,10 @@ impl Unit<'_> {
             .get(i)
             .and_then(|r| match (&r.file, r.line, &r.locator) {
                 (Some(file), Some(line), _) => Some(html! {
-                    "at " (Text(file)) ":" (line) ":" (r.column.unwrap_or(1))
+                    "at " (file.for_html()) ":" (line) ":" (r.column.unwrap_or(1))
                 }),
                 (Some(file), None, Some(loc)) => Some(html! {
-                    "at " (Text(file)) " › " (Text(loc))
+                    "at " (file.for_html()) " › " (loc.for_html())
                 }),
                 _ => None,
             });

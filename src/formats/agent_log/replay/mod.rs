@@ -312,7 +312,17 @@ fn run<R: BufRead + Send>(
     let parallel = rayon::current_thread_index().is_none();
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<InFlight>(BATCHES_IN_FLIGHT);
-        let reading = scope.spawn(move || read_batches(input, file, whole_lines, parallel, &tx));
+        // Out of memory or threads (an address-space limit): an error, not a panic.
+        let reading = std::thread::Builder::new()
+            .spawn_scoped(scope, move || {
+                read_batches(input, file, whole_lines, parallel, &tx)
+            })
+            .map_err(|e| {
+                IngestError::Io(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot start a thread to read the log: {e}"),
+                ))
+            })?;
         let mut state = State::new(file);
         state.window = window;
         let mut decoded_stats = LogStats::default();
