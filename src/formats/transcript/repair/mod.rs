@@ -486,10 +486,27 @@ mod tests {
         assert_eq!(problems, [Problem::UnansweredCall]);
     }
 
+    /// A first turn whose response kept its signed thinking text (records `u0`, `a0`, `a0t`):
+    /// the evidence that the session stored thinking texts, so an empty one was emptied.
+    fn thought_with_text() -> Vec<Value> {
+        vec![
+            rec("u0", None, "user", json!("start")),
+            said("a0", "u0", "msg_0", thought("planning the answer")),
+            said(
+                "a0t",
+                "a0",
+                "msg_0",
+                json!([{"type": "text", "text": "ok"}]),
+            ),
+        ]
+    }
+
     #[test]
     fn an_emptied_thinking_is_taken_out_and_its_child_relinked() {
-        let bytes = claude(&[
-            rec("u1", None, "user", json!("hi")),
+        // An earlier response kept its thinking text: the empty one was emptied.
+        let mut records = thought_with_text();
+        records.extend([
+            rec("u1", Some("a0t"), "user", json!("hi")),
             said("a1", "u1", "msg_1", thought("")),
             said(
                 "a2",
@@ -498,14 +515,15 @@ mod tests {
                 json!([{"type": "text", "text": "hello"}]),
             ),
         ]);
+        let bytes = claude(&records);
         let plan = plan_bytes(&bytes, Client::ClaudeCode);
         assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
         assert_eq!(plan.changes[0].problem, Problem::ChangedThinking);
-        assert_eq!(plan.changes[0].line, 2);
+        assert_eq!(plan.changes[0].line, 5);
         let out = lines_of(&render(&bytes, &plan));
-        assert_eq!(out.len(), 2);
-        assert_eq!(out[1]["uuid"], "a2");
-        assert_eq!(out[1]["parentUuid"], "u1");
+        assert_eq!(out.len(), 5);
+        assert_eq!(out[4]["uuid"], "a2");
+        assert_eq!(out[4]["parentUuid"], "u1");
         assert!(
             plan_bytes(&render(&bytes, &plan), Client::ClaudeCode)
                 .changes
@@ -516,8 +534,9 @@ mod tests {
     #[test]
     fn thinking_in_a_mixed_record_is_removed_from_it() {
         // One record holding the whole response, its call on a dead-end branch elsewhere.
-        let bytes = claude(&[
-            rec("u1", None, "user", json!("hi")),
+        let mut records = thought_with_text();
+        records.extend([
+            rec("u1", Some("a0t"), "user", json!("hi")),
             said(
                 "a1",
                 "u1",
@@ -527,14 +546,15 @@ mod tests {
             ),
             rec("u2", Some("a1"), "user", json!("more")),
         ]);
+        let bytes = claude(&records);
         let plan = plan_bytes(&bytes, Client::ClaudeCode);
         assert_eq!(plan.changes.len(), 1, "{:?}", plan.changes);
         let out = lines_of(&render(&bytes, &plan));
         assert_eq!(
-            out[1]["message"]["content"],
+            out[4]["message"]["content"],
             json!([{"type": "text", "text": "hello"}])
         );
-        assert_eq!(out[1]["message"]["id"], "msg_1");
+        assert_eq!(out[4]["message"]["id"], "msg_1");
     }
 
     #[test]
