@@ -1,27 +1,58 @@
 #!/usr/bin/env bash
-# OpenCode database throughput: `rewind diagnose` against SQLite's own JSON scan of the same file.
+# OpenCode database throughput: `rewind diagnose` and `rewind check` against SQLite's own JSON
+# scan of the same file, side by side in one run.
 #
 # Generates a database with OpenCode's schema and PARTS parts (default 1,000,000: 1,000 sessions
 # × 100 messages × 10 parts, each message a healthy step with text, a tool call and a
-# step-finish), then times
+# step-finish), then runs, in RUNS interleaved rounds,
 #   sqlite3 DB "select count(*) from part where json_extract(data,'$.type')='tool'"
-# and `rewind diagnose DB` (best of RUNS), and prints the ratio and rewind's peak memory.
-# GENERATE_ONLY=1 stops after generating (WORK=DIR keeps the database in DIR).
-# Needs the sqlite3 CLI (`apt-get install sqlite3`) and GNU time for peak memory (optional).
+#   rewind diagnose --no-summary DB
+#   rewind check DB
+# and prints each one's best wall time and peak memory (GNU time), and rewind's ratio to sqlite3.
+# GENERATE_ONLY=1 stops after generating (WORK=DIR keeps the database in DIR; without WORK, the
+# database goes to a temporary folder removed at the end). BIN=PATH measures that binary instead
+# of building the `dist` profile.
+#
+# SMOKE=1 (`.ci/run`): 200,000 parts, one round, the debug build, and a failure (exit 1) when
+# rewind's peak exceeds MAX_PEAK_MIB (default 128; a flat diagnosis needs about 30 MiB, while one
+# that keeps every session, as a regression once did, needs about 200 MiB at this size). Times
+# are printed, not checked: a debug build on a shared machine says little about speed. Skipped,
+# with the reason, when sqlite3 or GNU time is missing.
+# Needs the sqlite3 CLI (`apt-get install sqlite3`) and GNU time (`apt-get install time`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+SMOKE=${SMOKE:-}
+if [ -n "$SMOKE" ]; then
+  PARTS=${PARTS:-200000}
+  RUNS=${RUNS:-1}
+fi
+MAX_PEAK_MIB=${MAX_PEAK_MIB:-128}
 PARTS=${PARTS:-1000000}
 RUNS=${RUNS:-3}
 SESSIONS=${SESSIONS:-1000}
 PER_MESSAGE=10
 MESSAGES=$(( PARTS / PER_MESSAGE ))
 PER_SESSION=$(( MESSAGES / SESSIONS ))
-WORK=${WORK:-$(mktemp -d)}
+skip() { # the smoke step is skipped with its reason; a full run cannot go without
+  if [ -n "$SMOKE" ]; then
+    echo "opencode_db smoke skipped: $1"
+    exit 0
+  fi
+  echo "$1" >&2
+  exit 2
+}
+command -v sqlite3 >/dev/null || skip "sqlite3 not found (apt-get install sqlite3)"
+if [ -z "${GENERATE_ONLY:-}" ] && [ ! -x /usr/bin/time ]; then
+  skip "GNU time not found at /usr/bin/time (apt-get install time)"
+fi
+
+if [ -z "${WORK:-}" ]; then
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+fi
 mkdir -p "$WORK"
 DB="$WORK/opencode.db"
-
-command -v sqlite3 >/dev/null || { echo "sqlite3 not found: apt-get install sqlite3" >&2; exit 2; }
 
 if [ ! -f "$DB" ]; then
   echo "generating $PARTS parts in $DB …"
@@ -70,27 +101,51 @@ fi
 ls -l "$DB"
 # GENERATE_ONLY=1: stop after writing the database (benches/html_size.sh uses it).
 [ -z "${GENERATE_ONLY:-}" ] || exit 0
-cargo build --profile dist --quiet
-BIN=${CARGO_TARGET_DIR:-target}/dist/rewind
+if [ -n "${BIN:-}" ]; then
+  :
+elif [ -n "$SMOKE" ]; then
+  cargo build --quiet
+  BIN=${CARGO_TARGET_DIR:-target}/debug/rewind
+else
+  cargo build --profile dist --quiet
+  BIN=${CARGO_TARGET_DIR:-target}/dist/rewind
+fi
 
-best() { # best wall time in seconds of "$@" over RUNS runs
-  local best=""
-  for _ in $(seq "$RUNS"); do
-    local s e t
-    s=$(date +%s.%N); "$@" >/dev/null || true; e=$(date +%s.%N)
-    t=$(echo "$e - $s" | bc)
-    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc)" = 1 ]; then best=$t; fi
-  done
-  echo "$best"
+# best[NAME] is the best wall time in seconds, peak[NAME] the largest peak in KiB, over RUNS
+# interleaved rounds.
+declare -A best peak
+measure() { # NAME COMMAND…
+  local name=$1 wall rss
+  shift
+  /usr/bin/time -f '%e %M' -o "$WORK/time" "$@" >/dev/null || true
+  read -r wall rss < <(tail -1 "$WORK/time")
+  if [ -z "${best[$name]:-}" ] || [ "$(echo "$wall < ${best[$name]}" | bc)" = 1 ]; then
+    best[$name]=$wall
+  fi
+  if [ -z "${peak[$name]:-}" ] || [ "$rss" -gt "${peak[$name]}" ]; then peak[$name]=$rss; fi
 }
+for _ in $(seq "$RUNS"); do
+  measure sqlite3 sqlite3 "$DB" "select count(*) from part where json_extract(data,'\$.type')='tool'"
+  measure diagnose "$BIN" diagnose --no-summary "$DB"
+  measure check "$BIN" check "$DB"
+done
 
-SQL_T=$(best sqlite3 "$DB" "select count(*) from part where json_extract(data,'\$.type')='tool'")
-REW_T=$(best "$BIN" diagnose --no-summary "$DB")
-echo "parts:                      $(sqlite3 "$DB" 'select count(*) from part')"
-echo "sqlite3 json_extract scan:  ${SQL_T}s"
-echo "rewind diagnose:            ${REW_T}s"
-echo "ratio:                      $(echo "scale=2; $REW_T / $SQL_T" | bc)x"
-if [ -x /usr/bin/time ]; then
-  RSS=$( { /usr/bin/time -f '%M' "$BIN" diagnose --no-summary "$DB" >/dev/null; } 2>&1 | tail -1 ) || true
-  echo "rewind peak memory:         $(( RSS / 1024 )) MiB"
+echo "parts: $(sqlite3 "$DB" 'select count(*) from part'), best of $RUNS interleaved rounds ($BIN)"
+printf '%-34s %9s %10s %12s\n' "" "wall s" "peak MiB" "vs sqlite3"
+row() { # LABEL NAME
+  printf '%-34s %9s %10s %11.2fx\n' "$1" "${best[$2]}" "$(( peak[$2] / 1024 ))" \
+    "$(echo "scale=4; ${best[$2]} / ${best[sqlite3]}" | bc)"
+}
+row "sqlite3 json_extract scan" sqlite3
+row "rewind diagnose" diagnose
+row "rewind check" check
+
+if [ -n "$SMOKE" ]; then
+  for name in diagnose check; do
+    if [ $(( peak[$name] / 1024 )) -gt "$MAX_PEAK_MIB" ]; then
+      echo "FAIL: rewind $name peaked at $(( peak[$name] / 1024 )) MiB on $PARTS parts (bound: $MAX_PEAK_MIB MiB): memory no longer stays flat" >&2
+      exit 1
+    fi
+  done
+  echo "ok: rewind's peak stays under $MAX_PEAK_MIB MiB"
 fi

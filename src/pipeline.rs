@@ -100,7 +100,10 @@ pub fn diagnose_file(
     each: &mut dyn FnMut(UnitOutput) -> Result<(), RewindError>,
 ) -> Result<(), RewindError> {
     let mut sources = SourceMap::new();
-    analyze(path, options, &mut sources, &mut |sources, unit| {
+    // With `exit_after`, the last unit's model is left to the operating system; every earlier one
+    // is freed as the next arrives, so a store of many sessions holds one at a time.
+    let mut last = LeaveLast::default();
+    let result = analyze(path, options, &mut sources, &mut |sources, unit| {
         let Some(primary) = unit.primary() else {
             return Ok(());
         };
@@ -116,10 +119,34 @@ pub fn diagnose_file(
             sources, &analysis, &findings, baseline, renderer,
         ));
         if options.exit_after {
-            std::mem::forget(analysis);
+            last.keep(analysis);
         }
         reported
-    })
+    });
+    last.leave();
+    result
+}
+
+/// Holds the latest of a series of values and frees the one before as each arrives; the last
+/// one is left unfreed ([`LeaveLast::leave`]), for a process about to exit.
+struct LeaveLast<T>(Option<T>);
+
+impl<T> Default for LeaveLast<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<T> LeaveLast<T> {
+    /// Keeps `value`, freeing the one kept before.
+    fn keep(&mut self, value: T) {
+        drop(self.0.replace(value));
+    }
+
+    /// Leaves the value kept to the operating system instead of freeing it.
+    fn leave(self) {
+        std::mem::forget(self);
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +155,20 @@ mod forgetting_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_last_value_is_left_unfreed() {
+        // A store's units arrive one by one: each is freed when the next arrives, so memory
+        // holds one; only the last is left to the operating system.
+        let alive = std::rc::Rc::new(());
+        let mut last = LeaveLast::default();
+        for _ in 0..100 {
+            last.keep(std::rc::Rc::clone(&alive));
+            assert_eq!(std::rc::Rc::strong_count(&alive), 2);
+        }
+        last.leave();
+        assert_eq!(std::rc::Rc::strong_count(&alive), 2);
+    }
 
     #[test]
     fn checks_side_by_side_find_what_they_find_one_after_the_other() {
