@@ -422,6 +422,19 @@ fn a_reused_tool_use_id_is_refused_at_the_second_call() {
         "messages.3.content.0: `tool_use` ids must be unique"
     );
     assert_eq!(problems[0]["message_id"], "msg_fx_002");
+    // The human view sends the reader to the rule's documentation, not to a repair that
+    // leaves it alone.
+    let (_, human, _) = request(
+        Path::new("tests/fixtures/checks/tool-call-duplicate-claude.jsonl"),
+        &[],
+    );
+    // Words as read, whatever the width wrapped.
+    let flat = human.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("`rewind explain tool-call-duplicate` says how to fix it"),
+        "{human}"
+    );
+    assert!(!flat.contains("`rewind repair` plans"), "{human}");
     let clean = request_json(
         &repo("tests/fixtures/rules/tool-call-duplicate.claude-transcript.clean.jsonl"),
         &[],

@@ -418,13 +418,22 @@ fn human(
         )?,
         n => writeln!(
             out,
-            "{} messages; {n} broken rule{}: `rewind diagnose {store}{}` reports them, `rewind repair` plans the fixes",
+            "{} messages; {n} broken rule{}: `rewind diagnose {store}{}` reports them, {}",
             req.messages.len(),
             if n == 1 { "" } else { "s" },
             if chosen.transcript {
                 String::new()
             } else {
                 format!(" --session {}", escape(&chosen.id, false))
+            },
+            // A reused call id is left to a person: which call is the real one is a choice.
+            if violations
+                .iter()
+                .all(|v| v.kind == provider::ViolationKind::DuplicateCallId)
+            {
+                "`rewind explain tool-call-duplicate` says how to fix it (rewind does not choose which call to keep)"
+            } else {
+                "`rewind repair` plans the fixes"
             },
         )?,
     }
