@@ -66,16 +66,22 @@ impl Store {
 /// The channel of a database file name: `Some(None)` for `opencode.db`, `Some(Some(c))` for
 /// `opencode-<c>.db`, `None` for any other name.
 pub fn channel_of(name: &str) -> Option<Option<String>> {
-    if name == DEFAULT_DB {
+    channel_named(name, DEFAULT_DB, "opencode-")
+}
+
+/// The channel of a database named `name`: `Some(None)` for `default`, `Some(Some(c))` for
+/// `<prefix>c.db`, `None` for another file.
+fn channel_named(name: &str, default: &str, prefix: &str) -> Option<Option<String>> {
+    if name == default {
         return Some(None);
     }
-    let channel = name.strip_prefix("opencode-")?.strip_suffix(".db")?;
+    let channel = name.strip_prefix(prefix)?.strip_suffix(".db")?;
     (!channel.is_empty()).then(|| Some(channel.to_owned()))
 }
 
-/// The stores in `dir`: its databases (`opencode.db` first, then the channel databases by
-/// name), then `storage/` when it holds sessions.
-pub fn stores_in(dir: &Path) -> Vec<Store> {
+/// The databases in `dir` whose file name `channel` knows: the default one first, then the
+/// channel databases by name.
+fn databases_in(dir: &Path, channel: fn(&str) -> Option<Option<String>>) -> Vec<Store> {
     let mut dbs: Vec<Store> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -83,7 +89,7 @@ pub fn stores_in(dir: &Path) -> Vec<Store> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let channel = channel_of(&name)?;
+            let channel = channel(&name)?;
             Some(Store {
                 path: e.path(),
                 name,
@@ -92,6 +98,13 @@ pub fn stores_in(dir: &Path) -> Vec<Store> {
         })
         .collect();
     dbs.sort_by(|a, b| (a.channel().is_some(), &a.name).cmp(&(b.channel().is_some(), &b.name)));
+    dbs
+}
+
+/// The stores in `dir`: its databases (`opencode.db` first, then the channel databases by
+/// name), then `storage/` when it holds sessions.
+pub fn stores_in(dir: &Path) -> Vec<Store> {
+    let mut dbs = databases_in(dir, channel_of);
     let storage = dir.join("storage");
     if super::storage::root(&storage).as_deref() == Some(storage.as_path()) {
         dbs.push(Store {
@@ -113,38 +126,19 @@ pub const KILO_DB: &str = "kilo.db";
 /// Whether a database's file name is one Kilo gives its database (`kilo.db`,
 /// `kilo-<channel>.db`): with Kilo's own tables, the evidence that a store is Kilo's.
 pub fn is_kilo_db_name(path: &Path) -> bool {
-    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-        n == KILO_DB || (n.starts_with("kilo-") && n.ends_with(".db") && n.len() > 8)
-    })
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| kilo_channel_of(n).is_some())
+}
+
+/// The channel of a Kilo database named `name` (see [`channel_of`]).
+fn kilo_channel_of(name: &str) -> Option<Option<String>> {
+    channel_named(name, KILO_DB, "kilo-")
 }
 
 /// The Kilo databases in `dir` (Kilo's data folder), with their channel.
 pub fn kilo_stores_in(dir: &Path) -> Vec<Store> {
-    let mut dbs: Vec<Store> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()))
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let channel = if name == KILO_DB {
-                None
-            } else {
-                let c = name.strip_prefix("kilo-")?.strip_suffix(".db")?;
-                if c.is_empty() {
-                    return None;
-                }
-                Some(c.to_owned())
-            };
-            Some(Store {
-                path: e.path(),
-                name,
-                kind: StoreKind::Database { channel },
-            })
-        })
-        .collect();
-    dbs.sort_by(|a, b| (a.channel().is_some(), &a.name).cmp(&(b.channel().is_some(), &b.name)));
-    dbs
+    databases_in(dir, kilo_channel_of)
 }
 
 /// Whether `dir` is an OpenCode data folder: it holds a database (`opencode.db` or a channel
