@@ -642,7 +642,7 @@ fn compare_text(
                 "  {}[{}]: {}\n",
                 finding.severity,
                 finding.rule,
-                escape(&crate::session::first_line(&finding.message, 140), false)
+                finding.message.first_line(140).for_terminal()
             ));
         }
     }

@@ -74,7 +74,7 @@ impl Renderer {
         let headline = format!(
             "{sev}{}: {}",
             self.paint(&format!("[{}]", f.rule), "1"),
-            escape(&f.message, false)
+            f.message.for_terminal()
         );
         let mut groups: Vec<(FileId, Vec<SourceLabel>)> = Vec::new();
         for (label, primary) in f
@@ -155,21 +155,17 @@ impl Renderer {
             ));
         }
         for text in &f.notes {
+            let text = text.for_terminal_lines();
             let mut lines = text.lines();
             if let Some(first) = lines.next() {
-                out.push_str(&super::layout::wrap(
-                    &escape(first, false),
-                    self.width,
-                    &note,
-                    under,
-                ));
+                out.push_str(&super::layout::wrap(first, self.width, &note, under));
             }
             // A note's own lines keep their indentation; what wraps goes two columns further.
             for rest in lines {
                 let body = rest.trim_start();
                 let indent = format!("{under}{}", &rest[..rest.len() - body.len()]);
                 out.push_str(&super::layout::wrap(
-                    &escape(body, false),
+                    body,
                     self.width,
                     &indent,
                     &format!("{indent}  "),
@@ -177,7 +173,7 @@ impl Renderer {
             }
         }
         if let Some(help) = &f.help {
-            let help = escape(help, true);
+            let help = help.for_terminal_lines();
             let mut lines = help.lines();
             let first = format!("{pad}{}: ", self.paint("help", "1;36"));
             if let Some(line) = lines.next() {

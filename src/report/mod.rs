@@ -258,7 +258,7 @@ pub fn prepare(
 
 /// The key of `f`'s group of alike findings (see [`group`]).
 pub fn group_key(f: &Finding) -> u64 {
-    group::key(f.rule, f.severity, &f.message, &f.ids)
+    group::key(f.rule, f.severity, f.message.unescaped(), &f.ids)
 }
 
 /// The order findings are shown in for people: by severity, then causality, then position.
@@ -306,7 +306,7 @@ fn root_cause_line(
     let text = format!(
         "[{}] {}{at}",
         f.rule,
-        snippet::escape(&crate::session::first_line(&f.message, 200), false)
+        f.message.first_line(200).for_terminal()
     );
     layout::wrap(&text, width, "root cause: ", "  ") + "\n"
 }

@@ -622,7 +622,7 @@ impl Columns {
 pub struct SourceLabel {
     pub start: u64,
     pub end: u64,
-    pub text: String,
+    pub text: super::input_text::InputText,
     pub primary: bool,
     pub resolved: Resolved,
 }
@@ -865,7 +865,7 @@ impl Snippet {
                 (r.start.line - 1) as usize,
                 (r.start.column - 1) as usize,
             ));
-            let text = Some(escape(&l.text, false));
+            let text = Some(l.text.for_terminal());
             out.push(if l.primary {
                 miette::LabeledSpan::new_primary_with_span(text, (start, end - start))
             } else {
