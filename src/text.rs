@@ -89,6 +89,12 @@ impl From<&String> for InputText {
     }
 }
 
+impl From<&std::borrow::Cow<'_, str>> for InputText {
+    fn from(s: &std::borrow::Cow<'_, str>) -> Self {
+        Self(s.to_string())
+    }
+}
+
 impl From<&InputText> for InputText {
     fn from(s: &InputText) -> Self {
         s.clone()

@@ -7,9 +7,10 @@ use std::io::{self, Write};
 use comfy_table::{Table, presets};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, SourceCode};
 
-use super::snippet::{self, Snippet, SourceLabel, escape};
+use super::snippet::{self, Snippet, SourceLabel};
 use super::{Located, Printer, RunSummary, SessionSummary, Totals, UnitOutput, by_rule};
 use crate::checks::diagnostic::{Finding, Severity};
+use crate::report::input_text::InputText;
 use crate::source::{FileId, SourceMap};
 
 /// Renders findings as text.
@@ -111,7 +112,10 @@ impl Renderer {
                 message: if i == 0 {
                     headline.clone()
                 } else {
-                    format!("related, in {}", escape(&source.display_name(), false))
+                    format!(
+                        "related, in {}",
+                        InputText::new(source.display_name()).for_terminal()
+                    )
                 },
                 severity: f.severity,
                 labels: spans,
@@ -237,11 +241,11 @@ pub struct HumanPrinter<W: Write> {
     out: W,
     color: bool,
     summary: Summary,
-    rows: Vec<(String, SessionSummary)>,
+    rows: Vec<(InputText, SessionSummary)>,
     /// Per file: totals, the objects line, and whether it held no session at all.
-    files: Vec<(String, Totals, String, bool)>,
+    files: Vec<(InputText, Totals, String, bool)>,
     /// Each file's place in `files` (a run may check many).
-    file_index: crate::FastMap<String, usize>,
+    file_index: crate::FastMap<InputText, usize>,
     rules: std::collections::BTreeMap<&'static str, Totals>,
     totals: Totals,
     sessions: usize,
@@ -283,7 +287,7 @@ impl<W: Write> HumanPrinter<W> {
             } else {
                 row.tools
                     .iter()
-                    .map(|(s, n)| format!("{n} {s}"))
+                    .map(|(s, n)| format!("{n} {}", s.for_terminal()))
                     .collect::<Vec<_>>()
                     .join(", ")
             };
@@ -301,9 +305,9 @@ impl<W: Write> HumanPrinter<W> {
                 ));
             }
             let mut id = if self.files.len() > 1 {
-                format!("{}\n{file}", row.id)
+                format!("{}\n{}", row.id.for_terminal(), file.for_terminal())
             } else {
-                row.id.clone()
+                row.id.for_terminal()
             };
             let tools = match &row.replayed {
                 Some(what) => {
@@ -317,10 +321,10 @@ impl<W: Write> HumanPrinter<W> {
                 None => tools,
             };
             t.add_row([
-                escape(&id, true),
+                id,
                 row.messages.to_string(),
                 format!("{}/{}", row.steps_started, row.steps_finished),
-                escape(&tools, false),
+                tools,
                 findings,
             ]);
         }
@@ -356,7 +360,7 @@ fn unmodelled_words(unmodelled: &std::collections::BTreeMap<String, u64>) -> Opt
     let mut shown: Vec<String> = by_count
         .iter()
         .take(5)
-        .map(|(ty, n)| format!("`{}` ×{n}", escape(ty, false)))
+        .map(|(ty, n)| format!("`{}` ×{n}", InputText::new(ty.as_str()).for_terminal()))
         .collect();
     if by_count.len() > 5 {
         shown.push("…".to_owned());
@@ -437,7 +441,7 @@ impl<W: Write> Printer for HumanPrinter<W> {
                         );
                     }
                     let words = paint(self.color, &totals.words(), "1");
-                    let line = format!("{}: {words}{detail}", escape(file, false));
+                    let line = format!("{}: {words}{detail}", file.for_terminal());
                     write!(
                         self.out,
                         "{}",
@@ -455,7 +459,7 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 if run.verbose {
                     for (file, why) in &run.files_skipped {
                         let line =
-                            format!("skipped {}: {}", escape(file, false), escape(why, false));
+                            format!("skipped {}: {}", file.for_terminal(), why.for_terminal());
                         write!(
                             self.out,
                             "{}",

@@ -1,9 +1,12 @@
-//! Text taken from the input (a message quoting a tool name, an id, a file name): the one way
-//! such text reaches a printer. It has no `Display`: a printer must say where the text goes, and
-//! gets it escaped for that place — a terminal, an HTML page, GitHub-flavoured Markdown, a
-//! workflow command, XML — or, through `Serialize`, as a JSON string (written by
-//! [`super::safe_json`], which escapes what serde_json leaves raw). A new printer therefore cannot
-//! print a recorded control sequence, bidirectional override or markup by forgetting a call.
+//! The escapings of input text ([`InputText`], defined in `crate::text` so that the checks can
+//! word findings with it): the one way such text reaches a printer. It has no `Display`: a
+//! printer must say where the text goes, and gets it escaped for that place — a terminal, an
+//! HTML page, GitHub-flavoured Markdown, a workflow command, XML — or, through `Serialize`, as a
+//! JSON string (written by [`super::safe_json`], which escapes what serde_json leaves raw). The
+//! escaping functions themselves are private to the report layer, so a command or a new printer
+//! cannot escape a string of its own by another route, nor print a recorded control sequence,
+//! bidirectional override or markup by forgetting a call: a finding's message, labels, notes
+//! and help, the file names and session ids of the summaries are all `InputText`.
 
 use maud::Render;
 

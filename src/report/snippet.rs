@@ -735,7 +735,7 @@ impl DisplayLine {
 }
 
 /// Appends `c`, escaping what could drive a terminal (controls, DEL, C1, bidi overrides).
-pub fn push_escaped(out: &mut String, c: char) {
+pub(in crate::report) fn push_escaped(out: &mut String, c: char) {
     let dangerous = crate::text::is_dangerous(c);
     match c {
         '\t' => out.push(' '),
@@ -745,7 +745,7 @@ pub fn push_escaped(out: &mut String, c: char) {
 }
 
 /// `s` with control characters escaped (newlines kept when `keep_newlines`).
-pub fn escape(s: &str, keep_newlines: bool) -> String {
+pub(in crate::report) fn escape(s: &str, keep_newlines: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if keep_newlines && c == '\n' {

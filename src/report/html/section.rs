@@ -36,7 +36,7 @@ pub fn section(
     html! {
         section.unit #{ "u" (UNIT) } {
             "\n"
-            (unit_heading(&file, analysis.format.describe(), &Totals::of(records)))
+            (unit_heading(&InputText::new(file), analysis.format.describe(), &Totals::of(records)))
             @if let Some(f) = analysis.stream.as_ref() {
                 p.meta {
                     (Text(&f.protocol)) " · " (f.events) " events · processor " (Text(&f.profile))
@@ -484,13 +484,14 @@ impl Unit<'_> {
 
 pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> Markup {
     let tools = if s.tools.is_empty() {
-        "no tools".to_owned()
+        InputText::new("no tools")
     } else {
-        s.tools
+        let words: Vec<String> = s
+            .tools
             .iter()
-            .map(|(st, n)| format!("{n} {st}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .map(|(st, n)| format!("{n} {}", st.unescaped()))
+            .collect();
+        InputText::new(words.join(", "))
     };
     let findings = Totals {
         errors: s.errors,
@@ -498,7 +499,7 @@ pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> Markup {
         infos: s.infos,
     };
     html! {
-        span.sid { (Text(&s.id)) }
+        span.sid { (s.id.for_html()) }
         @if let Some(t) = title {
             " " span.title { (Text(&first_line(t, 80))) }
         }
@@ -508,7 +509,7 @@ pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> Markup {
         " "
         span.meta {
             (s.messages) " messages · steps " (s.steps_started) "/" (s.steps_finished) " · "
-            (Text(&tools))
+            (tools.for_html())
         }
         " " span.totals.(totals_class(&findings)) { (Text(&findings.words())) }
     }
