@@ -930,6 +930,21 @@ pub struct StreamFacts {
     /// Most payloads do not fit the protocol the stream was read under: nothing else about the
     /// stream is diagnosed.
     pub not_understood: Option<NotUnderstood>,
+    /// The relay the recording shows the response came through (a gateway or proxy between the
+    /// client and the provider), when its URL or headers name one.
+    pub relay: Option<Relay>,
+}
+
+/// A relay between the client and the provider, as a recording shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relay {
+    /// What it is, in words (`LiteLLM`, `a proxy`).
+    pub name: String,
+    /// What shows it, as recorded (`response header x-litellm-call-id`, `request URL host
+    /// openrouter.ai`).
+    pub evidence: String,
+    /// Where that is in the file.
+    pub span: Option<Span>,
 }
 
 /// A stream read under a protocol most of whose JSON payloads do not fit it.
