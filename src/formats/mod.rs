@@ -48,6 +48,7 @@ macro_rules! family {
 pub mod agent_log;
 pub mod claude_code;
 pub mod codex;
+pub mod gemini;
 pub mod opencode;
 pub mod recognize;
 pub mod recording;
@@ -96,6 +97,7 @@ macro_rules! formats {
 formats! {
     claude_code::ClaudeCode,
     codex::Codex,
+    gemini::Gemini,
     opencode::OpenCode,
     agent_log::AgentLogs,
     stream::StreamCaptures,
