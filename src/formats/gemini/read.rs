@@ -48,6 +48,48 @@ pub fn kind(obj: &Map<String, Value>) -> Kind {
     }
 }
 
+/// The keys of the message records Gemini CLI writes.
+const MESSAGE_KEYS: &[&str] = &[
+    "id",
+    "timestamp",
+    "type",
+    "content",
+    "displayContent",
+    "thoughts",
+    "tokens",
+    "model",
+    "toolCalls",
+];
+
+/// The keys of the metadata Gemini CLI writes (its first line, and `$set` records).
+const METADATA_KEYS: &[&str] = &[
+    "sessionId",
+    "projectHash",
+    "startTime",
+    "lastUpdated",
+    "kind",
+    "directories",
+    "summary",
+    "memoryScratchpad",
+    "messages",
+];
+
+/// Whether `obj` is one of Gemini CLI's records beyond doubt, for recognising a file whose
+/// metadata line is lost: a message (a string `id` and `timestamp`, a `type` the client
+/// writes, `content`, no key its messages lack) or a `$set` of its metadata's keys.
+pub fn is_message_record(obj: &Map<String, Value>) -> bool {
+    if let Some(set) = obj.get("$set").and_then(Value::as_object) {
+        return obj.len() == 1
+            && !set.is_empty()
+            && set.keys().all(|k| METADATA_KEYS.contains(&k.as_str()));
+    }
+    str_of(obj, "id").is_some()
+        && str_of(obj, "timestamp").is_some()
+        && str_of(obj, "type").is_some_and(|t| MESSAGE_TYPES.contains(&t))
+        && obj.contains_key("content")
+        && obj.keys().all(|k| MESSAGE_KEYS.contains(&k.as_str()))
+}
+
 /// Whether the file is the legacy whole-file JSON: its first non-blank line is not a whole JSON
 /// object (the legacy file is pretty-printed, so its first line is `{`).
 pub fn is_legacy(first_line: &str) -> bool {

@@ -529,6 +529,13 @@ impl Reader {
                 let at = Span::new(file, at as u64, 0);
                 let truncated = e.is_eof();
                 self.unreadable = Some(at);
+                // The id the client would have read, from the document's head.
+                self.session_id = text
+                    .find("\"sessionId\"")
+                    .and_then(|k| text.get(k + 11..))
+                    .and_then(|rest| rest.split('"').nth(1))
+                    .filter(|id| !id.is_empty() && id.len() < 100)
+                    .map(str::to_owned);
                 self.analysis().undecodable.push(Undecodable {
                     span: whole,
                     reason: format!(
