@@ -30,6 +30,27 @@ pub(crate) fn is_legacy(lines: &[Line<'_>]) -> bool {
         .is_some_and(|l| obj(&l.value).is_none())
 }
 
+/// What a legacy whole-file JSON session needs that rewind leaves alone, in words (nothing for
+/// a healthy one).
+pub(crate) fn legacy(bytes: &[u8]) -> Option<String> {
+    let how = "rewind does not rewrite the legacy whole-file JSON";
+    let Ok(doc) = serde_json::from_slice::<Value>(bytes) else {
+        return Some(format!(
+            "the legacy session document does not parse (it was cut short while Gemini CLI rewrote it): {how}, and does not guess what the rest held; the messages before the cut are in the file"
+        ));
+    };
+    let open = doc
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|m| m.get("toolCalls").and_then(Value::as_array).into_iter().flatten())
+        .any(|c| !truthy(c.get("result")));
+    open.then(|| format!(
+        "a call has no result: {how}; resume it once with Gemini CLI 0.61.0 or later (`gemini --resume`), which converts it to a JSON-lines file beside it, and repair that file"
+    ))
+}
+
 /// The result Gemini CLI writes for a call it cancelled.
 fn cancelled(id: &str, name: &str) -> Value {
     json!([{ "functionResponse": {

@@ -2,20 +2,35 @@
 //! `--resume`: the stored messages converted to contents (`convertSessionToClientHistory`, done
 //! in `replay.rs`: a Gemini message is a model turn of its thoughts, text and `functionCall`s,
 //! followed by a user turn of its calls' results), then consecutive turns of one role sent as
-//! one content (observed in the requests 0.61.0 sent to a scripted provider).
+//! one content (observed in the requests 0.61.0 sent to a scripted provider). A history that
+//! ends with a user turn of `functionResponse`s gets a closing model turn
+//! (`closeUnansweredToolResponseTurn`: "[The previous response was interrupted before it
+//! completed.]"), so the next prompt stays a turn of its own.
 //!
 //! The context the client adds in front of the history (`<session_context>`), the system
 //! instruction and the tools are not rebuilt: the request holds the conversation's roles, parts
 //! and call ids.
 
 use crate::formats::transcript::request::rebuilt;
-use crate::request::{ModelMessage, ModelRequest, Provider};
+use crate::request::{Block, BlockKind, ModelMessage, ModelRequest, Provider, Role};
 use crate::session::Analysis;
 
 /// The request Gemini CLI sends next, when `analysis` is its session's.
 pub fn next_request(analysis: &Analysis) -> Option<ModelRequest> {
     let facts = analysis.transcript.as_deref()?;
-    Some(rebuilt(analysis, Provider::Google, merge(&facts.history)))
+    let mut messages = merge(&facts.history);
+    let ends_in_results = messages.last().is_some_and(|m| {
+        m.role == Role::User && m.content.iter().any(|b| b.tool_result_id().is_some())
+    });
+    if ends_in_results {
+        messages.push(ModelMessage {
+            role: Role::Assistant,
+            content: vec![Block::new(BlockKind::Text)],
+            span: None,
+            message_id: None,
+        });
+    }
+    Some(rebuilt(analysis, Provider::Google, messages))
 }
 
 /// Consecutive contents of one role as one.
@@ -34,7 +49,6 @@ pub fn merge(history: &[ModelMessage]) -> Vec<ModelMessage> {
 mod tests {
     use super::*;
     use crate::formats::transcript::request::test_history::{call, msg};
-    use crate::request::{BlockKind, Role};
 
     #[test]
     fn turns_of_one_role_are_one_content() {

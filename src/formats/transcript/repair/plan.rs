@@ -23,9 +23,7 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
         unanswered_at_ms: None,
     };
     if client == Client::Gemini && gemini::is_legacy(&lines) {
-        plan.unfixable.push(
-            "the legacy whole-file JSON session is not rewritten by rewind: resume it once with Gemini CLI 0.61.0 or later (`gemini --resume`), which converts it to a JSON-lines file beside it, and repair that file".into(),
-        );
+        plan.unfixable.extend(gemini::legacy(bytes));
         return plan;
     }
     let last = lines.len().checked_sub(1);
