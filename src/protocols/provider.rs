@@ -83,7 +83,12 @@ pub fn google(req: &ModelRequest) -> Vec<Violation> {
         if m.role == Role::Assistant {
             let next = msgs.get(i + 1).filter(|n| is_results_message(n));
             let answered: FastSet<&str> = next
-                .map(|n| n.content.iter().filter_map(|b| b.tool_result_id()).collect())
+                .map(|n| {
+                    n.content
+                        .iter()
+                        .filter_map(|b| b.tool_result_id())
+                        .collect()
+                })
                 .unwrap_or_default();
             let missing: Vec<(usize, &str)> = m
                 .content
@@ -97,7 +102,9 @@ pub fn google(req: &ModelRequest) -> Vec<Violation> {
             };
             let why = match msgs.get(i + 1) {
                 None => "it is the last turn".to_owned(),
-                Some(n) if !is_results_message(n) => format!("turn {} is another model turn", i + 1),
+                Some(n) if !is_results_message(n) => {
+                    format!("turn {} is another model turn", i + 1)
+                }
                 Some(_) => format!("turn {} has no `functionResponse` for them", i + 1),
             };
             let error = if answered.is_empty() {
@@ -108,7 +115,9 @@ pub fn google(req: &ModelRequest) -> Vec<Violation> {
             out.push(Violation {
                 kind: ViolationKind::MissingResult,
                 error: error.to_owned(),
-                explanation: format!("model turn {i} makes function calls that are never answered: {why}"),
+                explanation: format!(
+                    "model turn {i} makes function calls that are never answered: {why}"
+                ),
                 message_index: i,
                 ids: missing.iter().map(|(_, id)| (*id).to_owned()).collect(),
                 span: m.content[k].span.or(m.span),
@@ -571,5 +580,40 @@ mod tests {
                 "No tool call found for function call output with call_id call_x"
             ]
         );
+    }
+
+    #[test]
+    fn google_wants_each_call_answered_by_the_next_turn() {
+        let req = |messages| ModelRequest {
+            provider: Provider::Google,
+            messages,
+            span: None,
+            origin: String::new(),
+            thinking: false,
+            response: None,
+            session_id: None,
+        };
+        let ok = req(vec![
+            msg(Role::User, vec![BlockKind::Text]),
+            msg(Role::Assistant, vec![BlockKind::Text, call("c1")]),
+            msg(Role::User, vec![result("c1")]),
+            msg(Role::Assistant, vec![BlockKind::Text]),
+        ]);
+        assert!(check(&ok).is_empty());
+        let unanswered = req(vec![
+            msg(Role::User, vec![BlockKind::Text]),
+            msg(Role::Assistant, vec![call("c1")]),
+            msg(Role::User, vec![BlockKind::Text]),
+        ]);
+        let v = check(&unanswered);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].kind, ViolationKind::MissingResult);
+        assert_eq!(v[0].ids, vec!["c1".to_owned()]);
+        let orphan = req(vec![
+            msg(Role::User, vec![BlockKind::Text]),
+            msg(Role::Assistant, vec![BlockKind::Text]),
+            msg(Role::User, vec![result("c9")]),
+        ]);
+        assert_eq!(check(&orphan)[0].kind, ViolationKind::OrphanResult);
     }
 }

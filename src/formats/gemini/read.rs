@@ -39,7 +39,10 @@ pub fn kind(obj: &Map<String, Value>) -> Kind {
         Kind::Rewind
     } else if str_of(obj, "id").is_some() {
         Kind::Message
-    } else if obj.get("$set").is_some_and(|v| v.is_object() || v.is_array()) {
+    } else if obj
+        .get("$set")
+        .is_some_and(|v| v.is_object() || v.is_array())
+    {
         Kind::Set
     } else if str_of(obj, "sessionId").is_some() && str_of(obj, "projectHash").is_some() {
         Kind::Metadata
@@ -159,8 +162,14 @@ mod tests {
 
     #[test]
     fn records_are_told_apart_in_the_clients_order() {
-        assert_eq!(kind(&obj(json!({"$rewindTo": "m1", "id": "x"}))), Kind::Rewind);
-        assert_eq!(kind(&obj(json!({"id": "m1", "type": "user"}))), Kind::Message);
+        assert_eq!(
+            kind(&obj(json!({"$rewindTo": "m1", "id": "x"}))),
+            Kind::Rewind
+        );
+        assert_eq!(
+            kind(&obj(json!({"id": "m1", "type": "user"}))),
+            Kind::Message
+        );
         assert_eq!(kind(&obj(json!({"$set": {"lastUpdated": "t"}}))), Kind::Set);
         assert_eq!(
             kind(&obj(json!({"sessionId": "s", "projectHash": "h"}))),
@@ -171,12 +180,18 @@ mod tests {
 
     #[test]
     fn the_picker_counts_prompts_and_replies_only() {
-        assert!(is_resumable(&obj(json!({"type": "user", "content": [{"text": "hi"}]}))));
+        assert!(is_resumable(&obj(
+            json!({"type": "user", "content": [{"text": "hi"}]})
+        )));
         assert!(!is_resumable(&obj(
             json!({"type": "user", "content": [{"text": "<session_context>\n…"}]})
         )));
-        assert!(!is_resumable(&obj(json!({"type": "user", "content": "/help"}))));
-        assert!(!is_resumable(&obj(json!({"type": "gemini", "content": ""}))));
+        assert!(!is_resumable(&obj(
+            json!({"type": "user", "content": "/help"})
+        )));
+        assert!(!is_resumable(&obj(
+            json!({"type": "gemini", "content": ""})
+        )));
         assert!(is_resumable(&obj(
             json!({"type": "gemini", "content": "", "toolCalls": [{"id": "c"}]})
         )));

@@ -13,8 +13,7 @@ pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
         return Vec::new();
     };
     let text = text.trim_start();
-    if first_key(text) != Some("sessionId") || !head.probe_compact.contains("\"projectHash\":\"")
-    {
+    if first_key(text) != Some("sessionId") || !head.probe_compact.contains("\"projectHash\":\"") {
         return first_record(
             head,
             Format::GeminiSession,

@@ -44,7 +44,12 @@ pub(crate) fn legacy(bytes: &[u8]) -> Option<String> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .flat_map(|m| m.get("toolCalls").and_then(Value::as_array).into_iter().flatten())
+        .flat_map(|m| {
+            m.get("toolCalls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
         .any(|c| !truthy(c.get("result")));
     open.then(|| format!(
         "a call has no result: {how}; resume it once with Gemini CLI 0.61.0 or later (`gemini --resume`), which converts it to a JSON-lines file beside it, and repair that file"
@@ -73,9 +78,9 @@ fn messages(lines: &[Line<'_>]) -> Vec<(String, Map<String, Value>, usize)> {
     let mut list: Vec<(String, Map<String, Value>, usize)> = Vec::new();
     let mut index: crate::FastMap<String, usize> = crate::FastMap::default();
     let set = |list: &mut Vec<(String, Map<String, Value>, usize)>,
-                   index: &mut crate::FastMap<String, usize>,
-                   m: &Map<String, Value>,
-                   i: usize| {
+               index: &mut crate::FastMap<String, usize>,
+               m: &Map<String, Value>,
+               i: usize| {
         let id = str_of(m, "id").unwrap_or_default().to_owned();
         match index.get(&id) {
             Some(&k) => list[k] = (id, m.clone(), i),
@@ -103,12 +108,19 @@ fn messages(lines: &[Line<'_>]) -> Vec<(String, Map<String, Value>, usize)> {
                     Some(&k) => list.truncate(k),
                     None => list.clear(),
                 }
-                index = list.iter().enumerate().map(|(k, m)| (m.0.clone(), k)).collect();
+                index = list
+                    .iter()
+                    .enumerate()
+                    .map(|(k, m)| (m.0.clone(), k))
+                    .collect();
             }
             Kind::Message => set(&mut list, &mut index, o, i),
             Kind::Set => {
                 let set_obj = o.get("$set").and_then(Value::as_object);
-                if let Some(items) = set_obj.and_then(|s| s.get("messages")).filter(|v| v.is_array()) {
+                if let Some(items) = set_obj
+                    .and_then(|s| s.get("messages"))
+                    .filter(|v| v.is_array())
+                {
                     list.clear();
                     index.clear();
                     for m in from_array(Some(items)) {
@@ -143,8 +155,17 @@ pub(crate) fn plan(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
         if str_of(m, "type") != Some("user") {
             continue;
         }
-        for p in m.get("content").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(id) = p.get("functionResponse").and_then(|f| f.get("id")).and_then(Value::as_str) {
+        for p in m
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(id) = p
+                .get("functionResponse")
+                .and_then(|f| f.get("id"))
+                .and_then(Value::as_str)
+            {
                 responded.insert(id.to_owned(), k);
             }
         }
@@ -198,8 +219,14 @@ pub(crate) fn plan(lines: &[Line<'_>], next_line: u64, plan: &mut Plan) {
             .filter_map(|p| p.get("functionCall"))
             .map(|f| {
                 (
-                    f.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
-                    f.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                    f.get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    f.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
                 )
             })
             .filter(|(cid, _)| responded.get(cid).is_none_or(|&r| r < k))
@@ -272,10 +299,13 @@ mod tests {
         assert_eq!(p.changes.len(), 1);
         assert_eq!(p.session_id.as_deref(), Some("s1"));
         assert!(p.calls.contains("c1"));
-        let answered = format!("{text}{}\n", match &p.edits[0] {
-            crate::formats::transcript::repair::Edit::Append(s) => s.clone(),
-            _ => String::new(),
-        });
+        let answered = format!(
+            "{text}{}\n",
+            match &p.edits[0] {
+                crate::formats::transcript::repair::Edit::Append(s) => s.clone(),
+                _ => String::new(),
+            }
+        );
         assert!(answered.contains(GEMINI_CANCELLED));
         assert!(plan_of(&answered).changes.is_empty());
     }

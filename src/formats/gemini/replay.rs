@@ -125,7 +125,8 @@ fn empty_text(part: &Value) -> bool {
     part.as_object().is_some_and(|o| {
         o.get("text").and_then(Value::as_str) == Some("")
             && !o.get("thought").is_some_and(|t| t.as_bool() == Some(true))
-            && o.keys().all(|k| matches!(k.as_str(), "text" | "thought" | "callIndex"))
+            && o.keys()
+                .all(|k| matches!(k.as_str(), "text" | "thought" | "callIndex"))
     })
 }
 
@@ -218,8 +219,7 @@ fn message(obj: &Map<String, Value>, at: &At<'_>) -> Msg {
                 Vec::new()
             };
             let in_content = content.iter().any(|(_, p)| {
-                p.get("functionCall").is_some()
-                    || p.get("thought").is_some_and(|t| truthy(Some(t)))
+                p.get("functionCall").is_some() || p.get("thought").is_some_and(|t| truthy(Some(t)))
             });
             let mut blocks = Vec::new();
             let tool_calls = obj.get("toolCalls").and_then(Value::as_array);
@@ -305,7 +305,11 @@ fn message(obj: &Map<String, Value>, at: &At<'_>) -> Msg {
                     Some(other) => responses.push(block(
                         other,
                         result_at,
-                        call_at(&[Seg::Key("result"), Seg::Key("functionResponse"), Seg::Key("id")]),
+                        call_at(&[
+                            Seg::Key("result"),
+                            Seg::Key("functionResponse"),
+                            Seg::Key("id"),
+                        ]),
                         &format!("{id}/toolCalls/{k}/result"),
                     )),
                     None => {}
@@ -483,7 +487,13 @@ impl Reader {
                 self.list.rewind(&id);
             }
             Kind::Message => {
-                let m = message(obj, &At { line: &line, item: None });
+                let m = message(
+                    obj,
+                    &At {
+                        line: &line,
+                        item: None,
+                    },
+                );
                 self.note_type(&m.ty);
                 if self.list.set(m) {
                     self.reappended += 1;
@@ -571,11 +581,18 @@ impl Reader {
             .unwrap_or_else(|| Analysis::new(file, Format::GeminiSession));
         analysis.file = file;
         let legacy = self.legacy;
-        analysis
-            .counts
-            .insert(if legacy { "messages (legacy JSON)" } else { "lines" }, self.lines);
+        analysis.counts.insert(
+            if legacy {
+                "messages (legacy JSON)"
+            } else {
+                "lines"
+            },
+            self.lines,
+        );
         if self.reappended > 0 {
-            analysis.counts.insert("re-appended records", self.reappended);
+            analysis
+                .counts
+                .insert("re-appended records", self.reappended);
         }
         let msgs = std::mem::take(&mut self.list).into_messages();
         analysis.counts.insert("messages", msgs.len() as u64);
@@ -734,7 +751,8 @@ mod tests {
             .unwrap_or_else(|_| Analysis::new(FileId(0), Format::GeminiSession))
     }
 
-    const META: &str = r#"{"sessionId":"s1","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}"#;
+    const META: &str =
+        r#"{"sessionId":"s1","projectHash":"h","startTime":"t","lastUpdated":"t","kind":"main"}"#;
 
     #[test]
     fn a_reappended_message_replaces_the_earlier_in_its_place() {
@@ -752,7 +770,11 @@ mod tests {
             .filter_map(|(_, _, p)| p.part.tool().map(|t| t.state.status().to_owned()))
             .collect();
         assert_eq!(tools, vec!["completed"]);
-        let h = &a.transcript.as_deref().map(|f| f.history.clone()).unwrap_or_default();
+        let h = &a
+            .transcript
+            .as_deref()
+            .map(|f| f.history.clone())
+            .unwrap_or_default();
         let roles: Vec<Role> = h.iter().map(|m| m.role).collect();
         assert_eq!(roles, vec![Role::User, Role::Assistant, Role::User]);
     }
@@ -766,7 +788,11 @@ mod tests {
             r#"{"$rewindTo":"g2"}"#,
         );
         let a = run(&text);
-        let ids: Vec<&str> = a.sessions[0].messages.iter().map(|m| m.id.as_str()).collect();
+        let ids: Vec<&str> = a.sessions[0]
+            .messages
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect();
         assert_eq!(ids, vec!["u2"]);
     }
 
