@@ -93,11 +93,11 @@ pub fn is_message_record(obj: &Map<String, Value>) -> bool {
         && obj.keys().all(|k| MESSAGE_KEYS.contains(&k.as_str()))
 }
 
-/// Whether the file is the legacy whole-file JSON: its first non-blank line is not a whole JSON
-/// object (the legacy file is pretty-printed, so its first line is `{`).
+/// Whether the file is the legacy whole-file JSON: Gemini CLI pretty-prints it, so its first
+/// non-blank line is `{` alone. (A legacy document on one line reads as a metadata record with
+/// `messages`, which is how the client reads it too.)
 pub fn is_legacy(first_line: &str) -> bool {
-    let t = first_line.trim();
-    !(t.starts_with('{') && serde_json::from_str::<Value>(t).is_ok_and(|v| v.is_object()))
+    first_line.trim() == "{"
 }
 
 /// The message types whose records the client sends to the model.
@@ -202,5 +202,6 @@ mod tests {
     fn the_legacy_file_starts_with_a_brace_alone() {
         assert!(is_legacy("{"));
         assert!(!is_legacy(r#"{"sessionId":"s","projectHash":"h"}"#));
+        assert!(!is_legacy(r#"{"sessionId":"s","proj"#));
     }
 }

@@ -22,12 +22,13 @@ use crate::json::value::str_of;
 /// The error Gemini CLI gives the result of a call it cancelled (its own words).
 pub const GEMINI_CANCELLED: &str = "[Operation Cancelled] Operation cancelled.";
 
-/// Whether the file is the legacy whole-file JSON (its first non-blank line is not a record).
+/// Whether the file is the legacy whole-file JSON (its first non-blank line is `{` alone).
 pub(crate) fn is_legacy(lines: &[Line<'_>]) -> bool {
     lines
         .iter()
-        .find(|l| std::str::from_utf8(l.raw).is_ok_and(|t| !t.trim().is_empty()))
-        .is_some_and(|l| obj(&l.value).is_none())
+        .filter_map(|l| std::str::from_utf8(l.raw).ok())
+        .find(|t| !t.trim().is_empty())
+        .is_some_and(gemini::is_legacy)
 }
 
 /// What a legacy whole-file JSON session needs that rewind leaves alone, in words (nothing for

@@ -124,7 +124,7 @@ fn str_of_v(v: &Value, key: &str) -> String {
 fn empty_text(part: &Value) -> bool {
     part.as_object().is_some_and(|o| {
         o.get("text").and_then(Value::as_str) == Some("")
-            && !o.get("thought").is_some_and(|t| t.as_bool() == Some(true))
+            && o.get("thought").is_none_or(|t| t.as_bool() != Some(true))
             && o.keys()
                 .all(|k| matches!(k.as_str(), "text" | "thought" | "callIndex"))
     })
@@ -449,7 +449,7 @@ impl Reader {
             *self
                 .analysis()
                 .unmodelled
-                .entry(format!("message type `{ty}`"))
+                .entry(format!("{{\"type\": \"{ty}\"}}"))
                 .or_default() += 1;
         }
     }
@@ -520,7 +520,7 @@ impl Reader {
                 *self
                     .analysis()
                     .unmodelled
-                    .entry(format!("record `{{\"{key}\": …}}`"))
+                    .entry(format!("{{\"{key}\": …}}"))
                     .or_default() += 1;
             }
         }
@@ -596,9 +596,6 @@ impl Reader {
         }
         let msgs = std::mem::take(&mut self.list).into_messages();
         analysis.counts.insert("messages", msgs.len() as u64);
-        if legacy {
-            analysis.counts.remove("messages (legacy JSON)");
-        }
         let id = self.session_id.clone().unwrap_or_else(|| "session".into());
         let mut session = Session {
             id: id.clone(),
