@@ -168,6 +168,68 @@ fn the_request_pairs_calls_as_gemini_cli_sends_them() {
     assert_eq!(doc["problems"].as_array().unwrap().len(), 1);
 }
 
+/// What Gemini CLI 0.61.0 sent when it resumed a fixture (`resumed-requests.json`, recorded):
+/// the rebuilt request holds the same contents, roles, part kinds and ids, once the context the
+/// client adds in front and the new prompt at the end are set aside.
+#[test]
+fn the_request_is_what_the_real_client_sent_on_resume() {
+    let recorded: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("resumed-requests.json")).unwrap())
+            .unwrap();
+    let sessions = recorded["sessions"].as_object().unwrap();
+    assert_eq!(sessions.len(), 3);
+    for (name, contents) in sessions {
+        let mut want: Vec<(String, Vec<(String, Option<String>)>)> = Vec::new();
+        for c in contents.as_array().unwrap() {
+            let role = match c["role"].as_str().unwrap() {
+                "model" => "assistant",
+                other => other,
+            };
+            let parts: Vec<(String, Option<String>)> = c["parts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p[0] != "context")
+                .map(|p| {
+                    let kind = match p[0].as_str().unwrap() {
+                        "functionCall" => "tool_use",
+                        "functionResponse" => "tool_result",
+                        "thought" => "reasoning",
+                        other => other,
+                    };
+                    (kind.to_owned(), p[1].as_str().map(str::to_owned))
+                })
+                .collect();
+            if !parts.is_empty() {
+                want.push((role.to_owned(), parts));
+            }
+        }
+        // The prompt the resumed client sent.
+        want.pop();
+        let doc = request(name);
+        let got: Vec<(String, Vec<(String, Option<String>)>)> = doc["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let blocks = m["blocks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| {
+                        (
+                            b["type"].as_str().unwrap().to_owned(),
+                            b["id"].as_str().map(str::to_owned),
+                        )
+                    })
+                    .collect();
+                (m["role"].as_str().unwrap().to_owned(), blocks)
+            })
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}
+
 #[test]
 fn the_input_kind_can_be_named() {
     let (code, doc) = diagnose_json(

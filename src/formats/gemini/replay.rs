@@ -83,12 +83,12 @@ fn block(part: &Value, span: Option<Span>, id_span: Option<Span>, part_id: &str)
     let get = |k: &str| o.and_then(|o| o.get(k));
     let kind = if let Some(fc) = get("functionCall") {
         BlockKind::ToolCall {
-            id: str_of_v(fc, "id"),
+            id: sent_id(&str_of_v(fc, "id"), &str_of_v(fc, "name")),
             name: str_of_v(fc, "name"),
         }
     } else if let Some(fr) = get("functionResponse") {
         BlockKind::ToolResult {
-            id: str_of_v(fr, "id"),
+            id: sent_id(&str_of_v(fr, "id"), &str_of_v(fr, "name")),
             is_error: fr.get("response").and_then(|r| r.get("error")).is_some(),
         }
     } else if get("thought").is_some_and(|t| t.as_bool() == Some(true)) {
@@ -110,6 +110,19 @@ fn block(part: &Value, span: Option<Span>, id_span: Option<Span>, part_id: &str)
         span,
         part_id: Some(part_id.to_owned()),
     }
+}
+
+/// A call id as Gemini CLI 0.61.0 sends it: without the `<tool>__` prefix it stores
+/// (`stripToolCallIdPrefixes`; a blank name is `generic_tool`).
+pub fn sent_id(id: &str, name: &str) -> String {
+    let name = match name.trim() {
+        "" => "generic_tool",
+        n => n,
+    };
+    id.strip_prefix(name)
+        .and_then(|rest| rest.strip_prefix("__"))
+        .unwrap_or(id)
+        .to_owned()
 }
 
 fn str_of_v(v: &Value, key: &str) -> String {
@@ -259,7 +272,7 @@ fn message(obj: &Map<String, Value>, at: &At<'_>) -> Msg {
                 if !in_content {
                     blocks.push(Block {
                         kind: BlockKind::ToolCall {
-                            id: cid.clone(),
+                            id: sent_id(&cid, &name),
                             name: name.clone(),
                         },
                         span: id_span,
@@ -279,7 +292,7 @@ fn message(obj: &Map<String, Value>, at: &At<'_>) -> Msg {
                 match result {
                     Some(Value::String(_)) => responses.push(Block {
                         kind: BlockKind::ToolResult {
-                            id: cid.clone(),
+                            id: sent_id(&cid, &str_of_v(call, "name")),
                             is_error: false,
                         },
                         span: result_at,
@@ -631,7 +644,8 @@ impl Reader {
                 });
             }
             for c in &m.calls {
-                let done = answered_at.get(c.id.as_str()).is_some_and(|&i| i >= first);
+                let sent = sent_id(&c.id, &c.name);
+                let done = answered_at.get(sent.as_str()).is_some_and(|&i| i >= first);
                 let status = if done { "completed" } else { "running" };
                 if !done {
                     open += 1;
