@@ -152,6 +152,9 @@ pub struct TranscriptFacts {
     /// Notes for a tool call left open at the end of the active history: what the client does
     /// with it when the session is resumed.
     pub open_call_notes: Vec<String>,
+    /// What to do about such a call, when the client's case differs from the usual one (the
+    /// client killed while the tool ran).
+    pub open_call_help: Option<String>,
     /// User turns that never got a reply.
     pub unanswered: Vec<UnansweredTurn>,
     /// Tool calls without a result that the active history has moved past (a dead-end branch, a

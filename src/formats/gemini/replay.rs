@@ -675,6 +675,9 @@ impl Reader {
             .flat_map(|m| m.calls.iter().map(|c| c.id.clone()))
             .collect();
         if open > 0 {
+            facts.open_call_help = Some(
+                "`rewind repair` answers it as Gemini CLI answers a call it cancels (status \"cancelled\", a `functionResponse` with the error \"[Operation Cancelled] Operation cancelled.\"), writing the message again as the client does".into(),
+            );
             facts.open_call_notes.push(
                 "Gemini CLI records a call with its result once the call completes, so a call without one was written by another version or by hand; on resume Gemini CLI (0.61.0) sends the call without a `functionResponse`, and the Gemini API refuses the request (400)".into(),
             );
