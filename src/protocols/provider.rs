@@ -12,7 +12,8 @@
 //!
 //! Google (the Gemini API's `contents`): a model turn's `functionCall` parts are answered by the
 //! user turn right after it, one `functionResponse` part per call; a `functionResponse` answers
-//! a call of the model turn before it. The errors are the API's own words.
+//! a call of the model turn before it. The errors are the API's own words (its known pairing
+//! errors; which one it answers for a given history was not checked against the API).
 //!
 //! The `messages.N` index Anthropic reports for a missing result is the index of the message that
 //! should have held it (the one after the assistant message): that is what the recorded 400
