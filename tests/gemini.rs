@@ -168,6 +168,9 @@ fn the_request_pairs_calls_as_gemini_cli_sends_them() {
     assert_eq!(doc["problems"].as_array().unwrap().len(), 1);
 }
 
+/// A content: its role, and each part's kind and call id.
+type Content = (String, Vec<(String, Option<String>)>);
+
 /// What Gemini CLI 0.61.0 sent when it resumed a fixture (`resumed-requests.json`, recorded):
 /// the rebuilt request holds the same contents, roles, part kinds and ids, once the context the
 /// client adds in front and the new prompt at the end are set aside.
@@ -179,7 +182,7 @@ fn the_request_is_what_the_real_client_sent_on_resume() {
     let sessions = recorded["sessions"].as_object().unwrap();
     assert_eq!(sessions.len(), 3);
     for (name, contents) in sessions {
-        let mut want: Vec<(String, Vec<(String, Option<String>)>)> = Vec::new();
+        let mut want: Vec<Content> = Vec::new();
         for c in contents.as_array().unwrap() {
             let role = match c["role"].as_str().unwrap() {
                 "model" => "assistant",
@@ -207,7 +210,7 @@ fn the_request_is_what_the_real_client_sent_on_resume() {
         // The prompt the resumed client sent.
         want.pop();
         let doc = request(name);
-        let got: Vec<(String, Vec<(String, Option<String>)>)> = doc["messages"]
+        let got: Vec<Content> = doc["messages"]
             .as_array()
             .unwrap()
             .iter()
