@@ -28,6 +28,9 @@ pub enum Format {
     ClaudeTranscript,
     /// A Codex rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
     CodexRollout,
+    /// A Gemini CLI session (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, or the legacy
+    /// whole-file `session-*.json`).
+    GeminiSession,
 }
 
 impl Format {
@@ -46,6 +49,7 @@ impl Format {
             Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
             Format::ClaudeTranscript => "a Claude Code transcript",
             Format::CodexRollout => "a Codex rollout",
+            Format::GeminiSession => "a Gemini CLI session",
         }
     }
 
@@ -61,9 +65,17 @@ impl Format {
         )
     }
 
-    /// A client's own transcript of a session (Claude Code, Codex).
+    /// A client's own transcript of a session (Claude Code, Codex, Gemini CLI).
     pub fn is_client_transcript(self) -> bool {
-        matches!(self, Format::ClaudeTranscript | Format::CodexRollout)
+        matches!(
+            self,
+            Format::ClaudeTranscript | Format::CodexRollout | Format::GeminiSession
+        )
+    }
+
+    /// A Gemini CLI session.
+    pub fn is_gemini(self) -> bool {
+        self == Format::GeminiSession
     }
 
     /// A Claude Code transcript.

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::formats::{claude_code::repair as claude_code, codex::repair as codex};
+use crate::formats::{
+    claude_code::repair as claude_code, codex::repair as codex, gemini::repair as gemini,
+};
 
 use super::{Change, Client, Edit, Plan, Problem, split};
 
@@ -20,6 +22,10 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
         calls: BTreeSet::new(),
         unanswered_at_ms: None,
     };
+    if client == Client::Gemini && gemini::is_legacy(&lines) {
+        plan.unfixable.extend(gemini::legacy(bytes));
+        return plan;
+    }
     let last = lines.len().checked_sub(1);
     let torn = last.filter(|&i| !newline_at_end && lines[i].value.is_none());
     for (i, l) in lines.iter().enumerate() {
@@ -54,6 +60,7 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
             claude_code::plan(&lines[..kept], next_line, &thinking, &mut plan);
         }
         Client::Codex => codex::plan(&lines[..kept], next_line, &mut plan),
+        Client::Gemini => gemini::plan(&lines[..kept], next_line, &mut plan),
     }
     plan
 }
