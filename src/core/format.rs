@@ -28,6 +28,8 @@ pub enum Format {
     ClaudeTranscript,
     /// A Codex rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
     CodexRollout,
+    /// Codex's thread index (`~/.codex/state_5.sqlite`) with its home folder's rollouts.
+    CodexState,
 }
 
 impl Format {
@@ -46,6 +48,7 @@ impl Format {
             Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
             Format::ClaudeTranscript => "a Claude Code transcript",
             Format::CodexRollout => "a Codex rollout",
+            Format::CodexState => "Codex's thread index (state_5.sqlite)",
         }
     }
 
@@ -83,6 +86,6 @@ impl Format {
 
     /// Read from a folder rather than a file.
     pub fn is_folder(self) -> bool {
-        self == Format::OpencodeStorage
+        matches!(self, Format::OpencodeStorage | Format::CodexState)
     }
 }

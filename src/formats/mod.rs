@@ -159,6 +159,6 @@ mod tests {
                 .count();
             assert_eq!(n, 1, "{format:?} is read by {n} families");
         }
-        assert!(family_of(Format::CodexRollout).is_some_and(|f| f.formats().len() == 1));
+        assert!(family_of(Format::CodexRollout).is_some_and(|f| f.formats().len() == 2));
     }
 }
