@@ -112,19 +112,35 @@ fn repair_drops_a_dangling_row_after_a_backup_and_is_idempotent() {
         .arg(&h)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(plan["plan"].as_array().unwrap().len(), 1, "{plan}");
     assert_eq!(std::fs::read(&db).unwrap(), before, "a dry run wrote");
-    let out = rewind().args(["repair", "--format", "json"]).arg(&h).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = rewind()
+        .args(["repair", "--format", "json"])
+        .arg(&h)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let done: Value = serde_json::from_slice(&out.stdout).unwrap();
     let backup = PathBuf::from(done["backup"].as_str().unwrap());
     assert!(backup.is_file(), "{done}");
     let (code, doc) = diagnose_json(&h, &[]);
     assert_eq!(code, 0, "{doc}");
     assert!(loud(&doc).is_empty(), "{}", describe(&loud(&doc)));
-    let out = rewind().args(["repair", "--format", "json"]).arg(&h).output().unwrap();
+    let out = rewind()
+        .args(["repair", "--format", "json"])
+        .arg(&h)
+        .output()
+        .unwrap();
     let again: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(again["plan"].as_array().unwrap().is_empty(), "{again}");
     assert!(again["backup"].is_null(), "{again}");
@@ -185,7 +201,53 @@ fn the_real_codex_agrees_with_the_repaired_index() {
     let (_tmp, h) = temp_home("dangling");
     assert_eq!(doctor_parity(&codex, &h), "warning");
     // Codex's doctor has exited; its fresh `-wal` is not a live writer.
-    let out = rewind().args(["repair", "--force"]).arg(&h).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = rewind()
+        .args(["repair", "--force"])
+        .arg(&h)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(doctor_parity(&codex, &h), "ok");
+}
+
+#[test]
+fn an_archived_thread_under_archived_sessions_is_healthy() {
+    let (_tmp, h) = temp_home("healthy");
+    let rollout = common::codex_home::ROLLOUT.rsplit('/').next().unwrap();
+    let from = h.join("sessions/2026/11/28").join(rollout);
+    let to = h.join("archived_sessions").join(rollout);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::rename(&from, &to).unwrap();
+    let conn = rusqlite::Connection::open(h.join("state_5.sqlite")).unwrap();
+    conn.execute(
+        "UPDATE threads SET archived = 1, archived_at = created_at, rollout_path = ?1",
+        [to.to_string_lossy()],
+    )
+    .unwrap();
+    drop(conn);
+    let (code, doc) = diagnose_json(&h, &[]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(loud(&doc).is_empty(), "{}", describe(&loud(&doc)));
+    assert!(doc.to_string().contains("archived_sessions"), "{doc}");
+}
+
+#[test]
+fn sessions_without_a_store_counts_the_thread_index() {
+    let (tmp, _h) = temp_home("dangling");
+    let out = rewind()
+        .args(["sessions", "--format", "json"])
+        .env("HOME", tmp.path())
+        .env_remove("CODEX_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let index = &doc["codex_index"];
+    assert_eq!(index["threads_rows"], 1, "{doc}");
+    assert_eq!(index["rollout_files"], 0, "{doc}");
+    assert_eq!(index["disagreements"], 1, "{doc}");
 }

@@ -110,7 +110,10 @@ const CASES: &[(&str, &str)] = &[
     ),
     ("thread-index-drift", "tests/fixtures/codex-home/dangling"),
     ("thread-projection-drift", "tests/fixtures/codex-home/drift"),
-    ("state-db-unreadable", "tests/fixtures/codex-home/not-a-database"),
+    (
+        "state-db-unreadable",
+        "tests/fixtures/codex-home/not-a-database",
+    ),
 ];
 
 /// More shapes of a rule than its case, each with a twin of its own: (rule, shape, a fixture that

@@ -211,14 +211,20 @@ fn index_report(
         OutputFormat::Json => {
             crate::report::safe_json::to_writer_pretty(
                 &mut *out,
-                &super::envelope(json!({"path": shown, "dry_run": dry_run, "plan": outcome.changes,
-                    "unfixable": outcome.unfixable, "backup": outcome.backup})),
+                &super::envelope(
+                    json!({"path": shown, "dry_run": dry_run, "plan": outcome.changes,
+                    "unfixable": outcome.unfixable, "backup": outcome.backup}),
+                ),
             )?;
             writeln!(out)?;
         }
         OutputFormat::Human => {
             if outcome.changes.is_empty() {
-                writeln!(out, "{}: nothing to repair", InputText::from(shown).for_terminal())?;
+                writeln!(
+                    out,
+                    "{}: nothing to repair",
+                    InputText::from(shown).for_terminal()
+                )?;
             }
             for c in &outcome.changes {
                 writeln!(

@@ -750,7 +750,11 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
         let home = root.parent()?;
         let db = home.join(crate::formats::codex::index::STATE_DB);
         db.is_file().then(|| {
-            let facts = crate::formats::codex::index::compare(home, &db, &mut crate::source::SourceMap::new());
+            let facts = crate::formats::codex::index::compare(
+                home,
+                &db,
+                &mut crate::source::SourceMap::new(),
+            );
             (db, facts)
         })
     });

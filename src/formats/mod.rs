@@ -121,9 +121,11 @@ pub fn session_in_folder(dir: &Path, id: &str) -> Option<PathBuf> {
     claude_code::store::session_file(dir, id).or_else(|| codex::store::session_file(dir, id))
 }
 
-/// Whether `dir` holds client transcripts (and is no OpenCode storage folder).
+/// Whether `dir` holds client transcripts (and is no OpenCode storage folder nor a Codex home,
+/// whose `archived_sessions/` would read as a folder of transcripts).
 pub fn is_transcript_folder(dir: &Path) -> bool {
     opencode::storage::root(dir).is_none()
+        && !codex::index::is_home(dir)
         && (!claude_code::store::transcripts(dir).is_empty()
             || !codex::store::rollouts(dir).is_empty()
             || std::fs::read_dir(dir)

@@ -11,8 +11,7 @@ use std::sync::OnceLock;
 use super::repo;
 
 /// The recorded rollout every home's `layout` places.
-pub const ROLLOUT: &str =
-    "tests/fixtures/codex-home/rollout-2026-11-28T20-48-58-01a223eb-145e-7562-9121-ab33480ae7fb.jsonl";
+pub const ROLLOUT: &str = "tests/fixtures/codex-home/rollout-2026-11-28T20-48-58-01a223eb-145e-7562-9121-ab33480ae7fb.jsonl";
 
 /// Builds one home in `dir` from its `layout` (and `state.sql`, `history.sql`, `state_5.txt`).
 pub fn build_home(dir: &Path) {
@@ -38,7 +37,11 @@ pub fn build_home(dir: &Path) {
         Ok(text) => std::fs::write(dir.join("state_5.sqlite"), text).unwrap(),
         Err(_) => db("state_5.sqlite", "state_5.sql", "state.sql"),
     }
-    db("thread_history_1.sqlite", "thread_history_1.sql", "history.sql");
+    db(
+        "thread_history_1.sqlite",
+        "thread_history_1.sql",
+        "history.sql",
+    );
     let layout = std::fs::read_to_string(dir.join("layout")).unwrap();
     for rel in layout.lines().filter(|l| !l.trim().is_empty()) {
         let to = dir.join(rel.trim());

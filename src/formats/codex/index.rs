@@ -118,7 +118,10 @@ fn is_uuid(s: &str) -> bool {
 
 /// The thread id of a rollout: the UUID its name ends with, else its header's `payload.id`.
 pub fn thread_id_of(path: &Path) -> Option<String> {
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
     if let Some(tail) = stem.get(stem.len().saturating_sub(36)..)
         && is_uuid(tail)
     {
@@ -136,9 +139,9 @@ pub fn thread_id_of(path: &Path) -> Option<String> {
 /// The part of `path` from its last `sessions` or `archived_sessions` component on.
 fn store_tail(path: &Path) -> Option<PathBuf> {
     let comps: Vec<Component<'_>> = path.components().collect();
-    let at = comps.iter().rposition(|c| {
-        matches!(c, Component::Normal(n) if *n == "sessions" || *n == "archived_sessions")
-    })?;
+    let at = comps.iter().rposition(
+        |c| matches!(c, Component::Normal(n) if *n == "sessions" || *n == "archived_sessions"),
+    )?;
     Some(comps.get(at..)?.iter().collect())
 }
 
@@ -299,8 +302,11 @@ pub fn compare(home: &Path, db: &Path, sources: &mut SourceMap) -> ThreadIndex {
     let mut row_of_file: BTreeMap<PathBuf, usize> = BTreeMap::new();
     let mut row_span: BTreeMap<String, Span> = BTreeMap::new();
     let mut resolved: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let ids_with_rows: BTreeMap<&str, usize> =
-        rows.iter().enumerate().map(|(k, r)| (r.id.as_str(), k)).collect();
+    let ids_with_rows: BTreeMap<&str, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(k, r)| (r.id.as_str(), k))
+        .collect();
     for (k, row) in rows.iter().enumerate() {
         let text = render_row(row);
         let v = sources.add_virtual(db, format!("threads › id = '{}'", row.id), text.clone());
@@ -343,7 +349,11 @@ pub fn compare(home: &Path, db: &Path, sources: &mut SourceMap) -> ThreadIndex {
                 detail: format!(
                     "the row says archived = {}, the rollout is under {}",
                     u8::from(row.archived),
-                    if archived_file { "archived_sessions/" } else { "sessions/" }
+                    if archived_file {
+                        "archived_sessions/"
+                    } else {
+                        "sessions/"
+                    }
                 ),
             });
         }
@@ -360,10 +370,9 @@ pub fn compare(home: &Path, db: &Path, sources: &mut SourceMap) -> ThreadIndex {
         }
         let span = rollout_at(sources, &f.path, 0, header(&f.path));
         let row = f.id.as_deref().and_then(|id| row_span.get(id)).copied();
-        let same_id = f
-            .id
-            .as_deref()
-            .and_then(|id| resolved.get(id).or(first_with_id.get(id).map(|o| &o.path)));
+        let same_id =
+            f.id.as_deref()
+                .and_then(|id| resolved.get(id).or(first_with_id.get(id).map(|o| &o.path)));
         if let (Some(id), Some(other)) = (f.id.as_deref(), same_id) {
             index.problems.push(IndexProblem {
                 kind: Kind::Duplicate,
@@ -381,7 +390,9 @@ pub fn compare(home: &Path, db: &Path, sources: &mut SourceMap) -> ThreadIndex {
         if let Some(id) = f.id.as_deref() {
             first_with_id.entry(id).or_insert(f);
         }
-        let has_row = f.id.as_deref().is_some_and(|id| ids_with_rows.contains_key(id));
+        let has_row =
+            f.id.as_deref()
+                .is_some_and(|id| ids_with_rows.contains_key(id));
         index.problems.push(IndexProblem {
             kind: Kind::MissingRow,
             thread_id: f.id.clone(),
@@ -393,7 +404,8 @@ pub fn compare(home: &Path, db: &Path, sources: &mut SourceMap) -> ThreadIndex {
             } else {
                 format!(
                     "no threads row has id `{}`",
-                    f.id.as_deref().unwrap_or("(none: the file name has no thread id)")
+                    f.id.as_deref()
+                        .unwrap_or("(none: the file name has no thread id)")
                 )
             },
         });
@@ -461,7 +473,10 @@ fn projection(
         );
         let v = sources.add_virtual(
             &history,
-            format!("thread_history_projection_state › thread_id = '{}'", c.thread_id),
+            format!(
+                "thread_history_projection_state › thread_id = '{}'",
+                c.thread_id
+            ),
             text.clone(),
         );
         // The record at the cursor; past the end, the last record.
@@ -508,6 +523,8 @@ mod tests {
         let mut head = b"SQLite format 3\0".to_vec();
         head.extend_from_slice(b"CREATE TABLE threads (\n id TEXT, rollout_path TEXT NOT NULL)");
         assert!(is_state_db_head(&head));
-        assert!(!is_state_db_head(b"SQLite format 3\0CREATE TABLE session ("));
+        assert!(!is_state_db_head(
+            b"SQLite format 3\0CREATE TABLE session ("
+        ));
     }
 }

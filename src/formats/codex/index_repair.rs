@@ -193,7 +193,8 @@ fn write_backup(src: &Connection, backup: &Path) -> Result<(), IndexRepairError>
     if check != "ok" {
         return Err(err(&check));
     }
-    let rows = |c: &Connection| c.query_row("SELECT count(*) FROM threads", [], |r| r.get::<_, i64>(0));
+    let rows =
+        |c: &Connection| c.query_row("SELECT count(*) FROM threads", [], |r| r.get::<_, i64>(0));
     if rows(src)? != rows(&dst).map_err(|e| err(&e))? {
         return Err(err(&"its threads rows differ from the database's"));
     }

@@ -57,7 +57,9 @@ fn analyze_home(
         let mut analysis = crate::session::Analysis::new(file, Format::CodexState);
         let facts = index::compare(&home, &db, sources);
         analysis.counts.insert("threads rows", facts.rows as u64);
-        analysis.counts.insert("rollout files", facts.rollouts as u64);
+        analysis
+            .counts
+            .insert("rollout files", facts.rollouts as u64);
         analysis.thread_index = Some(Box::new(facts));
         each(sources, Unit::ready(analysis))?;
     }

@@ -274,8 +274,9 @@ pub fn open_read_only(path: &Path) -> Result<ReadOnly, DbError> {
     let wal = companion(path, "-wal").exists();
     let shm = companion(path, "-shm").exists();
     let journal = companion(path, "-journal").exists();
-    let ro =
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let ro = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let (target, flags, mode, snapshot) = if !wal && !shm && !journal {
         (uri(path, "immutable=1"), ro, OpenMode::Immutable, None)
     } else if wal && shm && !journal {
