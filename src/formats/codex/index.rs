@@ -44,9 +44,7 @@ pub fn is_home(dir: &Path) -> bool {
         return false;
     }
     !super::store::rollouts(&dir.join("sessions")).is_empty()
-        || std::fs::read(dir.join(STATE_DB))
-            .map(|b| is_state_db_head(b.get(..64 * 1024).unwrap_or(&b)))
-            .unwrap_or(false)
+        || is_state_db_head(crate::formats::store::head(&dir.join(STATE_DB)).as_bytes())
 }
 
 /// A `threads` row as rewind reads it.
