@@ -41,6 +41,7 @@ const LAYERS: &[&[&str]] = &[
         "formats::claude_code::repair",
         "formats::codex::repair",
         "formats::gemini::repair",
+        "formats::codex::index_repair",
     ],
     // The engine and what it reads besides inputs.
     &["pipeline", "config", "baseline", "discover", "shard"],

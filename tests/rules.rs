@@ -108,6 +108,12 @@ const CASES: &[(&str, &str)] = &[
         "thinking-modified",
         "tests/fixtures/transcripts/claude-thinking/kill_tool/886e3896-7ebe-4e64-a23a-94324a296304.jsonl",
     ),
+    ("thread-index-drift", "tests/fixtures/codex-home/dangling"),
+    ("thread-projection-drift", "tests/fixtures/codex-home/drift"),
+    (
+        "state-db-unreadable",
+        "tests/fixtures/codex-home/not-a-database",
+    ),
 ];
 
 /// More shapes of a rule than its case, each with a twin of its own: (rule, shape, a fixture that
@@ -234,6 +240,7 @@ fn rules_of(json: &str) -> Vec<String> {
 
 #[test]
 fn each_rule_fires_on_its_fixture_and_prints_what_is_pinned() {
+    codex_home::build_fixture_homes();
     for (rule, fixture) in CASES {
         let json = diagnose(rule, fixture, "json");
         let fired = rules_of(&json);
@@ -251,6 +258,7 @@ fn each_rule_fires_on_its_fixture_and_prints_what_is_pinned() {
 
 #[test]
 fn each_rule_stays_quiet_on_its_clean_twin() {
+    codex_home::build_fixture_homes();
     for (rule, _) in CASES {
         let clean = clean_fixture(rule).unwrap_or_else(|| panic!("{rule} has no clean fixture"));
         let rel = clean

@@ -206,6 +206,9 @@ rules! {
     thinking_modified::ThinkingModified,
     run_hung::RunHung,
     compaction_summary_lost::CompactionSummaryLost,
+    thread_index_drift::ThreadIndexDrift,
+    thread_projection_drift::ThreadProjectionDrift,
+    state_db_unreadable::StateDbUnreadable,
 }
 
 impl Rule {
@@ -237,7 +240,10 @@ impl Rule {
             | Rule::RolloutOrderBroken
             | Rule::SubagentOrphaned
             | Rule::TranscriptOversized
-            | Rule::CompactionSummaryLost => 0,
+            | Rule::CompactionSummaryLost
+            | Rule::ThreadIndexDrift
+            | Rule::ThreadProjectionDrift
+            | Rule::StateDbUnreadable => 0,
             Rule::StreamErrorFatal
             | Rule::ToolErrorDropped
             | Rule::LoopExitedEarly

@@ -185,11 +185,71 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
             transcript_report(&mut out, &shown, args.format, args.dry_run, &outcome)?;
             Ok(ExitStatus::Clean)
         }
+        Format::CodexState => {
+            let outcome =
+                crate::formats::codex::index_repair::repair(path, args.dry_run, args.force)
+                    .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;
+            index_report(&mut out, &shown, args.format, args.dry_run, &outcome)?;
+            Ok(ExitStatus::Clean)
+        }
         other => Err(RewindError::CannotRepair {
             path: path.clone(),
             format: other,
         }),
     }
+}
+
+/// What the repair of a Codex thread index planned and did, as `format`.
+fn index_report(
+    out: &mut impl Write,
+    shown: &str,
+    format: OutputFormat,
+    dry_run: bool,
+    outcome: &crate::formats::codex::index_repair::Outcome,
+) -> Result<(), RewindError> {
+    match format {
+        OutputFormat::Json => {
+            crate::report::safe_json::to_writer_pretty(
+                &mut *out,
+                &super::envelope(
+                    json!({"path": shown, "dry_run": dry_run, "plan": outcome.changes,
+                    "unfixable": outcome.unfixable, "backup": outcome.backup}),
+                ),
+            )?;
+            writeln!(out)?;
+        }
+        OutputFormat::Human => {
+            if outcome.changes.is_empty() {
+                writeln!(
+                    out,
+                    "{}: nothing to repair",
+                    InputText::from(shown).for_terminal()
+                )?;
+            }
+            for c in &outcome.changes {
+                writeln!(
+                    out,
+                    "thread {}: {} ({})",
+                    InputText::from(&c.thread_id).for_terminal(),
+                    InputText::from(&c.change).for_terminal(),
+                    c.rule
+                )?;
+            }
+            for u in &outcome.unfixable {
+                writeln!(out, "not repaired: {}", InputText::from(u).for_terminal())?;
+            }
+            if let Some(b) = &outcome.backup {
+                writeln!(
+                    out,
+                    "backup: {}",
+                    InputText::from(&b.display().to_string()).for_terminal()
+                )?;
+            } else if dry_run && !outcome.changes.is_empty() {
+                writeln!(out, "dry run: nothing was written")?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What the repair of an OpenCode database planned and did, as `format`.

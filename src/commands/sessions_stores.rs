@@ -753,6 +753,19 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             .as_ref()
             .map(|h| (h.join(".codex/sessions"), "~/.codex/sessions")),
     };
+    // Codex's thread index beside the rollouts: its counts, and how many disagreements.
+    let codex_index = codex.as_ref().and_then(|(root, _)| {
+        let home = root.parent()?;
+        let db = home.join(crate::formats::codex::index::STATE_DB);
+        db.is_file().then(|| {
+            let facts = crate::formats::codex::index::compare(
+                home,
+                &db,
+                &mut crate::source::SourceMap::new(),
+            );
+            (db, facts)
+        })
+    });
     if let Some((root, via)) = codex {
         let files = crate::formats::codex::store::rollouts(&root);
         searched.push(Searched {
@@ -808,7 +821,10 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             let stores: Vec<Value> = listings.iter().map(StoreListing::json).collect();
             crate::report::safe_json::to_writer_pretty(
                 &mut out,
-                &super::envelope(json!({"searched": searched, "home": home, "stores": stores})),
+                &super::envelope(json!({"searched": searched, "home": home, "stores": stores,
+                    "codex_index": codex_index.as_ref().map(|(db, f)| json!({
+                        "path": db, "threads_rows": f.rows, "rollout_files": f.rollouts,
+                        "disagreements": f.problems.len()}))})),
             )?;
             writeln!(out)?;
         }
@@ -825,6 +841,24 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
                     InputText::from(&s.path.display().to_string()).for_terminal(),
                     InputText::from(&s.via).for_terminal(),
                     if s.found { "found" } else { "nothing there" }
+                )?;
+            }
+            if let Some((db, f)) = &codex_index {
+                writeln!(
+                    out,
+                    "  Codex thread index {}: {} threads row{}, {} rollout file{}, {} disagreement{}{}",
+                    InputText::from(&db.display().to_string()).for_terminal(),
+                    f.rows,
+                    if f.rows == 1 { "" } else { "s" },
+                    f.rollouts,
+                    if f.rollouts == 1 { "" } else { "s" },
+                    f.problems.len(),
+                    if f.problems.len() == 1 { "" } else { "s" },
+                    if f.problems.is_empty() {
+                        ""
+                    } else {
+                        " (`rewind diagnose` on its folder names them)"
+                    }
                 )?;
             }
             if home.is_none() {

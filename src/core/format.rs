@@ -31,6 +31,8 @@ pub enum Format {
     /// A Gemini CLI session (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, or the legacy
     /// whole-file `session-*.json`).
     GeminiSession,
+    /// Codex's thread index (`~/.codex/state_5.sqlite`) with its home folder's rollouts.
+    CodexState,
 }
 
 impl Format {
@@ -50,6 +52,7 @@ impl Format {
             Format::ClaudeTranscript => "a Claude Code transcript",
             Format::CodexRollout => "a Codex rollout",
             Format::GeminiSession => "a Gemini CLI session",
+            Format::CodexState => "Codex's thread index (state_5.sqlite)",
         }
     }
 
@@ -95,6 +98,6 @@ impl Format {
 
     /// Read from a folder rather than a file.
     pub fn is_folder(self) -> bool {
-        self == Format::OpencodeStorage
+        matches!(self, Format::OpencodeStorage | Format::CodexState)
     }
 }

@@ -126,9 +126,11 @@ pub fn session_in_folder(dir: &Path, id: &str) -> Option<PathBuf> {
         .or_else(|| gemini::store::session_file(dir, id))
 }
 
-/// Whether `dir` holds client transcripts (and is no OpenCode storage folder).
+/// Whether `dir` holds client transcripts (and is no OpenCode storage folder nor a Codex home,
+/// whose `archived_sessions/` would read as a folder of transcripts).
 pub fn is_transcript_folder(dir: &Path) -> bool {
     opencode::storage::root(dir).is_none()
+        && !codex::index::is_home(dir)
         && (!claude_code::store::transcripts(dir).is_empty()
             || !codex::store::rollouts(dir).is_empty()
             || !gemini::store::sessions(dir).is_empty()
@@ -165,6 +167,6 @@ mod tests {
                 .count();
             assert_eq!(n, 1, "{format:?} is read by {n} families");
         }
-        assert!(family_of(Format::CodexRollout).is_some_and(|f| f.formats().len() == 1));
+        assert!(family_of(Format::CodexRollout).is_some_and(|f| f.formats().len() == 2));
     }
 }

@@ -8,6 +8,7 @@
 pub mod damaged;
 pub mod forgetting;
 pub mod stored;
+pub mod thread_index;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -102,6 +103,8 @@ pub struct Analysis {
     /// For a legacy storage folder: the files OpenCode cannot parse, each with a span on the
     /// byte where its damage shows.
     pub damaged_files: Vec<DamagedStoreFile>,
+    /// For a Codex home's thread index: how it disagrees with the rollouts.
+    pub thread_index: Option<Box<thread_index::ThreadIndex>>,
     /// For an agent log: how its last run ended (`None`: no record of an agent).
     pub tail: Option<RunTail>,
     /// For an agent log: what a lenient reading got out of its undecodable records, one for
@@ -397,6 +400,7 @@ impl Analysis {
             projects: None,
             here: FoldersHere::default(),
             damaged_files: Vec::new(),
+            thread_index: None,
             tail: None,
             salvaged: Vec::new(),
         }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: run the real binary, read its JSON output.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod codex_home;
 pub mod opencode;
 
 use std::path::{Path, PathBuf};

@@ -258,40 +258,67 @@ pub fn real_path(path: &Path) -> PathBuf {
     path
 }
 
+/// A read-only connection to a SQLite database of any schema, opened as the module docs say
+/// (never writing the user's files); the Codex state database is read through it too.
+pub struct ReadOnly {
+    pub conn: Connection,
+    pub mode: OpenMode,
+    target: (String, OpenFlags),
+    snapshot: Option<SnapshotDir>,
+}
+
+/// Opens `path` read-only without touching it (see the module docs); a symbolic link is
+/// followed first ([`real_path`]).
+pub fn open_read_only(path: &Path) -> Result<ReadOnly, DbError> {
+    let path = &real_path(path);
+    let wal = companion(path, "-wal").exists();
+    let shm = companion(path, "-shm").exists();
+    let journal = companion(path, "-journal").exists();
+    let ro = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let (target, flags, mode, snapshot) = if !wal && !shm && !journal {
+        (uri(path, "immutable=1"), ro, OpenMode::Immutable, None)
+    } else if wal && shm && !journal {
+        let target = uri(path, "mode=ro&readonly_shm=1");
+        (target, ro, OpenMode::ReadOnlyShm, None)
+    } else {
+        let dir = snapshot(path, &["-wal", "-journal"]).map_err(DbError::Snapshot)?;
+        // The copy is private; it is opened writable so SQLite can roll back a hot journal.
+        let copy = uri(&dir.0.path().join("opencode.db"), "");
+        let rw = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        (copy, rw, OpenMode::Snapshot, Some(dir))
+    };
+    let conn = Connection::open_with_flags(&target, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(ReadOnly {
+        conn,
+        mode,
+        target: (target, flags),
+        snapshot,
+    })
+}
+
 impl Db {
     /// Opens `path` read-only (see the module docs) and probes its schema. A symbolic link is
     /// followed first ([`real_path`]).
     pub fn open(path: &Path) -> Result<Db, DbError> {
         let path = &real_path(path);
-        let wal = companion(path, "-wal").exists();
-        let shm = companion(path, "-shm").exists();
-        let journal = companion(path, "-journal").exists();
-        let ro = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let (target, flags, mode, snapshot) = if !wal && !shm && !journal {
-            (uri(path, "immutable=1"), ro, OpenMode::Immutable, None)
-        } else if wal && shm && !journal {
-            let target = uri(path, "mode=ro&readonly_shm=1");
-            (target, ro, OpenMode::ReadOnlyShm, None)
-        } else {
-            let dir = snapshot(path, &["-wal", "-journal"]).map_err(DbError::Snapshot)?;
-            // The copy is private; it is opened writable so SQLite can roll back a hot journal.
-            let copy = uri(&dir.0.path().join("opencode.db"), "");
-            let rw = OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            (copy, rw, OpenMode::Snapshot, Some(dir))
-        };
-        let conn = Connection::open_with_flags(&target, flags)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        let ReadOnly {
+            conn,
+            mode,
+            target,
+            snapshot,
+        } = open_read_only(path)?;
         let mut schema = probe(&conn)?;
         schema.kilo |= super::data::is_kilo_db_name(path);
         Ok(Db {
             conn,
             schema,
             mode,
-            target: Some((target, flags)),
+            target: Some(target),
             _snapshot: snapshot,
         })
     }
