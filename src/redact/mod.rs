@@ -10,6 +10,7 @@
 //! only. Nothing here ever writes a secret anywhere but into the map of placeholders.
 
 pub mod detect;
+pub mod file;
 pub mod scan;
 pub mod sink;
 
@@ -237,6 +238,9 @@ impl Redactor {
             out.extend_from_slice(&text[last..s]);
             let p = self.placeholder(&kind, &text[s..e]);
             out.extend_from_slice(p.as_bytes());
+            // A secret over several lines leaves its line ends, so no line moves.
+            let ends = memchr::memchr_iter(b'\n', &text[s..e]).count();
+            out.resize(out.len() + ends, b'\n');
             last = e;
         }
         out.extend_from_slice(&text[last..]);

@@ -251,7 +251,8 @@ mod tests {
 
     #[test]
     fn keys_and_ids_are_kept() {
-        let text = r#"{"sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA":1,"id":"bob@corp.io","x":"bob@corp.io"}"#;
+        let text =
+            r#"{"sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA":1,"id":"bob@corp.io","x":"bob@corp.io"}"#;
         assert_eq!(
             run(text),
             r#"{"sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA":1,"id":"bob@corp.io","x":"[REDACTED:email:1]"}"#

@@ -73,7 +73,8 @@ mod tests {
         {
             let mut w = Redacting::new(&mut out, r);
             for piece in ["mail: bo", "b@corp.", "io\nnext ", "line bob@corp.io"] {
-                w.write_all(piece.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+                w.write_all(piece.as_bytes())
+                    .unwrap_or_else(|e| panic!("{e}"));
             }
         }
         assert_eq!(
