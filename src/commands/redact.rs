@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use crate::core::{ExitStatus, Format, RewindError};
 use crate::formats::recognize;
 use crate::ingest::DetectError;
-use crate::redact::file::{Layout, redact_stream};
+use crate::formats::redact::{Rewrite, rewrite, rewrite_folder, rewrite_unclaimed};
+use crate::redact::file::redact_stream;
 use crate::redact::{Options, Redactor};
 use crate::report::snippet::escape;
 
@@ -76,7 +77,7 @@ on the copy. See docs/redact.md.";
 /// One file (or database) to write.
 struct Job {
     input: PathBuf,
-    format: Format,
+    rewrite: Rewrite,
     /// Where it goes (unused in a dry run).
     output: PathBuf,
     /// How it is named in the listing.
@@ -212,16 +213,12 @@ fn plan(args: &Args) -> Result<Vec<Job>, RewindError> {
             folder_jobs(input, format, &target, args, &mut jobs)?;
         } else {
             let format = recognise(input, args.input)?;
-            if format == Format::EventStream {
-                return Err(RewindError::Usage(format!(
-                    "`{}` is {}: its frames carry checksums a rewrite would break, so rewind does not redact it; nothing written",
-                    shown(input),
-                    format.describe()
-                )));
-            }
+            let rewrite = rewrite(format, input).map_err(|why| {
+                RewindError::Usage(format!("`{}` is {why}; nothing written", shown(input)))
+            })?;
             jobs.push(Job {
                 input: input.clone(),
-                format,
+                rewrite,
                 output: target,
                 label: shown(input),
             });
@@ -286,7 +283,7 @@ fn folder_jobs(
     args: &Args,
     jobs: &mut Vec<Job>,
 ) -> Result<(), RewindError> {
-    let storage = format == Some(Format::OpencodeStorage);
+    let whole = rewrite_folder(format);
     let mut stack = vec![PathBuf::new()];
     let mut files = Vec::new();
     while let Some(rel) = stack.pop() {
@@ -312,19 +309,15 @@ fn folder_jobs(
     files.sort();
     for rel in files {
         let input = dir.join(&rel);
-        let ext = rel.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let format = if storage {
-            Some(Format::OpencodeStorage)
-        } else {
-            match recognise(&input, args.input) {
-                Ok(Format::EventStream) => None,
-                Ok(f) => Some(f),
-                Err(_) if matches!(ext, "json" | "jsonl") => Some(Format::JsonLines),
-                Err(_) => None,
-            }
+        let how = match whole {
+            Some(how) => Some(how),
+            None => match recognise(&input, args.input) {
+                Ok(f) => rewrite(f, &input).ok(),
+                Err(_) => rewrite_unclaimed(&input),
+            },
         };
         let label = shown(&input);
-        let Some(format) = format else {
+        let Some(rewrite) = how else {
             crate::commands::err_line(&format!(
                 "note: `{label}` left out: no format rewind reads claims it"
             ));
@@ -332,33 +325,12 @@ fn folder_jobs(
         };
         jobs.push(Job {
             input,
-            format,
+            rewrite,
             output: target.join(&rel),
             label,
         });
     }
     Ok(())
-}
-
-/// How a text input's lines relate.
-fn layout(job: &Job) -> Layout {
-    let first = std::fs::File::open(&job.input)
-        .ok()
-        .and_then(|f| {
-            use std::io::Read;
-            BufReader::new(f)
-                .bytes()
-                .map_while(Result::ok)
-                .find(|b| !b.is_ascii_whitespace())
-        })
-        .unwrap_or(b' ');
-    match job.format {
-        Format::HttpRecording | Format::Har | Format::OpencodeExport | Format::OpencodeStorage => {
-            Layout::Document
-        }
-        _ if first == b'[' => Layout::Document,
-        _ => Layout::Lines,
-    }
 }
 
 /// Redacts one job: a dry run when `force` is `None`.
@@ -368,12 +340,12 @@ fn redact_one(r: &mut Redactor, job: &Job, force: Option<bool>) -> Result<(), Re
         source: Box::new(e),
     };
     let Some(force) = force else {
-        if job.format == Format::OpencodeDb {
+        let Rewrite::Text(layout) = job.rewrite else {
             return crate::formats::opencode::redact::dry_run(&job.input, r, &job.label)
                 .map_err(db_err);
-        }
+        };
         let input = open(&job.input)?;
-        redact_stream(r, &job.label, layout(job), input, &mut std::io::sink())
+        redact_stream(r, &job.label, layout, input, &mut std::io::sink())
             .map_err(|e| read_err(&job.input, e))?;
         return Ok(());
     };
@@ -382,7 +354,7 @@ fn redact_one(r: &mut Redactor, job: &Job, force: Option<bool>) -> Result<(), Re
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&dir).map_err(|e| write_err(&job.output, e))?;
-    if job.format == Format::OpencodeDb {
+    let Rewrite::Text(layout) = job.rewrite else {
         let scratch = tempfile::Builder::new()
             .prefix(".rewind-redact-")
             .tempdir_in(&dir)
@@ -390,7 +362,7 @@ fn redact_one(r: &mut Redactor, job: &Job, force: Option<bool>) -> Result<(), Re
         let db = scratch.path().join("redacted.db");
         crate::formats::opencode::redact::redact(&job.input, &db, r, &job.label).map_err(db_err)?;
         return place(&db, &job.output, force);
-    }
+    };
     let input = open(&job.input)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".rewind-redact-")
@@ -398,7 +370,7 @@ fn redact_one(r: &mut Redactor, job: &Job, force: Option<bool>) -> Result<(), Re
         .map_err(|e| write_err(&job.output, e))?;
     {
         let mut w = BufWriter::new(tmp.as_file_mut());
-        redact_stream(r, &job.label, layout(job), input, &mut w).map_err(|e| {
+        redact_stream(r, &job.label, layout, input, &mut w).map_err(|e| {
             if e.kind() == std::io::ErrorKind::InvalidData {
                 read_err(&job.input, e)
             } else {

@@ -51,6 +51,7 @@ pub mod codex;
 pub mod opencode;
 pub mod recognize;
 pub mod recording;
+pub mod redact;
 pub mod store;
 pub mod stream;
 pub mod transcript;
