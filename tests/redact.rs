@@ -596,3 +596,60 @@ fn placeholders_are_shared_across_files_and_dry_run_shows_no_secret() {
     );
     assert_eq!(leaks(&all_bytes(&out)), None);
 }
+
+/// `--redact` on `diagnose` and `check`: no output format quotes a secret, while without it the
+/// same report does (so the test sees the secret reach every printer).
+#[test]
+fn reports_redact_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo("tests/fixtures/stream/provider-error.sse")).unwrap();
+    let text = text.replace(
+        "\"message\":\"Overloaded\"",
+        "\"message\":\"Overloaded for key sk-ant-api03-PLANTEDaaaaaaaaaaaaaaaaaaaaa (bob.PLANTED@corp.io)\"",
+    );
+    assert!(text.contains(MARK));
+    let input = dir.path().join("provider-error.sse");
+    std::fs::write(&input, text).unwrap();
+    for command in ["diagnose", "check"] {
+        for format in [
+            "human", "json", "jsonl", "sarif", "junit", "html", "github", "concise",
+        ] {
+            let run = |redact: bool| {
+                let out = dir
+                    .path()
+                    .join(format!("report-{command}-{format}-{redact}"));
+                let mut cmd = rewind();
+                cmd.env("COLUMNS", "240")
+                    .arg(command)
+                    .args(["--format", format, "-o"])
+                    .arg(&out)
+                    .arg(&input);
+                if redact {
+                    cmd.arg("--redact");
+                }
+                let status = cmd.output().unwrap();
+                assert!(
+                    matches!(status.status.code(), Some(0 | 1)),
+                    "{command} {format}: {}",
+                    String::from_utf8_lossy(&status.stderr)
+                );
+                std::fs::read(&out).unwrap()
+            };
+            let plain = run(false);
+            assert!(
+                leaks(&plain).is_some(),
+                "{command} --format {format} does not quote the message: the test shows nothing"
+            );
+            let redacted = run(true);
+            assert_eq!(
+                leaks(&redacted),
+                None,
+                "{command} --format {format} --redact"
+            );
+            assert!(
+                memchr::memmem::find(&redacted, b"[REDACTED:anthropic-key:1]").is_some(),
+                "{command} --format {format} --redact: no placeholder"
+            );
+        }
+    }
+}

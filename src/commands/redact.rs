@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::core::{ExitStatus, Format, RewindError};
 use crate::formats::recognize;
-use crate::ingest::DetectError;
 use crate::formats::redact::{Rewrite, rewrite, rewrite_folder, rewrite_unclaimed};
+use crate::ingest::DetectError;
 use crate::redact::file::redact_stream;
 use crate::redact::{Options, Redactor};
 use crate::report::snippet::escape;
