@@ -290,7 +290,53 @@ fn check_one(input: &Path, work: &Path) -> Result<Option<usize>, String> {
             b.difference(&a).collect::<Vec<_>>()
         ));
     }
+    // An SQL dump is also loaded into a database, which is redacted as a database.
+    if input.extension().is_some_and(|e| e == "sql") {
+        check_database(&planted, work)?;
+    }
     Ok(Some(n))
+}
+
+/// The database an SQL dump (with secrets planted) loads into: redacted, no planted byte left in
+/// the file, the same diagnosis.
+fn check_database(dump: &Path, work: &Path) -> Result<(), String> {
+    let sql = std::fs::read_to_string(dump).map_err(|e| e.to_string())?;
+    let db = work.join("planted.db");
+    {
+        let conn = rusqlite::Connection::open(&db).map_err(|e| e.to_string())?;
+        if conn.execute_batch(&sql).is_err() {
+            // A dump made to be damaged: its database is not what this checks.
+            return Ok(());
+        }
+    }
+    let out = work.join("redacted.db");
+    let run = rewind()
+        .arg("redact")
+        .arg(&db)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    if !run.status.success() {
+        let err = String::from_utf8_lossy(&run.stderr);
+        if err.contains("not an OpenCode database") || err.contains("cannot tell what") {
+            return Ok(());
+        }
+        return Err(format!("redact failed on the database: {err}"));
+    }
+    if let Some(leak) = leaks(&std::fs::read(&out).unwrap()) {
+        return Err(format!("a planted secret left in the database: …{leak}…"));
+    }
+    let (a_code, a) = diagnosis(&db);
+    let (b_code, b) = diagnosis(&out);
+    if a_code != b_code || a != b {
+        return Err(format!(
+            "the database's diagnosis differs (exit {a_code} vs {b_code}):\n  only with secrets: {:?}\n  only redacted: {:?}",
+            a.difference(&b).collect::<Vec<_>>(),
+            b.difference(&a).collect::<Vec<_>>()
+        ));
+    }
+    Ok(())
 }
 
 /// The inputs below `root`: files, and OpenCode storage folders as a whole.
@@ -349,6 +395,7 @@ fn sweep(inputs: &[PathBuf]) -> (usize, usize, usize, Vec<String>) {
 #[test]
 fn planted_secrets_are_gone_and_the_diagnosis_stays_on_every_fixture() {
     let mut all = Vec::new();
+    inputs(&repo("samples"), &mut all);
     inputs(&repo("tests/fixtures"), &mut all);
     let (done, refused, planted, failures) = sweep(&all);
     println!(

@@ -63,6 +63,10 @@ fn redact_cells(
             while let Some(row) = rows.next()? {
                 let rowid: i64 = row.get(0)?;
                 for (k, column) in columns.iter().enumerate() {
+                    // Ids and times are kept, as they are in JSON.
+                    if crate::redact::detect::is_kept_key(column) {
+                        continue;
+                    }
                     let ValueRef::Text(text) = row.get_ref(k + 1)? else {
                         continue;
                     };
