@@ -134,9 +134,10 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
             .unwrap_or_default();
         writeln!(
             out,
-            "redacted {total} secret{} ({} distinct) in {written} file{}, written to {to}",
+            "redacted: {total} replacement{} ({} distinct secret{}) in {written} file{}, written to {to}",
             plural(total),
             redactor.distinct(),
+            plural(redactor.distinct()),
             plural(written)
         )?;
     }
