@@ -61,7 +61,18 @@ impl Scanner {
                         break;
                     };
                     let literal = &text[i..end];
-                    let Ok(decoded) = serde_json::from_slice::<String>(literal) else {
+                    // Most strings have no escape: their text is their bytes.
+                    let inner = &literal[1..literal.len() - 1];
+                    let decoded = if memchr::memchr(b'\\', inner).is_none()
+                        && !inner.iter().any(|b| *b < 0x20)
+                    {
+                        std::str::from_utf8(inner)
+                            .map(str::to_owned)
+                            .map_err(|_| ())
+                    } else {
+                        serde_json::from_slice::<String>(literal).map_err(|_| ())
+                    };
+                    let Ok(decoded) = decoded else {
                         // Not a JSON string (a quote in prose): plain text.
                         i += 1;
                         continue;
