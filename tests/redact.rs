@@ -24,6 +24,8 @@ const SECRETS: &[&str] = &[
     "glpat-PLANTEDeeeeeeeeeeeeee",
     "xoxb-PLANTED-ffffffffff",
     "AKIAPLANTEDGGGG12345",
+    "AKIAPLANTEDGGGG12345 PLANTEDwJalrXUtnFEMIK7MDENGbPxRfiCYEXAMP",
+    "run --password=PLANTEDpw123 now",
     "eyJPLANTEDhhhhhhhh.eyJPLANTEDiiiiiiii.PLANTEDjjjjjjjj",
     "Authorization: Bearer PLANTEDkkkkkkkkkkkk",
     "https://user:PLANTEDpass@host.example.com/x",

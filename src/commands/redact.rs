@@ -68,7 +68,7 @@ const AFTER_HELP: &str = "\
 Found by pattern: Anthropic, OpenAI, OpenRouter, Google, Groq, xAI, Hugging Face, Stripe and npm
 keys, GitHub (ghp_, gho_, github_pat_…), GitLab (glpat-) and Slack (xox?-) tokens, AWS access
 keys and the secret keys beside them, JWTs, bearer tokens, private key blocks, passwords in URLs,
-e-mail addresses. By position: values of authorization, cookie and *api-key headers and members,
+e-mail addresses, `password=…`/`api_key: …` in plain text. By position: values of authorization, cookie and *api-key headers and members,
 members named *token, *password, *secret, every value of an env map, home folders (→ ~).
 Each secret becomes [REDACTED:KIND:N], the same secret the same placeholder in every file of the
 run. Member names, ids and times are never changed, so `rewind diagnose` finds the same things

@@ -34,6 +34,11 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
     ("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
     ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    // A secret key written beside its access key (before the access key is replaced).
+    (
+        "aws-secret-key",
+        r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b[^\n]{0,80}?(?:[^A-Za-z0-9/+]|^)(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+    ),
     ("aws-access-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     (
         "aws-secret-key",
@@ -46,6 +51,11 @@ const BUILT_IN: &[(&str, &str)] = &[
     (
         "bearer-token",
         r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9._~+/=-]*[A-Za-z0-9][A-Za-z0-9._~+/=-]{7,})",
+    ),
+    // `password=…`, `api_key: …` in plain text (a log line, a shell command).
+    (
+        "assigned-secret",
+        r#"(?i)(?:api[_-]?key|access[_-]?token|auth[_-]?token|secret[_-]?key|client[_-]?secret|password|passwd)["']?\s*[=:]\s*["']?(?P<s>[^\s"',;&\\\[\]{}]{4,})"#,
     ),
     (
         "url-password",
@@ -175,6 +185,12 @@ mod tests {
             ("postgres://admin:hunter2@db.example.com/x", "url-password"),
             ("mail alice.smith@example.com now", "email"),
             (
+                "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "aws-secret-key",
+            ),
+            ("run --password=hunter22 now", "assigned-secret"),
+            ("export OPENAI_API_KEY=abc123def", "assigned-secret"),
+            (
                 "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
                 "private-key",
             ),
@@ -194,6 +210,8 @@ mod tests {
             "https://example.com/path",
             "ses_3c1f0e2a9ffeB4nM5qW6eR7tY8",
             "@scope/package",
+            "max_tokens=4096",
+            "the password is wrong",
         ] {
             assert_eq!(kind(text), None, "{text}");
         }
