@@ -49,6 +49,10 @@ pub enum Command {
     /// Repair an OpenCode store, a Claude Code transcript or a Codex rollout: plan a fix for every
     /// fixable finding, then apply it.
     Repair(commands::repair::Args),
+    /// Write a copy of logs, transcripts, captures, recordings or session stores with their
+    /// secrets (API keys, tokens, e-mail addresses, home folders…) replaced by placeholders,
+    /// still diagnosable: `rewind diagnose` finds the same things on the copy.
+    Redact(commands::redact::Args),
     /// List every rule with its default severity.
     Rules(commands::rules::Args),
     /// Print a rule's documentation: what it does, why it matters, an example, how to fix.
@@ -87,6 +91,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitStatus, RewindError> {
         Command::Sessions(args) => commands::sessions::run(args),
         Command::Request(args) => commands::request::run(args),
         Command::Repair(args) => commands::repair::run(args),
+        Command::Redact(args) => commands::redact::run(args),
         Command::Rules(args) => commands::rules::run(args),
         Command::Explain(args) => commands::explain::run(args),
         Command::Mcp(args) => commands::mcp::run(args),

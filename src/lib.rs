@@ -51,6 +51,7 @@ mod model;
 mod pipeline;
 mod progress;
 mod protocols;
+mod redact;
 mod report;
 mod request;
 mod session;

@@ -21,6 +21,9 @@ const LAYERS: &[&[&str]] = &[
     ],
     // The JSON kernel; reading an input's bytes (standard input's private copy, opening).
     &["json", "ingest"],
+    // Redaction: the detectors and the structural pass over text (below the printers, which
+    // `--redact` runs through it).
+    &["redact"],
     // OpenCode's schema and data model.
     &["model"],
     // The model's input as data; the session model replays produce.

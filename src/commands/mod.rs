@@ -6,6 +6,7 @@ pub mod diagnose;
 pub mod explain;
 pub mod mcp;
 pub mod merge;
+pub mod redact;
 pub mod repair;
 pub mod repair_storage;
 pub mod replay;
@@ -173,6 +174,11 @@ pub struct ReportArgs {
     /// the findings (`--format json`: as JSON).
     #[arg(long)]
     pub statistics: bool,
+
+    /// Replace secrets (API keys, tokens, e-mail addresses, home folders…) in the report with
+    /// placeholders, whatever the format, as `rewind redact` does: for a report to share.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 impl ReportArgs {
@@ -196,6 +202,23 @@ impl ReportArgs {
 pub enum Sink {
     Stdout(BufWriter<Out>),
     File(BufWriter<std::fs::File>),
+    /// Either of the above, through the detectors of `rewind redact` (`--redact`).
+    Redacted(Box<crate::redact::sink::Redacting<Sink>>),
+}
+
+impl Sink {
+    /// This sink with every line redacted before it is written.
+    pub fn redacted(self) -> Sink {
+        let options = crate::redact::Options {
+            home: true,
+            ..crate::redact::Options::default()
+        };
+        match crate::redact::Redactor::new(&options) {
+            Ok(r) => Sink::Redacted(Box::new(crate::redact::sink::Redacting::new(self, r))),
+            // The built-in patterns always compile (a unit test holds them to it).
+            Err(_) => self,
+        }
+    }
 }
 
 impl Write for Sink {
@@ -203,6 +226,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout(w) => w.write(buf),
             Sink::File(w) => w.write(buf),
+            Sink::Redacted(w) => w.write(buf),
         }
     }
 
@@ -210,6 +234,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout(w) => w.write_all(buf),
             Sink::File(w) => w.write_all(buf),
+            Sink::Redacted(w) => w.write_all(buf),
         }
     }
 
@@ -217,6 +242,7 @@ impl Write for Sink {
         match self {
             Sink::Stdout(w) => w.flush(),
             Sink::File(w) => w.flush(),
+            Sink::Redacted(w) => w.flush(),
         }
     }
 }
@@ -277,6 +303,8 @@ pub fn make_printer(
     help_uri_base: Option<String>,
     report: &ReportArgs,
 ) -> Box<dyn Printer> {
+    // One place for every format: what a printer writes passes the detectors on its way out.
+    let out = if report.redact { out.redacted() } else { out };
     if report.statistics {
         return Box::new(StatisticsPrinter::new(out, format == OutputFormat::Json));
     }

@@ -52,6 +52,7 @@ pub mod gemini;
 pub mod opencode;
 pub mod recognize;
 pub mod recording;
+pub mod redact;
 pub mod store;
 pub mod stream;
 pub mod transcript;

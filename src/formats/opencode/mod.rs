@@ -8,6 +8,7 @@ pub mod db;
 pub mod export;
 pub mod git_project;
 pub mod recognize;
+pub mod redact;
 pub mod repair;
 pub mod replay;
 pub mod request;
