@@ -224,7 +224,13 @@ fn plant_copy(from: &Path, to: &Path, n: &mut usize) {
         }
     } else {
         let bytes = std::fs::read(from).unwrap();
-        std::fs::write(to, plant(&bytes, n)).unwrap();
+        if bytes.starts_with(b"SQLite format 3\0") {
+            // Bytes replaced in a database would ruin it: databases get their secrets from
+            // their SQL dumps (`check_database`).
+            std::fs::write(to, bytes).unwrap();
+        } else {
+            std::fs::write(to, plant(&bytes, n)).unwrap();
+        }
     }
 }
 
@@ -341,14 +347,16 @@ fn check_database(dump: &Path, work: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The inputs below `root`: files, and OpenCode storage folders as a whole.
+/// The inputs below `root`: files, and OpenCode storage folders and Codex homes (the homes the
+/// tests build from `layout` files, with their databases) as a whole.
 fn inputs(root: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(root).unwrap().flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let p = e.path();
         if p.is_dir() {
-            if p.join("session").is_dir() && p.join("message").is_dir() {
+            let codex_home = p.join("layout").is_file() && p.join("state_5.sqlite").exists();
+            if (p.join("session").is_dir() && p.join("message").is_dir()) || codex_home {
                 out.push(p);
             } else {
                 inputs(&p, out);
@@ -396,6 +404,8 @@ fn sweep(inputs: &[PathBuf]) -> (usize, usize, usize, Vec<String>) {
 
 #[test]
 fn planted_secrets_are_gone_and_the_diagnosis_stays_on_every_fixture() {
+    // The Codex homes the fixtures describe, built whatever ran before.
+    common::codex_home::build_fixture_homes();
     let mut all = Vec::new();
     inputs(&repo("samples"), &mut all);
     inputs(&repo("tests/fixtures"), &mut all);

@@ -94,7 +94,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
     if args.dry_run {
         redactor.record_hits();
     }
-    let jobs = plan(&args)?;
+    let (jobs, homes) = plan(&args)?;
     let mut out = super::stdout();
     let mut written = 0usize;
     for job in &jobs {
@@ -113,6 +113,18 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         } else {
             redact_one(&mut redactor, job, Some(args.force))?;
             written += 1;
+        }
+    }
+    if !args.dry_run {
+        // A Codex home's projection cursors are byte offsets into its rollouts, whose
+        // lengths the redaction changed.
+        for (input, target) in &homes {
+            crate::formats::codex::redact::remap_cursors(input, target).map_err(|e| {
+                RewindError::Usage(format!(
+                    "`{}`: the projection cursors of the copy could not be moved to its redacted rollouts ({e})",
+                    shown(target)
+                ))
+            })?;
         }
     }
     let total: usize = redactor.counts().values().sum();
@@ -173,7 +185,10 @@ fn recognise(path: &Path, forced: Option<Format>) -> Result<Format, RewindError>
 }
 
 /// The files to write, every refusal made before anything is written.
-fn plan(args: &Args) -> Result<Vec<Job>, RewindError> {
+/// The files to redact, and the Codex homes among the inputs (input, copy).
+type Plan = (Vec<Job>, Vec<(PathBuf, PathBuf)>);
+
+fn plan(args: &Args) -> Result<Plan, RewindError> {
     for input in &args.inputs {
         if crate::ingest::input::is_stdin(input) {
             return Err(RewindError::Usage(
@@ -184,6 +199,7 @@ fn plan(args: &Args) -> Result<Vec<Job>, RewindError> {
     let several = args.inputs.len() > 1;
     let output = args.output.clone().unwrap_or_default();
     let mut jobs = Vec::new();
+    let mut homes = Vec::new();
     let mut names = std::collections::HashSet::new();
     for input in &args.inputs {
         let meta = std::fs::metadata(input).map_err(|source| DetectError::Io {
@@ -211,6 +227,9 @@ fn plan(args: &Args) -> Result<Vec<Job>, RewindError> {
         }
         if meta.is_dir() {
             let format = recognize::detect(input).ok();
+            if format == Some(Format::CodexState) {
+                homes.push((input.clone(), target.clone()));
+            }
             folder_jobs(input, format, &target, args, &mut jobs)?;
         } else {
             let format = recognise(input, args.input)?;
@@ -235,7 +254,7 @@ fn plan(args: &Args) -> Result<Vec<Job>, RewindError> {
             }
         }
     }
-    Ok(jobs)
+    Ok((jobs, homes))
 }
 
 /// The output must not be the input, nor lie inside an input folder.

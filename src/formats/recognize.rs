@@ -97,6 +97,8 @@ impl Claim {
 
 /// The head of an input, prepared once for every format's recognition.
 pub struct Head<'a> {
+    /// The file the head is of (a database's schema is asked of the file itself).
+    pub path: &'a Path,
     /// The head's bytes, as read (binary formats look at these).
     pub bytes: &'a [u8],
     /// The head as text (a byte-order mark removed, a character cut by the end left out); `None`
@@ -207,6 +209,7 @@ pub fn recognise(path: &Path, bytes: &[u8]) -> Result<Claim, DetectError> {
         return Err(DetectError::Empty { path: path_buf() });
     }
     let binary = Head {
+        path,
         bytes,
         text: None,
         first: "",
@@ -263,6 +266,7 @@ pub fn recognise(path: &Path, bytes: &[u8]) -> Result<Claim, DetectError> {
     };
     let probe = &text[..text.char_indices().nth(4096).map_or(text.len(), |(i, _)| i)];
     let head = Head {
+        path,
         bytes,
         text: Some(text),
         first,

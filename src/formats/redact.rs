@@ -20,6 +20,10 @@ pub enum Rewrite {
 /// How a file of `format` at `path` is rewritten, or why it cannot be (in words, after "it
 /// is …").
 pub fn rewrite(format: Format, path: &Path) -> Result<Rewrite, String> {
+    // A database is rewritten cell by cell whatever claimed it: as text it would be ruined.
+    if is_sqlite(path) {
+        return Ok(Rewrite::Database);
+    }
     Ok(match format {
         Format::EventStream => {
             return Err(format!(
@@ -41,7 +45,14 @@ pub fn rewrite(format: Format, path: &Path) -> Result<Rewrite, String> {
 /// How a file in a folder that no format claims is rewritten: JSON (a subagent's meta file)
 /// as a document; anything else is left out.
 pub fn rewrite_unclaimed(path: &Path) -> Option<Rewrite> {
+    if is_sqlite(path) {
+        // A database beside the sessions (Codex's `thread_history_1.sqlite`).
+        return Some(Rewrite::Database);
+    }
     match path.extension().and_then(|e| e.to_str()) {
+        // A store's database file that is no database (Codex's `state_5.sqlite` after "file is
+        // not a database"): its text, with the patterns, so that the copy is as unreadable.
+        Some("sqlite" | "db") => Some(Rewrite::Text(Layout::Lines)),
         Some("json") => Some(Rewrite::Text(Layout::Document)),
         Some("jsonl") => Some(Rewrite::Text(Layout::Lines)),
         _ => None,
@@ -51,9 +62,18 @@ pub fn rewrite_unclaimed(path: &Path) -> Option<Rewrite> {
 /// Every file of a folder of `format` is rewritten as that format's files are (a storage
 /// folder's JSON documents); `None` when its files are recognised one by one.
 pub fn rewrite_folder(format: Option<Format>) -> Option<Rewrite> {
+    // A Codex home holds databases and rollouts: its files are recognised one by one.
     format
-        .filter(|f| f.is_folder())
+        .filter(|&f| f == Format::OpencodeStorage)
         .map(|_| Rewrite::Text(Layout::Document))
+}
+
+/// Whether the file at `path` is an SQLite database (by its 16-byte header).
+fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 fn first_byte(path: &Path) -> Option<u8> {

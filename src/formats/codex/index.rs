@@ -37,6 +37,31 @@ pub fn is_state_db_head(bytes: &[u8]) -> bool {
         && has(b"rollout_path TEXT")
 }
 
+/// Whether the SQLite database at `path` (its head `bytes`) is Codex's state database: its
+/// schema is read from the head when it is there, else asked of the database file, opened
+/// immutable (after a `VACUUM`, or a migration that rewrote the table, the schema can lie past
+/// the head). Nothing is copied: recognising a large database costs one page read or two.
+pub fn is_state_db(path: &std::path::Path, bytes: &[u8]) -> bool {
+    if !bytes.starts_with(b"SQLite format 3\0") {
+        return false;
+    }
+    if is_state_db_head(bytes) {
+        return true;
+    }
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+        | rusqlite::OpenFlags::SQLITE_OPEN_URI
+        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let target = crate::formats::opencode::db::uri(path, "immutable=1");
+    Connection::open_with_flags(target, flags).is_ok_and(|conn| {
+        conn.query_row(
+            "SELECT count(*) FROM pragma_table_info('threads') WHERE name = 'rollout_path'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n == 1)
+    })
+}
+
 /// Whether `dir` is a Codex home: its `sessions/` holds rollouts, or its `state_5.sqlite` is
 /// Codex's state database.
 pub fn is_home(dir: &Path) -> bool {
@@ -44,7 +69,10 @@ pub fn is_home(dir: &Path) -> bool {
         return false;
     }
     !super::store::rollouts(&dir.join("sessions")).is_empty()
-        || is_state_db_head(crate::formats::store::head(&dir.join(STATE_DB)).as_bytes())
+        || is_state_db(
+            &dir.join(STATE_DB),
+            crate::formats::store::head(&dir.join(STATE_DB)).as_bytes(),
+        )
 }
 
 /// A `threads` row as rewind reads it.

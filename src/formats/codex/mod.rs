@@ -5,6 +5,7 @@ pub mod index;
 pub mod index_repair;
 pub mod read;
 pub mod recognize;
+pub mod redact;
 pub mod repair;
 pub mod replay;
 pub mod request;

@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::formats::recognize::{Claim, Evidence, Head, RecordLine, first_record};
 
 pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
-    if super::index::is_state_db_head(head.bytes) {
+    if super::index::is_state_db(head.path, head.bytes) {
         return vec![Claim::new(
             Format::CodexState,
             Evidence::Magic,

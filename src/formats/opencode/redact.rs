@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
-use super::db::{Db, DbError};
+use super::db::{DbError, open_read_only};
 use crate::redact::Redactor;
 use crate::redact::scan::Scanner;
 
@@ -98,16 +98,18 @@ fn redact_cells(
 
 /// Lists what redacting the database at `path` would replace, writing nothing.
 pub fn dry_run(path: &Path, r: &mut Redactor, label: &str) -> Result<(), DbError> {
-    let db = Db::open(path)?;
-    redact_cells(db.conn(), r, label, false)
+    // Any SQLite database (Codex's state and history databases too), opened as a diagnosis
+    // opens one: read-only, its WAL included, nothing beside it touched.
+    let db = open_read_only(path)?;
+    redact_cells(&db.conn, r, label, false)
 }
 
 /// Writes a redacted copy of the database at `path` to `out` (a new file's path, removed by
 /// the caller on error).
 pub fn redact(path: &Path, out: &Path, r: &mut Redactor, label: &str) -> Result<(), DbError> {
     {
-        let db = Db::open(path)?;
-        db.conn()
+        let db = open_read_only(path)?;
+        db.conn
             .execute("VACUUM INTO ?1", [out.to_string_lossy().as_ref()])?;
     }
     let mut conn = Connection::open_with_flags(
