@@ -28,6 +28,8 @@ pub enum Format {
     ClaudeTranscript,
     /// A Codex rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
     CodexRollout,
+    /// A GitHub Copilot CLI session (`~/.copilot/session-state/<id>/events.jsonl`).
+    CopilotSession,
 }
 
 impl Format {
@@ -46,6 +48,7 @@ impl Format {
             Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
             Format::ClaudeTranscript => "a Claude Code transcript",
             Format::CodexRollout => "a Codex rollout",
+            Format::CopilotSession => "a GitHub Copilot CLI session",
         }
     }
 
@@ -61,9 +64,12 @@ impl Format {
         )
     }
 
-    /// A client's own transcript of a session (Claude Code, Codex).
+    /// A client's own transcript of a session (Claude Code, Codex, Copilot CLI).
     pub fn is_client_transcript(self) -> bool {
-        matches!(self, Format::ClaudeTranscript | Format::CodexRollout)
+        matches!(
+            self,
+            Format::ClaudeTranscript | Format::CodexRollout | Format::CopilotSession
+        )
     }
 
     /// A Claude Code transcript.
@@ -74,6 +80,11 @@ impl Format {
     /// A Codex rollout.
     pub fn is_codex(self) -> bool {
         self == Format::CodexRollout
+    }
+
+    /// A GitHub Copilot CLI session.
+    pub fn is_copilot(self) -> bool {
+        self == Format::CopilotSession
     }
 
     /// An agent's log.

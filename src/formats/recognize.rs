@@ -220,6 +220,14 @@ pub fn recognise(path: &Path, bytes: &[u8]) -> Result<Claim, DetectError> {
     }
     let line_at = |k: usize| memchr::memchr_iter(b'\n', &bytes[..k]).count() as u64 + 1;
     if let Some(k) = memchr::memchr(0, bytes) {
+        // A crash zero-fills a file's end: a session whose reader names NUL bytes as damage
+        // (Copilot CLI's) is recognised by its whole lines before them.
+        if let Some(cut) = memchr::memrchr(b'\n', &bytes[..k])
+            && let Ok(claim) = recognise(path, &bytes[..=cut])
+            && claim.format.is_copilot()
+        {
+            return Ok(claim);
+        }
         return Err(DetectError::Binary {
             path: path_buf(),
             offset: k as u64,

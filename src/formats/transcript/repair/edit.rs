@@ -19,6 +19,7 @@ pub const CODEX_ABORTED: &str = "aborted";
 pub enum Client {
     ClaudeCode,
     Codex,
+    Copilot,
 }
 
 /// What kind of problem a change fixes.
@@ -33,6 +34,12 @@ pub enum Problem {
     OrphanResult,
     /// Signed thinking the next request would send changed (`thinking-modified`).
     ChangedThinking,
+    /// NUL bytes where a line or its start should be (a crash zero-filled the file).
+    NulBytes,
+    /// An event split across lines by raw line breaks inside a string.
+    SplitRecord,
+    /// Events written on one line.
+    ConcatenatedRecords,
 }
 
 impl Problem {
@@ -42,6 +49,9 @@ impl Problem {
             Problem::UnansweredCall => "unanswered-call",
             Problem::OrphanResult => "orphan-result",
             Problem::ChangedThinking => "changed-thinking",
+            Problem::NulBytes => "nul-bytes",
+            Problem::SplitRecord => "split-record",
+            Problem::ConcatenatedRecords => "concatenated-records",
         }
     }
 }

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::formats::{claude_code::repair as claude_code, codex::repair as codex};
+use crate::formats::{
+    claude_code::repair as claude_code, codex::repair as codex, copilot::repair as copilot,
+};
 
 use super::{Change, Client, Edit, Plan, Problem, split};
 
@@ -20,6 +22,11 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
         calls: BTreeSet::new(),
         unanswered_at_ms: None,
     };
+    // Copilot CLI's line damage is its own to undo (`copilot/repair.rs`).
+    if client == Client::Copilot {
+        copilot::plan(&lines, newline_at_end, &mut plan);
+        return plan;
+    }
     let last = lines.len().checked_sub(1);
     let torn = last.filter(|&i| !newline_at_end && lines[i].value.is_none());
     for (i, l) in lines.iter().enumerate() {
@@ -54,6 +61,7 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
             claude_code::plan(&lines[..kept], next_line, &thinking, &mut plan);
         }
         Client::Codex => codex::plan(&lines[..kept], next_line, &mut plan),
+        Client::Copilot => {}
     }
     plan
 }
