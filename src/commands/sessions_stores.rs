@@ -13,6 +13,8 @@
 //!   session (`<project>/<session>.jsonl`), subagents' beside it
 //!   (`<project>/<session>/subagents/agent-*.jsonl`).
 //! * Codex: `$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-*.jsonl`.
+//! * GitHub Copilot CLI: `$COPILOT_HOME/session-state`, else `~/.copilot/session-state`: one
+//!   folder per session, `<id>/events.jsonl` (Copilot CLI 1.0.102).
 //! * Kilo Code CLI (an OpenCode fork with its database): `$XDG_DATA_HOME/kilo`, else
 //!   `~/.local/share/kilo`, holding `kilo.db` (or `kilo-<channel>.db`); `KILO_DB` names another
 //!   database, resolved as `OPENCODE_DB` is (Kilo 7.7.7).
@@ -45,6 +47,7 @@ enum Kind {
     KiloDb,
     Claude,
     Codex,
+    Copilot,
 }
 
 impl Kind {
@@ -55,11 +58,12 @@ impl Kind {
             Kind::KiloDb => "kilo-database",
             Kind::Claude => "claude-code-transcripts",
             Kind::Codex => "codex-rollouts",
+            Kind::Copilot => "copilot-sessions",
         }
     }
 
     fn is_transcripts(self) -> bool {
-        matches!(self, Kind::Claude | Kind::Codex)
+        matches!(self, Kind::Claude | Kind::Codex | Kind::Copilot)
     }
 }
 
@@ -334,7 +338,7 @@ fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Resu
                 out,
                 "{n} {sessions} only in {path}: OpenCode 1.2 and later read {DEFAULT_DB}, which imports storage/ once, when it is created; these were written after that import or skipped by it (a file it could not parse: `rewind diagnose {path} --select storage-file-damaged`)"
             )?,
-            Kind::KiloDb | Kind::Claude | Kind::Codex => {}
+            Kind::KiloDb | Kind::Claude | Kind::Codex | Kind::Copilot => {}
         }
     }
     if let Some(db) = std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty()) {
@@ -397,7 +401,16 @@ pub fn run_transcripts(
     format: HumanOrJson,
 ) -> Result<ExitStatus, RewindError> {
     let claude = crate::formats::claude_code::store::transcripts(dir);
-    let listing = if claude.is_empty() {
+    let copilot = crate::formats::copilot::store::sessions(dir);
+    let listing = if !copilot.is_empty() && claude.is_empty() {
+        transcripts(
+            "Copilot CLI sessions",
+            dir,
+            Kind::Copilot,
+            &copilot,
+            options,
+        )
+    } else if claude.is_empty() {
         let files = crate::formats::codex::store::rollouts(dir);
         transcripts("Codex rollouts", dir, Kind::Codex, &files, options)
     } else {
@@ -658,6 +671,7 @@ fn transcripts(
         channel: None,
         read_by: match kind {
             Kind::Claude => "Claude Code (`claude --resume`)".into(),
+            Kind::Copilot => "GitHub Copilot CLI (`copilot --resume`)".into(),
             _ => "Codex (`codex resume`)".into(),
         },
         rows,
@@ -760,6 +774,32 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
         }
     }
 
+    // Copilot CLI's sessions.
+    let copilot = match env_path("COPILOT_HOME") {
+        Some(d) => Some((d.join("session-state"), "$COPILOT_HOME/session-state")),
+        None => home
+            .as_ref()
+            .map(|h| (h.join(".copilot/session-state"), "~/.copilot/session-state")),
+    };
+    if let Some((root, via)) = copilot {
+        let files = crate::formats::copilot::store::sessions(&root);
+        searched.push(Searched {
+            what: "Copilot CLI sessions",
+            path: root.clone(),
+            via: via.into(),
+            found: !files.is_empty(),
+        });
+        if !files.is_empty() {
+            listings.push(transcripts(
+                "Copilot CLI sessions",
+                &root,
+                Kind::Copilot,
+                &files,
+                options,
+            ));
+        }
+    }
+
     let mut out = Fitted::new(super::Out, human_width(format));
     match format {
         HumanOrJson::Json => {
@@ -792,7 +832,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             if home.is_none() {
                 writeln!(
                     out,
-                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.local/share/kilo, ~/.claude and ~/.codex were not searched)"
+                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.local/share/kilo, ~/.claude, ~/.codex and ~/.copilot were not searched)"
                 )?;
             }
             if listings.is_empty() {

@@ -4,7 +4,8 @@
 //! `toolRequests` is a tool part, running until the `tool.execution_complete` with its
 //! `toolCallId` (an error when `success` is false). The stored history the next request is
 //! rebuilt from (`TranscriptFacts::history`) is the main agent's events in order (a
-//! sub-agent's carry an `agentId` and are its own conversation).
+//! sub-agent's carry an `agentId` and are its own conversation; `system.message` is the
+//! system prompt, sent apart from the messages).
 //!
 //! What the real client (1.0.102, driven offline) does with damage, which the findings say:
 //! every line that is not one JSON event (NUL bytes, the pieces of an event a raw line break
@@ -310,18 +311,6 @@ impl Reader {
                 if let Some(m) = str_of(data, "newModel") {
                     self.model = Some(m.to_owned());
                 }
-            }
-            "system.message" if main => {
-                self.history.push(ModelMessage {
-                    role: Role::System,
-                    content: vec![Block {
-                        kind: BlockKind::Text,
-                        span: at(&["content"]),
-                        part_id: None,
-                    }],
-                    span: Some(line.span),
-                    message_id: str_of(o, "id").map(str::to_owned),
-                });
             }
             "user.message" => {
                 let id = str_of(data, "messageId")
