@@ -73,7 +73,12 @@ fn a_newer_event_type_is_noted_as_not_checked() {
 fn each_kind_of_damage_is_named_at_its_byte() {
     // (fixture, line, what the message says, what the span starts with)
     let cases = [
-        ("nul-tail", 15, "64 NUL bytes where an event should be", "\0"),
+        (
+            "nul-tail",
+            15,
+            "64 NUL bytes where an event should be",
+            "\0",
+        ),
         (
             "nul-before-event",
             8,
@@ -181,10 +186,7 @@ fn request(path: &Path) -> Vec<(String, Vec<String>)> {
         .expect("run");
     let doc: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    let messages = doc["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let messages = doc["messages"].as_array().cloned().unwrap_or_default();
     messages
         .iter()
         .map(|m| {
@@ -204,7 +206,12 @@ fn request(path: &Path) -> Vec<(String, Vec<String>)> {
 fn the_next_request_pairs_every_call_as_the_client_does() {
     // What Copilot CLI 1.0.102 sent on resume (recorded): the call, then its result (written by
     // the resume for the killed call, synthetic for one whose result line it dropped).
-    for name in ["healthy-tool", "killed-tool", "raw-newline", "resumed-after-kill"] {
+    for name in [
+        "healthy-tool",
+        "killed-tool",
+        "raw-newline",
+        "resumed-after-kill",
+    ] {
         let msgs = request(&fixture(name));
         let call = msgs
             .iter()
@@ -333,7 +340,11 @@ fn sessions_finds_copilot_sessions_under_home() {
         .collect();
     assert_eq!(copilot.len(), 1, "{doc}");
     assert_eq!(copilot[0]["sessions"], 2, "{doc}");
-    assert_eq!(copilot[0]["list"].as_array().map(Vec::len), Some(2), "{doc}");
+    assert_eq!(
+        copilot[0]["list"].as_array().map(Vec::len),
+        Some(2),
+        "{doc}"
+    );
     // `--session ID` on the folder finds the session's file.
     let root = home.path().join(".copilot/session-state");
     let (code, doc) = diagnose_json(

@@ -606,7 +606,8 @@ mod tests {
             Some(Format::CopilotSession)
         );
         assert_ne!(
-            fmt(br#"{"type":"tool.execution_start","data":{},"timestamp":"t","sessionID":"s"}"#).ok(),
+            fmt(br#"{"type":"tool.execution_start","data":{},"timestamp":"t","sessionID":"s"}"#)
+                .ok(),
             Some(Format::CopilotSession)
         );
         for other in [claude, codex] {

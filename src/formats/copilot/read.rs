@@ -189,7 +189,15 @@ pub const TYPES: &[&str] = &[
 ];
 
 /// The envelope's keys in the schema.
-const ENVELOPE: &[&str] = &["type", "data", "id", "timestamp", "parentId", "ephemeral", "agentId"];
+const ENVELOPE: &[&str] = &[
+    "type",
+    "data",
+    "id",
+    "timestamp",
+    "parentId",
+    "ephemeral",
+    "agentId",
+];
 
 /// Whether `ty` is an event type of the schema.
 pub fn is_known_type(ty: &str) -> bool {
@@ -204,10 +212,12 @@ pub fn is_plausible_type(ty: &str) -> bool {
     };
     let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
     word(ns)
-        && name.split('.').all(|w| {
-            !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        })
-        && TYPES.iter().any(|t| t.split_once('.').is_some_and(|(n, _)| n == ns))
+        && name
+            .split('.')
+            .all(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+        && TYPES
+            .iter()
+            .any(|t| t.split_once('.').is_some_and(|(n, _)| n == ns))
 }
 
 /// Whether `obj` is a Copilot CLI event: the envelope's required keys (a string `type` of the
@@ -249,9 +259,12 @@ pub fn leading_nuls(text: &[u8]) -> Option<(usize, bool)> {
     })
 }
 
+/// An event of a line that holds several: its start and end in the line's text, and itself.
+pub type Piece = (usize, usize, Map<String, Value>);
+
 /// The events of a line that holds more than one, each with its byte range in `text`; `None`
 /// when the line is not two or more events one after the other.
-pub fn concatenated(text: &str) -> Option<Vec<(usize, usize, Map<String, Value>)>> {
+pub fn concatenated(text: &str) -> Option<Vec<Piece>> {
     let mut out = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut start = 0;

@@ -41,7 +41,12 @@ fn event(text: &str) -> Option<Map<String, Value>> {
 /// Lines `i..=j` joined into one event, each raw line break written as an escape.
 fn rejoined(lines: &[Line<'_>], i: usize) -> Option<(usize, String, Map<String, Value>)> {
     let mut text = String::new();
-    for (j, l) in lines.iter().enumerate().skip(i).take(super::read::MAX_PIECES) {
+    for (j, l) in lines
+        .iter()
+        .enumerate()
+        .skip(i)
+        .take(super::read::MAX_PIECES)
+    {
         let piece = std::str::from_utf8(l.raw).ok()?;
         if j > i {
             if let Some(cut) = text.strip_suffix('\r') {
@@ -99,7 +104,8 @@ pub(crate) fn plan(lines: &[Line<'_>], newline_at_end: bool, plan: &mut Plan) {
             if let Some(rest) = text.and_then(|t| t.get(k..))
                 && let Some(o) = event(rest)
             {
-                plan.edits.push(Edit::Replace(i, rest.trim_end_matches('\r').to_owned()));
+                plan.edits
+                    .push(Edit::Replace(i, rest.trim_end_matches('\r').to_owned()));
                 plan.changes.push(Change {
                     line: no,
                     problem: Problem::NulBytes,
@@ -319,7 +325,8 @@ mod tests {
     fn line_damage_is_mended() {
         let done = r#"{"type":"tool.execution_complete","data":{"toolCallId":"c1","result":{"content":"a
 b"}},"id":"e3","timestamp":"t","parentId":"e2"}"#;
-        let end = r#"{"type":"session.shutdown","data":{},"id":"e4","timestamp":"t","parentId":"e3"}"#;
+        let end =
+            r#"{"type":"session.shutdown","data":{},"id":"e4","timestamp":"t","parentId":"e3"}"#;
         let text = format!("{CALL}{done}\n{end}{end}\n\0\0\0");
         let p = planned(text.as_bytes());
         let problems: Vec<Problem> = p.changes.iter().map(|c| c.problem).collect();

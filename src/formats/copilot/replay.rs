@@ -38,7 +38,8 @@ use crate::source::{FileId, Span};
 pub const INTERRUPTED: &str = "Tool execution was interrupted before a result was recorded. Its effects may be absent, partial, or already complete, and other tools may have completed successfully. Check the current state before retrying; do not assume success or replay this operation blindly.";
 /// What Copilot CLI 1.0.102 sends as the result of a call the session went on past without
 /// one (not written to the file).
-pub const INTERRUPTED_SENT: &str = "The execution of this tool, or a previous tool was interrupted.";
+pub const INTERRUPTED_SENT: &str =
+    "The execution of this tool, or a previous tool was interrupted.";
 
 /// A tool call, as far as pairing needs it.
 struct Call {
@@ -217,14 +218,19 @@ impl Reader {
             };
             self.undecodable(
                 piece.span,
-                format!("{what}; Copilot CLI skips the line on resume and rewrites the file without it"),
+                format!(
+                    "{what}; Copilot CLI skips the line on resume and rewrites the file without it"
+                ),
                 None,
                 false,
             );
             return;
         }
         if let Some(parts) = events::concatenated(&piece.text) {
-            let types: Vec<String> = parts.iter().map(|(_, _, o)| format!("`{}`", type_of(o))).collect();
+            let types: Vec<String> = parts
+                .iter()
+                .map(|(_, _, o)| format!("`{}`", type_of(o)))
+                .collect();
             for (_, _, o) in &parts {
                 self.note_result(o, piece.span);
             }
@@ -267,7 +273,10 @@ impl Reader {
     /// unreadable.
     fn note_result(&mut self, o: &Map<String, Value>, span: Span) {
         if str_of(o, "type") == Some("tool.execution_complete")
-            && let Some(id) = o.get("data").and_then(|d| d.get("toolCallId")).and_then(Value::as_str)
+            && let Some(id) = o
+                .get("data")
+                .and_then(|d| d.get("toolCallId"))
+                .and_then(Value::as_str)
         {
             self.damaged_results.insert(id.to_owned(), span);
         }
@@ -288,7 +297,9 @@ impl Reader {
             *self
                 .analysis()
                 .unmodelled
-                .entry(format!("{ty} (not in Copilot CLI {SCHEMA_VERSION}'s schema: not checked)"))
+                .entry(format!(
+                    "{ty} (not in Copilot CLI {SCHEMA_VERSION}'s schema: not checked)"
+                ))
                 .or_default() += 1;
             return;
         }
@@ -482,7 +493,15 @@ impl Reader {
         }
     }
 
-    fn call(&mut self, seq: Seq, mi: usize, call_id: &str, name: &str, message_id: &str, span: Span) {
+    fn call(
+        &mut self,
+        seq: Seq,
+        mi: usize,
+        call_id: &str,
+        name: &str,
+        message_id: &str,
+        span: Span,
+    ) {
         if self.calls.contains_key(call_id) {
             return;
         }
@@ -632,7 +651,11 @@ mod tests {
         let split = DONE.replacen("hi\\nthere", "hi\nthere", 1);
         let a = run(&format!("{START}{split}\n{REPLY}\n"));
         assert_eq!(a.undecodable.len(), 1);
-        assert!(a.undecodable[0].reason.contains("raw line break"), "{}", a.undecodable[0].reason);
+        assert!(
+            a.undecodable[0].reason.contains("raw line break"),
+            "{}",
+            a.undecodable[0].reason
+        );
         let f = a.transcript.as_deref();
         assert_eq!(f.map(|f| f.stranded_calls.len()), Some(1));
     }
@@ -641,7 +664,11 @@ mod tests {
     fn concatenated_events_and_nul_bytes_are_named() {
         let a = run(&format!("{START}{DONE}{REPLY}\n\0\0\0\0"));
         assert_eq!(a.undecodable.len(), 2);
-        assert!(a.undecodable[0].reason.contains("2 events written on one line"));
+        assert!(
+            a.undecodable[0]
+                .reason
+                .contains("2 events written on one line")
+        );
         assert!(a.undecodable[1].reason.contains("4 NUL bytes"));
     }
 
