@@ -220,9 +220,15 @@ pub fn is_plausible_type(ty: &str) -> bool {
             .any(|t| t.split_once('.').is_some_and(|(n, _)| n == ns))
 }
 
+/// Whether `key` is one of the envelope's keys in the schema.
+pub fn is_envelope_key(key: &str) -> bool {
+    ENVELOPE.contains(&key)
+}
+
 /// Whether `obj` is a Copilot CLI event: the envelope's required keys (a string `type` of the
 /// schema or a plausible newer one, an object `data`, a string `id` and `timestamp`, a string or
-/// null `parentId`) and no key the envelope does not have.
+/// null `parentId`). A key the envelope does not have is a newer client's (replay notes it), as
+/// long as the required ones are there.
 pub fn is_record(obj: &Map<String, Value>) -> bool {
     let ty = obj.get("type").and_then(Value::as_str);
     ty.is_some_and(|t| is_known_type(t) || is_plausible_type(t))
@@ -232,7 +238,6 @@ pub fn is_record(obj: &Map<String, Value>) -> bool {
         && obj
             .get("parentId")
             .is_some_and(|p| p.is_string() || p.is_null())
-        && obj.keys().all(|k| ENVELOPE.contains(&k.as_str()))
 }
 
 /// Whether a line cut by the end of the head looks like the session's first event.
@@ -327,9 +332,11 @@ mod tests {
         // Responses API stream events and agent-log events are not Copilot's.
         assert!(!is_record(&ev("response.created")));
         assert!(!is_record(&ev("tool_use")));
+        // A newer client's envelope key does not make it another format's.
         let mut extra = ev("session.start");
-        extra.insert("payload".into(), json!({}));
-        assert!(!is_record(&extra));
+        extra.insert("sessionId".into(), json!("s1"));
+        assert!(is_record(&extra));
+        assert!(!is_envelope_key("sessionId"));
         assert!(!is_record(&obj(
             json!({"type": "session.start", "data": {}, "id": "a", "timestamp": "t"})
         )));

@@ -293,6 +293,15 @@ impl Reader {
             segs.extend(path.iter().map(|k| Seg::Key(k)));
             line.locate(&segs)
         };
+        for key in o.keys().filter(|k| !events::is_envelope_key(k)) {
+            *self
+                .analysis()
+                .unmodelled
+                .entry(format!(
+                    "field `{key}` of an event's envelope (not in Copilot CLI {SCHEMA_VERSION}'s schema: not checked)"
+                ))
+                .or_default() += 1;
+        }
         if !events::is_known_type(&ty) {
             *self
                 .analysis()
@@ -680,5 +689,11 @@ mod tests {
         ));
         assert!(a.undecodable.is_empty());
         assert_eq!(a.unmodelled.values().sum::<u64>(), 1);
+        let a = run(&format!(
+            "{START}{}\n",
+            r#"{"type":"session.shutdown","data":{},"id":"e9","timestamp":"t","parentId":"e4","sessionId":"s1"}"#
+        ));
+        assert_eq!(a.unmodelled.len(), 1, "{:?}", a.unmodelled);
+        assert!(a.undecodable.is_empty());
     }
 }
