@@ -65,6 +65,7 @@ fn sessions_in(home: &Path, env: &[(&str, &Path)], args: &[&str]) -> (i32, Strin
         "OPENCODE_DB",
         "OPENCODE_DISABLE_CHANNEL_DB",
         "KILO_DB",
+        "COPILOT_HOME",
     ] {
         cmd.env_remove(k);
     }
@@ -249,7 +250,8 @@ fn without_a_store_the_stores_of_this_machine_are_searched() {
             ("OpenCode data folder", true),
             ("Kilo data folder", false),
             ("Claude Code transcripts", true),
-            ("Codex rollouts", true)
+            ("Codex rollouts", true),
+            ("Copilot CLI sessions", false),
         ]
     );
     assert_eq!(
@@ -335,6 +337,7 @@ fn xdg_data_home_codex_home_and_claude_config_dir_move_the_stores() {
                 true
             ),
             ("Codex rollouts", "$CODEX_HOME/sessions", true),
+            ("Copilot CLI sessions", "~/.copilot/session-state", false),
         ]
     );
     assert_eq!(
@@ -357,6 +360,7 @@ fn when_nothing_is_found_it_says_what_was_searched() {
         ".local/share/kilo",
         ".claude/projects",
         ".codex/sessions",
+        ".copilot/session-state",
     ] {
         let line = human
             .lines()
@@ -368,7 +372,7 @@ fn when_nothing_is_found_it_says_what_was_searched() {
     let (_, json) = sessions_in(dir.path(), &[], &["--format", "json"]);
     let doc: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["stores"].as_array().unwrap().len(), 0);
-    assert_eq!(doc["searched"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["searched"].as_array().unwrap().len(), 5);
 }
 
 #[test]
