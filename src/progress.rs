@@ -115,7 +115,7 @@ impl Progress {
         if !shown(for_people) {
             return Progress(None);
         }
-        let name = crate::report::snippet::escape(&path.display().to_string(), false);
+        let name = crate::text::InputText::from(&path.display().to_string()).for_terminal();
         // Never open a one-shot input (a pipe, standard input) here: that would consume it.
         let size = if crate::ingest::input::is_one_shot(path) {
             Size::Unknown

@@ -37,6 +37,78 @@ pub fn is_dangerous(c: char) -> bool {
         )
 }
 
+/// Text taken from the input (a message quoting a tool name, an id, a file name), as the checks
+/// word it and the printers receive it. It has no `Display` and no way to the bytes but
+/// [`InputText::unescaped`], named so that printing it raw reads as the mistake it is: the report
+/// layer gives each place it can go (a terminal, an HTML page, GitHub-flavoured Markdown, a
+/// workflow command, XML; JSON through `Serialize` and `report::safe_json`) its own escaping
+/// method (`report/input_text.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct InputText(String);
+
+impl InputText {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
+    /// No text.
+    pub const fn empty() -> Self {
+        Self(String::new())
+    }
+
+    /// The text as read, to compare, hash or build other input text from — never to print.
+    pub fn unescaped(&self) -> &str {
+        &self.0
+    }
+
+    /// The text as read, given up (to build other text from).
+    pub fn into_unescaped(self) -> String {
+        self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<String> for InputText {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<&str> for InputText {
+    fn from(s: &str) -> Self {
+        Self(s.to_owned())
+    }
+}
+
+impl From<&String> for InputText {
+    fn from(s: &String) -> Self {
+        Self(s.clone())
+    }
+}
+
+impl From<&std::borrow::Cow<'_, str>> for InputText {
+    fn from(s: &std::borrow::Cow<'_, str>) -> Self {
+        Self(s.to_string())
+    }
+}
+
+impl From<&InputText> for InputText {
+    fn from(s: &InputText) -> Self {
+        s.clone()
+    }
+}
+
+/// As a JSON string: machine printers write it through `report::safe_json`, which escapes the
+/// characters [`is_dangerous`] names.
+impl serde::Serialize for InputText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
 /// The most input an error message quotes, in bytes.
 pub const MAX_QUOTED: usize = 200;
 

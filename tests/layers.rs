@@ -381,6 +381,49 @@ fn checks_do_not_name_the_formats_internals() {
     );
 }
 
+/// Printers escape the input's text in one way: through `InputText`'s `for_*` methods (or the
+/// HTML page's `Text`, which writes through the same function), never by calling an escaping
+/// function on a string of their own — a string a printer forgot to pass is then a type error,
+/// not a leak.
+#[test]
+fn printers_escape_only_through_input_text() {
+    let raw = [
+        "snippet::escape(",
+        "escape(&",
+        "xml_escape(&",
+        "escape_markdown(&",
+        "escape_data(&",
+        "escape_property(&",
+    ];
+    let mut found = Vec::new();
+    for file in files() {
+        let printer = file
+            .module
+            .first()
+            .is_some_and(|m| m == "report" || m == "commands");
+        let own = file.path.ends_with("input_text.rs")
+            || file.path.ends_with("snippet.rs")
+            || file.path.ends_with("github.rs")
+            || file.path.ends_with("junit.rs");
+        if !printer || own {
+            continue;
+        }
+        // The unit tests at the end of a file may call anything.
+        let body = file.text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in body.lines().enumerate() {
+            if raw.iter().any(|r| line.contains(r)) {
+                found.push(format!(
+                    "{}:{}: {}",
+                    file.path.display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(found.is_empty(), "escaping by hand: {found:#?}");
+}
+
 #[test]
 fn paths_resolve_as_rust_does() {
     let file = File {

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::Rule;
 use crate::source::Span;
+use crate::text::InputText;
 
 /// How serious a finding is. Ordered: `Info < Warning < Error`.
 #[derive(
@@ -45,7 +46,7 @@ impl fmt::Display for Severity {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Label {
     pub span: Span,
-    pub text: String,
+    pub text: InputText,
 }
 
 /// The session, message, part and tool-call ids a finding is about.
@@ -86,19 +87,20 @@ pub struct Finding {
     /// The rule (its kebab-case name is a stable contract).
     pub rule: Rule,
     pub severity: Severity,
-    pub message: String,
+    /// Worded by the check, quoting the input: printed only through an escaping.
+    pub message: InputText,
     /// Where the problem is.
     pub primary: Option<Label>,
     /// Related places ("tool started here", "session died here").
     pub related: Vec<Label>,
     /// Further lines of explanation, shown under the snippet.
-    pub notes: Vec<String>,
-    pub help: Option<String>,
+    pub notes: Vec<InputText>,
+    pub help: Option<InputText>,
     pub ids: Ids,
 }
 
 impl Finding {
-    pub fn new(rule: Rule, severity: Severity, message: impl Into<String>) -> Self {
+    pub fn new(rule: Rule, severity: Severity, message: impl Into<InputText>) -> Self {
         Self {
             rule,
             severity,
@@ -111,7 +113,7 @@ impl Finding {
         }
     }
 
-    pub fn at(mut self, span: Span, text: impl Into<String>) -> Self {
+    pub fn at(mut self, span: Span, text: impl Into<InputText>) -> Self {
         self.primary = Some(Label {
             span,
             text: text.into(),
@@ -119,7 +121,7 @@ impl Finding {
         self
     }
 
-    pub fn also(mut self, span: Option<Span>, text: impl Into<String>) -> Self {
+    pub fn also(mut self, span: Option<Span>, text: impl Into<InputText>) -> Self {
         if let Some(span) = span {
             self.related.push(Label {
                 span,
@@ -129,12 +131,12 @@ impl Finding {
         self
     }
 
-    pub fn note(mut self, note: impl Into<String>) -> Self {
+    pub fn note(mut self, note: impl Into<InputText>) -> Self {
         self.notes.push(note.into());
         self
     }
 
-    pub fn help(mut self, help: impl Into<String>) -> Self {
+    pub fn help(mut self, help: impl Into<InputText>) -> Self {
         self.help = Some(help.into());
         self
     }

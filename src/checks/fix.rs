@@ -241,7 +241,7 @@ impl<'a> FixContext<'a> {
     /// schema first.
     pub fn update_part(&mut self, f: &Finding, data: Option<Value>, words: String) -> Fix {
         let (Some(part_id), Some(data)) = (f.ids.part_id.clone(), data) else {
-            self.unfixable(format!("{}: {}", f.rule, f.message));
+            self.unfixable(format!("{}: {}", f.rule, f.message.unescaped()));
             return Fix::Unfixable;
         };
         if !schema::validate_part(&data).is_empty() {
@@ -279,7 +279,7 @@ impl<'a> FixContext<'a> {
     /// Plans deleting the finding's part.
     pub fn delete_part(&mut self, f: &Finding, words: String) -> Fix {
         let Some(part_id) = f.ids.part_id.clone() else {
-            self.unfixable(format!("{}: {}", f.rule, f.message));
+            self.unfixable(format!("{}: {}", f.rule, f.message.unescaped()));
             return Fix::Unfixable;
         };
         self.plan.fixes.insert(key(f));

@@ -23,6 +23,7 @@ use std::str::FromStr;
 
 use crate::checks::diagnostic::{Finding, Severity};
 use crate::session::Analysis;
+use crate::text::InputText;
 
 pub use fix::{Fix, FixContext};
 
@@ -71,7 +72,7 @@ impl CheckMeta {
     }
 
     /// A finding of this check at its default severity.
-    pub fn finding(&self, message: impl Into<String>) -> Finding {
+    pub fn finding(&self, message: impl Into<InputText>) -> Finding {
         Finding::new(self.rule, self.severity, message)
     }
 }
@@ -434,7 +435,7 @@ fn compacted_away(analysis: &Analysis, out: &mut [Finding]) {
             f.notes.push(format!(
                 "this message is before the compaction at {} and is no longer sent to the model",
                 compaction.at
-            ));
+            ).into());
             // One level below the rule's own severity, and never lower than that: a check that
             // already lowered the finding for the same reason (the session went on past it) is
             // not lowered twice.
@@ -462,7 +463,7 @@ fn not_repaired_in_v2(analysis: &Analysis, out: &mut [Finding]) {
             f.help = Some(format!(
                 "`rewind repair` leaves this: the session is kept in OpenCode's v2 `session_message` store, which it does not edit (`rewind explain {}` says what a fix changes)",
                 f.rule
-            ));
+            ).into());
         }
     }
 }

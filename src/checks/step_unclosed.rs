@@ -118,7 +118,7 @@ impl Check for StepUnclosed {
                             "a step of message {} started and no finish of it could be read ({starts} step-start, {finishes} step-finish); {}",
                             message.id,
                             may.words("its step-finish")
-                        );
+                        ).into();
                         f = f
                             .severity(Severity::Warning)
                             .also(

@@ -482,8 +482,8 @@ mod tests {
     fn a_killed_thinking_session_is_refused_on_resume() {
         let f = findings(&transcript("claude-thinking/kill_tool"));
         assert_eq!(f.len(), 1, "{f:?}");
-        assert!(f[0].message.contains("without its `tool_use`"), "{}", f[0].message);
-        assert!(f[0].message.contains("messages.1.content.0: `thinking`"), "{}", f[0].message);
+        assert!(f[0].message.unescaped().contains("without its `tool_use`"), "{:?}", f[0].message);
+        assert!(f[0].message.unescaped().contains("messages.1.content.0: `thinking`"), "{:?}", f[0].message);
         assert_eq!(f[0].severity, Severity::Warning);
         assert!(f[0].ids.call_id.as_deref().is_some_and(|c| c.starts_with("toolu_")));
     }
@@ -522,7 +522,7 @@ mod tests {
         });
         let f = findings(&blanked);
         assert_eq!(f.len(), 1, "{f:?}");
-        assert!(f[0].message.contains("text is empty"), "{}", f[0].message);
+        assert!(f[0].message.unescaped().contains("text is empty"), "{:?}", f[0].message);
     }
 
     /// With the thinking display `omitted`, the provider answers every thinking block with an
@@ -589,7 +589,7 @@ mod tests {
             .collect();
         let f = findings(&relinked);
         assert!(
-            f.iter().any(|f| f.message.contains("joins the signed thinking of responses")),
+            f.iter().any(|f| f.message.unescaped().contains("joins the signed thinking of responses")),
             "{f:?}"
         );
     }

@@ -200,7 +200,7 @@ fn unread_may_hold(
         part.part.id,
         tool.state.status(),
         may.words("its result")
-    );
+    ).into();
     f
 }
 

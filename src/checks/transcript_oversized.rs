@@ -170,7 +170,7 @@ mod tests {
         }));
         let mut out = Vec::new();
         TranscriptOversized.run(&a, &mut out);
-        out.into_iter().map(|f| (f.severity, f.message)).collect()
+        out.into_iter().map(|f| (f.severity, f.message.into_unescaped())).collect()
     }
 
     fn line(len: u64) -> Option<(u64, Span)> {

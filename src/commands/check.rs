@@ -19,6 +19,7 @@ use crate::pipeline;
 use crate::report::ColorChoice;
 use crate::report::human::{Renderer, Summary};
 use crate::report::{OutputFormat, RunSummary, Totals, UnitOutput};
+use crate::text::InputText;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -368,7 +369,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
     for (arg, why) in &found.missing {
         let e = RewindError::Usage(format!("`{arg}`: {why}"));
         print_error(&e, err_color);
-        run.errors.push((arg.clone(), why.clone()));
+        run.errors.push((arg.into(), why.into()));
     }
     let mut totals = Totals::default();
     let mut all_records = Vec::new();
@@ -393,7 +394,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
                     Outcome::Checked(units) => units
                         .iter()
                         .map(|u| UnitEntry {
-                            file: u.file.clone(),
+                            file: u.file.unescaped().to_owned(),
                             sessions: u.sessions.len(),
                             findings: u.records.len(),
                         })
@@ -417,10 +418,10 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
                         .map_err(RewindError::Output)?;
                 }
             }
-            Outcome::Skipped(why) => run.files_skipped.push((shown, why)),
+            Outcome::Skipped(why) => run.files_skipped.push((shown.into(), why.into())),
             Outcome::Failed(error) => {
                 print_error(&RewindError::Usage(error.clone()), err_color);
-                run.errors.push((shown, error));
+                run.errors.push((shown.into(), error.into()));
             }
         }
         Ok(())
@@ -472,10 +473,7 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
             },
             asked
                 .iter()
-                .map(|p| format!(
-                    "`{}`",
-                    crate::report::snippet::escape(&p.to_string_lossy(), false)
-                ))
+                .map(|p| format!("`{}`", InputText::from(&p.to_string_lossy()).for_terminal()))
                 .collect::<Vec<_>>()
                 .join(", "),
             if skipped == 1 { "" } else { "s" },

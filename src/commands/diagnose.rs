@@ -151,7 +151,8 @@ pub fn run(args: Args, choice: ColorChoice) -> Result<ExitStatus, RewindError> {
             Err(e) => {
                 super::Out.flush().ok();
                 print_error(&e, err_color);
-                run.errors.push((file.display().to_string(), e.message()));
+                run.errors
+                    .push((file.display().to_string().into(), e.message().into()));
             }
         }
     }

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use crate::core::{ExitStatus, RewindError};
 use crate::report::ColorChoice;
+use crate::text::InputText;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {}
@@ -256,7 +257,7 @@ async fn run_call<'a>(
         if crate::ingest::input::is_one_shot(Path::new(path)) {
             return failure(&format!(
                 "`{}` is standard input, a pipe or a device: standard input carries the protocol, so give a file or a folder",
-                crate::report::snippet::escape(path, false)
+                InputText::from(path).for_terminal()
             ));
         }
     }

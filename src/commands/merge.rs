@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::core::{ExitStatus, RewindError};
+use crate::text::InputText;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -42,7 +43,7 @@ pub fn run(args: Args, choice: crate::report::ColorChoice) -> Result<ExitStatus,
         .transpose()?;
     let mut inputs = Vec::with_capacity(args.reports.len());
     for path in &args.reports {
-        let shown = crate::report::snippet::escape(&path.display().to_string(), false);
+        let shown = InputText::from(&path.display().to_string()).for_terminal();
         let bytes = std::fs::read(path)
             .map_err(|e| RewindError::Usage(format!("cannot read the report `{shown}`: {e}")))?;
         inputs.push((path.display().to_string(), bytes));

@@ -28,6 +28,7 @@ use crate::report::junit::JunitPrinter;
 use crate::report::sarif::SarifPrinter;
 use crate::report::statistics::StatisticsPrinter;
 use crate::report::{OutputFormat, Printer};
+use crate::text::InputText;
 
 /// Output formats of the commands that print a table or a document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -69,14 +70,11 @@ pub fn print_error(err: &RewindError, color: bool) {
     // Cut before escaping too, so that a long message is not escaped whole only to be cut.
     let message = err.to_string();
     let message = crate::text::cap_line(&message, crate::core::MAX_MESSAGE);
-    let text = crate::report::snippet::escape(&message, false);
+    let text = InputText::from(&message).for_terminal();
     err_line(&format!("{label}: {text}"));
     for item in err.items() {
         let item = crate::text::cap_line(item, crate::core::MAX_MESSAGE);
-        err_line(&format!(
-            "  {}",
-            crate::report::snippet::escape(&item, false)
-        ));
+        err_line(&format!("  {}", InputText::from(&item).for_terminal()));
     }
 }
 
@@ -236,14 +234,14 @@ pub fn report_sink(
         // Creating the report truncates its file: never one of the inputs.
         Some(path) if is_one_of(path, inputs) => Err(RewindError::Usage(format!(
             "`{}` is an input: the report would overwrite it; write it to another file",
-            crate::report::snippet::escape(&path.display().to_string(), false)
+            InputText::from(&path.display().to_string()).for_terminal()
         ))),
         Some(path) => std::fs::File::create(path)
             .map(|f| Sink::File(BufWriter::new(f)))
             .map_err(|e| {
                 RewindError::Usage(format!(
                     "cannot write the report to `{}`: {e}",
-                    crate::report::snippet::escape(&path.display().to_string(), false)
+                    InputText::from(&path.display().to_string()).for_terminal()
                 ))
             }),
         None if format == OutputFormat::Html
@@ -309,7 +307,7 @@ pub fn transcript_sessions(
     {
         return Ok(None);
     }
-    let shown = crate::report::snippet::escape(&store.display().to_string(), false);
+    let shown = InputText::from(&store.display().to_string()).for_terminal();
     if sessions.is_empty() {
         return Err(RewindError::Usage(format!(
             "`{shown}` is a folder of Claude Code or Codex transcripts: name a session with `--session ID` (`rewind sessions {shown}` lists them), or check every transcript with `rewind check {shown}`"

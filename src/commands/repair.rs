@@ -14,7 +14,7 @@ use crate::core::Format;
 use crate::core::RewindError;
 use crate::formats::opencode::repair::{self, SessionPlan};
 use crate::ingest;
-use crate::report::snippet::escape;
+use crate::text::InputText;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -71,18 +71,16 @@ fn table(plans: &[SessionPlan]) -> String {
     t.set_header(["session", "message", "part", "rule", "change"]);
     for c in plans.iter().flat_map(|p| &p.changes) {
         t.add_row([
-            escape(&c.session_id, true),
-            escape(
-                if c.message_id.is_empty() {
-                    "-"
-                } else {
-                    &c.message_id
-                },
-                true,
-            ),
-            escape(c.part_id.as_deref().unwrap_or("-"), true),
+            InputText::from(&c.session_id).for_terminal_lines(),
+            InputText::from(if c.message_id.is_empty() {
+                "-"
+            } else {
+                &c.message_id
+            })
+            .for_terminal_lines(),
+            InputText::from(c.part_id.as_deref().unwrap_or("-")).for_terminal_lines(),
             c.rule.to_string(),
-            escape(&c.change, true),
+            InputText::from(&c.change).for_terminal_lines(),
         ]);
     }
     crate::report::layout::fit_table(t, crate::report::layout::width())
@@ -146,20 +144,26 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
                 }
                 OutputFormat::Human => {
                     if plans[0].changes.is_empty() {
-                        writeln!(out, "{}: nothing to repair", escape(&shown, false))?;
+                        writeln!(
+                            out,
+                            "{}: nothing to repair",
+                            InputText::from(&shown).for_terminal()
+                        )?;
                     } else {
                         writeln!(out, "{}", table(&plans))?;
                     }
                     for u in &plans[0].unfixable {
-                        writeln!(out, "not repaired: {}", escape(u, false))?;
+                        writeln!(out, "not repaired: {}", InputText::from(u).for_terminal())?;
                     }
                     if let Some(o) = &outcome.output {
                         writeln!(
                             out,
                             "wrote the repaired copy to {}\nOpenCode's import skips ids that already exist: delete the session first (`opencode session delete {}`), then `opencode import {}`",
-                            escape(&o.display().to_string(), false),
-                            escape(&crate::text::shell_quote(&plans[0].session_id), false),
-                            escape(&crate::text::shell_quote(&o.display().to_string()), false)
+                            InputText::from(&o.display().to_string()).for_terminal(),
+                            InputText::from(&crate::text::shell_quote(&plans[0].session_id))
+                                .for_terminal(),
+                            InputText::from(&crate::text::shell_quote(&o.display().to_string()))
+                                .for_terminal()
                         )?;
                     } else if args.dry_run {
                         writeln!(out, "dry run: nothing was written")?;
@@ -210,15 +214,19 @@ fn db_report(
         }
         OutputFormat::Human => {
             if outcome.changes() == 0 {
-                writeln!(out, "{}: nothing to repair", escape(shown, false))?;
+                writeln!(
+                    out,
+                    "{}: nothing to repair",
+                    InputText::from(shown).for_terminal()
+                )?;
             } else {
                 writeln!(out, "{}", table(&outcome.plans))?;
             }
             for u in &unfixable {
-                writeln!(out, "not repaired: {}", escape(u, false))?;
+                writeln!(out, "not repaired: {}", InputText::from(*u).for_terminal())?;
             }
             for c in &outcome.caveats {
-                writeln!(out, "caveat: {}", escape(c, false))?;
+                writeln!(out, "caveat: {}", InputText::from(c).for_terminal())?;
             }
             if dry_run {
                 writeln!(
@@ -265,7 +273,11 @@ fn transcript_report(
         }
         OutputFormat::Human => {
             if plan.changes.is_empty() {
-                writeln!(out, "{}: nothing to repair", escape(shown, false))?;
+                writeln!(
+                    out,
+                    "{}: nothing to repair",
+                    InputText::from(shown).for_terminal()
+                )?;
             } else {
                 let mut t = Table::new();
                 t.load_preset(presets::UTF8_FULL_CONDENSED);
@@ -274,14 +286,14 @@ fn transcript_report(
                     t.add_row([
                         c.line.to_string(),
                         c.problem.to_string(),
-                        escape(&c.change, true),
+                        InputText::from(&c.change).for_terminal_lines(),
                     ]);
                 }
                 let width = crate::report::layout::width();
                 writeln!(out, "{}", crate::report::layout::fit_table(t, width))?;
             }
             for u in &plan.unfixable {
-                writeln!(out, "not repaired: {}", escape(u, false))?;
+                writeln!(out, "not repaired: {}", InputText::from(u).for_terminal())?;
             }
             if dry_run {
                 writeln!(

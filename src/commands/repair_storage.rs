@@ -10,7 +10,7 @@ use super::HumanOrJson as OutputFormat;
 use crate::core::ExitStatus;
 use crate::core::RewindError;
 use crate::formats::opencode::repair::storage;
-use crate::report::snippet::escape;
+use crate::text::InputText;
 use std::path::Path;
 
 /// What `rewind repair` was asked, for a storage folder.
@@ -48,7 +48,7 @@ pub fn run(args: &Args<'_>) -> Result<ExitStatus, RewindError> {
                 writeln!(
                     out,
                     "{}: nothing to repair (every file of the storage folder parses)",
-                    escape(&root, false)
+                    InputText::from(&root).for_terminal()
                 )?;
                 return Ok(ExitStatus::Clean);
             }
@@ -58,9 +58,9 @@ pub fn run(args: &Args<'_>) -> Result<ExitStatus, RewindError> {
                 t.set_header(["file (under the storage folder)", "kind", "what is wrong"]);
                 for m in &outcome.moves {
                     t.add_row([
-                        escape(&m.file, true),
+                        InputText::from(&m.file).for_terminal_lines(),
                         m.kind.to_owned(),
-                        escape(&m.damage, true),
+                        InputText::from(&m.damage).for_terminal_lines(),
                     ]);
                 }
                 let width = crate::report::layout::width();
@@ -70,24 +70,25 @@ pub fn run(args: &Args<'_>) -> Result<ExitStatus, RewindError> {
                 writeln!(
                     out,
                     "not repaired: {}: {}",
-                    escape(&l.file, false),
-                    escape(&l.why, false)
+                    InputText::from(&l.file).for_terminal(),
+                    InputText::from(&l.why).for_terminal()
                 )?;
             }
-            let quarantine = escape(&outcome.quarantine.display().to_string(), false);
+            let quarantine =
+                InputText::from(&outcome.quarantine.display().to_string()).for_terminal();
             let n = outcome.moves.len();
             let files = if n == 1 { "file" } else { "files" };
             if args.dry_run {
                 writeln!(
                     out,
                     "dry run: nothing was moved ({n} damaged {files} would move from {} into {quarantine}, keeping their paths)",
-                    escape(&root, false)
+                    InputText::from(&root).for_terminal()
                 )?;
             } else if outcome.applied {
                 writeln!(
                     out,
                     "moved {n} damaged {files} from {} into {quarantine}, keeping their paths (nothing was deleted; {} there says how to put them back)",
-                    escape(&root, false),
+                    InputText::from(&root).for_terminal(),
                     storage::NOTE
                 )?;
                 if let Some(sessions) = outcome.sessions_after {

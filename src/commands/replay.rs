@@ -20,12 +20,12 @@ use crate::protocols::stream::Profile;
 use crate::report::ColorChoice;
 use crate::report::html::{self, CompareRow, CompareRun, Comparison, HtmlPrinter, Side};
 use crate::report::human::{HumanPrinter, Renderer, Summary};
-use crate::report::snippet::escape;
 use crate::report::{
     Located, OutputFormat, Printer, RunSummary, locate, locate_spans, prepare, record,
 };
 use crate::session::{Analysis, EventKind, Observation, PartRecord, Seq};
 use crate::source::{SourceMap, Span};
+use crate::text::InputText;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -445,7 +445,7 @@ fn header(a: &Analysis, path: &Path) -> String {
         .unwrap_or_default();
     format!(
         "{} — {} · {} · {} events · processor {}\n",
-        escape(&path.display().to_string(), false),
+        InputText::from(&path.display().to_string()).for_terminal(),
         session,
         f.protocol,
         f.events,
@@ -467,7 +467,7 @@ fn timeline_text(sources: &SourceMap, a: &Analysis, path: &Path) -> String {
             "  {:<18} {:<width$}  {}\n",
             at(&located, e.seq, e.span),
             e.what,
-            escape(&e.detail, false)
+            InputText::from(&e.detail).for_terminal()
         ));
     }
     if let Some(f) = a.stream.as_ref() {
@@ -616,7 +616,7 @@ fn compare_text(
     if let Some(f) = a.stream.as_ref() {
         out.push_str(&format!(
             "{} — {} · {} events · {} vs {}\n",
-            escape(&path.display().to_string(), false),
+            InputText::from(&path.display().to_string()).for_terminal(),
             f.protocol,
             f.events,
             name(a),
@@ -629,7 +629,11 @@ fn compare_text(
     t.set_width(100);
     t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
     for (row, x, y) in differences(sources, units, findings) {
-        t.add_row([escape(&row, false), escape(&x, true), escape(&y, true)]);
+        t.add_row([
+            InputText::from(&row).for_terminal(),
+            InputText::from(&x).for_terminal_lines(),
+            InputText::from(&y).for_terminal_lines(),
+        ]);
     }
     out.push_str(&format!("{t}\n"));
     for (x, f) in units.iter().zip(findings) {
@@ -642,7 +646,7 @@ fn compare_text(
                 "  {}[{}]: {}\n",
                 finding.severity,
                 finding.rule,
-                escape(&crate::session::first_line(&finding.message, 140), false)
+                finding.message.first_line(140).for_terminal()
             ));
         }
     }

@@ -18,8 +18,8 @@ use crate::core::RewindError;
 use crate::formats::opencode::request::ProviderChoice;
 use crate::pipeline::{self, Options};
 use crate::protocols::provider::{self, Violation};
-use crate::report::snippet::escape;
 use crate::request::{Block, BlockKind, ModelRequest, Provider, Role};
+use crate::text::InputText;
 
 /// The rule that reports a broken provider rule in `rewind diagnose`.
 /// The rule a violation is reported under by `diagnose`.
@@ -314,10 +314,14 @@ fn describe_block(b: &Block) -> String {
     let mut s = kind_name(&b.kind).to_owned();
     match &b.kind {
         BlockKind::ToolCall { id, name } => {
-            s.push_str(&format!(" {} {}", escape(id, false), escape(name, false)));
+            s.push_str(&format!(
+                " {} {}",
+                InputText::from(id).for_terminal(),
+                InputText::from(name).for_terminal()
+            ));
         }
         BlockKind::ToolResult { id, is_error } => {
-            s.push_str(&format!(" {}", escape(id, false)));
+            s.push_str(&format!(" {}", InputText::from(id).for_terminal()));
             if *is_error {
                 s.push_str(" error");
             }
@@ -325,7 +329,7 @@ fn describe_block(b: &Block) -> String {
         _ => {}
     }
     if let Some(p) = &b.part_id {
-        s.push_str(&format!(" [{}]", escape(p, false)));
+        s.push_str(&format!(" [{}]", InputText::from(p).for_terminal()));
     }
     s
 }
@@ -339,9 +343,13 @@ fn human(
     let title = chosen
         .title
         .as_deref()
-        .map(|t| format!(" \"{}\"", escape(t, false)))
+        .map(|t| format!(" \"{}\"", InputText::from(t).for_terminal()))
         .unwrap_or_default();
-    writeln!(out, "session {}{title}", escape(&chosen.id, false))?;
+    writeln!(
+        out,
+        "session {}{title}",
+        InputText::from(&chosen.id).for_terminal()
+    )?;
     let Some(req) = &chosen.request else {
         writeln!(
             out,
@@ -358,7 +366,7 @@ fn human(
     writeln!(
         out,
         "{}, for {}{note}",
-        escape(&req.origin, false),
+        InputText::from(&req.origin).for_terminal(),
         req.provider.name()
     )?;
     let marked: Vec<(usize, Option<usize>)> = violations
@@ -382,7 +390,7 @@ fn human(
         let mid = m
             .message_id
             .as_deref()
-            .map(|id| escape(id, false))
+            .map(|id| InputText::from(id).for_terminal())
             .unwrap_or_else(|| "-".to_owned());
         writeln!(
             out,
@@ -400,17 +408,17 @@ fn human(
                 out,
                 "     ✗ {at}{}: {}",
                 rule_of(v),
-                escape(&v.explanation, false)
+                InputText::from(&v.explanation).for_terminal()
             )?;
             writeln!(
                 out,
                 "       {} answers 400: \"{}\"",
                 req.provider.name(),
-                escape(&v.error, false)
+                InputText::from(&v.error).for_terminal()
             )?;
         }
     }
-    let store = escape(&args.store.display().to_string(), false);
+    let store = InputText::from(&args.store.display().to_string()).for_terminal();
     match violations.len() {
         0 => writeln!(
             out,
@@ -426,7 +434,7 @@ fn human(
             if chosen.transcript {
                 String::new()
             } else {
-                format!(" --session {}", escape(&chosen.id, false))
+                format!(" --session {}", InputText::from(&chosen.id).for_terminal())
             },
             // A reused call id is left to a person: which call is the real one is a choice.
             if violations

@@ -15,8 +15,8 @@ use crate::core::RewindError;
 use crate::formats::opencode::data as opencode_data;
 use crate::pipeline::{self, Options};
 use crate::report::Totals;
-use crate::report::snippet::escape;
 use crate::source::SourceMap;
+use crate::text::InputText;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -160,8 +160,8 @@ pub fn table(rows: &[Row]) -> Table {
             });
         }
         t.add_row([
-            escape(&id, true),
-            escape(r.title.as_deref().unwrap_or("-"), true),
+            InputText::from(&id).for_terminal_lines(),
+            InputText::from(r.title.as_deref().unwrap_or("-")).for_terminal_lines(),
             r.updated.map_or("-".to_owned(), utc_minutes),
             r.messages.to_string(),
             r.parts.to_string(),
@@ -190,14 +190,14 @@ pub fn write_hidden(out: &mut impl Write, rows: &[Row]) -> std::io::Result<()> {
         writeln!(
             out,
             "  {}: {}{}; it would appear {}",
-            escape(id, false),
+            InputText::from(id).for_terminal(),
             if why.by_folder_only {
                 "(lists by folder only) "
             } else {
                 ""
             },
-            escape(&why.reason, false),
-            escape(&why.appears, false)
+            InputText::from(&why.reason).for_terminal(),
+            InputText::from(&why.appears).for_terminal()
         )?;
     }
     Ok(())
@@ -257,7 +257,7 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
                 "{} session{}; `rewind diagnose {} --session ID` shows the findings of one",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" },
-                escape(&store.display().to_string(), false)
+                InputText::from(&store.display().to_string()).for_terminal()
             )?;
         }
         super::HumanOrJson::Json => {

@@ -37,7 +37,7 @@ use crate::core::RewindError;
 use crate::formats::opencode::data::{self as opencode_data, DEFAULT_DB, StoreKind, WHICH_STORE};
 use crate::pipeline::Options;
 use crate::report::Totals;
-use crate::report::snippet::escape;
+use crate::text::InputText;
 
 /// What kind of store a listing is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,9 +216,9 @@ fn summary_table(listings: &[StoreListing], with_path: bool) -> Table {
     header.push("findings");
     t.set_header(header);
     for l in listings {
-        let mut row = vec![escape(&l.label, true)];
+        let mut row = vec![InputText::from(&l.label).for_terminal_lines()];
         if with_path {
-            row.push(escape(&l.path.display().to_string(), true));
+            row.push(InputText::from(&l.path.display().to_string()).for_terminal_lines());
         }
         let sessions = match &l.error {
             Some(_) => "unreadable".to_owned(),
@@ -255,8 +255,8 @@ fn transcript_table(root: &Path, rows: &[(Row, Option<PathBuf>)]) -> Table {
             .map(|f| f.strip_prefix(root).unwrap_or(f).display().to_string())
             .unwrap_or_default();
         t.add_row([
-            escape(&r.id, true),
-            escape(&shown, true),
+            InputText::from(&r.id).for_terminal_lines(),
+            InputText::from(&shown).for_terminal_lines(),
             r.updated.map_or("-".to_owned(), utc_minutes),
             r.messages.to_string(),
             r.parts.to_string(),
@@ -277,9 +277,13 @@ fn write_sessions(out: &mut impl Write, listings: &[StoreListing]) -> std::io::R
             if n == 1 { "" } else { "s" },
             l.read_by
         );
-        writeln!(out, "\n{}", escape(&heading, false))?;
+        writeln!(out, "\n{}", InputText::from(&heading).for_terminal())?;
         if let Some(e) = &l.error {
-            writeln!(out, "  cannot be read: {}", escape(e, false))?;
+            writeln!(
+                out,
+                "  cannot be read: {}",
+                InputText::from(e).for_terminal()
+            )?;
             continue;
         }
         if n > 0 {
@@ -296,15 +300,15 @@ fn write_sessions(out: &mut impl Write, listings: &[StoreListing]) -> std::io::R
                 out,
                 "the store itself: {} (`rewind diagnose {}` says which files)",
                 l.store_findings.words(),
-                escape(&l.path.display().to_string(), false)
+                InputText::from(&l.path.display().to_string()).for_terminal()
             )?;
         }
         for (file, why) in &l.unreadable {
             writeln!(
                 out,
                 "  unreadable: {}: {}",
-                escape(&file.display().to_string(), false),
-                escape(why, false)
+                InputText::from(&file.display().to_string()).for_terminal(),
+                InputText::from(why).for_terminal()
             )?;
         }
     }
@@ -322,12 +326,12 @@ fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Resu
         } else {
             ("sessions are", "them")
         };
-        let path = escape(&l.path.display().to_string(), false);
+        let path = InputText::from(&l.path.display().to_string()).for_terminal();
         match l.kind {
             Kind::OpencodeDb => {
                 // OpenCode takes a relative OPENCODE_DB in its data folder: name the file whole.
                 let absolute = std::path::absolute(&l.path).unwrap_or_else(|_| l.path.clone());
-                let absolute = escape(&absolute.display().to_string(), false);
+                let absolute = InputText::from(&absolute.display().to_string()).for_terminal();
                 writeln!(
                     out,
                     "{n} {sessions} only in {path}: an OpenCode release reads {DEFAULT_DB} and does not show {them}; a build of the channel `{}` does, and so does OpenCode started with OPENCODE_DB={absolute}",
@@ -345,7 +349,7 @@ fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Resu
         writeln!(
             out,
             "OPENCODE_DB is set here ({}): an OpenCode started from this environment reads that database instead",
-            escape(&db.to_string_lossy(), false)
+            InputText::from(&db.to_string_lossy()).for_terminal()
         )?;
     } else if std::env::var_os("OPENCODE_DISABLE_CHANNEL_DB")
         .is_some_and(|v| v == "1" || v == "true")
@@ -378,7 +382,7 @@ pub fn run_folder(
             writeln!(out)?;
         }
         HumanOrJson::Human => {
-            let shown = escape(&dir.display().to_string(), false);
+            let shown = InputText::from(&dir.display().to_string()).for_terminal();
             writeln!(out, "OpenCode data folder {shown}")?;
             writeln!(out, "{}", fit(summary_table(&listings, false)))?;
             write_sessions(&mut out, &listings)?;
@@ -437,7 +441,7 @@ pub fn run_transcripts(
             write_sessions(&mut out, &listings)?;
             writeln!(out)?;
             write_notes(&mut out, &listings)?;
-            let shown = escape(&dir.display().to_string(), false);
+            let shown = InputText::from(&dir.display().to_string()).for_terminal();
             writeln!(
                 out,
                 "`rewind diagnose {shown} --session ID` shows the findings of one session"
@@ -488,7 +492,7 @@ pub fn run_kilo_folder(
             writeln!(out)?;
         }
         HumanOrJson::Human => {
-            let shown = escape(&dir.display().to_string(), false);
+            let shown = InputText::from(&dir.display().to_string()).for_terminal();
             writeln!(out, "Kilo data folder {shown}")?;
             writeln!(out, "{}", fit(summary_table(&listings, false)))?;
             write_sessions(&mut out, &listings)?;
@@ -824,8 +828,8 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
                     out,
                     "  {} {} ({}): {}",
                     s.what,
-                    escape(&s.path.display().to_string(), false),
-                    escape(&s.via, false),
+                    InputText::from(&s.path.display().to_string()).for_terminal(),
+                    InputText::from(&s.via).for_terminal(),
                     if s.found { "found" } else { "nothing there" }
                 )?;
             }

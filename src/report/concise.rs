@@ -3,8 +3,8 @@
 
 use std::io::{self, Write};
 
-use super::snippet::escape;
 use super::{Printer, RunSummary, Totals, UnitOutput};
+use crate::report::input_text::InputText;
 use crate::report::record::FindingRecord;
 
 pub struct ConcisePrinter<W: Write> {
@@ -24,10 +24,10 @@ impl<W: Write> ConcisePrinter<W> {
 }
 
 /// A finding's line: where (file, then line and column, or the row's locator), what.
-pub fn line(file: &str, rec: &FindingRecord) -> String {
+pub fn line(file: &InputText, rec: &FindingRecord) -> String {
     let file = match &rec.file {
         Some(f) => f.for_terminal(),
-        None => escape(file, false),
+        None => file.for_terminal(),
     };
     let place = match (rec.line, rec.column, &rec.locator) {
         (Some(line), Some(column), _) => format!("{file}:{line}:{column}"),

@@ -12,7 +12,7 @@ use crate::checks::diagnostic::Severity;
 /// Escapes a command's message: `%`, CR, LF as `@actions/core` does; every other control and
 /// bidirectional character as the human printer shows it (`\u{1b}`), so that a recorded string
 /// cannot reach the log viewer live.
-pub fn escape_data(s: &str) -> String {
+pub(in crate::report) fn escape_data(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -27,7 +27,7 @@ pub fn escape_data(s: &str) -> String {
 }
 
 /// Escapes a property value: as data, plus `:` and `,`.
-pub fn escape_property(s: &str) -> String {
+pub(in crate::report) fn escape_property(s: &str) -> String {
     escape_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
@@ -37,7 +37,7 @@ pub fn escape_property(s: &str) -> String {
 /// emoji, mentions) behind a backslash, and line breaks, controls and bidirectional characters as
 /// the human printer shows them (`\u{a}`), so that a recorded string renders as the text it is,
 /// inside one table cell. Never put the result in a code span: escapes are literal there.
-pub fn escape_markdown(s: &str) -> String {
+pub(in crate::report) fn escape_markdown(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if crate::text::is_dangerous(c) {
@@ -189,8 +189,8 @@ impl<W: Write> GithubPrinter<W> {
         for (file, error) in &run.errors {
             md.push_str(&format!(
                 "\n- unreadable {}: {}\n",
-                escape_markdown(file),
-                escape_markdown(error)
+                file.for_markdown(),
+                error.for_markdown()
             ));
         }
         md
@@ -215,9 +215,9 @@ impl<W: Write> Printer for GithubPrinter<W> {
             writeln!(
                 self.out,
                 "::error file={},title={}::{}",
-                escape_property(file),
+                file.for_github_property(),
                 escape_property("rewind: unreadable input"),
-                escape_data(error)
+                error.for_github_data()
             )?;
         }
         if let Some(path) = &self.summary_path {

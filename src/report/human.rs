@@ -7,9 +7,10 @@ use std::io::{self, Write};
 use comfy_table::{Table, presets};
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, SourceCode};
 
-use super::snippet::{self, Snippet, SourceLabel, escape};
+use super::snippet::{self, Snippet, SourceLabel};
 use super::{Located, Printer, RunSummary, SessionSummary, Totals, UnitOutput, by_rule};
 use crate::checks::diagnostic::{Finding, Severity};
+use crate::report::input_text::InputText;
 use crate::source::{FileId, SourceMap};
 
 /// Renders findings as text.
@@ -74,7 +75,7 @@ impl Renderer {
         let headline = format!(
             "{sev}{}: {}",
             self.paint(&format!("[{}]", f.rule), "1"),
-            escape(&f.message, false)
+            f.message.for_terminal()
         );
         let mut groups: Vec<(FileId, Vec<SourceLabel>)> = Vec::new();
         for (label, primary) in f
@@ -111,7 +112,10 @@ impl Renderer {
                 message: if i == 0 {
                     headline.clone()
                 } else {
-                    format!("related, in {}", escape(&source.display_name(), false))
+                    format!(
+                        "related, in {}",
+                        InputText::new(source.display_name()).for_terminal()
+                    )
                 },
                 severity: f.severity,
                 labels: spans,
@@ -155,21 +159,17 @@ impl Renderer {
             ));
         }
         for text in &f.notes {
+            let text = text.for_terminal_lines();
             let mut lines = text.lines();
             if let Some(first) = lines.next() {
-                out.push_str(&super::layout::wrap(
-                    &escape(first, false),
-                    self.width,
-                    &note,
-                    under,
-                ));
+                out.push_str(&super::layout::wrap(first, self.width, &note, under));
             }
             // A note's own lines keep their indentation; what wraps goes two columns further.
             for rest in lines {
                 let body = rest.trim_start();
                 let indent = format!("{under}{}", &rest[..rest.len() - body.len()]);
                 out.push_str(&super::layout::wrap(
-                    &escape(body, false),
+                    body,
                     self.width,
                     &indent,
                     &format!("{indent}  "),
@@ -177,7 +177,7 @@ impl Renderer {
             }
         }
         if let Some(help) = &f.help {
-            let help = escape(help, true);
+            let help = help.for_terminal_lines();
             let mut lines = help.lines();
             let first = format!("{pad}{}: ", self.paint("help", "1;36"));
             if let Some(line) = lines.next() {
@@ -241,11 +241,11 @@ pub struct HumanPrinter<W: Write> {
     out: W,
     color: bool,
     summary: Summary,
-    rows: Vec<(String, SessionSummary)>,
+    rows: Vec<(InputText, SessionSummary)>,
     /// Per file: totals, the objects line, and whether it held no session at all.
-    files: Vec<(String, Totals, String, bool)>,
+    files: Vec<(InputText, Totals, String, bool)>,
     /// Each file's place in `files` (a run may check many).
-    file_index: crate::FastMap<String, usize>,
+    file_index: crate::FastMap<InputText, usize>,
     rules: std::collections::BTreeMap<&'static str, Totals>,
     totals: Totals,
     sessions: usize,
@@ -287,7 +287,7 @@ impl<W: Write> HumanPrinter<W> {
             } else {
                 row.tools
                     .iter()
-                    .map(|(s, n)| format!("{n} {s}"))
+                    .map(|(s, n)| format!("{n} {}", s.for_terminal()))
                     .collect::<Vec<_>>()
                     .join(", ")
             };
@@ -305,9 +305,9 @@ impl<W: Write> HumanPrinter<W> {
                 ));
             }
             let mut id = if self.files.len() > 1 {
-                format!("{}\n{file}", row.id)
+                format!("{}\n{}", row.id.for_terminal(), file.for_terminal())
             } else {
-                row.id.clone()
+                row.id.for_terminal()
             };
             let tools = match &row.replayed {
                 Some(what) => {
@@ -321,10 +321,10 @@ impl<W: Write> HumanPrinter<W> {
                 None => tools,
             };
             t.add_row([
-                escape(&id, true),
+                id,
                 row.messages.to_string(),
                 format!("{}/{}", row.steps_started, row.steps_finished),
-                escape(&tools, false),
+                tools,
                 findings,
             ]);
         }
@@ -360,7 +360,7 @@ fn unmodelled_words(unmodelled: &std::collections::BTreeMap<String, u64>) -> Opt
     let mut shown: Vec<String> = by_count
         .iter()
         .take(5)
-        .map(|(ty, n)| format!("`{}` ×{n}", escape(ty, false)))
+        .map(|(ty, n)| format!("`{}` ×{n}", InputText::new(ty.as_str()).for_terminal()))
         .collect();
     if by_count.len() > 5 {
         shown.push("…".to_owned());
@@ -441,7 +441,7 @@ impl<W: Write> Printer for HumanPrinter<W> {
                         );
                     }
                     let words = paint(self.color, &totals.words(), "1");
-                    let line = format!("{}: {words}{detail}", escape(file, false));
+                    let line = format!("{}: {words}{detail}", file.for_terminal());
                     write!(
                         self.out,
                         "{}",
@@ -459,7 +459,7 @@ impl<W: Write> Printer for HumanPrinter<W> {
                 if run.verbose {
                     for (file, why) in &run.files_skipped {
                         let line =
-                            format!("skipped {}: {}", escape(file, false), escape(why, false));
+                            format!("skipped {}: {}", file.for_terminal(), why.for_terminal());
                         write!(
                             self.out,
                             "{}",

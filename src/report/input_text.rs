@@ -1,67 +1,60 @@
-//! Text taken from the input (a message quoting a tool name, an id, a file name): the one way
-//! such text reaches a printer. It has no `Display`: a printer must say where the text goes, and
-//! gets it escaped for that place — a terminal, an HTML page, GitHub-flavoured Markdown, a
-//! workflow command, XML — or, through `Serialize`, as a JSON string (written by
-//! [`super::safe_json`], which escapes what serde_json leaves raw). A new printer therefore cannot
-//! print a recorded control sequence, bidirectional override or markup by forgetting a call.
+//! The escapings of input text ([`InputText`], defined in `crate::text` so that the checks can
+//! word findings with it): the one way such text reaches a printer. It has no `Display`: a
+//! printer must say where the text goes, and gets it escaped for that place — a terminal, an
+//! HTML page, GitHub-flavoured Markdown, a workflow command, XML — or, through `Serialize`, as a
+//! JSON string (written by [`super::safe_json`], which escapes what serde_json leaves raw). The
+//! escaping functions themselves are private to the report layer, so a command or a new printer
+//! cannot escape a string of its own by another route, nor print a recorded control sequence,
+//! bidirectional override or markup by forgetting a call: a finding's message, labels, notes
+//! and help, the file names and session ids of the summaries are all `InputText`.
 
 use maud::Render;
-use serde::{Serialize, Serializer};
 
-/// Text from the input, printed only through one of its `for_*` methods.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct InputText(String);
+pub use crate::text::InputText;
 
+/// The escapings, one per place input text can be printed.
 impl InputText {
-    pub fn new(text: impl Into<String>) -> Self {
-        Self(text.into())
-    }
-
-    /// No text.
-    pub const fn empty() -> Self {
-        Self(String::new())
-    }
-
     /// For a terminal or a plain-text log, on one line: controls, bidirectional marks and line
     /// separators as `\u{1b}`, tabs as spaces.
     pub fn for_terminal(&self) -> String {
-        super::snippet::escape(&self.0, false)
+        super::snippet::escape(self.unescaped(), false)
+    }
+
+    /// For a terminal, keeping its line breaks (a help text of several lines); everything else
+    /// escaped as [`Self::for_terminal`] does.
+    pub fn for_terminal_lines(&self) -> String {
+        super::snippet::escape(self.unescaped(), true)
     }
 
     /// For an HTML page (text or a quoted attribute value): markup and quotes as entities,
     /// controls shown as `\u{…}`.
     pub fn for_html(&self) -> impl Render + '_ {
-        Html(&self.0)
+        Html(self.unescaped())
     }
 
     /// For the GitHub step summary (Markdown with raw HTML allowed), inside one table cell.
     pub fn for_markdown(&self) -> String {
-        super::github::escape_markdown(&self.0)
+        super::github::escape_markdown(self.unescaped())
     }
 
     /// For a workflow command's message (`::error …::message`).
     pub fn for_github_data(&self) -> String {
-        super::github::escape_data(&self.0)
+        super::github::escape_data(self.unescaped())
     }
 
     /// For a workflow command's property value (`file=…`).
     pub fn for_github_property(&self) -> String {
-        super::github::escape_property(&self.0)
+        super::github::escape_property(self.unescaped())
     }
 
     /// For XML text or a quoted attribute value.
     pub fn for_xml(&self) -> String {
-        super::junit::xml_escape(&self.0)
-    }
-
-    /// The text as read, to compare, hash or build other input text from — never to print.
-    pub fn unescaped(&self) -> &str {
-        &self.0
+        super::junit::xml_escape(self.unescaped())
     }
 
     /// Its first line, cut to about `max` bytes (see [`crate::session::first_line`]).
     pub fn first_line(&self, max: usize) -> InputText {
-        Self(crate::session::first_line(&self.0, max))
+        Self::new(crate::session::first_line(self.unescaped(), max))
     }
 }
 
@@ -88,32 +81,6 @@ pub(super) fn push_html(out: &mut String, s: &str) {
             '\n' => out.push('\n'),
             _ => super::snippet::push_escaped(out, c),
         }
-    }
-}
-
-impl From<String> for InputText {
-    fn from(s: String) -> Self {
-        Self(s)
-    }
-}
-
-impl From<&str> for InputText {
-    fn from(s: &str) -> Self {
-        Self(s.to_owned())
-    }
-}
-
-impl From<&String> for InputText {
-    fn from(s: &String) -> Self {
-        Self(s.clone())
-    }
-}
-
-/// As a JSON string: machine printers write it through [`super::safe_json`], which escapes the
-/// characters [`crate::text::is_dangerous`] names.
-impl Serialize for InputText {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
     }
 }
 

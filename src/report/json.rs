@@ -9,13 +9,14 @@ use serde_json::json;
 use super::record::FindingRecord;
 use super::spool::Spool;
 use super::{Printer, RunSummary, SessionSummary, Totals, UnitOutput};
+use crate::report::input_text::InputText;
 
 /// Version of the JSON output's shape.
 pub const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Serialize)]
 struct FileEntry {
-    path: String,
+    path: InputText,
     format: crate::core::Format,
     counts: std::collections::BTreeMap<&'static str, u64>,
     /// Records of types rewind reads but does not model, by type as written.
@@ -30,7 +31,7 @@ pub struct JsonPrinter<W: Write> {
     out: W,
     files: Vec<FileEntry>,
     /// Each file's place in `files` (a run may check many).
-    file_index: crate::FastMap<String, usize>,
+    file_index: crate::FastMap<InputText, usize>,
     /// The members of the `findings` array, each written as it is in the document.
     findings: Spool,
     /// How many findings `findings` holds.

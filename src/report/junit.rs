@@ -6,11 +6,12 @@ use std::io::{self, Write};
 use super::record::FindingRecord;
 use super::spool::Spool;
 use super::{Printer, RunSummary, Totals, UnitOutput};
+use crate::report::input_text::InputText;
 
 /// Escapes text for XML 1.0: markup as entities, the other characters [`crate::text::is_dangerous`]
 /// names as character references (`&#x202E;`), so that a report shown raw carries none of them;
 /// the C0 controls XML cannot carry even as references are dropped.
-pub fn xml_escape(s: &str) -> String {
+pub(in crate::report) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -31,7 +32,7 @@ pub fn xml_escape(s: &str) -> String {
 /// A recording's test case: its totals, and where its findings' lines are in the printer's
 /// spool (a range for each of its units).
 struct Case {
-    file: String,
+    file: InputText,
     format: crate::core::Format,
     totals: Totals,
     body: Vec<(u64, u64)>,
@@ -51,7 +52,7 @@ impl Case {
     ) -> io::Result<()> {
         self.totals.merge(Totals::of(records));
         let start = spool.len();
-        let file = xml_escape(&self.file);
+        let file = self.file.for_xml();
         for r in records {
             let line = failure_line(&file, r);
             spool.write_all(line.as_bytes())?;
@@ -76,7 +77,7 @@ pub struct JunitPrinter<W: Write> {
     /// Every case's findings' lines, as they came.
     spool: Spool,
     /// Each file's place in `cases` (a run may check many).
-    case_index: crate::FastMap<String, usize>,
+    case_index: crate::FastMap<InputText, usize>,
     /// Whether the run is a shard's, whose report carries a ledger (see [`Printer::for_shard`]).
     ledger: bool,
 }
@@ -157,7 +158,7 @@ impl<W: Write> Printer for JunitPrinter<W> {
             writeln!(
                 x,
                 "    <testcase name=\"{}\" classname=\"rewind.{}\">",
-                xml_escape(&c.file),
+                c.file.for_xml(),
                 serde_json::to_value(c.format)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
@@ -178,8 +179,8 @@ impl<W: Write> Printer for JunitPrinter<W> {
             write!(
                 x,
                 "    <testcase name=\"{}\" classname=\"rewind.unreadable\">\n      <error message=\"{}\" type=\"rewind\"/>\n    </testcase>\n",
-                xml_escape(file),
-                xml_escape(error)
+                file.for_xml(),
+                error.for_xml(),
             )?;
         }
         x.write_all(SUITE_TAIL.as_bytes())?;

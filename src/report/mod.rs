@@ -32,6 +32,7 @@ use crate::checks::diagnostic::{Finding, Severity};
 use crate::core::Format;
 use crate::session::Analysis;
 use crate::source::{FileId, SourceKind, SourceMap, Span};
+use input_text::InputText;
 use record::FindingRecord;
 use snippet::{Lines, Resolved};
 
@@ -164,8 +165,8 @@ mod color_tests {
 /// A diagnosed unit, ready to print.
 #[derive(Debug, Clone)]
 pub struct UnitOutput {
-    /// The input file, as shown.
-    pub file: String,
+    /// The input file, as shown (its name is the input's text).
+    pub file: InputText,
     pub format: Format,
     pub counts: BTreeMap<&'static str, u64>,
     /// Records read but not modelled, by type (see `Analysis::unmodelled`).
@@ -244,7 +245,7 @@ pub fn prepare(
         .map(|s| record::display_path(&s.path))
         .unwrap_or_default();
     UnitOutput {
-        file,
+        file: InputText::new(file),
         format: analysis.format,
         counts: analysis.counts.clone(),
         unmodelled: analysis.unmodelled.clone(),
@@ -258,7 +259,7 @@ pub fn prepare(
 
 /// The key of `f`'s group of alike findings (see [`group`]).
 pub fn group_key(f: &Finding) -> u64 {
-    group::key(f.rule, f.severity, &f.message, &f.ids)
+    group::key(f.rule, f.severity, f.message.unescaped(), &f.ids)
 }
 
 /// The order findings are shown in for people: by severity, then causality, then position.
@@ -306,7 +307,7 @@ fn root_cause_line(
     let text = format!(
         "[{}] {}{at}",
         f.rule,
-        snippet::escape(&crate::session::first_line(&f.message, 200), false)
+        f.message.first_line(200).for_terminal()
     );
     layout::wrap(&text, width, "root cause: ", "  ") + "\n"
 }
@@ -315,9 +316,9 @@ fn root_cause_line(
 #[derive(Debug, Default, Clone)]
 pub struct RunSummary {
     pub files_checked: usize,
-    pub files_skipped: Vec<(String, String)>,
+    pub files_skipped: Vec<(InputText, InputText)>,
     /// Inputs that could not be read: (file, error).
-    pub errors: Vec<(String, String)>,
+    pub errors: Vec<(InputText, InputText)>,
     /// Findings at or above this severity fail the run.
     pub fail_on: Option<Severity>,
     pub verbose: bool,
@@ -342,12 +343,12 @@ pub trait Printer {
 /// Per-session figures for the summary table and JSON output.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SessionSummary {
-    pub id: String,
+    pub id: InputText,
     pub messages: usize,
     pub steps_started: usize,
     pub steps_finished: usize,
-    /// Tool parts by final status.
-    pub tools: BTreeMap<String, usize>,
+    /// Tool parts by final status (a status is the input's word).
+    pub tools: BTreeMap<InputText, usize>,
     pub errors: usize,
     pub warnings: usize,
     pub infos: usize,
@@ -383,11 +384,15 @@ pub fn summarize(analysis: &Analysis, findings: &[Finding]) -> Vec<SessionSummar
                 counted.count(m);
             }
             let mut sum = SessionSummary {
-                id: s.id.clone(),
+                id: InputText::new(s.id.clone()),
                 messages: counted.messages,
                 steps_started: counted.steps_started,
                 steps_finished: counted.steps_finished,
-                tools: counted.tools,
+                tools: counted
+                    .tools
+                    .into_iter()
+                    .map(|(status, n)| (InputText::new(status), n))
+                    .collect(),
                 ..SessionSummary::default()
             };
             if analysis.format.is_agent_log() && analysis.stream.is_some() {
@@ -595,7 +600,7 @@ mod tests {
         let sums = summarize(&analysis, &findings);
         let counts: Vec<_> = sums
             .iter()
-            .map(|s| (s.id.as_str(), s.errors, s.warnings, s.infos))
+            .map(|s| (s.id.unescaped(), s.errors, s.warnings, s.infos))
             .collect();
         assert_eq!(
             counts,

@@ -622,7 +622,7 @@ impl Columns {
 pub struct SourceLabel {
     pub start: u64,
     pub end: u64,
-    pub text: String,
+    pub text: super::input_text::InputText,
     pub primary: bool,
     pub resolved: Resolved,
 }
@@ -735,7 +735,7 @@ impl DisplayLine {
 }
 
 /// Appends `c`, escaping what could drive a terminal (controls, DEL, C1, bidi overrides).
-pub fn push_escaped(out: &mut String, c: char) {
+pub(in crate::report) fn push_escaped(out: &mut String, c: char) {
     let dangerous = crate::text::is_dangerous(c);
     match c {
         '\t' => out.push(' '),
@@ -745,7 +745,7 @@ pub fn push_escaped(out: &mut String, c: char) {
 }
 
 /// `s` with control characters escaped (newlines kept when `keep_newlines`).
-pub fn escape(s: &str, keep_newlines: bool) -> String {
+pub(in crate::report) fn escape(s: &str, keep_newlines: bool) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if keep_newlines && c == '\n' {
@@ -865,7 +865,7 @@ impl Snippet {
                 (r.start.line - 1) as usize,
                 (r.start.column - 1) as usize,
             ));
-            let text = Some(escape(&l.text, false));
+            let text = Some(l.text.for_terminal());
             out.push(if l.primary {
                 miette::LabeledSpan::new_primary_with_span(text, (start, end - start))
             } else {

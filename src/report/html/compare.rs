@@ -4,7 +4,7 @@ use maud::{Markup, Render, html};
 
 use super::{MAIN_END, PAGE_END, STYLE, Text, page_start, sev_class, size_line_for};
 use crate::checks::diagnostic::Severity;
-use crate::session::first_line;
+use crate::report::input_text::InputText;
 
 /// One side of a comparison row: what happened at this position under one processor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,8 +38,8 @@ pub struct CompareRun {
     pub name: String,
     /// Its outcome in words.
     pub outcome: String,
-    /// Its findings: severity, rule, message (plain text).
-    pub findings: Vec<(Severity, &'static str, String)>,
+    /// Its findings: severity, rule, message.
+    pub findings: Vec<(Severity, &'static str, InputText)>,
 }
 
 /// Two replays of one capture, side by side.
@@ -223,7 +223,7 @@ fn findings_cell(r: &CompareRun) -> Markup {
                     @let sev = sev_class(*sev);
                     li class={ "sev-" (sev) } {
                         span.sev { (sev) } " " span.rule { "[" (rule) "]" } " "
-                        (Text(&first_line(msg, 240)))
+                        (msg.first_line(240).for_html())
                     }
                 }
             } }

@@ -32,6 +32,7 @@ mod compare;
 mod section;
 mod timeline;
 
+use crate::report::input_text::InputText;
 pub use compare::{CompareRow, CompareRun, Comparison, Side, compare_page};
 pub use section::section;
 use section::summary_line;
@@ -105,9 +106,9 @@ pub struct HtmlPrinter<W: Write> {
     units: usize,
     totals: Totals,
     sessions: usize,
-    files: Vec<(String, Totals)>,
+    files: Vec<(InputText, Totals)>,
     /// Each file's place in `files` (a run may check many).
-    file_index: crate::FastMap<String, usize>,
+    file_index: crate::FastMap<InputText, usize>,
     rules: BTreeMap<&'static str, Totals>,
     baselined: usize,
     /// Past this many bytes, units are written compact (see [`compact`]).
@@ -209,14 +210,14 @@ impl<W: Write> HtmlPrinter<W> {
                 ul.files {
                     "\n"
                     @for (f, t) in &self.files {
-                        li { (Text(f)) ": " (Text(&t.words())) }
+                        li { (f.for_html()) ": " (Text(&t.words())) }
                         "\n"
                     }
                 }
                 "\n"
             }
             @for (file, error) in &run.errors {
-                p.unreadable { "could not read " (Text(file)) ": " (Text(error)) }
+                p.unreadable { "could not read " (file.for_html()) ": " (error.for_html()) }
                 "\n"
             }
             @if self.compacted > 0 {
@@ -266,8 +267,8 @@ impl<W: Write> Printer for HtmlPrinter<W> {
                     if self.links.len() < MAX_SUMMARY_LINKS {
                         self.links.push(html! {
                             li {
-                                a href={ "#u" (n) "-s" (si) } { (Text(&s.id)) }
-                                " " span.meta { (Text(&unit.file)) }
+                                a href={ "#u" (n) "-s" (si) } { (s.id.for_html()) }
+                                " " span.meta { (unit.file.for_html()) }
                             }
                         });
                     }
@@ -409,10 +410,10 @@ fn grouped(records: &[FindingRecord]) -> impl Iterator<Item = (&FindingRecord, O
 }
 
 /// A unit's heading: its file, its format, its findings in words.
-fn unit_heading(file: &str, format: &str, totals: &Totals) -> Markup {
+fn unit_heading(file: &InputText, format: &str, totals: &Totals) -> Markup {
     html! {
         h2 {
-            span.file { (Text(file)) } " " span.fmt { (Text(format)) } " "
+            span.file { (file.for_html()) } " " span.fmt { (Text(format)) } " "
             span.totals.(totals_class(totals)) { (Text(&totals.words())) }
         }
         "\n"

@@ -11,6 +11,7 @@ use super::{
     unit_heading,
 };
 use crate::checks::diagnostic::{Finding, Label, Severity};
+use crate::report::input_text::InputText;
 use crate::report::record::FindingRecord;
 use crate::report::snippet::{CONTEXT, Lines};
 use crate::report::{
@@ -35,7 +36,7 @@ pub fn section(
     html! {
         section.unit #{ "u" (UNIT) } {
             "\n"
-            (unit_heading(&file, analysis.format.describe(), &Totals::of(records)))
+            (unit_heading(&InputText::new(file), analysis.format.describe(), &Totals::of(records)))
             @if let Some(f) = analysis.stream.as_ref() {
                 p.meta {
                     (Text(&f.protocol)) " · " (f.events) " events · processor " (Text(&f.profile))
@@ -416,7 +417,7 @@ impl Unit<'_> {
         html! {
             li class={ "finding brief sev-" (sev) } id={ (sid) "-f" (i) } {
                 span.sev { (sev) } " " span.rule { "[" (f.rule) "]" } " "
-                (Text(&first_line(&f.message, 240)))
+                (f.message.first_line(240).for_html())
                 @if let Some((file, line)) = line {
                     " " span.meta { "· " (file.for_html()) ":" (line) }
                 }
@@ -451,7 +452,7 @@ impl Unit<'_> {
                 div.head {
                     span.sev { (sev) } " " span.rule { "[" (f.rule) "]" }
                     @if self.root == Some(i) { " " span.root { "root cause" } }
-                    " " span.msg { (Text(&f.message)) }
+                    " " span.msg { (f.message.for_html()) }
                 }
                 "\n"
                 @if at.is_some() || location.is_some() {
@@ -468,11 +469,11 @@ impl Unit<'_> {
                 }
                 (snippets(self.sources, self.located, f))
                 @for note in &f.notes {
-                    div.note { b { "note:" } " " span { (Text(note)) } }
+                    div.note { b { "note:" } " " span { (note.for_html()) } }
                     "\n"
                 }
                 @if let Some(help) = &f.help {
-                    div.help { b { "help:" } " " span { (Text(help)) } }
+                    div.help { b { "help:" } " " span { (help.for_html()) } }
                     "\n"
                 }
             }
@@ -483,13 +484,14 @@ impl Unit<'_> {
 
 pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> Markup {
     let tools = if s.tools.is_empty() {
-        "no tools".to_owned()
+        InputText::new("no tools")
     } else {
-        s.tools
+        let words: Vec<String> = s
+            .tools
             .iter()
-            .map(|(st, n)| format!("{n} {st}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .map(|(st, n)| format!("{n} {}", st.unescaped()))
+            .collect();
+        InputText::new(words.join(", "))
     };
     let findings = Totals {
         errors: s.errors,
@@ -497,7 +499,7 @@ pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> Markup {
         infos: s.infos,
     };
     html! {
-        span.sid { (Text(&s.id)) }
+        span.sid { (s.id.for_html()) }
         @if let Some(t) = title {
             " " span.title { (Text(&first_line(t, 80))) }
         }
@@ -507,7 +509,7 @@ pub(super) fn summary_line(s: &SessionSummary, title: Option<&str>) -> Markup {
         " "
         span.meta {
             (s.messages) " messages · steps " (s.steps_started) "/" (s.steps_finished) " · "
-            (Text(&tools))
+            (tools.for_html())
         }
         " " span.totals.(totals_class(&findings)) { (Text(&findings.words())) }
     }
@@ -578,13 +580,13 @@ fn snippet(source: &Source, lines: &Lines, located: &Located, labels: &[(&Label,
             .map_or(1, |(_, column)| column);
         let (start, dl) = lines.display(n, &marks, column)?;
         // Display byte ranges of the labels on this line.
-        let marked: Vec<(usize, usize, bool, &str)> = here
+        let marked: Vec<(usize, usize, bool, &InputText)> = here
             .iter()
             .map(|(r, l, p)| {
                 let a = dl.at(l.span.offset.saturating_sub(start) as usize);
                 let end = r.display_end.min(l.span.end());
                 let b = dl.at(end.saturating_sub(start) as usize).max(a);
-                (a, b, *p, l.text.as_str())
+                (a, b, *p, &l.text)
             })
             .collect();
         Some(html! {
@@ -609,7 +611,7 @@ fn snippet(source: &Source, lines: &Lines, located: &Located, labels: &[(&Label,
 
 /// One source line with the labelled display bytes `marked` (`(start, end, primary, words)`)
 /// marked, then a line per label with carets under its bytes and its words.
-fn marked_line(text: &str, marked: &[(usize, usize, bool, &str)], width: usize) -> Markup {
+fn marked_line(text: &str, marked: &[(usize, usize, bool, &InputText)], width: usize) -> Markup {
     // The line in pieces, the labelled bytes marked (non-overlapping, first come first marked):
     // (text, primary when marked).
     let mut pieces: Vec<(&str, Option<bool>)> = Vec::new();
@@ -638,7 +640,7 @@ fn marked_line(text: &str, marked: &[(usize, usize, bool, &str)], width: usize) 
             @let len = text[*a..*b].chars().count().max(1);
             (format!("{:>width$} · {}", "", " ".repeat(col)))
             span class=(if *p { "lp" } else { "lr" }) {
-                ("^".repeat(len.min(80))) " " (Text(words))
+                ("^".repeat(len.min(80))) " " (words.for_html())
             }
             "\n"
         }

@@ -789,7 +789,7 @@ impl Timeline<'_> {
                         @let sev = sev_class(f.severity);
                         li class={ "sev-" (sev) } {
                             a href={ "#" (self.sid) "-f" (i) } { (sev) " [" (f.rule) "]" }
-                            " " (Text(&first_line(&f.message, 160)))
+                            " " (f.message.first_line(160).for_html())
                         }
                     }
                 }

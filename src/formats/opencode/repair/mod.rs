@@ -120,10 +120,15 @@ pub fn verify(
         if fixes.contains(&k) {
             problems.push(format!(
                 "still reported after the repair: [{}] {}",
-                f.rule, f.message
+                f.rule,
+                f.message.unescaped()
             ));
         } else if !before.contains(&k) {
-            problems.push(format!("new after the repair: [{}] {}", f.rule, f.message));
+            problems.push(format!(
+                "new after the repair: [{}] {}",
+                f.rule,
+                f.message.unescaped()
+            ));
         }
     }
     if problems.is_empty() {

@@ -212,9 +212,17 @@ fn check_after(plan: &Plan, before: &[Finding], after: &[Finding]) -> Result<(),
             .is_some_and(|c| plan.calls.contains(c))
             && before_keys.contains(&key(f));
         if fixed_call {
-            problems.push(format!("still reported: [{}] {}", f.rule, f.message));
+            problems.push(format!(
+                "still reported: [{}] {}",
+                f.rule,
+                f.message.unescaped()
+            ));
         } else if !before_keys.contains(&key(f)) {
-            problems.push(format!("new after the repair: [{}] {}", f.rule, f.message));
+            problems.push(format!(
+                "new after the repair: [{}] {}",
+                f.rule,
+                f.message.unescaped()
+            ));
         }
     }
     let trimmed = plan.edits.iter().any(|e| matches!(e, Edit::Trim));
