@@ -17,6 +17,8 @@ pub enum Provider {
     Anthropic,
     /// OpenAI Chat Completions or Responses.
     OpenAi,
+    /// Google's Gemini API (`generateContent`'s `contents`).
+    Google,
 }
 
 impl Provider {
@@ -24,6 +26,7 @@ impl Provider {
         match self {
             Provider::Anthropic => "Anthropic",
             Provider::OpenAi => "OpenAI",
+            Provider::Google => "Google",
         }
     }
 }

@@ -40,6 +40,7 @@ const LAYERS: &[&[&str]] = &[
         "formats::transcript::repair",
         "formats::claude_code::repair",
         "formats::codex::repair",
+        "formats::gemini::repair",
         "formats::copilot::repair",
     ],
     // The engine and what it reads besides inputs.

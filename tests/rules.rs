@@ -115,6 +115,12 @@ const CASES: &[(&str, &str)] = &[
 /// `tests/snapshots/rules__<rule>@<shape>.{human,json}.snap`.
 const SHAPES: &[(&str, &str, &str, &str)] = &[
     (
+        "stream-truncated",
+        "relay",
+        "tests/fixtures/checks/stream-truncated-relay.har",
+        "tests/fixtures/rules/stream-truncated.relay.clean.har",
+    ),
+    (
         "loop-exited-early",
         "tool-error",
         "tests/fixtures/checks/loop-exited-early-tool-error.log",

@@ -5,8 +5,9 @@
 //!   width, in characters: an escaped control or a wide character takes more columns), the
 //!   snippet's header naming `file:line:col` whole, the marks drawn under quoted bytes
 //!   (`────┬────`), a label whose mark sits so far right under the quoted bytes that fewer than
-//!   30 columns are left (the label still gets 30), and the lines of a fenced example of input in
-//!   `rewind explain`.
+//!   30 columns are left (the label still gets 30), the lines of a fenced example of input in
+//!   `rewind explain`, and a suggested command too long for a line, which stands whole on a
+//!   line of its own so that it pastes as one command.
 //! * At 60 columns nothing panics.
 //! * The note counting alike findings left out is wrapped to the width like the other notes.
 //! * No progress indicator when standard error is not a terminal.
@@ -93,7 +94,14 @@ fn exempt(line: &str, width: usize, fenced: bool) -> bool {
         && line.find(char::is_alphanumeric).is_some_and(|at| {
             textwrap::core::display_width(&line[..at]) > width.saturating_sub(30)
         });
-    quoted || header || marks || far_label || fenced
+    // A suggested command (one code span, alone on its line) is never broken: it must paste
+    // as one command. A trailing `)`, `,` or `.` may follow it.
+    let span = body.trim_end_matches([')', ',', '.', ';']);
+    let command = span.len() > 2
+        && span.starts_with('`')
+        && span.ends_with('`')
+        && !span[1..span.len() - 1].contains('`');
+    quoted || header || marks || far_label || fenced || command
 }
 
 #[test]

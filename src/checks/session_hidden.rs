@@ -8,8 +8,9 @@ use crate::session::{
 
 declare_check! {
     /// ## What it does
-    /// Reports a session of an OpenCode database that OpenCode's session list would not show,
-    /// and says why. OpenCode lists the root sessions (no `parent_id`) of one project: the
+    /// Reports a session that the client's list of sessions would not show, and says why: a
+    /// session of an OpenCode database hidden from OpenCode's session list, or a Gemini CLI
+    /// session file its resume picker leaves out (below). OpenCode lists the root sessions (no `parent_id`) of one project: the
     /// project it resolves for the folder it runs in (the git root commit id since 1.2.21,
     /// `global` outside git), optionally only those whose `directory` equals the folder, newest
     /// `time_updated` first. A session is not listed when:
@@ -44,6 +45,13 @@ declare_check! {
     /// Only a missing project row is checked besides these: 2.x resolves folders by its own
     /// rules, which rewind does not assume.
     ///
+    /// Gemini CLI's picker (`--resume`, `/resume`) lists the `session-*` files of the project's
+    /// `chats` folder that it can load and that hold conversation (`hasResumableContent`: a
+    /// prompt that is not a command or context it adds itself, or a reply). A file that cannot
+    /// be loaded (a legacy JSON document cut short, a JSON-lines file whose metadata line is
+    /// lost) is left out and its conversation with it: a warning. A file with nothing to resume
+    /// is left out too, and Gemini CLI deletes such a file when its session ends: information.
+    ///
     /// ## Why it matters
     /// "All my sessions are gone": the rows are intact in `opencode.db`, yet `opencode session
     /// list` and the TUI do not show them. Nothing is lost; the session is filed where no list
@@ -65,7 +73,7 @@ declare_check! {
     pub struct SessionHidden {
         name: "session-hidden",
         severity: Warning,
-        summary: "OpenCode's session list would not show this session",
+        summary: "The client's session list would not show this session",
         fix: "the session's `project_id` is set to the project OpenCode resolves for its folder (or `--project ID`; duplicate project rows are merged this way); with `--relink OLD=NEW`, a moved folder's sessions get its new place. Rows are updated, never deleted",
     }
 }
@@ -260,6 +268,32 @@ impl Check for SessionHidden {
     }
 
     fn run(&self, analysis: &Analysis, out: &mut Vec<Finding>) {
+        if let Some(facts) = analysis.transcript.as_deref() {
+            let session = analysis.sessions.first().map(|s| s.id.clone());
+            for u in &facts.unlisted {
+                let mut f = Self::META
+                    .finding(format!(
+                        "{}'s resume picker would not show session `{}`: {}",
+                        facts.client,
+                        session.as_deref().unwrap_or("?"),
+                        u.why
+                    ))
+                    .at(u.span, "here")
+                    .severity(if u.lost {
+                        Severity::Warning
+                    } else {
+                        Severity::Info
+                    });
+                for n in &u.notes {
+                    f = f.note(n.clone());
+                }
+                let ids = match &session {
+                    Some(s) => Ids::default().session(s.clone()),
+                    None => Ids::default(),
+                };
+                out.push(f.ids(ids));
+            }
+        }
         let Some(projects) = analysis.projects.as_deref() else {
             return;
         };

@@ -25,6 +25,11 @@ declare_check! {
     /// <end of capture: no finish_reason, no [DONE]>
     /// ```
     ///
+    /// When an HTTP recording or HAR shows the response came through a relay — an LLM gateway
+    /// (OpenRouter, LiteLLM, Cloudflare AI Gateway, Helicone, Portkey) or a proxy (a `Via`
+    /// header, Kong, Envoy), named by the request's host or a header only the relay sets — the
+    /// finding names it and points at that evidence.
+    ///
     /// ## How to fix
     /// Look for what closed the connection (a proxy timeout, a 120 s cap, a crash). Treat a
     /// stream without its terminal event as failed and retry; never execute a tool call whose
@@ -100,6 +105,14 @@ impl Check for StreamTruncated {
             finding = finding.note(
                 "the last event is not even closed by a blank line: the capture was cut mid-event",
             );
+        }
+        if let Some(relay) = &f.relay {
+            finding = finding
+                .also(relay.span, format!("{} relayed this response", relay.name))
+                .note(format!(
+                    "the response came through {} ({}): a relay that ends the stream on its own timeout or buffer limit, or loses the upstream connection, closes it just like this; its logs say which",
+                    relay.name, relay.evidence
+                ));
         }
         if let StreamOutcome::Failed { error, .. } = &f.outcome {
             finding = finding.note(format!(

@@ -137,7 +137,7 @@ impl Check for ToolNeverFinished {
                 f = at_rest(f, session, &message.id);
             }
             if let Some(facts) = analysis.transcript.as_deref() {
-                f = f.help("the call ends the active history with no result: the client was killed while the tool ran; resume with a client that repairs it on its own, or remove the unanswered call");
+                f = f.help(facts.open_call_help.clone().unwrap_or_else(|| "the call ends the active history with no result: the client was killed while the tool ran; resume with a client that repairs it on its own, or remove the unanswered call".into()));
                 for note in &facts.open_call_notes {
                     f = f.note(note.clone());
                 }

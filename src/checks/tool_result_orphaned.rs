@@ -75,6 +75,8 @@ impl Check for ToolResultOrphaned {
                             crate::request::Provider::Anthropic =>
                                 "the previous assistant message does not make",
                             crate::request::Provider::OpenAi => "no earlier call makes",
+                            crate::request::Provider::Google =>
+                                "the model turn before it does not make",
                         },
                         req.provider.name(),
                         v.error

@@ -225,6 +225,8 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
                     "codex"
                 } else if format.is_copilot() {
                     "copilot"
+                } else if format.is_gemini() {
+                    "gemini-cli"
                 } else {
                     "opencode"
                 },
@@ -500,6 +502,7 @@ fn document(chosen: &Chosen, violations: &[Violation]) -> Document {
         provider: chosen.request.as_ref().map(|r| match r.provider {
             Provider::Anthropic => "anthropic",
             Provider::OpenAi => "openai",
+            Provider::Google => "google",
         }),
         client: chosen.client,
         client_version: chosen.version.clone(),

@@ -13,6 +13,8 @@
 //!   session (`<project>/<session>.jsonl`), subagents' beside it
 //!   (`<project>/<session>/subagents/agent-*.jsonl`).
 //! * Codex: `$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-*.jsonl`.
+//! * Gemini CLI: `$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`:
+//!   `<project>/chats/session-*.jsonl` (and the legacy `session-*.json`), Gemini CLI 0.61.0.
 //! * GitHub Copilot CLI: `$COPILOT_HOME/session-state`, else `~/.copilot/session-state`: one
 //!   folder per session, `<id>/events.jsonl` (Copilot CLI 1.0.102).
 //! * Kilo Code CLI (an OpenCode fork with its database): `$XDG_DATA_HOME/kilo`, else
@@ -47,6 +49,7 @@ enum Kind {
     KiloDb,
     Claude,
     Codex,
+    Gemini,
     Copilot,
 }
 
@@ -58,12 +61,16 @@ impl Kind {
             Kind::KiloDb => "kilo-database",
             Kind::Claude => "claude-code-transcripts",
             Kind::Codex => "codex-rollouts",
+            Kind::Gemini => "gemini-cli-sessions",
             Kind::Copilot => "copilot-sessions",
         }
     }
 
     fn is_transcripts(self) -> bool {
-        matches!(self, Kind::Claude | Kind::Codex | Kind::Copilot)
+        matches!(
+            self,
+            Kind::Claude | Kind::Codex | Kind::Gemini | Kind::Copilot
+        )
     }
 }
 
@@ -342,7 +349,7 @@ fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Resu
                 out,
                 "{n} {sessions} only in {path}: OpenCode 1.2 and later read {DEFAULT_DB}, which imports storage/ once, when it is created; these were written after that import or skipped by it (a file it could not parse: `rewind diagnose {path} --select storage-file-damaged`)"
             )?,
-            Kind::KiloDb | Kind::Claude | Kind::Codex | Kind::Copilot => {}
+            Kind::KiloDb | Kind::Claude | Kind::Codex | Kind::Gemini | Kind::Copilot => {}
         }
     }
     if let Some(db) = std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty()) {
@@ -405,8 +412,11 @@ pub fn run_transcripts(
     format: HumanOrJson,
 ) -> Result<ExitStatus, RewindError> {
     let claude = crate::formats::claude_code::store::transcripts(dir);
+    let gemini = crate::formats::gemini::store::sessions(dir);
     let copilot = crate::formats::copilot::store::sessions(dir);
-    let listing = if !copilot.is_empty() && claude.is_empty() {
+    let listing = if claude.is_empty() && !gemini.is_empty() {
+        transcripts("Gemini CLI sessions", dir, Kind::Gemini, &gemini, options)
+    } else if claude.is_empty() && !copilot.is_empty() {
         transcripts(
             "Copilot CLI sessions",
             dir,
@@ -675,6 +685,7 @@ fn transcripts(
         channel: None,
         read_by: match kind {
             Kind::Claude => "Claude Code (`claude --resume`)".into(),
+            Kind::Gemini => "Gemini CLI (`gemini --resume`)".into(),
             Kind::Copilot => "GitHub Copilot CLI (`copilot --resume`)".into(),
             _ => "Codex (`codex resume`)".into(),
         },
@@ -778,6 +789,32 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
         }
     }
 
+    // Gemini CLI's sessions.
+    let gemini = match env_path("GEMINI_CLI_HOME") {
+        Some(d) => Some((d.join(".gemini/tmp"), "$GEMINI_CLI_HOME/.gemini/tmp")),
+        None => home
+            .as_ref()
+            .map(|h| (h.join(".gemini/tmp"), "~/.gemini/tmp")),
+    };
+    if let Some((root, via)) = gemini {
+        let files = crate::formats::gemini::store::sessions(&root);
+        searched.push(Searched {
+            what: "Gemini CLI sessions",
+            path: root.clone(),
+            via: via.into(),
+            found: !files.is_empty(),
+        });
+        if !files.is_empty() {
+            listings.push(transcripts(
+                "Gemini CLI sessions",
+                &root,
+                Kind::Gemini,
+                &files,
+                options,
+            ));
+        }
+    }
+
     // Copilot CLI's sessions.
     let copilot = match env_path("COPILOT_HOME") {
         Some(d) => Some((d.join("session-state"), "$COPILOT_HOME/session-state")),
@@ -836,7 +873,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             if home.is_none() {
                 writeln!(
                     out,
-                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.local/share/kilo, ~/.claude, ~/.codex and ~/.copilot were not searched)"
+                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.local/share/kilo, ~/.claude, ~/.codex, ~/.gemini and ~/.copilot were not searched)"
                 )?;
             }
             if listings.is_empty() {

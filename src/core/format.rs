@@ -28,6 +28,9 @@ pub enum Format {
     ClaudeTranscript,
     /// A Codex rollout (`~/.codex/sessions/…/rollout-*.jsonl`).
     CodexRollout,
+    /// A Gemini CLI session (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, or the legacy
+    /// whole-file `session-*.json`).
+    GeminiSession,
     /// A GitHub Copilot CLI session (`~/.copilot/session-state/<id>/events.jsonl`).
     CopilotSession,
 }
@@ -48,6 +51,7 @@ impl Format {
             Format::OpencodeSqlDump => "an SQL dump of an OpenCode database",
             Format::ClaudeTranscript => "a Claude Code transcript",
             Format::CodexRollout => "a Codex rollout",
+            Format::GeminiSession => "a Gemini CLI session",
             Format::CopilotSession => "a GitHub Copilot CLI session",
         }
     }
@@ -64,12 +68,20 @@ impl Format {
         )
     }
 
-    /// A client's own transcript of a session (Claude Code, Codex, Copilot CLI).
+    /// A client's own transcript of a session (Claude Code, Codex, Gemini CLI, Copilot CLI).
     pub fn is_client_transcript(self) -> bool {
         matches!(
             self,
-            Format::ClaudeTranscript | Format::CodexRollout | Format::CopilotSession
+            Format::ClaudeTranscript
+                | Format::CodexRollout
+                | Format::GeminiSession
+                | Format::CopilotSession
         )
+    }
+
+    /// A Gemini CLI session.
+    pub fn is_gemini(self) -> bool {
+        self == Format::GeminiSession
     }
 
     /// A Claude Code transcript.

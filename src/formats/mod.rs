@@ -49,6 +49,7 @@ pub mod agent_log;
 pub mod claude_code;
 pub mod codex;
 pub mod copilot;
+pub mod gemini;
 pub mod opencode;
 pub mod recognize;
 pub mod recording;
@@ -98,6 +99,7 @@ formats! {
     claude_code::ClaudeCode,
     codex::Codex,
     copilot::Copilot,
+    gemini::Gemini,
     opencode::OpenCode,
     agent_log::AgentLogs,
     stream::StreamCaptures,
@@ -118,10 +120,12 @@ fn claims_on_folder(path: &Path) -> Vec<Claim> {
 }
 
 /// The transcript of session `id` when `dir` is a folder of client transcripts (Claude Code's
-/// projects folder or one project's folder, Codex's sessions folder); `None` otherwise.
+/// projects folder or one project's folder, Codex's sessions folder, Gemini CLI's `tmp`, project
+/// or `chats` folder); `None` otherwise.
 pub fn session_in_folder(dir: &Path, id: &str) -> Option<PathBuf> {
     claude_code::store::session_file(dir, id)
         .or_else(|| codex::store::session_file(dir, id))
+        .or_else(|| gemini::store::session_file(dir, id))
         .or_else(|| copilot::store::session_file(dir, id))
 }
 
@@ -130,6 +134,7 @@ pub fn is_transcript_folder(dir: &Path) -> bool {
     opencode::storage::root(dir).is_none()
         && (!claude_code::store::transcripts(dir).is_empty()
             || !codex::store::rollouts(dir).is_empty()
+            || !gemini::store::sessions(dir).is_empty()
             || !copilot::store::sessions(dir).is_empty()
             || std::fs::read_dir(dir)
                 .into_iter()

@@ -625,6 +625,42 @@ mod tests {
         );
     }
 
+    #[test]
+    fn gemini_cli_sessions_are_told_by_their_metadata_and_records() {
+        let meta = r#"{"sessionId":"s1","projectHash":"ab12","startTime":"t","lastUpdated":"t","kind":"main"}"#;
+        let user = r#"{"id":"u1","timestamp":"t","type":"user","content":[{"text":"hi"}]}"#;
+        let jsonl = format!("{meta}\n{user}\n");
+        assert_eq!(fmt(jsonl.as_bytes()).ok(), Some(Format::GeminiSession));
+        // The legacy document, pretty-printed as the client writes it.
+        let legacy =
+            "{\n  \"sessionId\": \"s1\",\n  \"projectHash\": \"ab12\",\n  \"messages\": []\n}\n";
+        assert_eq!(fmt(legacy.as_bytes()).ok(), Some(Format::GeminiSession));
+        // The metadata line lost: its message records and `$set`s.
+        let set = r#"{"$set":{"lastUpdated":"t"}}"#;
+        assert_eq!(
+            fmt(format!("{set}\n{user}\n").as_bytes()).ok(),
+            Some(Format::GeminiSession)
+        );
+        // Claude Code's records carry a `sessionId` too, but no `projectHash` and other keys;
+        // a Gemini API stream chunk is not a session.
+        let claude = r#"{"type":"queue-operation","operation":"enqueue","timestamp":"t","sessionId":"s1","content":"hi"}"#;
+        assert_eq!(
+            fmt(format!("{claude}\n").as_bytes()).ok(),
+            Some(Format::ClaudeTranscript)
+        );
+        let chunk = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]}}]}"#;
+        assert_ne!(
+            fmt(format!("{chunk}\n").as_bytes()).ok(),
+            Some(Format::GeminiSession)
+        );
+        // An object with `id`, `type` and `content` but other keys is no Gemini message.
+        let other = r#"{"id":"m1","timestamp":"t","type":"user","content":"x","role":"user"}"#;
+        assert_ne!(
+            fmt(format!("{other}\n").as_bytes()).ok(),
+            Some(Format::GeminiSession)
+        );
+    }
+
     /// `claude-code-action` keeps a run's `stream-json` messages as one JSON array: an agent log,
     /// compact or pretty-printed; an array of Gemini chunks stays a stream, and an array of
     /// anything else is no recording.

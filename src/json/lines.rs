@@ -188,7 +188,7 @@ pub fn read<R: BufRead>(
 }
 
 /// Byte offset of serde_json's (1-based line, 1-based column) in `text`.
-fn position(text: &str, line: usize, column: usize) -> usize {
+pub fn position(text: &str, line: usize, column: usize) -> usize {
     let mut off = 0;
     for (i, l) in text.split_inclusive('\n').enumerate() {
         if i + 1 == line {

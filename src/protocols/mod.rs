@@ -7,6 +7,7 @@ pub mod array;
 pub mod capture;
 pub mod eventstream;
 pub mod provider;
+pub mod relay;
 pub mod request;
 pub mod sse;
 pub mod stream;

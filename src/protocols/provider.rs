@@ -10,6 +10,11 @@
 //!
 //! OpenAI: every function call needs an output with the same `call_id`, and every output a call.
 //!
+//! Google (the Gemini API's `contents`): a model turn's `functionCall` parts are answered by the
+//! user turn right after it, one `functionResponse` part per call; a `functionResponse` answers
+//! a call of the model turn before it. The errors are the API's own words (its known pairing
+//! errors; which one it answers for a given history was not checked against the API).
+//!
 //! The `messages.N` index Anthropic reports for a missing result is the index of the message that
 //! should have held it (the one after the assistant message): that is what the recorded 400
 //! shows for an assistant message at index 0 (`messages.1`).
@@ -58,7 +63,92 @@ pub fn check(req: &ModelRequest) -> Vec<Violation> {
     match req.provider {
         Provider::Anthropic => anthropic(req),
         Provider::OpenAi => openai(req),
+        Provider::Google => google(req),
     }
+}
+
+/// The Gemini API's rules: each model turn's calls are answered by `functionResponse` parts of
+/// the user turn right after it, and a response answers a call of the model turn before it.
+/// Messages are contents (consecutive turns of one role already merged, as Gemini CLI sends
+/// them). A call answered twice is not judged: what the API answers to it is not verified.
+pub fn google(req: &ModelRequest) -> Vec<Violation> {
+    let msgs = &req.messages;
+    let mut out = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let prev_calls: FastSet<&str> = i
+            .checked_sub(1)
+            .and_then(|p| msgs.get(p))
+            .filter(|p| p.role == Role::Assistant)
+            .map(|p| p.content.iter().filter_map(|b| b.tool_call_id()).collect())
+            .unwrap_or_default();
+        if m.role == Role::Assistant {
+            let next = msgs.get(i + 1).filter(|n| is_results_message(n));
+            let answered: FastSet<&str> = next
+                .map(|n| {
+                    n.content
+                        .iter()
+                        .filter_map(|b| b.tool_result_id())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let missing: Vec<(usize, &str)> = m
+                .content
+                .iter()
+                .enumerate()
+                .filter_map(|(n, b)| b.tool_call_id().map(|id| (n, id)))
+                .filter(|(_, id)| !answered.contains(id))
+                .collect();
+            let Some(&(k, _)) = missing.first() else {
+                continue;
+            };
+            let why = match msgs.get(i + 1) {
+                None => "it is the last turn".to_owned(),
+                Some(n) if !is_results_message(n) => {
+                    format!("turn {} is another model turn", i + 1)
+                }
+                Some(_) => format!("turn {} has no `functionResponse` for them", i + 1),
+            };
+            let error = if answered.is_empty() {
+                "Please ensure that function response turn comes immediately after a function call turn."
+            } else {
+                "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."
+            };
+            out.push(Violation {
+                kind: ViolationKind::MissingResult,
+                error: error.to_owned(),
+                explanation: format!(
+                    "model turn {i} makes function calls that are never answered: {why}"
+                ),
+                message_index: i,
+                ids: missing.iter().map(|(_, id)| (*id).to_owned()).collect(),
+                span: m.content[k].span.or(m.span),
+                message_id: m.message_id.clone(),
+                part_id: m.content[k].part_id.clone(),
+            });
+        } else if is_results_message(m) {
+            for b in &m.content {
+                let Some(id) = b.tool_result_id() else {
+                    continue;
+                };
+                if prev_calls.contains(&id) {
+                    continue;
+                }
+                out.push(Violation {
+                    kind: ViolationKind::OrphanResult,
+                    error: "Please ensure that function response turn comes immediately after a function call turn.".to_owned(),
+                    explanation: format!(
+                        "turn {i} answers function call {id}, which the model turn before it does not make"
+                    ),
+                    message_index: i,
+                    ids: vec![id.to_owned()],
+                    span: b.span.or(m.span),
+                    message_id: m.message_id.clone(),
+                    part_id: b.part_id.clone(),
+                });
+            }
+        }
+    }
+    out
 }
 
 fn is_results_message(m: &ModelMessage) -> bool {
@@ -491,5 +581,40 @@ mod tests {
                 "No tool call found for function call output with call_id call_x"
             ]
         );
+    }
+
+    #[test]
+    fn google_wants_each_call_answered_by_the_next_turn() {
+        let req = |messages| ModelRequest {
+            provider: Provider::Google,
+            messages,
+            span: None,
+            origin: String::new(),
+            thinking: false,
+            response: None,
+            session_id: None,
+        };
+        let ok = req(vec![
+            msg(Role::User, vec![BlockKind::Text]),
+            msg(Role::Assistant, vec![BlockKind::Text, call("c1")]),
+            msg(Role::User, vec![result("c1")]),
+            msg(Role::Assistant, vec![BlockKind::Text]),
+        ]);
+        assert!(check(&ok).is_empty());
+        let unanswered = req(vec![
+            msg(Role::User, vec![BlockKind::Text]),
+            msg(Role::Assistant, vec![call("c1")]),
+            msg(Role::User, vec![BlockKind::Text]),
+        ]);
+        let v = check(&unanswered);
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].kind, ViolationKind::MissingResult);
+        assert_eq!(v[0].ids, vec!["c1".to_owned()]);
+        let orphan = req(vec![
+            msg(Role::User, vec![BlockKind::Text]),
+            msg(Role::Assistant, vec![BlockKind::Text]),
+            msg(Role::User, vec![result("c9")]),
+        ]);
+        assert_eq!(check(&orphan)[0].kind, ViolationKind::OrphanResult);
     }
 }

@@ -47,23 +47,93 @@ pub fn display_width(s: &str) -> usize {
 }
 
 /// `text` wrapped to `width`: its first line after `first`, the others after `rest`. Every line
-/// ends with a newline. A word longer than a line is broken; an empty text is `first` alone.
+/// ends with a newline; an empty text is `first` alone. Lines break at spaces, never inside a
+/// code span (`` `rewind repair --dry-run …` ``): a suggested command stays one line that pastes
+/// as one command, and one too long for a line stands on a line of its own, whole. Any other
+/// word longer than a line is broken.
 pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
-    let options = textwrap::Options::new(width)
-        .initial_indent(first)
-        .subsequent_indent(rest)
-        .break_words(true)
-        .word_separator(textwrap::WordSeparator::AsciiSpace)
-        .word_splitter(textwrap::WordSplitter::NoHyphenation);
     let mut out = String::new();
-    let lines = textwrap::wrap(text, options);
-    if lines.is_empty() {
-        out.push_str(first.trim_end());
-        out.push('\n');
+    for (n, paragraph) in text.split('\n').enumerate() {
+        let indent = if n == 0 { first } else { rest };
+        wrap_paragraph(paragraph, width, indent, rest, &mut out);
     }
-    for line in lines {
+    out
+}
+
+/// One line of text (no line break in it) wrapped onto `out`, greedily.
+fn wrap_paragraph(text: &str, width: usize, first: &str, rest: &str, out: &mut String) {
+    let mut line = first.to_owned();
+    let mut used = display_width(first);
+    let mut has_word = false;
+    let flush = |line: &mut String, out: &mut String| {
         out.push_str(line.trim_end());
         out.push('\n');
+    };
+    for (space, word, code) in words(text) {
+        let w = display_width(word);
+        if has_word && used + display_width(space) + w <= width {
+            line.push_str(space);
+            line.push_str(word);
+            used += display_width(space) + w;
+            continue;
+        }
+        if has_word {
+            flush(&mut line, out);
+            line = rest.to_owned();
+            used = display_width(rest);
+        }
+        has_word = true;
+        if used + w <= width || code {
+            line.push_str(word);
+            used += w;
+            continue;
+        }
+        // A word longer than a line (an id, a path outside a code span): cut where it reaches
+        // the edge.
+        let mut at_start = true;
+        for c in word.chars() {
+            let cw = display_width(c.encode_utf8(&mut [0; 4]));
+            if used + cw > width && !at_start {
+                flush(&mut line, out);
+                line = rest.to_owned();
+                used = display_width(rest);
+            }
+            line.push(c);
+            used += cw;
+            at_start = false;
+        }
+    }
+    flush(&mut line, out);
+}
+
+/// The words of one line with the spaces before each: runs of characters between ASCII spaces,
+/// except that a code span (from a backtick to the next one) is one word, spaces and all. A
+/// backtick with no partner is an ordinary character.
+fn words(text: &str) -> Vec<(&str, &str, bool)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let space_start = i;
+        while i < bytes.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        if i == bytes.len() {
+            break;
+        }
+        let start = i;
+        let mut code = false;
+        while i < bytes.len() && bytes[i] != b' ' {
+            if bytes[i] == b'`'
+                && let Some(close) = text[i + 1..].find('`')
+            {
+                code = true;
+                i += close + 2;
+                continue;
+            }
+            i += 1;
+        }
+        out.push((&text[space_start..start], &text[start..i], code));
     }
     out
 }
@@ -380,6 +450,29 @@ mod tests {
         let long = wrap(&"x".repeat(100), 30, "", "");
         assert!(long.lines().all(|l| display_width(l) <= 30), "{long}");
         assert_eq!(wrap("", 30, "a: ", ""), "a:\n");
+    }
+
+    #[test]
+    fn a_code_span_is_never_broken() {
+        let text = "to close it, run `rewind repair --dry-run /home/dev/.local/share/opencode/opencode.db` \
+                    first, then again without `--dry-run`";
+        let out = wrap(text, 40, "  = help: ", "          ");
+        let command = "`rewind repair --dry-run /home/dev/.local/share/opencode/opencode.db`";
+        assert!(
+            out.lines().any(|l| l.trim_start() == command),
+            "the command is one line of its own: {out}"
+        );
+        assert!(out.contains("`--dry-run`"), "{out}");
+        // Outside code spans, lines still fit; a short code span wraps like a word.
+        for l in out.lines().filter(|l| !l.contains("opencode.db")) {
+            assert!(display_width(l) <= 40, "{l:?} in {out}");
+        }
+        let short = wrap("a `b c` d", 6, "", "");
+        assert_eq!(short, "a\n`b c`\nd\n");
+        // A lone backtick is an ordinary character.
+        assert_eq!(wrap("it's a ` b", 80, "", ""), "it's a ` b\n");
+        // Line breaks in the text start lines after `rest`.
+        assert_eq!(wrap("a\nb", 80, "> ", "  "), "> a\n  b\n");
     }
 
     fn table(rows: &[[&str; 3]]) -> Table {

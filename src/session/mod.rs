@@ -152,6 +152,9 @@ pub struct TranscriptFacts {
     /// Notes for a tool call left open at the end of the active history: what the client does
     /// with it when the session is resumed.
     pub open_call_notes: Vec<String>,
+    /// What to do about such a call, when the client's case differs from the usual one (the
+    /// client killed while the tool ran).
+    pub open_call_help: Option<String>,
     /// User turns that never got a reply.
     pub unanswered: Vec<UnansweredTurn>,
     /// Tool calls without a result that the active history has moved past (a dead-end branch, a
@@ -178,6 +181,24 @@ pub struct TranscriptFacts {
     /// A compaction the history the client rebuilds starts from, whose summary is missing or
     /// empty while the messages before it are left out of the request.
     pub lost_summaries: Vec<LostSummary>,
+    /// Why the client's own list of sessions to resume would not show this one (Gemini CLI's
+    /// picker), read by `session-hidden`.
+    pub unlisted: Vec<Unlisted>,
+}
+
+/// A reason a client's resume picker would not list a transcript (see
+/// [`TranscriptFacts::unlisted`]).
+#[derive(Debug, Clone)]
+pub struct Unlisted {
+    /// Where the reason is (the record, or the file's first bytes).
+    pub span: Span,
+    /// Why, in words.
+    pub why: String,
+    /// What the client does about it, in words.
+    pub notes: Vec<String>,
+    /// Something is lost (a warning); else the picker only leaves out a file with nothing to
+    /// resume (information).
+    pub lost: bool,
 }
 
 /// A compaction without a summary (see [`TranscriptFacts::lost_summaries`]).
@@ -930,6 +951,21 @@ pub struct StreamFacts {
     /// Most payloads do not fit the protocol the stream was read under: nothing else about the
     /// stream is diagnosed.
     pub not_understood: Option<NotUnderstood>,
+    /// The relay the recording shows the response came through (a gateway or proxy between the
+    /// client and the provider), when its URL or headers name one.
+    pub relay: Option<Relay>,
+}
+
+/// A relay between the client and the provider, as a recording shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relay {
+    /// What it is, in words (`LiteLLM`, `a proxy`).
+    pub name: String,
+    /// What shows it, as recorded (`response header x-litellm-call-id`, `request URL host
+    /// openrouter.ai`).
+    pub evidence: String,
+    /// Where that is in the file.
+    pub span: Option<Span>,
 }
 
 /// A stream read under a protocol most of whose JSON payloads do not fit it.

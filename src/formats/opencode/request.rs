@@ -180,7 +180,10 @@ pub fn rebuild(analysis: &mut Analysis, options: &Options) {
                         grouped
                     }
                 }
-                Provider::OpenAi => messages.into_iter().flat_map(as_chat_completions).collect(),
+                // OpenCode's requests are rebuilt for the two providers above only.
+                Provider::OpenAi | Provider::Google => {
+                    messages.into_iter().flat_map(as_chat_completions).collect()
+                }
             };
             requests.push(ModelRequest {
                 provider,

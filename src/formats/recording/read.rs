@@ -19,6 +19,7 @@ use crate::core::IngestError;
 use crate::json::stream::{PathSeg, RawString, Visitor, walk};
 use crate::json::string as json_string;
 use crate::protocols::capture::Locator;
+use crate::protocols::relay::Header;
 use crate::source::{FileId, Span};
 
 /// A body as stored.
@@ -76,6 +77,31 @@ pub struct Exchange {
     /// The response's content type (`content-type` header, HAR `mimeType`).
     pub content_type: Option<String>,
     pub response_body: Option<Body>,
+    /// Where the request URL is.
+    pub url_span: Option<Span>,
+    /// The response headers (the first [`MAX_HEADERS`], values cut to [`MAX_HEADER_VALUE`]
+    /// bytes), to tell a relay by (see [`crate::protocols::relay`]).
+    pub headers: Vec<Header>,
+    /// HAR header items whose name or value has not come yet, by index.
+    har_headers: Vec<(usize, Header)>,
+}
+
+/// The most response headers kept of an exchange.
+pub const MAX_HEADERS: usize = 64;
+/// The most bytes of a header value kept.
+pub const MAX_HEADER_VALUE: usize = 256;
+
+impl Exchange {
+    /// Keeps a response header (within [`MAX_HEADERS`]).
+    fn header(&mut self, name: &str, value: String, span: Option<Span>) {
+        if self.headers.len() < MAX_HEADERS {
+            self.headers.push(Header {
+                name: name.to_owned(),
+                value: crate::text::capped(&value, MAX_HEADER_VALUE),
+                span,
+            });
+        }
+    }
 }
 
 struct Collector<'a> {
@@ -138,13 +164,15 @@ impl Visitor for Collector<'_> {
                 ["request", "method" | "url"]
                     | ["request", "postdata", "text"]
                     | ["response", "content", "text" | "mimetype" | "encoding"]
+                    | ["response", "headers", _, "name" | "value"]
             )
         } else {
             matches!(
                 k.as_slice(),
                 ["request", "method" | "url" | "body"]
                     | ["response", "body"]
-                    | ["response", "headers", "content-type"]
+                    | ["response", "headers", _]
+                    | ["response", "headers", _, _]
             )
         }
     }
@@ -161,10 +189,16 @@ impl Visitor for Collector<'_> {
                 .unwrap_or_default()
         };
         let har = self.har;
+        let file = self.file;
+        let (s, e) = value.literal();
+        let span = Some(Span::new(file, s, e - s));
         let ex = self.exchange(index);
         match (har, k.as_slice()) {
             (_, ["request", "method"]) => ex.method = Some(small()),
-            (_, ["request", "url"]) => ex.url = Some(small()),
+            (_, ["request", "url"]) => {
+                ex.url = Some(small());
+                ex.url_span = span;
+            }
             (false, ["request", "body"]) | (true, ["request", "postdata", "text"]) => {
                 ex.request_body = Some(Body {
                     raw: value,
@@ -176,7 +210,46 @@ impl Visitor for Collector<'_> {
                 ex.response_body = Some(Body { raw: value, base64 });
             }
             (false, ["response", "headers", "content-type"])
-            | (true, ["response", "content", "mimetype"]) => ex.content_type = Some(small()),
+            | (true, ["response", "content", "mimetype"]) => {
+                ex.content_type = Some(small());
+                if !har {
+                    ex.header("content-type", small(), span);
+                }
+            }
+            // A recording's headers: `{name: value}` or `{name: [values]}`.
+            (false, ["response", "headers", name] | ["response", "headers", name, _]) => {
+                let name = (*name).to_owned();
+                ex.header(&name, small(), span);
+            }
+            // A HAR's: `[{name, value}]`, the two in either order.
+            (true, ["response", "headers", i, field]) => {
+                let Ok(i) = i.parse::<usize>() else {
+                    return Ok(());
+                };
+                let text = small();
+                let at = match ex.har_headers.iter().position(|(j, _)| *j == i) {
+                    Some(at) => at,
+                    None if ex.har_headers.len() < MAX_HEADERS => {
+                        ex.har_headers.push((
+                            i,
+                            Header {
+                                name: String::new(),
+                                value: String::new(),
+                                span: None,
+                            },
+                        ));
+                        ex.har_headers.len() - 1
+                    }
+                    None => return Ok(()),
+                };
+                let h = &mut ex.har_headers[at].1;
+                if *field == "name" {
+                    h.name = text;
+                } else {
+                    h.value = crate::text::capped(&text, MAX_HEADER_VALUE);
+                    h.span = span;
+                }
+            }
             (true, ["response", "content", "encoding"]) => {
                 let b64 = small().eq_ignore_ascii_case("base64");
                 match ex.response_body.as_mut() {
@@ -228,6 +301,12 @@ impl Visitor for Collector<'_> {
                 }
             }
         };
+        let mut ex = ex;
+        for (_, h) in std::mem::take(&mut ex.har_headers) {
+            if !h.name.is_empty() {
+                ex.headers.push(h);
+            }
+        }
         self.exchanges += 1;
         (self.each)(ex)
     }
@@ -264,6 +343,34 @@ mod tests {
         });
         assert!(r.is_ok(), "{r:?}");
         out
+    }
+
+    #[test]
+    fn response_headers_are_kept_of_both_shapes() {
+        let rec = r#"{"version":1,"interactions":[{"request":{"method":"POST","url":"https://x/v1/responses"},"response":{"status":200,"headers":{"content-type":"text/event-stream","Via":["1.1 a","1.1 b"]},"body":""}}]}"#;
+        let ex = exchanges(rec, Format::HttpRecording);
+        let h: Vec<(&str, &str)> = ex[0]
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_str()))
+            .collect();
+        assert_eq!(
+            h,
+            [
+                ("content-type", "text/event-stream"),
+                ("via", "1.1 a"),
+                ("via", "1.1 b")
+            ]
+        );
+        let har = r#"{"log":{"entries":[{"request":{"method":"POST","url":"https://x/v1"},"response":{"status":200,"headers":[{"value":"v1","name":"X-LiteLLM-Call-Id"},{"name":"server","value":"uvicorn"}],"content":{"text":""}}}]}}"#;
+        let ex = exchanges(har, Format::Har);
+        let h: Vec<(&str, &str)> = ex[0]
+            .headers
+            .iter()
+            .map(|h| (h.name.as_str(), h.value.as_str()))
+            .collect();
+        assert_eq!(h, [("X-LiteLLM-Call-Id", "v1"), ("server", "uvicorn")]);
+        assert!(ex[0].headers[0].span.is_some() && ex[0].url_span.is_some());
     }
 
     #[test]

@@ -99,7 +99,11 @@ pub fn exchange_units(
         }
         None => vec![Analysis::new(file, format)],
     };
+    let relay = crate::protocols::relay::identify(ex.url.as_deref(), ex.url_span, &ex.headers);
     for u in &mut units {
+        if let Some(stream) = u.stream.as_mut() {
+            stream.relay = relay.clone();
+        }
         u.format = format;
         u.requests = requests.clone();
         u.undecodable.extend(undecodable.iter().cloned());

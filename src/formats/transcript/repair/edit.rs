@@ -19,6 +19,8 @@ pub const CODEX_ABORTED: &str = "aborted";
 pub enum Client {
     ClaudeCode,
     Codex,
+    #[serde(rename = "gemini-cli")]
+    Gemini,
     Copilot,
 }
 

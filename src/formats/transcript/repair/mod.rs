@@ -163,6 +163,7 @@ pub fn client_of(format: Format) -> Option<Client> {
     match format {
         Format::ClaudeTranscript => Some(Client::ClaudeCode),
         Format::CodexRollout => Some(Client::Codex),
+        Format::GeminiSession => Some(Client::Gemini),
         Format::CopilotSession => Some(Client::Copilot),
         _ => None,
     }

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::formats::{
     claude_code::repair as claude_code, codex::repair as codex, copilot::repair as copilot,
+    gemini::repair as gemini,
 };
 
 use super::{Change, Client, Edit, Plan, Problem, split};
@@ -25,6 +26,10 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
     // Copilot CLI's line damage is its own to undo (`copilot/repair.rs`).
     if client == Client::Copilot {
         copilot::plan(&lines, newline_at_end, &mut plan);
+        return plan;
+    }
+    if client == Client::Gemini && gemini::is_legacy(&lines) {
+        plan.unfixable.extend(gemini::legacy(bytes));
         return plan;
     }
     let last = lines.len().checked_sub(1);
@@ -61,6 +66,7 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
             claude_code::plan(&lines[..kept], next_line, &thinking, &mut plan);
         }
         Client::Codex => codex::plan(&lines[..kept], next_line, &mut plan),
+        Client::Gemini => gemini::plan(&lines[..kept], next_line, &mut plan),
         Client::Copilot => {}
     }
     plan
