@@ -184,6 +184,8 @@ fn hostile_fixtures() -> Vec<std::path::PathBuf> {
         "tests/fixtures/stream/provider-error.sse",
         "tests/fixtures/transcripts/claude-orphan-tool.jsonl",
         "tests/fixtures/transcripts/codex-interrupted.jsonl",
+        "tests/fixtures/copilot/killed-tool.jsonl",
+        "tests/fixtures/copilot/raw-newline.jsonl",
         "tests/fixtures/checks/tool-use-without-result.json",
     ] {
         files.push(repo(rel));

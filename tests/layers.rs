@@ -45,6 +45,7 @@ const LAYERS: &[&[&str]] = &[
         "formats::codex::repair",
         "formats::gemini::repair",
         "formats::codex::index_repair",
+        "formats::copilot::repair",
     ],
     // The engine and what it reads besides inputs.
     &["pipeline", "config", "baseline", "discover", "shard"],

@@ -66,6 +66,7 @@ fn sessions_in(home: &Path, env: &[(&str, &Path)], args: &[&str]) -> (i32, Strin
         "OPENCODE_DISABLE_CHANNEL_DB",
         "KILO_DB",
         "GEMINI_CLI_HOME",
+        "COPILOT_HOME",
     ] {
         cmd.env_remove(k);
     }
@@ -251,7 +252,8 @@ fn without_a_store_the_stores_of_this_machine_are_searched() {
             ("Kilo data folder", false),
             ("Claude Code transcripts", true),
             ("Codex rollouts", true),
-            ("Gemini CLI sessions", false)
+            ("Gemini CLI sessions", false),
+            ("Copilot CLI sessions", false),
         ]
     );
     assert_eq!(
@@ -338,6 +340,7 @@ fn xdg_data_home_codex_home_and_claude_config_dir_move_the_stores() {
             ),
             ("Codex rollouts", "$CODEX_HOME/sessions", true),
             ("Gemini CLI sessions", "~/.gemini/tmp", false),
+            ("Copilot CLI sessions", "~/.copilot/session-state", false),
         ]
     );
     assert_eq!(
@@ -361,6 +364,7 @@ fn when_nothing_is_found_it_says_what_was_searched() {
         ".claude/projects",
         ".codex/sessions",
         ".gemini/tmp",
+        ".copilot/session-state",
     ] {
         let line = human
             .lines()
@@ -372,7 +376,7 @@ fn when_nothing_is_found_it_says_what_was_searched() {
     let (_, json) = sessions_in(dir.path(), &[], &["--format", "json"]);
     let doc: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["stores"].as_array().unwrap().len(), 0);
-    assert_eq!(doc["searched"].as_array().unwrap().len(), 5);
+    assert_eq!(doc["searched"].as_array().unwrap().len(), 6);
 }
 
 #[test]

@@ -178,7 +178,10 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
             dry_run: args.dry_run,
             format: args.format,
         }),
-        format @ (Format::ClaudeTranscript | Format::CodexRollout | Format::GeminiSession) => {
+        format @ (Format::ClaudeTranscript
+        | Format::CodexRollout
+        | Format::GeminiSession
+        | Format::CopilotSession) => {
             let outcome =
                 crate::formats::transcript::repair::repair(path, format, args.dry_run, args.force)
                     .map_err(|e| RewindError::Usage(format!("`{shown}`: {e}")))?;

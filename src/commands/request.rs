@@ -223,6 +223,8 @@ pub fn run(mut args: Args) -> Result<ExitStatus, RewindError> {
                     "claude-code"
                 } else if format.is_codex() {
                     "codex"
+                } else if format.is_copilot() {
+                    "copilot"
                 } else if format.is_gemini() {
                     "gemini-cli"
                 } else {

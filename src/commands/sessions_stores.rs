@@ -15,6 +15,8 @@
 //! * Codex: `$CODEX_HOME/sessions`, else `~/.codex/sessions`: `YYYY/MM/DD/rollout-*.jsonl`.
 //! * Gemini CLI: `$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`:
 //!   `<project>/chats/session-*.jsonl` (and the legacy `session-*.json`), Gemini CLI 0.61.0.
+//! * GitHub Copilot CLI: `$COPILOT_HOME/session-state`, else `~/.copilot/session-state`: one
+//!   folder per session, `<id>/events.jsonl` (Copilot CLI 1.0.102).
 //! * Kilo Code CLI (an OpenCode fork with its database): `$XDG_DATA_HOME/kilo`, else
 //!   `~/.local/share/kilo`, holding `kilo.db` (or `kilo-<channel>.db`); `KILO_DB` names another
 //!   database, resolved as `OPENCODE_DB` is (Kilo 7.7.7).
@@ -48,6 +50,7 @@ enum Kind {
     Claude,
     Codex,
     Gemini,
+    Copilot,
 }
 
 impl Kind {
@@ -59,11 +62,15 @@ impl Kind {
             Kind::Claude => "claude-code-transcripts",
             Kind::Codex => "codex-rollouts",
             Kind::Gemini => "gemini-cli-sessions",
+            Kind::Copilot => "copilot-sessions",
         }
     }
 
     fn is_transcripts(self) -> bool {
-        matches!(self, Kind::Claude | Kind::Codex | Kind::Gemini)
+        matches!(
+            self,
+            Kind::Claude | Kind::Codex | Kind::Gemini | Kind::Copilot
+        )
     }
 }
 
@@ -342,7 +349,7 @@ fn write_notes(out: &mut impl Write, listings: &[StoreListing]) -> std::io::Resu
                 out,
                 "{n} {sessions} only in {path}: OpenCode 1.2 and later read {DEFAULT_DB}, which imports storage/ once, when it is created; these were written after that import or skipped by it (a file it could not parse: `rewind diagnose {path} --select storage-file-damaged`)"
             )?,
-            Kind::KiloDb | Kind::Claude | Kind::Codex | Kind::Gemini => {}
+            Kind::KiloDb | Kind::Claude | Kind::Codex | Kind::Gemini | Kind::Copilot => {}
         }
     }
     if let Some(db) = std::env::var_os("OPENCODE_DB").filter(|v| !v.is_empty()) {
@@ -406,8 +413,17 @@ pub fn run_transcripts(
 ) -> Result<ExitStatus, RewindError> {
     let claude = crate::formats::claude_code::store::transcripts(dir);
     let gemini = crate::formats::gemini::store::sessions(dir);
+    let copilot = crate::formats::copilot::store::sessions(dir);
     let listing = if claude.is_empty() && !gemini.is_empty() {
         transcripts("Gemini CLI sessions", dir, Kind::Gemini, &gemini, options)
+    } else if claude.is_empty() && !copilot.is_empty() {
+        transcripts(
+            "Copilot CLI sessions",
+            dir,
+            Kind::Copilot,
+            &copilot,
+            options,
+        )
     } else if claude.is_empty() {
         let files = crate::formats::codex::store::rollouts(dir);
         transcripts("Codex rollouts", dir, Kind::Codex, &files, options)
@@ -670,6 +686,7 @@ fn transcripts(
         read_by: match kind {
             Kind::Claude => "Claude Code (`claude --resume`)".into(),
             Kind::Gemini => "Gemini CLI (`gemini --resume`)".into(),
+            Kind::Copilot => "GitHub Copilot CLI (`copilot --resume`)".into(),
             _ => "Codex (`codex resume`)".into(),
         },
         rows,
@@ -811,6 +828,32 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
         }
     }
 
+    // Copilot CLI's sessions.
+    let copilot = match env_path("COPILOT_HOME") {
+        Some(d) => Some((d.join("session-state"), "$COPILOT_HOME/session-state")),
+        None => home
+            .as_ref()
+            .map(|h| (h.join(".copilot/session-state"), "~/.copilot/session-state")),
+    };
+    if let Some((root, via)) = copilot {
+        let files = crate::formats::copilot::store::sessions(&root);
+        searched.push(Searched {
+            what: "Copilot CLI sessions",
+            path: root.clone(),
+            via: via.into(),
+            found: !files.is_empty(),
+        });
+        if !files.is_empty() {
+            listings.push(transcripts(
+                "Copilot CLI sessions",
+                &root,
+                Kind::Copilot,
+                &files,
+                options,
+            ));
+        }
+    }
+
     let mut out = Fitted::new(super::Out, human_width(format));
     match format {
         HumanOrJson::Json => {
@@ -864,7 +907,7 @@ pub fn run_found(options: &Options, format: HumanOrJson) -> Result<ExitStatus, R
             if home.is_none() {
                 writeln!(
                     out,
-                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.local/share/kilo, ~/.claude, ~/.codex and ~/.gemini were not searched)"
+                    "  (no home folder: HOME and USERPROFILE are unset, so ~/.local/share/opencode, ~/.local/share/kilo, ~/.claude, ~/.codex, ~/.gemini and ~/.copilot were not searched)"
                 )?;
             }
             if listings.is_empty() {

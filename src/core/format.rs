@@ -33,6 +33,8 @@ pub enum Format {
     GeminiSession,
     /// Codex's thread index (`~/.codex/state_5.sqlite`) with its home folder's rollouts.
     CodexState,
+    /// A GitHub Copilot CLI session (`~/.copilot/session-state/<id>/events.jsonl`).
+    CopilotSession,
 }
 
 impl Format {
@@ -53,6 +55,7 @@ impl Format {
             Format::CodexRollout => "a Codex rollout",
             Format::GeminiSession => "a Gemini CLI session",
             Format::CodexState => "Codex's thread index (state_5.sqlite)",
+            Format::CopilotSession => "a GitHub Copilot CLI session",
         }
     }
 
@@ -68,11 +71,14 @@ impl Format {
         )
     }
 
-    /// A client's own transcript of a session (Claude Code, Codex, Gemini CLI).
+    /// A client's own transcript of a session (Claude Code, Codex, Gemini CLI, Copilot CLI).
     pub fn is_client_transcript(self) -> bool {
         matches!(
             self,
-            Format::ClaudeTranscript | Format::CodexRollout | Format::GeminiSession
+            Format::ClaudeTranscript
+                | Format::CodexRollout
+                | Format::GeminiSession
+                | Format::CopilotSession
         )
     }
 
@@ -89,6 +95,11 @@ impl Format {
     /// A Codex rollout.
     pub fn is_codex(self) -> bool {
         self == Format::CodexRollout
+    }
+
+    /// A GitHub Copilot CLI session.
+    pub fn is_copilot(self) -> bool {
+        self == Format::CopilotSession
     }
 
     /// An agent's log.

@@ -48,6 +48,7 @@ macro_rules! family {
 pub mod agent_log;
 pub mod claude_code;
 pub mod codex;
+pub mod copilot;
 pub mod gemini;
 pub mod opencode;
 pub mod recognize;
@@ -98,6 +99,7 @@ macro_rules! formats {
 formats! {
     claude_code::ClaudeCode,
     codex::Codex,
+    copilot::Copilot,
     gemini::Gemini,
     opencode::OpenCode,
     agent_log::AgentLogs,
@@ -125,6 +127,7 @@ pub fn session_in_folder(dir: &Path, id: &str) -> Option<PathBuf> {
     claude_code::store::session_file(dir, id)
         .or_else(|| codex::store::session_file(dir, id))
         .or_else(|| gemini::store::session_file(dir, id))
+        .or_else(|| copilot::store::session_file(dir, id))
 }
 
 /// Whether `dir` holds client transcripts (and is no OpenCode storage folder nor a Codex home,
@@ -135,6 +138,7 @@ pub fn is_transcript_folder(dir: &Path) -> bool {
         && (!claude_code::store::transcripts(dir).is_empty()
             || !codex::store::rollouts(dir).is_empty()
             || !gemini::store::sessions(dir).is_empty()
+            || !copilot::store::sessions(dir).is_empty()
             || std::fs::read_dir(dir)
                 .into_iter()
                 .flatten()

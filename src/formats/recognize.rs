@@ -223,6 +223,14 @@ pub fn recognise(path: &Path, bytes: &[u8]) -> Result<Claim, DetectError> {
     }
     let line_at = |k: usize| memchr::memchr_iter(b'\n', &bytes[..k]).count() as u64 + 1;
     if let Some(k) = memchr::memchr(0, bytes) {
+        // A crash zero-fills a file's end: a session whose reader names NUL bytes as damage
+        // (Copilot CLI's) is recognised by its whole lines before them.
+        if let Some(cut) = memchr::memrchr(b'\n', &bytes[..k])
+            && let Ok(claim) = recognise(path, &bytes[..=cut])
+            && claim.format.is_copilot()
+        {
+            return Ok(claim);
+        }
         return Err(DetectError::Binary {
             path: path_buf(),
             offset: k as u64,
@@ -580,6 +588,35 @@ mod tests {
             fmt(br#"{"timestamp":"t","type":"session_meta","payload":{"id":"th","base_instructions":{"text":"You are"#).ok(),
             Some(Format::CodexRollout)
         );
+        // Copilot CLI: its session's events; the file's first event may be cut by the head.
+        let copilot = concat!(
+            r#"{"type":"session.start","data":{"sessionId":"s1","producer":"copilot-agent"},"id":"e1","timestamp":"t","parentId":null}"#,
+            "\n",
+            r#"{"type":"user.message","data":{"content":"hi"},"id":"e2","timestamp":"t","parentId":"e1"}"#,
+            "\n"
+        );
+        assert_eq!(fmt(copilot.as_bytes()).ok(), Some(Format::CopilotSession));
+        assert_eq!(
+            fmt(br#"{"type":"session.start","data":{"sessionId":"s1","version":1,"producer":"copilot-agent","copilotVersion":"1.0"#).ok(),
+            Some(Format::CopilotSession)
+        );
+        // NUL bytes a crash left after its events do not make it binary.
+        let mut zeroed = copilot.as_bytes().to_vec();
+        zeroed.extend_from_slice(&[0; 16]);
+        assert_eq!(fmt(&zeroed).ok(), Some(Format::CopilotSession));
+        // A Responses stream's events and an agent's events with a `type` are not Copilot's.
+        assert_ne!(
+            fmt(br#"{"type":"response.created","response":{"id":"r1"}}"#).ok(),
+            Some(Format::CopilotSession)
+        );
+        assert_ne!(
+            fmt(br#"{"type":"tool.execution_start","data":{},"timestamp":"t","sessionID":"s"}"#)
+                .ok(),
+            Some(Format::CopilotSession)
+        );
+        for other in [claude, codex] {
+            assert_ne!(fmt(other.as_bytes()).ok(), Some(Format::CopilotSession));
+        }
         // Claude Code's stream-json output stays an agent log; a recorded request log is not a
         // transcript.
         assert_eq!(

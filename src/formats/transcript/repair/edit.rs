@@ -21,6 +21,7 @@ pub enum Client {
     Codex,
     #[serde(rename = "gemini-cli")]
     Gemini,
+    Copilot,
 }
 
 /// What kind of problem a change fixes.
@@ -35,6 +36,12 @@ pub enum Problem {
     OrphanResult,
     /// Signed thinking the next request would send changed (`thinking-modified`).
     ChangedThinking,
+    /// NUL bytes where a line or its start should be (a crash zero-filled the file).
+    NulBytes,
+    /// An event split across lines by raw line breaks inside a string.
+    SplitRecord,
+    /// Events written on one line.
+    ConcatenatedRecords,
 }
 
 impl Problem {
@@ -44,6 +51,9 @@ impl Problem {
             Problem::UnansweredCall => "unanswered-call",
             Problem::OrphanResult => "orphan-result",
             Problem::ChangedThinking => "changed-thinking",
+            Problem::NulBytes => "nul-bytes",
+            Problem::SplitRecord => "split-record",
+            Problem::ConcatenatedRecords => "concatenated-records",
         }
     }
 }

@@ -164,6 +164,7 @@ pub fn client_of(format: Format) -> Option<Client> {
         Format::ClaudeTranscript => Some(Client::ClaudeCode),
         Format::CodexRollout => Some(Client::Codex),
         Format::GeminiSession => Some(Client::Gemini),
+        Format::CopilotSession => Some(Client::Copilot),
         _ => None,
     }
 }

@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 
 use crate::formats::{
-    claude_code::repair as claude_code, codex::repair as codex, gemini::repair as gemini,
+    claude_code::repair as claude_code, codex::repair as codex, copilot::repair as copilot,
+    gemini::repair as gemini,
 };
 
 use super::{Change, Client, Edit, Plan, Problem, split};
@@ -22,6 +23,11 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
         calls: BTreeSet::new(),
         unanswered_at_ms: None,
     };
+    // Copilot CLI's line damage is its own to undo (`copilot/repair.rs`).
+    if client == Client::Copilot {
+        copilot::plan(&lines, newline_at_end, &mut plan);
+        return plan;
+    }
     if client == Client::Gemini && gemini::is_legacy(&lines) {
         plan.unfixable.extend(gemini::legacy(bytes));
         return plan;
@@ -61,6 +67,7 @@ pub(super) fn plan_bytes(bytes: &[u8], client: Client) -> Plan {
         }
         Client::Codex => codex::plan(&lines[..kept], next_line, &mut plan),
         Client::Gemini => gemini::plan(&lines[..kept], next_line, &mut plan),
+        Client::Copilot => {}
     }
     plan
 }
