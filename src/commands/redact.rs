@@ -116,15 +116,10 @@ pub fn run(args: Args) -> Result<ExitStatus, RewindError> {
         }
     }
     if !args.dry_run {
-        // A Codex home's projection cursors are byte offsets into its rollouts, whose
-        // lengths the redaction changed.
-        for (input, target) in &homes {
-            crate::formats::codex::redact::remap_cursors(input, target).map_err(|e| {
-                RewindError::Usage(format!(
-                    "`{}`: the projection cursors of the copy could not be moved to its redacted rollouts ({e})",
-                    shown(target)
-                ))
-            })?;
+        // What a folder's format needs once its files are written (a Codex home's cursors).
+        for (format, input, target) in &homes {
+            crate::formats::redact::finish_folder(*format, input, target)
+                .map_err(|why| RewindError::Usage(format!("`{}`: {why}", shown(target))))?;
         }
     }
     let total: usize = redactor.counts().values().sum();
@@ -185,8 +180,8 @@ fn recognise(path: &Path, forced: Option<Format>) -> Result<Format, RewindError>
 }
 
 /// The files to write, every refusal made before anything is written.
-/// The files to redact, and the Codex homes among the inputs (input, copy).
-type Plan = (Vec<Job>, Vec<(PathBuf, PathBuf)>);
+/// The files to redact, and the folders among the inputs (format, input, copy).
+type Plan = (Vec<Job>, Vec<(Option<Format>, PathBuf, PathBuf)>);
 
 fn plan(args: &Args) -> Result<Plan, RewindError> {
     for input in &args.inputs {
@@ -227,9 +222,7 @@ fn plan(args: &Args) -> Result<Plan, RewindError> {
         }
         if meta.is_dir() {
             let format = recognize::detect(input).ok();
-            if format == Some(Format::CodexState) {
-                homes.push((input.clone(), target.clone()));
-            }
+            homes.push((format, input.clone(), target.clone()));
             folder_jobs(input, format, &target, args, &mut jobs)?;
         } else {
             let format = recognise(input, args.input)?;

@@ -83,3 +83,15 @@ fn first_byte(path: &Path) -> Option<u8> {
         .map_while(Result::ok)
         .find(|b| !b.is_ascii_whitespace())
 }
+
+/// What a folder of `format` needs once its files are redacted into `output`: a Codex home's
+/// projection cursors moved to the same places in its redacted rollouts
+/// ([`super::codex::redact::remap_cursors`]). `Err` says what could not be done.
+pub fn finish_folder(format: Option<Format>, input: &Path, output: &Path) -> Result<(), String> {
+    if format != Some(Format::CodexState) {
+        return Ok(());
+    }
+    super::codex::redact::remap_cursors(input, output)
+        .map(|_| ())
+        .map_err(|e| format!("the projection cursors of the copy could not be moved to its redacted rollouts ({e})"))
+}
