@@ -22,48 +22,20 @@ home=$dir/home/.claude
 if [ ! -f "$dir/files-$files" ]; then
   rm -rf "$dir/home" && mkdir -p "$home/projects"
   python3 - "$src" "$files" "$home/projects" <<'PY'
-import json, os, random, sys, uuid
+import os, random, sys, uuid
+sys.path.insert(0, "benches")
+from claude_chain import chain, records
 src, files, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-lines = [json.loads(l) for l in open(src, encoding="utf-8") if l.strip()]
-lines = [r for r in lines if r.get("type") not in ("last-prompt", "queue-operation")]
+lines = [r for r in records(src) if r.get("type") not in ("last-prompt", "queue-operation")]
 rnd = random.Random(7)
 for n in range(files):
     project = os.path.join(root, f"-home-dev-project-{n % 40:02d}")
     os.makedirs(project, exist_ok=True)
     session = str(uuid.UUID(int=rnd.getrandbits(128)))
-    # 154 MB over 500 files: about 26 copies each, from 4 to 48.
-    copies = rnd.randint(4, 48)
-    prev = None
+    # 141 MB over 500 files: about 26 copies each, from 4 to 48. Compact JSON, as Claude Code
+    # writes it (ccusage's native build skips spaced JSON).
     with open(os.path.join(project, session + ".jsonl"), "w") as f:
-        for copy in range(copies):
-            m = {}
-            for r in lines:
-                r = json.loads(json.dumps(r))
-                if "sessionId" in r:
-                    r["sessionId"] = session
-                if "uuid" in r:
-                    m[r["uuid"]] = str(uuid.UUID(int=rnd.getrandbits(128)))
-                    r["uuid"] = m[r["uuid"]]
-                if r.get("parentUuid") is not None:
-                    r["parentUuid"] = m.get(r["parentUuid"], r["parentUuid"])
-                elif "parentUuid" in r and prev and copy > 0:
-                    r["parentUuid"] = prev
-                if "sourceToolAssistantUUID" in r:
-                    r["sourceToolAssistantUUID"] = m.get(r["sourceToolAssistantUUID"], r["sourceToolAssistantUUID"])
-                msg = r.get("message")
-                if isinstance(msg, dict):
-                    if "id" in msg:
-                        msg["id"] = f"{msg['id']}_{n}_{copy}"
-                    for b in msg.get("content") if isinstance(msg.get("content"), list) else []:
-                        if isinstance(b, dict) and b.get("type") == "tool_use":
-                            b["id"] = f"{b['id']}_{n}_{copy}"
-                        if isinstance(b, dict) and b.get("type") == "tool_result":
-                            b["tool_use_id"] = f"{b['tool_use_id']}_{n}_{copy}"
-                if "requestId" in r:
-                    r["requestId"] = f"{r['requestId']}_{n}_{copy}"
-                f.write(json.dumps(r, separators=(",", ":"), ensure_ascii=False) + "\n")
-                if "uuid" in r:
-                    prev = r["uuid"]
+        chain(lines, rnd.randint(4, 48), f, session=session, rnd=rnd, tag=f"_{n}", compact=True)
 PY
   touch "$dir/files-$files"
 fi

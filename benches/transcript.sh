@@ -16,41 +16,7 @@ src=$(ls "$corpus"/transcripts/claude-code/tool/*-*-*-*-*.jsonl | head -1)
 dir=target/bench-transcript
 mkdir -p "$dir"
 out=$dir/big.jsonl
-python3 - "$src" "$copies" "$out" <<'PY'
-import json, sys, uuid
-src, copies, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-lines = [json.loads(l) for l in open(src, encoding="utf-8") if l.strip()]
-prev = None
-with open(out, "w") as f:
-    for copy in range(copies):
-        m = {}
-        for r in lines:
-            if r.get("type") in ("last-prompt", "queue-operation") and copy > 0:
-                continue
-            if r.get("type") == "last-prompt":
-                continue
-            r = json.loads(json.dumps(r))
-            if "uuid" in r:
-                m[r["uuid"]] = str(uuid.uuid4()); r["uuid"] = m[r["uuid"]]
-            if r.get("parentUuid") is not None:
-                r["parentUuid"] = m.get(r["parentUuid"], r["parentUuid"])
-            elif "parentUuid" in r and prev and copy > 0:
-                r["parentUuid"] = prev
-            if "sourceToolAssistantUUID" in r:
-                r["sourceToolAssistantUUID"] = m.get(r["sourceToolAssistantUUID"], r["sourceToolAssistantUUID"])
-            msg = r.get("message")
-            if isinstance(msg, dict):
-                if "id" in msg:
-                    msg["id"] = f"{msg['id']}_{copy}"
-                for b in msg.get("content") if isinstance(msg.get("content"), list) else []:
-                    if isinstance(b, dict) and b.get("type") == "tool_use":
-                        b["id"] = f"{b['id']}_{copy}"
-                    if isinstance(b, dict) and b.get("type") == "tool_result":
-                        b["tool_use_id"] = f"{b['tool_use_id']}_{copy}"
-            f.write(json.dumps(r) + "\n")
-            if "uuid" in r:
-                prev = r["uuid"]
-PY
+python3 benches/claude_chain.py "$src" "$out" "$copies"
 if [ -n "${GENERATE_ONLY:-}" ]; then echo "$out"; exit 0; fi
 cargo build --profile dist --quiet
 mb=$(awk -v b="$(stat -c %s "$out")" 'BEGIN{printf "%.1f", b/1048576}')

@@ -642,6 +642,19 @@ pub struct Observation {
     pub status_span: Option<Span>,
 }
 
+impl Observation {
+    /// A write of a record at `span` (the status, when there is one, read in the record
+    /// itself: a transcript's or rollout's record is the status's only place).
+    pub fn at(seq: Seq, span: Span, status: Option<&'static str>) -> Self {
+        Self {
+            seq,
+            span,
+            status: status.map(Cow::Borrowed),
+            status_span: status.map(|_| span),
+        }
+    }
+}
+
 /// Payload problems of one record.
 #[derive(Debug, Clone)]
 pub struct PayloadIssues {

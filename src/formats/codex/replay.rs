@@ -159,15 +159,6 @@ pub fn replay<R: BufRead>(input: R, file: FileId) -> Result<Analysis, IngestErro
     Ok(r.finish(file))
 }
 
-fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {
-    Observation {
-        seq,
-        span,
-        status: status.map(std::borrow::Cow::Borrowed),
-        status_span: status.map(|_| span),
-    }
-}
-
 /// The error a `task_complete` event carries, with its message and where that is.
 fn task_error(error: &Value, message: &str, span: Span) -> ErrorInfo {
     ErrorInfo {
@@ -575,7 +566,11 @@ impl Reader {
                     }));
                     parts.push(PartRecord {
                         part,
-                        history: vec![observation(seq, at("content").unwrap_or(line.span), None)],
+                        history: vec![Observation::at(
+                            seq,
+                            at("content").unwrap_or(line.span),
+                            None,
+                        )],
                     });
                 } else if let Some(call_id) = str_of(p, "call_id") {
                     let name = str_of(p, "name").unwrap_or(ty);
@@ -584,7 +579,7 @@ impl Reader {
                     let pi = parts.len();
                     parts.push(PartRecord {
                         part,
-                        history: vec![observation(seq, span, Some("running"))],
+                        history: vec![Observation::at(seq, span, Some("running"))],
                     });
                     self.calls.insert(call_id.to_owned(), (mi, pi));
                     if let Some(t) = self.turns.last_mut() {
@@ -612,7 +607,7 @@ impl Reader {
                 let span = at("call_id").unwrap_or(line.span);
                 record
                     .history
-                    .push(observation(seq, span, Some("completed")));
+                    .push(Observation::at(seq, span, Some("completed")));
             }
             _ => {}
         }

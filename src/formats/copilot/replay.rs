@@ -91,15 +91,6 @@ pub fn replay<R: BufRead>(
     Ok(r.finish(file))
 }
 
-fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {
-    Observation {
-        seq,
-        span,
-        status: status.map(std::borrow::Cow::Borrowed),
-        status_span: status.map(|_| span),
-    }
-}
-
 fn type_of(o: &Map<String, Value>) -> String {
     str_of(o, "type").unwrap_or("?").to_owned()
 }
@@ -415,7 +406,7 @@ impl Reader {
                 let status = if ok { "completed" } else { "error" };
                 record.part = tool_part(id, &name, &session, &message_id, status, error.as_deref());
                 let span = at(&["toolCallId"]).unwrap_or(line.span);
-                record.history.push(observation(
+                record.history.push(Observation::at(
                     seq,
                     span,
                     Some(if ok { "completed" } else { "error" }),
@@ -455,7 +446,7 @@ impl Reader {
             }));
             self.session.messages[mi].parts.push(PartRecord {
                 part,
-                history: vec![observation(seq, span, None)],
+                history: vec![Observation::at(seq, span, None)],
             });
             blocks.push(Block {
                 kind: BlockKind::Text,
@@ -519,7 +510,7 @@ impl Reader {
         let parts = &mut self.session.messages[mi].parts;
         parts.push(PartRecord {
             part,
-            history: vec![observation(seq, span, Some("running"))],
+            history: vec![Observation::at(seq, span, Some("running"))],
         });
         self.calls.insert(
             call_id.to_owned(),

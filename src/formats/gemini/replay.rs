@@ -640,7 +640,7 @@ impl Reader {
                 }));
                 parts.push(PartRecord {
                     part,
-                    history: vec![observation(m.span, None)],
+                    history: vec![Observation::at(0, m.span, None)],
                 });
             }
             for c in &m.calls {
@@ -652,7 +652,7 @@ impl Reader {
                 }
                 parts.push(PartRecord {
                     part: tool_part(&c.id, &c.name, &id, &m.id, status, None),
-                    history: vec![observation(c.span, Some(status))],
+                    history: vec![Observation::at(0, c.span, Some(status))],
                 });
             }
             if m.ty == "user" || m.ty == "gemini" {
@@ -713,15 +713,6 @@ impl Reader {
         analysis.sessions.push(session);
         analysis.transcript = Some(Box::new(facts));
         analysis
-    }
-}
-
-fn observation(span: Span, status: Option<&'static str>) -> Observation {
-    Observation {
-        seq: 0,
-        span,
-        status: status.map(std::borrow::Cow::Borrowed),
-        status_span: status.map(|_| span),
     }
 }
 

@@ -742,7 +742,7 @@ impl Reader {
                         }));
                         message.parts.push(PartRecord {
                             part,
-                            history: vec![observation(rec.seq, span.unwrap_or(rec.span), None)],
+                            history: vec![Observation::at(rec.seq, span.unwrap_or(rec.span), None)],
                         });
                     }
                     Block::ToolUse { id, name, span } => {
@@ -750,7 +750,7 @@ impl Reader {
                         tools.insert(id.clone(), (mi, message.parts.len()));
                         message.parts.push(PartRecord {
                             part,
-                            history: vec![observation(rec.seq, *span, Some("running"))],
+                            history: vec![Observation::at(rec.seq, *span, Some("running"))],
                         });
                     }
                     Block::ToolResult {
@@ -768,7 +768,7 @@ impl Reader {
                         record.part = tool_part(id, &name, &session_id, &mid, status, None);
                         record
                             .history
-                            .push(observation(rec.seq, *span, Some(status)));
+                            .push(Observation::at(rec.seq, *span, Some(status)));
                     }
                     _ => {}
                 }
@@ -1029,15 +1029,6 @@ fn push_history(history: &mut Vec<ModelMessage>, rec: &Rec) {
         span: Some(rec.span),
         message_id: Some(rec.message_id.clone().unwrap_or_else(|| rec.uuid.clone())),
     });
-}
-
-fn observation(seq: Seq, span: Span, status: Option<&'static str>) -> Observation {
-    Observation {
-        seq,
-        span,
-        status: status.map(std::borrow::Cow::Borrowed),
-        status_span: status.map(|_| span),
-    }
 }
 
 /// A tool part in OpenCode's shape, which the checks read.
