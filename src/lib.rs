@@ -75,6 +75,12 @@ pub mod streams {
     pub use crate::source::FileId;
 }
 
+/// Which JSON members redaction never rewrites (ids and times a rule may depend on), shared
+/// with the redaction property test so that it plants nothing there.
+pub mod redaction {
+    pub use crate::redact::detect::is_kept_key;
+}
+
 /// Runs rewind in this process as the binary would with `args` (the first one is the program
 /// name), writing what it would print to `stdout` and `stderr`; returns the exit status. For
 /// tests and the fuzz harness; the process-wide signal handler is not installed.

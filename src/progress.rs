@@ -121,10 +121,17 @@ impl Progress {
             Size::Unknown
         } else {
             match std::fs::metadata(path) {
-                Ok(m) if m.is_file() && !is_db(path) && m.len() >= LARGE_INPUT => {
+                Ok(m)
+                    if m.is_file()
+                        && !crate::ingest::input::is_sqlite_file(path)
+                        && m.len() >= LARGE_INPUT =>
+                {
                     Size::Known(m.len())
                 }
-                Ok(m) if m.is_dir() || (m.is_file() && is_db(path)) => {
+                Ok(m)
+                    if m.is_dir()
+                        || (m.is_file() && crate::ingest::input::is_sqlite_file(path)) =>
+                {
                     return Progress::units(&name);
                 }
                 _ => return Progress(None),
@@ -189,14 +196,6 @@ impl Progress {
             b.finish_and_clear();
         }
     }
-}
-
-fn is_db(path: &Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 16];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 #[cfg(test)]

@@ -36,28 +36,7 @@ const SECRETS: &[&str] = &[
 ];
 
 /// Members whose values the redaction keeps (ids, times, types): nothing is planted there.
-fn kept_key(key: &str) -> bool {
-    matches!(
-        key,
-        "id" | "uuid"
-            | "type"
-            | "role"
-            | "timestamp"
-            | "time"
-            | "created"
-            | "updated"
-            | "created_at"
-            | "updated_at"
-            | "createdAt"
-            | "updatedAt"
-            | "version"
-            | "ordinal"
-    ) || key.ends_with("Id")
-        || key.ends_with("ID")
-        || key.ends_with("_id")
-        || key.ends_with("Uuid")
-        || key.ends_with("_uuid")
-}
+use rewind::redaction::is_kept_key as kept_key;
 
 /// `text` with secrets planted: in string values that read like prose (a space in them), in
 /// `\"text\":\"` strings inside strings, and headers added to `"headers"` objects and lists.

@@ -21,7 +21,7 @@ pub enum Rewrite {
 /// is …").
 pub fn rewrite(format: Format, path: &Path) -> Result<Rewrite, String> {
     // A database is rewritten cell by cell whatever claimed it: as text it would be ruined.
-    if is_sqlite(path) {
+    if crate::ingest::input::is_sqlite_file(path) {
         return Ok(Rewrite::Database);
     }
     Ok(match format {
@@ -45,7 +45,7 @@ pub fn rewrite(format: Format, path: &Path) -> Result<Rewrite, String> {
 /// How a file in a folder that no format claims is rewritten: JSON (a subagent's meta file)
 /// as a document; anything else is left out.
 pub fn rewrite_unclaimed(path: &Path) -> Option<Rewrite> {
-    if is_sqlite(path) {
+    if crate::ingest::input::is_sqlite_file(path) {
         // A database beside the sessions (Codex's `thread_history_1.sqlite`).
         return Some(Rewrite::Database);
     }
@@ -66,14 +66,6 @@ pub fn rewrite_folder(format: Option<Format>) -> Option<Rewrite> {
     format
         .filter(|&f| f == Format::OpencodeStorage)
         .map(|_| Rewrite::Text(Layout::Document))
-}
-
-/// Whether the file at `path` is an SQLite database (by its 16-byte header).
-fn is_sqlite(path: &Path) -> bool {
-    let mut head = [0u8; 16];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
 fn first_byte(path: &Path) -> Option<u8> {

@@ -28,6 +28,18 @@ fn stdin_alias(path: &Path) -> bool {
 
 /// Whether `path` is read once: standard input or anything that is neither a regular file nor
 /// a folder (a FIFO, a character device such as `/dev/stdin`, a socket).
+/// SQLite's 16-byte file header.
+pub const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// Whether the file at `path` starts with [`SQLITE_HEADER`] (an SQLite database).
+pub fn is_sqlite_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == SQLITE_HEADER)
+}
+
 pub fn is_one_shot(path: &Path) -> bool {
     is_stdin(path) || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }

@@ -32,7 +32,7 @@ pub const HISTORY_DB: &str = "thread_history_1.sqlite";
 /// creating its `threads` table with `rollout_path` (in the schema page at the start).
 pub fn is_state_db_head(bytes: &[u8]) -> bool {
     let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
-    bytes.starts_with(b"SQLite format 3\0")
+    bytes.starts_with(crate::ingest::input::SQLITE_HEADER)
         && has(b"CREATE TABLE threads (")
         && has(b"rollout_path TEXT")
 }
@@ -42,7 +42,7 @@ pub fn is_state_db_head(bytes: &[u8]) -> bool {
 /// immutable (after a `VACUUM`, or a migration that rewrote the table, the schema can lie past
 /// the head). Nothing is copied: recognising a large database costs one page read or two.
 pub fn is_state_db(path: &std::path::Path, bytes: &[u8]) -> bool {
-    if !bytes.starts_with(b"SQLite format 3\0") {
+    if !bytes.starts_with(crate::ingest::input::SQLITE_HEADER) {
         return false;
     }
     if is_state_db_head(bytes) {

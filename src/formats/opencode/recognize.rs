@@ -9,7 +9,7 @@ use crate::formats::recognize::{Claim, Evidence, Head, RecordLine, first_key, fi
 
 pub fn recognize(head: &Head<'_>) -> Vec<Claim> {
     let Some(text) = head.text else {
-        if head.bytes.starts_with(b"SQLite format 3\0") {
+        if head.bytes.starts_with(crate::ingest::input::SQLITE_HEADER) {
             return vec![Claim::new(
                 Format::OpencodeDb,
                 Evidence::Magic,
